@@ -1,0 +1,232 @@
+"""RecordBatch v2 (magic 2): a header view that never decodes records.
+
+Layout of a batch (big-endian), as Kafka defines it::
+
+    0  base_offset              int64
+    8  batch_length             int32   bytes after this field
+    12 partition_leader_epoch   int32
+    16 magic                    int8    must be 2
+    17 crc                      uint32  CRC32C of bytes [21, end)
+    21 attributes               int16
+    23 last_offset_delta        int32
+    27 base_timestamp           int64
+    35 max_timestamp            int64
+    43 producer_id              int64
+    51 producer_epoch           int16
+    53 base_sequence            int32
+    57 record_count             int32
+    61 records...
+
+The broker validates and rewrites batches through this view only: base offset and partition
+leader epoch lie outside the CRC, so assigning offsets never recomputes it; stamping
+LogAppendTime changes covered bytes and does.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import IntEnum
+
+import crc32c
+
+HEADER_SIZE = 61
+# Bytes before batch_length's coverage starts: base_offset + batch_length.
+LOG_OVERHEAD = 12
+CRC_START = 21
+MAGIC_V2 = 2
+NO_PRODUCER_ID = -1
+NO_PARTITION_LEADER_EPOCH = -1
+
+_BASE_OFFSET = struct.Struct(">q")
+_LEADER_EPOCH_AT = 12
+_INT32 = struct.Struct(">i")
+_CRC = struct.Struct(">I")
+_MAX_TIMESTAMP_AT = 35
+_INT64 = struct.Struct(">q")
+_ATTRIBUTES_AT = 21
+_INT16 = struct.Struct(">h")
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+
+_COMPRESSION_MASK = 0x07
+_TIMESTAMP_TYPE_BIT = 0x08
+_TRANSACTIONAL_BIT = 0x10
+_CONTROL_BIT = 0x20
+_DELETE_HORIZON_BIT = 0x40
+
+
+class Compression(IntEnum):
+    """The codec in the low three bits of a batch's attributes."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+class TimestampType(IntEnum):
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+class RecordBatchError(ValueError):
+    """A batch that must be refused; `error_code` is the Kafka error to answer with."""
+
+    error_code = 2  # CORRUPT_MESSAGE
+
+
+class CorruptBatchError(RecordBatchError):
+    """The bytes are damaged: a CRC mismatch, or a length that runs past the data."""
+
+    error_code = 2  # CORRUPT_MESSAGE
+
+
+class InvalidBatchError(RecordBatchError):
+    """The bytes are intact but describe an impossible batch (bad length, negative count...)."""
+
+    error_code = 87  # INVALID_RECORD
+
+
+class UnsupportedMagicError(RecordBatchError):
+    """Magic 0 or 1 (the old message formats), which this broker does not store."""
+
+    error_code = 43  # UNSUPPORTED_FOR_MESSAGE_FORMAT
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    """The decoded 61-byte header of one RecordBatch v2."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def size(self) -> int:
+        """Total bytes of the batch, header included."""
+        return LOG_OVERHEAD + self.batch_length
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> Compression:
+        return Compression(self.attributes & _COMPRESSION_MASK)
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        if self.attributes & _TIMESTAMP_TYPE_BIT:
+            return TimestampType.LOG_APPEND_TIME
+        return TimestampType.CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & _TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & _CONTROL_BIT)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & _DELETE_HORIZON_BIT)
+
+
+def read_header(buffer: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
+    """Decode the header of the batch at `position` without checking its CRC.
+
+    Raises CorruptBatchError when fewer than HEADER_SIZE bytes remain, UnsupportedMagicError for
+    magic 0/1, and InvalidBatchError for a batch length too small to hold the header.
+    """
+    if len(buffer) - position < HEADER_SIZE:
+        # Magic 0/1 messages can be shorter than a v2 header; name them properly if we can.
+        if len(buffer) - position > 16 and buffer[position + 16] in (0, 1):
+            raise UnsupportedMagicError(f"message format magic {buffer[position + 16]}")
+        raise CorruptBatchError(
+            f"truncated batch header: {len(buffer) - position} bytes at position {position}"
+        )
+    header = BatchHeader(*_HEADER.unpack_from(buffer, position))
+    if header.magic != MAGIC_V2:
+        if header.magic in (0, 1):
+            raise UnsupportedMagicError(f"message format magic {header.magic}")
+        raise CorruptBatchError(f"unknown magic {header.magic} at position {position}")
+    if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+        raise InvalidBatchError(f"batch length {header.batch_length} is below the header size")
+    return header
+
+
+def validate_batch(buffer: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
+    """Decode and fully check the batch at `position`: length within the data, sane counts, CRC.
+
+    Records are not decoded. Raises a RecordBatchError subclass naming what is wrong.
+    """
+    header = read_header(buffer, position)
+    end = position + header.size
+    if end > len(buffer):
+        raise CorruptBatchError(
+            f"batch at position {position} claims {header.size} bytes, "
+            f"only {len(buffer) - position} remain"
+        )
+    if header.last_offset_delta < 0 or header.record_count < 0:
+        raise InvalidBatchError(
+            f"negative last offset delta {header.last_offset_delta} "
+            f"or record count {header.record_count}"
+        )
+    view = memoryview(buffer)[position + CRC_START : end]
+    actual = crc32c.crc32c(view)
+    if actual != header.crc:
+        raise CorruptBatchError(
+            f"CRC32C mismatch at position {position}: stored {header.crc:#010x}, "
+            f"computed {actual:#010x}"
+        )
+    return header
+
+
+def iter_batches(buffer: bytes | bytearray | memoryview) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield `(position, header)` for each fully validated batch of a concatenation.
+
+    Stops with a RecordBatchError at the first invalid or incomplete batch.
+    """
+    position = 0
+    size = len(buffer)
+    while position < size:
+        header = validate_batch(buffer, position)
+        yield position, header
+        position += header.size
+
+
+def set_base_offset(buffer: bytearray | memoryview, position: int, base_offset: int) -> None:
+    """Rewrite a batch's base offset in place (outside the CRC, so the CRC stays valid)."""
+    _BASE_OFFSET.pack_into(buffer, position, base_offset)
+
+
+def set_partition_leader_epoch(buffer: bytearray | memoryview, position: int, epoch: int) -> None:
+    """Stamp a batch's partition leader epoch in place (outside the CRC)."""
+    _INT32.pack_into(buffer, position + _LEADER_EPOCH_AT, epoch)
+
+
+def set_log_append_time(buffer: bytearray | memoryview, position: int, timestamp_ms: int) -> None:
+    """Mark a batch LogAppendTime with `timestamp_ms` as its max timestamp and recompute its CRC."""
+    attributes = _INT16.unpack_from(buffer, position + _ATTRIBUTES_AT)[0]
+    _INT16.pack_into(buffer, position + _ATTRIBUTES_AT, attributes | _TIMESTAMP_TYPE_BIT)
+    _INT64.pack_into(buffer, position + _MAX_TIMESTAMP_AT, timestamp_ms)
+    end = position + LOG_OVERHEAD + _INT32.unpack_from(buffer, position + 8)[0]
+    crc = crc32c.crc32c(memoryview(buffer)[position + CRC_START : end])
+    _CRC.pack_into(buffer, position + 17, crc)
