@@ -47,7 +47,8 @@ _MAX_TIMESTAMP_AT = 35
 _INT64 = struct.Struct(">q")
 _ATTRIBUTES_AT = 21
 _INT16 = struct.Struct(">h")
-_HEADER = struct.Struct(">qiibIhiqqqhii")
+# The whole 61-byte header in BatchHeader field order (writers pack it with the CRC last).
+HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
 
 _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_BIT = 0x08
@@ -149,6 +150,24 @@ class BatchHeader:
         return bool(self.attributes & _DELETE_HORIZON_BIT)
 
 
+def batch_attributes(
+    compression: Compression,
+    timestamp_type: TimestampType,
+    *,
+    is_transactional: bool,
+    is_control: bool,
+) -> int:
+    """The attributes int16 of a batch with these properties; BatchHeader's properties invert it."""
+    attributes = int(compression)
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        attributes |= _TIMESTAMP_TYPE_BIT
+    if is_transactional:
+        attributes |= _TRANSACTIONAL_BIT
+    if is_control:
+        attributes |= _CONTROL_BIT
+    return attributes
+
+
 def read_header(buffer: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
     """Decode the header of the batch at `position` without checking its CRC.
 
@@ -162,7 +181,7 @@ def read_header(buffer: bytes | bytearray | memoryview, position: int = 0) -> Ba
         raise CorruptBatchError(
             f"truncated batch header: {len(buffer) - position} bytes at position {position}"
         )
-    header = BatchHeader(*_HEADER.unpack_from(buffer, position))
+    header = BatchHeader(*HEADER_STRUCT.unpack_from(buffer, position))
     if header.magic != MAGIC_V2:
         if header.magic in (0, 1):
             raise UnsupportedMagicError(f"message format magic {header.magic}")

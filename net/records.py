@@ -1,0 +1,511 @@
+"""Kafka records inside a RecordBatch v2: the full encoder and decoder, compression included.
+
+The broker's produce and fetch paths never come here (they move batches as bytes through
+`net.record_batch`); the Spark connector, tests and tools do. Inside a batch, after the 61-byte
+header and possibly compressed as a whole, each record is::
+
+    length            varint   bytes of the record after this field
+    attributes        int8     unused, written as 0
+    timestamp_delta   varlong  from the batch's base timestamp
+    offset_delta      varint   from the batch's base offset
+    key_length        varint   -1 for a null key
+    key               bytes
+    value_length      varint   -1 for a null value
+    value             bytes
+    header_count      varint
+    headers           header_count x (key_length varint, key UTF-8,
+                                      value_length varint (-1 for null), value)
+
+Varints are zig-zag, base-128, least significant group first (as in protobuf). Codecs run in C or
+Rust (zlib and cramjam): gzip, snappy (xerial-framed as Kafka's Java producer writes it, raw as
+librdkafka writes it; both are read), LZ4 frames with independent blocks, and zstd frames.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import time
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import cramjam
+import crc32c
+
+from net.record_batch import (
+    CRC_START,
+    HEADER_SIZE,
+    HEADER_STRUCT,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    BatchHeader,
+    Compression,
+    CorruptBatchError,
+    InvalidBatchError,
+    TimestampType,
+    batch_attributes,
+    read_header,
+    validate_batch,
+)
+
+__all__ = [
+    "BatchHeader",
+    "Compression",
+    "Header",
+    "Record",
+    "TimestampType",
+    "decode_batch",
+    "decode_batches",
+    "encode_batch",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """One record header: a UTF-8 key and a nullable value."""
+
+    key: str
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record of a batch.
+
+    On encode, `timestamp` None means the batch's clock (`now_ms`), and `offset` is ignored:
+    records take consecutive offsets from the batch's base offset. On decode both are filled:
+    `offset` is absolute, and `timestamp` is the batch's max timestamp in a LogAppendTime batch.
+    """
+
+    value: bytes | None
+    key: bytes | None = None
+    headers: tuple[Header, ...] = ()
+    timestamp: int | None = None
+    offset: int | None = None
+
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+# The longest varlong: ten groups of seven bits.
+_VARINT_MAX_SHIFT = 63
+
+
+def _encode_varint(value: int) -> bytes:
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"{value} does not fit a varlong")
+    unsigned = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while unsigned > 0x7F:
+        out.append((unsigned & 0x7F) | 0x80)
+        unsigned >>= 7
+    out.append(unsigned)
+    return bytes(out)
+
+
+# Lengths, offset deltas and timestamp deltas are mostly small: their encodings are looked up.
+_CACHED_VARINTS = 1 << 14
+_VARINTS = tuple(_encode_varint(n) for n in range(_CACHED_VARINTS))
+_NULL_LENGTH = _encode_varint(-1)
+_RECORD_ATTRIBUTES = b"\x00"
+_NO_HEADERS = _VARINTS[0]
+
+
+def _varint(value: int) -> bytes:
+    if 0 <= value < _CACHED_VARINTS:
+        return _VARINTS[value]
+    return _encode_varint(value)
+
+
+# Zig-zag values of the one-byte varints, by byte.
+_ONE_BYTE_VARINTS = tuple((byte >> 1) ^ -(byte & 1) for byte in range(0x80))
+
+
+def _read_varint(data: bytes, position: int) -> tuple[int, int]:
+    """The zig-zag varint at `position` and the position after it (IndexError past the end)."""
+    byte = data[position]
+    if byte < 0x80:
+        return (byte >> 1) ^ -(byte & 1), position + 1
+    unsigned = byte & 0x7F
+    shift = 7
+    while True:
+        position += 1
+        byte = data[position]
+        unsigned |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (unsigned >> 1) ^ -(unsigned & 1), position + 1
+        shift += 7
+        if shift > _VARINT_MAX_SHIFT:
+            raise CorruptBatchError(f"varint longer than ten bytes at byte {position}")
+
+
+# xerial snappy framing, as Kafka's Java producer writes it (SnappyOutputStream): an 8-byte magic,
+# version and minimum compatible version (int32 each, both 1), then chunks of
+# int32 length + raw snappy block, each block compressing at most 32 KiB.
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+_XERIAL_BLOCK = 32 * 1024
+_XERIAL_CHUNK_LENGTH = struct.Struct(">i")
+# Kafka's default compression.zstd.level.
+_ZSTD_LEVEL = 3
+# zlib's wbits for a gzip (RFC 1952) container, which Java's GZIPInputStream reads.
+_GZIP_WBITS = 31
+
+
+def _snappy_compress(records: bytes) -> bytes:
+    view = memoryview(records)
+    chunks = [_XERIAL_HEADER]
+    for start in range(0, len(records), _XERIAL_BLOCK):
+        block = cramjam.snappy.compress_raw(view[start : start + _XERIAL_BLOCK])
+        chunks.append(_XERIAL_CHUNK_LENGTH.pack(len(block)))
+        chunks.append(bytes(block))
+    return b"".join(chunks)
+
+
+def _snappy_decompress(payload: memoryview) -> bytes:
+    if payload[: len(_XERIAL_MAGIC)] != _XERIAL_MAGIC:
+        return bytes(cramjam.snappy.decompress_raw(payload))
+    # The version fields are not checked: some writers get their byte order wrong.
+    blocks = []
+    position = len(_XERIAL_HEADER)
+    end = len(payload)
+    while position < end:
+        if position + _XERIAL_CHUNK_LENGTH.size > end:
+            raise ValueError(f"xerial chunk length cut short at byte {position}")
+        (length,) = _XERIAL_CHUNK_LENGTH.unpack_from(payload, position)
+        position += _XERIAL_CHUNK_LENGTH.size
+        if length < 0 or position + length > end:
+            raise ValueError(f"xerial chunk of {length} bytes at byte {position} runs past {end}")
+        blocks.append(cramjam.snappy.decompress_raw(payload[position : position + length]))
+        position += length
+    return b"".join(blocks)
+
+
+def _lz4_compress(records: bytes) -> bytes:
+    # Kafka's Java reader refuses frames whose blocks depend on earlier ones.
+    compressor = cramjam.lz4.Compressor(block_linked=False)
+    compressor.compress(records)
+    return bytes(compressor.finish())
+
+
+_COMPRESSORS: dict[Compression, Callable[[bytes], bytes]] = {
+    Compression.GZIP: lambda records: zlib.compress(
+        records, zlib.Z_DEFAULT_COMPRESSION, _GZIP_WBITS
+    ),
+    Compression.SNAPPY: _snappy_compress,
+    Compression.LZ4: _lz4_compress,
+    Compression.ZSTD: lambda records: bytes(cramjam.zstd.compress(records, level=_ZSTD_LEVEL)),
+}
+
+# gzip.decompress reads concatenated members, as GZIPInputStream does; cramjam's zstd reads
+# frames with or without a content size, and concatenated frames.
+_DECOMPRESSORS: dict[Compression, Callable[[memoryview], bytes]] = {
+    Compression.GZIP: gzip.decompress,
+    Compression.SNAPPY: _snappy_decompress,
+    Compression.LZ4: lambda payload: bytes(cramjam.lz4.decompress(payload)),
+    Compression.ZSTD: lambda payload: bytes(cramjam.zstd.decompress(payload)),
+}
+
+
+def _encode_headers(headers: tuple[Header, ...]) -> bytes:
+    fields = [_varint(len(headers))]
+    for header in headers:
+        key = header.key.encode()
+        fields.append(_varint(len(key)))
+        fields.append(key)
+        if header.value is None:
+            fields.append(_NULL_LENGTH)
+        else:
+            fields.append(_varint(len(header.value)))
+            fields.append(header.value)
+    return b"".join(fields)
+
+
+def encode_batch(
+    records: Sequence[Record],
+    *,
+    base_offset: int = 0,
+    partition_leader_epoch: int = -1,
+    compression: Compression = Compression.NONE,
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    now_ms: int | None = None,
+) -> bytes:
+    """Encode `records` as one RecordBatch v2 with a valid CRC32C, compressed with `compression`.
+
+    Records take offsets `base_offset`, `base_offset + 1`, ... (their `offset` is ignored).
+    A record without a timestamp gets `now_ms` (the wall clock when None). The base timestamp
+    is the first record's, the max timestamp the largest record's, or `now_ms` in a
+    LogAppendTime batch, as a broker stamps it. Raises ValueError for an empty batch or a
+    timestamp delta beyond int64.
+    """
+    if not records:
+        raise ValueError("a record batch holds at least one record")
+    clock = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    timestamps = [clock if record.timestamp is None else record.timestamp for record in records]
+    base_timestamp = timestamps[0]
+    max_timestamp = clock if timestamp_type == TimestampType.LOG_APPEND_TIME else max(timestamps)
+
+    # The hot loop looks small varints up inline and sums field lengths rather than joining
+    # each record: one join for the whole batch.
+    varints = _VARINTS
+    cached = _CACHED_VARINTS
+    encode_varint = _encode_varint
+    null_length = _NULL_LENGTH
+    record_attributes = _RECORD_ATTRIBUTES
+    no_headers = _NO_HEADERS
+    parts: list[bytes] = []
+    extend = parts.extend
+    for offset_delta, record in enumerate(records):
+        key = record.key
+        value = record.value
+        delta = timestamps[offset_delta] - base_timestamp
+        timestamp_field = varints[delta] if 0 <= delta < cached else encode_varint(delta)
+        offset_field = (
+            varints[offset_delta] if offset_delta < cached else encode_varint(offset_delta)
+        )
+        if key is None:
+            key_length = null_length
+            key = b""
+        else:
+            length = len(key)
+            key_length = varints[length] if length < cached else encode_varint(length)
+        if value is None:
+            value_length = null_length
+            value = b""
+        else:
+            length = len(value)
+            value_length = varints[length] if length < cached else encode_varint(length)
+        headers = _encode_headers(record.headers) if record.headers else no_headers
+        size = (
+            len(record_attributes)
+            + len(timestamp_field)
+            + len(offset_field)
+            + len(key_length)
+            + len(key)
+            + len(value_length)
+            + len(value)
+            + len(headers)
+        )
+        extend(
+            (
+                varints[size] if size < cached else encode_varint(size),
+                record_attributes,
+                timestamp_field,
+                offset_field,
+                key_length,
+                key,
+                value_length,
+                value,
+                headers,
+            )
+        )
+
+    payload = b"".join(parts)
+    if compression != Compression.NONE:
+        payload = _COMPRESSORS[compression](payload)
+    attributes = batch_attributes(
+        compression, timestamp_type, is_transactional=is_transactional, is_control=is_control
+    )
+    batch_length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
+    last_offset_delta = len(records) - 1
+    fields_after_crc = (
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(records),
+    )
+    unsealed = HEADER_STRUCT.pack(
+        base_offset, batch_length, partition_leader_epoch, MAGIC_V2, 0, *fields_after_crc
+    )
+    crc = crc32c.crc32c(payload, crc32c.crc32c(unsealed[CRC_START:]))
+    header = HEADER_STRUCT.pack(
+        base_offset, batch_length, partition_leader_epoch, MAGIC_V2, crc, *fields_after_crc
+    )
+    return header + payload
+
+
+def decode_batch(
+    buffer: bytes | bytearray | memoryview, position: int = 0
+) -> tuple[BatchHeader, list[Record]]:
+    """Decode the batch at `position`: its header and its records, in offset order.
+
+    The batch is validated first (length, counts, CRC32C: see `validate_batch`). Raises
+    CorruptBatchError when the payload cannot be decompressed or the records do not parse,
+    InvalidBatchError for an unknown codec, and the other `validate_batch` errors.
+    """
+    header = validate_batch(buffer, position)
+    if header.record_count == 0:
+        # Compaction can leave a batch without records; Kafka does not decompress those.
+        return header, []
+    payload = memoryview(buffer)[position + HEADER_SIZE : position + header.size]
+    try:
+        compression = header.compression
+    except ValueError as err:
+        raise InvalidBatchError(f"batch at position {position}: {err}") from err
+    if compression == Compression.NONE:
+        data = bytes(payload)
+    else:
+        try:
+            data = _DECOMPRESSORS[compression](payload)
+        except (cramjam.DecompressionError, zlib.error, OSError, EOFError, ValueError) as err:
+            raise CorruptBatchError(
+                f"batch at position {position}: {compression.name.lower()} payload "
+                f"cannot be decompressed: {err}"
+            ) from err
+    try:
+        return header, _decode_records(data, header)
+    except CorruptBatchError as err:
+        raise CorruptBatchError(f"batch at position {position}: {err}") from err
+
+
+def _decode_records(data: bytes, header: BatchHeader) -> list[Record]:
+    base_offset = header.base_offset
+    base_timestamp = header.base_timestamp
+    log_append_time = (
+        header.max_timestamp if header.timestamp_type == TimestampType.LOG_APPEND_TIME else None
+    )
+    # Most varints are one byte: each is decoded inline by lookup, the rest by _read_varint.
+    one_byte = _ONE_BYTE_VARINTS
+    read_varint = _read_varint
+    size = len(data)
+    records: list[Record] = []
+    append = records.append
+    position = 0
+    try:
+        for _ in range(header.record_count):
+            byte = data[position]
+            if byte < 0x80:
+                length = one_byte[byte]
+                position += 1
+            else:
+                length, position = read_varint(data, position)
+            end = position + length
+            if length <= 0 or end > size:
+                raise CorruptBatchError(
+                    f"record of {length} bytes at byte {position} runs past {size}"
+                )
+            # position + 1 skips the unused attributes byte.
+            byte = data[position + 1]
+            if byte < 0x80:
+                timestamp_delta = one_byte[byte]
+                position += 2
+            else:
+                timestamp_delta, position = read_varint(data, position + 1)
+            byte = data[position]
+            if byte < 0x80:
+                offset_delta = one_byte[byte]
+                position += 1
+            else:
+                offset_delta, position = read_varint(data, position)
+            byte = data[position]
+            if byte < 0x80:
+                key_length = one_byte[byte]
+                position += 1
+            else:
+                key_length, position = read_varint(data, position)
+            if key_length >= 0:
+                key: bytes | None = data[position : position + key_length]
+                position += key_length
+            elif key_length == -1:
+                key = None
+            else:
+                raise CorruptBatchError(f"key length {key_length}")
+            byte = data[position]
+            if byte < 0x80:
+                value_length = one_byte[byte]
+                position += 1
+            else:
+                value_length, position = read_varint(data, position)
+            if value_length >= 0:
+                value: bytes | None = data[position : position + value_length]
+                position += value_length
+            elif value_length == -1:
+                value = None
+            else:
+                raise CorruptBatchError(f"value length {value_length}")
+            if data[position] == 0:
+                headers: tuple[Header, ...] = ()
+                position += 1
+            else:
+                header_count, position = read_varint(data, position)
+                headers, position = _decode_headers(data, position, header_count)
+            if position != end:
+                raise CorruptBatchError(
+                    f"record declared {length} bytes but its fields took {length + position - end}"
+                )
+            timestamp = (
+                base_timestamp + timestamp_delta if log_append_time is None else log_append_time
+            )
+            append(Record(value, key, headers, timestamp, base_offset + offset_delta))
+    except IndexError as err:
+        raise CorruptBatchError(
+            f"records end at byte {size}, inside record {len(records)} of {header.record_count}"
+        ) from err
+    if position != size:
+        raise CorruptBatchError(
+            f"{size - position} bytes follow the last of {header.record_count} records"
+        )
+    return records
+
+
+def _decode_headers(data: bytes, position: int, count: int) -> tuple[tuple[Header, ...], int]:
+    if count < 0:
+        raise CorruptBatchError(f"header count {count}")
+    one_byte = _ONE_BYTE_VARINTS
+    headers = []
+    for _ in range(count):
+        byte = data[position]
+        if byte < 0x80:
+            key_length = one_byte[byte]
+            position += 1
+        else:
+            key_length, position = _read_varint(data, position)
+        if key_length < 0:
+            raise CorruptBatchError(f"header key length {key_length}")
+        key_end = position + key_length
+        try:
+            key = data[position:key_end].decode()
+        except UnicodeDecodeError as err:
+            raise CorruptBatchError(f"header key is not UTF-8: {err}") from err
+        byte = data[key_end]
+        if byte < 0x80:
+            value_length = one_byte[byte]
+            position = key_end + 1
+        else:
+            value_length, position = _read_varint(data, key_end)
+        if value_length >= 0:
+            value: bytes | None = data[position : position + value_length]
+            position += value_length
+        elif value_length == -1:
+            value = None
+        else:
+            raise CorruptBatchError(f"header value length {value_length}")
+        headers.append(Header(key, value))
+    return tuple(headers), position
+
+
+def decode_batches(
+    buffer: bytes | bytearray | memoryview,
+) -> Iterator[tuple[BatchHeader, list[Record]]]:
+    """Decode each batch of a concatenation, as `decode_batch` does.
+
+    A trailing batch cut short (a fetch response may end with one) ends the iteration silently;
+    any other bad batch raises as `decode_batch` does.
+    """
+    position = 0
+    size = len(buffer)
+    while size - position >= HEADER_SIZE:
+        if read_header(buffer, position).size > size - position:
+            return
+        header, records = decode_batch(buffer, position)
+        yield header, records
+        position += header.size

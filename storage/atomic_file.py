@@ -1,0 +1,35 @@
+"""Replace a small file atomically and durably: temp file, fsync, rename, fsync the directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from storage import durability
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Make `path` hold exactly `data`, durably; a crash leaves either the old or the new file."""
+    temporary = path.with_name(path.name + ".tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        durability.sync_file(fd, temporary)
+    finally:
+        os.close(fd)
+    os.replace(temporary, path)
+    durability.sync_directory(path.parent)
+    durability.record_rename(temporary, path)
+
+
+def remove_durably(path: Path) -> None:
+    """Unlink `path` (if present) and sync its directory, so the removal survives a crash."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return
+    durability.sync_directory(path.parent)
+    durability.record_unlink(path)

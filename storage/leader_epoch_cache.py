@@ -1,0 +1,145 @@
+"""The leader-epoch cache of one partition: `epoch -> start offset`, checkpointed to disk.
+
+Each entry says "leader epoch E wrote its first batch at offset O". A replica uses it to answer
+"where does epoch E end in your log?" (OffsetForLeaderEpoch, and the diverging-epoch answer of
+Fetch), which is how a follower finds where its log diverges from the leader's and truncates
+only there instead of at its high watermark (reference: hw-leo-leader-epoch.txt).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from storage.checkpoint_file import CheckpointFormatError, read_checkpoint, write_checkpoint
+
+CHECKPOINT_NAME = "leader-epoch-checkpoint"
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEntry:
+    epoch: int
+    start_offset: int
+
+
+class LeaderEpochCache:
+    """Entries kept sorted by epoch and by start offset (both strictly increasing)."""
+
+    def __init__(self, checkpoint_path: Path, entries: list[EpochEntry]) -> None:
+        self._checkpoint_path = checkpoint_path
+        self._entries = entries
+
+    @classmethod
+    def load(cls, partition_dir: Path) -> LeaderEpochCache | None:
+        """Read the checkpoint in `partition_dir`; None if it is missing or unreadable, in which
+        case the caller rebuilds the cache from the batches of the log."""
+        path = partition_dir / CHECKPOINT_NAME
+        try:
+            rows = read_checkpoint(path, fields=2)
+        except CheckpointFormatError as error:
+            log.warning("leader_epoch_checkpoint_unreadable", path=str(path), error=str(error))
+            return None
+        if rows is None:
+            return None
+        entries = [EpochEntry(int(epoch), int(offset)) for epoch, offset in rows]
+        for before, after in itertools.pairwise(entries):
+            if after.epoch <= before.epoch or after.start_offset < before.start_offset:
+                log.warning("leader_epoch_checkpoint_unordered", path=str(path))
+                return None
+        return cls(path, entries)
+
+    @classmethod
+    def empty(cls, partition_dir: Path) -> LeaderEpochCache:
+        return cls(partition_dir / CHECKPOINT_NAME, [])
+
+    @property
+    def entries(self) -> list[EpochEntry]:
+        return list(self._entries)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self._entries[-1].epoch if self._entries else None
+
+    def assign(self, epoch: int, start_offset: int, *, persist: bool = True) -> bool:
+        """Record that `epoch` starts at `start_offset`, if `epoch` is newer than the latest.
+
+        Older or equal epochs are ignored: appends and recovery replay batches in offset order,
+        so a batch of an older epoch is one whose epoch is already recorded. Entries starting
+        at or after `start_offset` conflict with the new one and are dropped, as Kafka does.
+        Returns whether the cache changed.
+        """
+        if epoch < 0:
+            return False
+        latest = self._entries[-1] if self._entries else None
+        if latest is not None and epoch <= latest.epoch:
+            return False
+        self._entries = [entry for entry in self._entries if entry.start_offset < start_offset]
+        self._entries.append(EpochEntry(epoch, start_offset))
+        if persist:
+            self.persist()
+        return True
+
+    def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """`(epoch, end offset)` for OffsetForLeaderEpoch, as Kafka defines it.
+
+        For the latest epoch, the log end offset. For an older epoch E, the start offset of the
+        first epoch after E, paired with the largest epoch <= E this replica knows. For an epoch
+        newer than any known, or with an empty cache, (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET).
+        """
+        if epoch == UNDEFINED_EPOCH or not self._entries:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if epoch == self._entries[-1].epoch:
+            return epoch, log_end_offset
+        epochs = [entry.epoch for entry in self._entries]
+        higher = bisect.bisect_right(epochs, epoch)
+        if higher == len(epochs):
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if higher == 0:
+            return epoch, self._entries[0].start_offset
+        return self._entries[higher - 1].epoch, self._entries[higher].start_offset
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        """The leader epoch that wrote `offset`, if the cache covers it."""
+        starts = [entry.start_offset for entry in self._entries]
+        index = bisect.bisect_right(starts, offset)
+        return self._entries[index - 1].epoch if index else None
+
+    def truncate_from_end(self, end_offset: int, *, persist: bool = True) -> None:
+        """Forget epochs that start at or after `end_offset` (the log was truncated there)."""
+        kept = [entry for entry in self._entries if entry.start_offset < end_offset]
+        if len(kept) != len(self._entries):
+            self._entries = kept
+            if persist:
+                self.persist()
+
+    def truncate_from_start(self, start_offset: int, *, persist: bool = True) -> None:
+        """Drop epochs wholly below `start_offset`; the one spanning it now starts there."""
+        starts = [entry.start_offset for entry in self._entries]
+        index = bisect.bisect_right(starts, start_offset)
+        if index == 0:
+            return
+        spanning = self._entries[index - 1]
+        if index == 1 and spanning.start_offset == start_offset:
+            return
+        self._entries = [EpochEntry(spanning.epoch, start_offset), *self._entries[index:]]
+        if persist:
+            self.persist()
+
+    def clear(self, *, persist: bool = True) -> None:
+        self._entries = []
+        if persist:
+            self.persist()
+
+    def persist(self) -> None:
+        write_checkpoint(
+            self._checkpoint_path,
+            ((entry.epoch, entry.start_offset) for entry in self._entries),
+        )

@@ -1,0 +1,758 @@
+"""A partition's log: an ordered list of segments, its offsets, and its durability.
+
+Offsets a reader should know:
+- log start offset: the first offset that may be read (advanced by retention and DeleteRecords);
+- log end offset (LEO): the offset the next appended record gets;
+- high watermark: set by replication (the log only keeps it within [log start, LEO]);
+- recovery point: everything below it is known to be fsynced; recovery after an unclean
+  shutdown re-validates the log from there.
+
+A Log is not thread-safe: one event loop owns it, and fsyncs run on the caller's thread.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import shutil
+import struct
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from net.record_batch import (
+    BatchHeader,
+    InvalidBatchError,
+    RecordBatchError,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+    validate_batch,
+)
+from storage import durability
+from storage.errors import (
+    LogOfflineError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    StorageIOError,
+    UnexpectedAppendOffsetError,
+)
+from storage.leader_epoch_cache import LeaderEpochCache
+from storage.segment import (
+    LOG_SUFFIX,
+    MAX_RELATIVE_OFFSET,
+    MAX_SEGMENT_BYTES,
+    BatchPlacement,
+    Buffer,
+    FileSlice,
+    Segment,
+)
+
+log = structlog.get_logger(__name__)
+
+# base_offset, batch_length, partition_leader_epoch: the 16 bytes before `magic`, rewritten
+# when offsets are assigned; the rest of the batch is written straight from the caller's buffer.
+_OFFSET_PREFIX = struct.Struct(">qii")
+_PREFIX_SIZE = _OFFSET_PREFIX.size
+_DAY_MS = 24 * 3600 * 1000
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Per-log settings, named after Kafka's topic configs (`segment.bytes`, ...).
+
+    `flush_messages` / `flush_ms` of None mean "never by count / by time": the log is then
+    fsynced only when a segment rolls (Kafka's default), and durability comes from replication.
+    `retention_ms` / `retention_bytes` of None mean unlimited.
+    """
+
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = 7 * _DAY_MS
+    index_interval_bytes: int = 4096
+    flush_messages: int | None = None
+    flush_ms: int | None = None
+    retention_ms: int | None = 7 * _DAY_MS
+    retention_bytes: int | None = None
+    max_message_bytes: int = 1024 * 1024 + 12
+
+    def __post_init__(self) -> None:
+        checks = {
+            "segment.bytes": 14 <= self.segment_bytes <= MAX_SEGMENT_BYTES,
+            "segment.ms": self.segment_ms >= 1,
+            "index.interval.bytes": self.index_interval_bytes >= 0,
+            "flush.messages": self.flush_messages is None or self.flush_messages >= 1,
+            "flush.ms": self.flush_ms is None or self.flush_ms >= 0,
+            "retention.ms": self.retention_ms is None or self.retention_ms >= 0,
+            "retention.bytes": self.retention_bytes is None or self.retention_bytes >= 0,
+            "max.message.bytes": self.max_message_bytes >= 0,
+        }
+        for key, valid in checks.items():
+            if not valid:
+                raise ValueError(f"invalid value for {key}")
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    """What an append wrote: offsets are those assigned (leader) or kept (follower)."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    batch_count: int
+    record_count: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """Whole batches (or None when there is nothing to read) plus the log's offsets."""
+
+    records: FileSlice | None
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampLookup:
+    """The first batch whose max timestamp is >= the target. Storage does not decode records;
+    a caller that needs the exact record reads `batch` and searches inside it."""
+
+    offset: int
+    last_offset: int
+    max_timestamp: int
+    batch: FileSlice
+
+
+class Log:
+    """One partition's log in `directory`. Open it with `Log.open`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        config: LogConfig,
+        segments: list[Segment],
+        epoch_cache: LeaderEpochCache,
+        log_start_offset: int,
+        recovery_point: int,
+        high_watermark: int,
+        clock: Callable[[], int],
+    ) -> None:
+        self.directory = directory
+        self.config = config
+        self._segments = segments
+        self._base_offsets = [segment.base_offset for segment in segments]
+        self.leader_epoch_cache = epoch_cache
+        self._log_start_offset = log_start_offset
+        self._log_end_offset = segments[-1].next_offset
+        self._recovery_point = recovery_point
+        self._high_watermark = high_watermark
+        self._clock = clock
+        self._unflushed_messages = 0
+        self._last_flush_ms = clock()
+        self._offline = False
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig | None = None,
+        *,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        high_watermark: int = 0,
+        clean_shutdown: bool = False,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> Log:
+        """Open (or create) the log in `directory`.
+
+        After a clean shutdown the segments are trusted as they are. Otherwise every segment
+        from the one holding `recovery_point` on is validated batch by batch (CRC included) and
+        the log is cut at the first bad batch; what survives is fsynced before the log is used.
+        """
+        config = config or LogConfig()
+        directory.mkdir(parents=True, exist_ok=True)
+        base_offsets = _discover_segments(directory)
+        cached_epochs = LeaderEpochCache.load(directory)
+        epoch_cache = cached_epochs or LeaderEpochCache.empty(directory)
+        epochs_on_disk = epoch_cache.entries
+        segments: list[Segment] = []
+        recovered = False
+        recovery_start: int | None = None
+        interval = config.index_interval_bytes
+        for index, base_offset in enumerate(base_offsets):
+            next_base = base_offsets[index + 1] if index + 1 < len(base_offsets) else None
+            trusted = clean_shutdown or (next_base is not None and next_base <= recovery_point)
+            segment = None
+            if trusted and not recovered:
+                try:
+                    segment = Segment.open_existing(directory, base_offset, interval)
+                except (RecordBatchError, OSError) as error:
+                    log.warning(
+                        "segment_untrusted", segment=base_offset, directory=str(directory),
+                        error=str(error),
+                    )
+            if segment is None:
+                if recovered:
+                    # Data after a cut cannot be trusted to continue the log.
+                    _delete_segment_files(directory, base_offset)
+                    continue
+                segment = Segment(directory, base_offset, interval)
+                if recovery_start is None:
+                    recovery_start = base_offset
+                expected = segments[-1].next_offset if segments else base_offset
+                recovered = segment.recover(epoch_cache, expected) > 0
+                if segment.size == 0 and segments:
+                    segment.file.close()
+                    _delete_segment_files(directory, base_offset)
+                    continue
+            segments.append(segment)
+        if not segments:
+            segments.append(Segment.create(directory, log_start_offset, interval))
+        log_end_offset = segments[-1].next_offset
+        if cached_epochs is None:
+            _rebuild_epoch_cache(epoch_cache, segments)
+        epoch_cache.truncate_from_end(log_end_offset, persist=False)
+        start = min(max(log_start_offset, segments[0].base_offset), log_end_offset)
+        epoch_cache.truncate_from_start(start, persist=False)
+        if cached_epochs is None or epoch_cache.entries != epochs_on_disk:
+            epoch_cache.persist()
+        if recovery_start is not None:
+            recovery_point = min(recovery_point, recovery_start)
+        opened = cls(
+            directory,
+            config=config,
+            segments=segments,
+            epoch_cache=epoch_cache,
+            log_start_offset=start,
+            recovery_point=min(recovery_point, log_end_offset),
+            high_watermark=min(max(high_watermark, start), log_end_offset),
+            clock=clock,
+        )
+        opened._delete_segments_below(start)
+        if not clean_shutdown:
+            opened.flush()
+        log.info(
+            "log_opened",
+            directory=str(directory),
+            clean_shutdown=clean_shutdown,
+            log_start_offset=opened.log_start_offset,
+            log_end_offset=opened.log_end_offset,
+            recovery_point=opened.recovery_point,
+            segments=len(segments),
+            latest_epoch=epoch_cache.latest_epoch,
+        )
+        return opened
+
+    # -- offsets ---------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def segment_base_offsets(self) -> list[int]:
+        return list(self._base_offsets)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.leader_epoch_cache.latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch's answer: `(epoch, end offset)`; see LeaderEpochCache."""
+        return self.leader_epoch_cache.end_offset_for(epoch, self._log_end_offset)
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, kept within [log start offset, log end offset]."""
+        self._high_watermark = min(max(offset, self._log_start_offset), self._log_end_offset)
+        return self._high_watermark
+
+    # -- appending ---------------------------------------------------------------------------
+
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        leader_epoch: int,
+        *,
+        log_append_time_ms: int | None = None,
+    ) -> AppendInfo:
+        """Append batches from a producer, as the leader of `leader_epoch`.
+
+        Each batch is validated (header, CRC32C, offset delta against record count, size)
+        without decoding its records; offsets are assigned from the log end offset by
+        rewriting base offsets, and the partition leader epoch is stamped. With
+        `log_append_time_ms`, batches become LogAppendTime with that max timestamp. Any invalid
+        batch refuses the whole append and nothing is written.
+        """
+        self._check_online()
+        view = memoryview(records)
+        headers = self._validate(view, from_producer=True)
+        next_offset = self._log_end_offset
+        buffers: list[Buffer] = []
+        placements: list[BatchPlacement] = []
+        position = 0
+        for header in headers:
+            base_offset = next_offset
+            next_offset = base_offset + header.last_offset_delta + 1
+            end = position + header.size
+            max_timestamp = header.max_timestamp
+            if log_append_time_ms is None:
+                buffers.append(
+                    _OFFSET_PREFIX.pack(base_offset, header.batch_length, leader_epoch)
+                )
+                buffers.append(view[position + _PREFIX_SIZE : end])
+            else:
+                batch = bytearray(view[position:end])
+                set_base_offset(batch, 0, base_offset)
+                set_partition_leader_epoch(batch, 0, leader_epoch)
+                set_log_append_time(batch, 0, log_append_time_ms)
+                buffers.append(batch)
+                max_timestamp = log_append_time_ms
+            placements.append(
+                BatchPlacement(base_offset, next_offset, header.size, max_timestamp)
+            )
+            position = end
+        self._assign_epoch(leader_epoch, self._log_end_offset)
+        return self._write(buffers, placements, position, headers)
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+        """Append batches replicated from the leader, keeping their offsets and leader epochs.
+
+        Every batch is validated; the first must start at or after the log end offset and
+        offsets must increase. Nothing is written if any batch is refused.
+        """
+        self._check_online()
+        view = memoryview(records)
+        headers = self._validate(view, from_producer=False)
+        expected = self._log_end_offset
+        placements = []
+        for header in headers:
+            if header.base_offset < expected:
+                raise UnexpectedAppendOffsetError(
+                    f"batch at offset {header.base_offset} does not continue the log at "
+                    f"{expected} in {self.directory}"
+                )
+            expected = header.next_offset
+            placements.append(
+                BatchPlacement(
+                    header.base_offset, header.next_offset, header.size, header.max_timestamp
+                )
+            )
+        for header in headers:
+            self._assign_epoch(header.partition_leader_epoch, header.base_offset)
+        return self._write([view], placements, len(view), headers)
+
+    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        try:
+            self.leader_epoch_cache.assign(epoch, start_offset)
+        except OSError as error:
+            raise StorageIOError(
+                f"cannot write the leader-epoch checkpoint of {self.directory}: {error}",
+                error.errno,
+            ) from error
+
+    def _validate(self, view: memoryview, *, from_producer: bool) -> list[BatchHeader]:
+        if not len(view):
+            raise InvalidBatchError("no record batch to append")
+        headers = []
+        position = 0
+        while position < len(view):
+            header = validate_batch(view, position)
+            if header.size > self.config.max_message_bytes:
+                raise RecordBatchTooLargeError(
+                    f"batch of {header.size} bytes exceeds max.message.bytes "
+                    f"{self.config.max_message_bytes}"
+                )
+            if from_producer and header.last_offset_delta + 1 != header.record_count:
+                raise InvalidBatchError(
+                    f"last offset delta {header.last_offset_delta} does not match "
+                    f"record count {header.record_count}"
+                )
+            if header.last_offset_delta > MAX_RELATIVE_OFFSET:
+                raise InvalidBatchError(f"last offset delta {header.last_offset_delta} too large")
+            headers.append(header)
+            position += header.size
+        if position > self.config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"append of {position} bytes exceeds segment.bytes {self.config.segment_bytes}"
+            )
+        return headers
+
+    def _write(
+        self,
+        buffers: list[Buffer],
+        placements: list[BatchPlacement],
+        size: int,
+        headers: list[BatchHeader],
+    ) -> AppendInfo:
+        now = self._clock()
+        first_offset = placements[0].base_offset
+        last_offset = placements[-1].next_offset - 1
+        try:
+            segment = self._maybe_roll(size, first_offset, last_offset, now)
+            segment.append(buffers, placements, size, now)
+        except LogOfflineError:
+            self._offline = True
+            raise
+        except StorageIOError:
+            self.leader_epoch_cache.truncate_from_end(self._log_end_offset, persist=False)
+            raise
+        self._log_end_offset = last_offset + 1
+        record_count = sum(header.record_count for header in headers)
+        self._unflushed_messages += record_count
+        max_placement = max(placements, key=lambda placement: placement.max_timestamp)
+        info = AppendInfo(
+            first_offset=first_offset,
+            last_offset=last_offset,
+            max_timestamp=max_placement.max_timestamp,
+            offset_of_max_timestamp=max_placement.base_offset,
+            batch_count=len(placements),
+            record_count=record_count,
+            size=size,
+        )
+        flush_messages = self.config.flush_messages
+        if flush_messages is not None and self._unflushed_messages >= flush_messages:
+            self.flush()
+        return info
+
+    def _maybe_roll(self, size: int, first_offset: int, last_offset: int, now: int) -> Segment:
+        active = self._segments[-1]
+        if active.size == 0:
+            return active
+        config = self.config
+        full = active.size + size > config.segment_bytes
+        old = active.first_append_ms is not None and now - active.first_append_ms >= (
+            config.segment_ms
+        )
+        offsets_overflow = last_offset - active.base_offset > MAX_RELATIVE_OFFSET
+        if full or old or offsets_overflow:
+            return self._roll(first_offset)
+        return active
+
+    def roll(self) -> None:
+        """Start a new segment at the log end offset (if the active one holds anything)."""
+        self._check_online()
+        if self._segments[-1].size:
+            self._roll(self._log_end_offset)
+
+    def _roll(self, base_offset: int) -> Segment:
+        old = self._segments[-1]
+        try:
+            new = Segment.create(self.directory, base_offset, self.config.index_interval_bytes)
+            old.seal()
+        except OSError as error:
+            raise StorageIOError(f"cannot roll {self.directory}: {error}", error.errno) from error
+        self._segments.append(new)
+        self._base_offsets.append(base_offset)
+        log.debug("segment_rolled", directory=str(self.directory), base_offset=base_offset)
+        return new
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> ReadResult:
+        """Whole batches from the one containing `offset`, as a slice of one segment file.
+
+        At most `max_bytes`, except that the first batch is returned whole when it is larger
+        and `min_one_batch` is set (as Kafka does for the first partition of a fetch). Only
+        batches entirely below `max_offset` (the high watermark, for consumers) are returned.
+        Raises OffsetOutOfRangeError outside [log start offset, log end offset].
+        """
+        self._check_online()
+        log_end_offset = self._log_end_offset
+        if offset < self._log_start_offset or offset > log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{self._log_start_offset}, {log_end_offset}] "
+                f"in {self.directory}"
+            )
+        limit = log_end_offset if max_offset is None else min(max_offset, log_end_offset)
+        records = None
+        for segment in self._segments_from(offset):
+            if segment.base_offset >= limit:
+                break
+            found = segment.find(offset)
+            if found is None:
+                continue
+            position_limit = segment.position_limit(limit)
+            records = segment.slice_from(found, max_bytes, position_limit, min_one_batch)
+            break
+        return ReadResult(
+            records, self._log_start_offset, log_end_offset, self._high_watermark
+        )
+
+    def _segments_from(self, offset: int) -> Iterator[Segment]:
+        index = max(bisect.bisect_right(self._base_offsets, offset) - 1, 0)
+        return iter(self._segments[index:])
+
+    def batches(self) -> Iterator[tuple[FileSlice, BatchHeader]]:
+        """Every batch of the log with its header, oldest first (tools and tests)."""
+        for segment in list(self._segments):
+            for position, header in segment.batches():
+                yield FileSlice(segment.file, position, header.size), header
+
+    def lookup_timestamp(self, timestamp: int) -> TimestampLookup | None:
+        """The first batch, at or after the log start offset, whose max timestamp is >=
+        `timestamp`, found through the time indexes. None if there is none."""
+        self._check_online()
+        for segment in self._segments:
+            if segment.max_timestamp < timestamp:
+                continue
+            found = segment.find_by_timestamp(timestamp)
+            if found is None:
+                continue
+            position, header = found
+            if header.last_offset < self._log_start_offset:
+                continue
+            return TimestampLookup(
+                offset=max(header.base_offset, self._log_start_offset),
+                last_offset=header.last_offset,
+                max_timestamp=header.max_timestamp,
+                batch=FileSlice(segment.file, position, header.size),
+            )
+        return None
+
+    # -- truncation and retention ---------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch holding offsets >= `offset` (a follower's divergence).
+
+        Truncation is by whole batches, so the new log end offset may be below `offset`, but
+        never below the log start offset: a log left with no batch restarts empty there.
+        """
+        self._check_online()
+        if offset >= self._log_end_offset:
+            return
+        if offset < self._log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return
+        try:
+            while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+                self._segments.pop().delete()
+                self._base_offsets.pop()
+            self._segments[-1].truncate_to(offset)
+        except OSError as error:
+            self._offline = True
+            raise LogOfflineError(f"truncation of {self.directory} failed: {error}") from error
+        if self._segments[-1].next_offset < self._log_start_offset:
+            # The batch spanning the log start went: the log is empty, and starts where it did.
+            self.truncate_fully_and_start_at(self._log_start_offset)
+            return
+        self._after_truncation()
+        log.info(
+            "log_truncated",
+            directory=str(self.directory),
+            requested_offset=offset,
+            log_end_offset=self._log_end_offset,
+            latest_epoch=self.leader_epoch_cache.latest_epoch,
+        )
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop the whole log and restart it, empty, at `offset` (log start = LEO = offset)."""
+        self._check_online()
+        try:
+            for segment in self._segments:
+                segment.delete()
+            new = Segment.create(self.directory, offset, self.config.index_interval_bytes)
+        except OSError as error:
+            self._offline = True
+            raise LogOfflineError(f"truncation of {self.directory} failed: {error}") from error
+        self._segments = [new]
+        self._base_offsets = [offset]
+        self._log_start_offset = offset
+        self.leader_epoch_cache.clear()
+        self._after_truncation()
+        log.info("log_truncated_fully", directory=str(self.directory), log_start_offset=offset)
+
+    def _after_truncation(self) -> None:
+        self._log_end_offset = self._segments[-1].next_offset
+        self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
+        self._high_watermark = min(self._high_watermark, self._log_end_offset)
+        self._recovery_point = min(self._recovery_point, self._log_end_offset)
+        self._unflushed_messages = 0
+        durability.sync_directory(self.directory)
+
+    def delete_records(self, offset: int) -> int:
+        """Advance the log start offset to `offset` (DeleteRecords) and delete the segments
+        wholly below it. `offset` may not pass the high watermark. Returns the log start."""
+        self._check_online()
+        if offset > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                f"cannot move the log start offset to {offset}, above the high watermark "
+                f"{self._high_watermark}"
+            )
+        if offset > self._log_start_offset:
+            self._log_start_offset = offset
+            self.leader_epoch_cache.truncate_from_start(offset)
+            self._delete_segments_below(offset)
+            log.info("log_start_offset_advanced", directory=str(self.directory), offset=offset)
+        return self._log_start_offset
+
+    def enforce_retention(self, now_ms: int | None = None) -> int:
+        """Delete the oldest segments beyond `retention.ms` or `retention.bytes`, never the
+        active segment nor data at or above the high watermark. Returns how many went."""
+        self._check_online()
+        now = self._clock() if now_ms is None else now_ms
+        retention_ms = self.config.retention_ms
+        retention_bytes = self.config.retention_bytes
+        excess = self.size_in_bytes - retention_bytes if retention_bytes is not None else 0
+        deleted = 0
+        while len(self._segments) > 1:
+            oldest, following = self._segments[0], self._segments[1]
+            if following.base_offset > self._high_watermark:
+                break
+            expired = retention_ms is not None and _segment_timestamp(oldest) < now - retention_ms
+            oversized = retention_bytes is not None and excess - oldest.size >= 0
+            if not (expired or oversized):
+                break
+            excess -= oldest.size
+            self._delete_oldest_segment()
+            deleted += 1
+        if deleted:
+            self._log_start_offset = max(self._log_start_offset, self._base_offsets[0])
+            self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
+            durability.sync_directory(self.directory)
+            log.info(
+                "log_retention_deleted_segments",
+                directory=str(self.directory),
+                segments=deleted,
+                log_start_offset=self._log_start_offset,
+            )
+        return deleted
+
+    def _delete_segments_below(self, offset: int) -> None:
+        deleted = False
+        while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
+            self._delete_oldest_segment()
+            deleted = True
+        if deleted:
+            durability.sync_directory(self.directory)
+
+    def _delete_oldest_segment(self) -> None:
+        segment = self._segments.pop(0)
+        self._base_offsets.pop(0)
+        segment.delete()
+
+    # -- durability ---------------------------------------------------------------------------
+
+    def flush(self, offset: int | None = None) -> None:
+        """fsync every segment holding data below `offset` (default: the log end offset) and
+        advance the recovery point to it. A failed fsync takes the log offline: the kernel may
+        have dropped the dirty pages, so only a reopen with recovery can be trusted."""
+        self._check_online()
+        target = self._log_end_offset if offset is None else min(offset, self._log_end_offset)
+        if target <= self._recovery_point:
+            return
+        try:
+            for segment in self._segments:
+                if segment.base_offset >= target:
+                    break
+                segment.sync()
+        except OSError as error:
+            self._offline = True
+            log.error("log_flush_failed", directory=str(self.directory), error=str(error))
+            raise LogOfflineError(f"fsync of {self.directory} failed: {error}") from error
+        self._recovery_point = max(self._recovery_point, target)
+        if target == self._log_end_offset:
+            self._unflushed_messages = 0
+        self._last_flush_ms = self._clock()
+
+    def flush_if_due(self, now_ms: int | None = None) -> None:
+        """Flush what policy says is due: sealed segments not yet fsynced (Kafka flushes a
+        segment once it rolls), and everything when `flush.ms` has elapsed."""
+        now = self._clock() if now_ms is None else now_ms
+        flush_ms = self.config.flush_ms
+        if flush_ms is not None and now - self._last_flush_ms >= flush_ms:
+            self.flush()
+        elif len(self._segments) > 1 and self._recovery_point < self._base_offsets[-1]:
+            self.flush(self._base_offsets[-1])
+
+    def close(self) -> None:
+        """Write indexes and close files. Does not fsync: call flush first for that."""
+        for segment in self._segments:
+            segment.close()
+
+    def delete(self) -> None:
+        """Remove the log and its directory."""
+        self.close()
+        for path in self.directory.iterdir():
+            durability.record_unlink(path)
+        shutil.rmtree(self.directory, ignore_errors=True)
+        durability.sync_directory(self.directory.parent)
+
+    def _check_online(self) -> None:
+        if self._offline:
+            raise LogOfflineError(f"{self.directory} is offline after a disk error")
+
+    @property
+    def offline(self) -> bool:
+        return self._offline
+
+
+def _discover_segments(directory: Path) -> list[int]:
+    """Base offsets of the segments on disk; stray temporary and orphan index files go."""
+    bases = set()
+    for path in directory.iterdir():
+        if path.suffix == ".tmp":
+            path.unlink()
+        elif path.suffix == LOG_SUFFIX and path.stem.isdigit():
+            bases.add(int(path.stem))
+    for path in directory.iterdir():
+        if path.suffix in (".index", ".timeindex") and (
+            not path.stem.isdigit() or int(path.stem) not in bases
+        ):
+            path.unlink()
+    return sorted(bases)
+
+
+def _delete_segment_files(directory: Path, base_offset: int) -> None:
+    for path in directory.glob(f"{base_offset:020d}.*"):
+        path.unlink()
+        durability.record_unlink(path)
+
+
+def _rebuild_epoch_cache(cache: LeaderEpochCache, segments: list[Segment]) -> None:
+    """Every batch carries its partition leader epoch: replay them into the cache."""
+    for segment in segments:
+        for _, header in segment.batches():
+            cache.assign(header.partition_leader_epoch, header.base_offset, persist=False)
+
+
+def _segment_timestamp(segment: Segment) -> int:
+    """The time a segment's data is judged by for retention: its max timestamp, or the file's
+    modification time when no batch carried a timestamp."""
+    if segment.max_timestamp >= 0:
+        return segment.max_timestamp
+    return os.stat(segment.log_path).st_mtime_ns // 1_000_000

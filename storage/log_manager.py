@@ -1,0 +1,274 @@
+"""The logs of one node across its `log.dirs`, their checkpoints and the shutdown marker.
+
+Each log directory holds one sub-directory per partition (`<topic>-<partition>`) and, as in
+Kafka, three checkpoint files covering all of its partitions: `recovery-point-offset-checkpoint`,
+`replication-offset-checkpoint` (high watermarks) and `log-start-offset-checkpoint`.
+
+The clean-shutdown marker (`.kraft_cleanshutdown`, JSON with the broker epoch) is written in
+every log directory after every log was flushed and checkpointed, and read and removed at start
+(reference: async-storage-and-recovery.txt 5.1-5.2). Only when every directory had it is the
+start clean: logs then open without scanning, and the broker epoch found there is what the
+broker registers with; otherwise logs recover from their recovery points and the broker
+registers with no epoch, which excludes its replicas from leadership until they catch up.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from storage import durability
+from storage.atomic_file import remove_durably, write_atomically
+from storage.checkpoint_file import CheckpointFormatError, read_checkpoint, write_checkpoint
+from storage.log import Log, LogConfig, wall_clock_ms
+
+CLEAN_SHUTDOWN_MARKER = ".kraft_cleanshutdown"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+_MARKER_VERSION = 0
+_DELETED_SUFFIX = "-delete"
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    @property
+    def dir_name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @classmethod
+    def from_dir_name(cls, name: str) -> TopicPartition | None:
+        match = _PARTITION_DIR.match(name)
+        if match is None:
+            return None
+        return cls(match["topic"], int(match["partition"]))
+
+
+class LogManager:
+    """Opens, creates, checkpoints, flushes, retains and closes the logs of a node."""
+
+    def __init__(
+        self,
+        log_dirs: list[Path],
+        *,
+        default_config: LogConfig,
+        clean_shutdown: bool,
+        broker_epoch_at_start: int | None,
+        clock: Callable[[], int],
+    ) -> None:
+        self.log_dirs = log_dirs
+        self.default_config = default_config
+        self.clean_shutdown = clean_shutdown
+        self.broker_epoch_at_start = broker_epoch_at_start
+        self._clock = clock
+        self._logs: dict[TopicPartition, Log] = {}
+        self._dir_of: dict[TopicPartition, Path] = {}
+
+    @classmethod
+    def open(
+        cls,
+        log_dirs: Iterable[Path],
+        default_config: LogConfig | None = None,
+        *,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> LogManager:
+        """Read and remove the shutdown markers, then open every log found in `log_dirs`."""
+        dirs = [Path(directory) for directory in log_dirs]
+        if not dirs:
+            raise ValueError("log.dirs names no directory")
+        epochs = []
+        for directory in dirs:
+            directory.mkdir(parents=True, exist_ok=True)
+            epochs.append(_read_marker(directory))
+        clean = all(epoch is not None for epoch in epochs)
+        broker_epoch = epochs[0] if clean and len(set(epochs)) == 1 else None
+        # Removed before any log is touched: a crash from here on must read as unclean.
+        for directory in dirs:
+            remove_durably(directory / CLEAN_SHUTDOWN_MARKER)
+        manager = cls(
+            dirs,
+            default_config=default_config or LogConfig(),
+            clean_shutdown=clean,
+            broker_epoch_at_start=broker_epoch if broker_epoch != -1 else None,
+            clock=clock,
+        )
+        for directory in dirs:
+            manager._load_directory(directory)
+        log.info(
+            "log_manager_opened",
+            log_dirs=[str(directory) for directory in dirs],
+            clean_shutdown=clean,
+            broker_epoch=manager.broker_epoch_at_start,
+            logs=len(manager._logs),
+        )
+        return manager
+
+    def _load_directory(self, directory: Path) -> None:
+        recovery_points = _read_offsets(directory / RECOVERY_POINT_CHECKPOINT)
+        high_watermarks = _read_offsets(directory / HIGH_WATERMARK_CHECKPOINT)
+        log_starts = _read_offsets(directory / LOG_START_OFFSET_CHECKPOINT)
+        for child in sorted(directory.iterdir()):
+            if not child.is_dir():
+                continue
+            if child.name.endswith(_DELETED_SUFFIX):
+                shutil.rmtree(child, ignore_errors=True)
+                continue
+            partition = TopicPartition.from_dir_name(child.name)
+            if partition is None:
+                continue
+            self._logs[partition] = Log.open(
+                child,
+                self.default_config,
+                log_start_offset=log_starts.get(partition, 0),
+                recovery_point=recovery_points.get(partition, 0),
+                high_watermark=high_watermarks.get(partition, 0),
+                clean_shutdown=self.clean_shutdown,
+                clock=self._clock,
+            )
+            self._dir_of[partition] = directory
+
+    @property
+    def logs(self) -> dict[TopicPartition, Log]:
+        return dict(self._logs)
+
+    def get_log(self, partition: TopicPartition) -> Log | None:
+        return self._logs.get(partition)
+
+    def get_or_create_log(
+        self, partition: TopicPartition, config: LogConfig | None = None
+    ) -> Log:
+        """The log of `partition`, created empty in the least-loaded log directory if new."""
+        existing = self._logs.get(partition)
+        if existing is not None:
+            return existing
+        directory = min(
+            self.log_dirs,
+            key=lambda candidate: sum(1 for d in self._dir_of.values() if d == candidate),
+        )
+        created = Log.open(
+            directory / partition.dir_name, config or self.default_config, clock=self._clock
+        )
+        durability.sync_directory(directory)
+        self._logs[partition] = created
+        self._dir_of[partition] = directory
+        log.info("log_created", topic=partition.topic, partition=partition.partition)
+        return created
+
+    def delete_log(self, partition: TopicPartition) -> None:
+        """Remove a partition's log. It is renamed first, so a crash mid-way cannot leave a
+        half-deleted log that looks live."""
+        removed = self._logs.pop(partition, None)
+        directory = self._dir_of.pop(partition, None)
+        if removed is None or directory is None:
+            return
+        removed.close()
+        doomed = directory / (partition.dir_name + _DELETED_SUFFIX)
+        removed.directory.rename(doomed)
+        durability.sync_directory(directory)
+        durability.record_rename(removed.directory, doomed)
+        for path in doomed.iterdir():
+            durability.record_unlink(path)
+        shutil.rmtree(doomed, ignore_errors=True)
+        log.info("log_deleted", topic=partition.topic, partition=partition.partition)
+
+    def checkpoint(self) -> None:
+        """Write the recovery-point, high-watermark and log-start checkpoints of each dir."""
+        for directory in self.log_dirs:
+            logs = sorted(
+                (partition, self._logs[partition])
+                for partition, home in self._dir_of.items()
+                if home == directory
+            )
+            online = [(partition, entry) for partition, entry in logs if not entry.offline]
+            for name, attribute in (
+                (RECOVERY_POINT_CHECKPOINT, "recovery_point"),
+                (HIGH_WATERMARK_CHECKPOINT, "high_watermark"),
+                (LOG_START_OFFSET_CHECKPOINT, "log_start_offset"),
+            ):
+                write_checkpoint(
+                    directory / name,
+                    (
+                        (partition.topic, partition.partition, getattr(entry, attribute))
+                        for partition, entry in online
+                    ),
+                )
+
+    def flush_due(self, now_ms: int | None = None) -> None:
+        """Apply every log's flush policy (rolled segments, `flush.ms`)."""
+        now = self._clock() if now_ms is None else now_ms
+        for entry in self._logs.values():
+            if not entry.offline:
+                entry.flush_if_due(now)
+
+    def enforce_retention(self, now_ms: int | None = None) -> int:
+        """Apply every log's retention; returns how many segments were deleted."""
+        now = self._clock() if now_ms is None else now_ms
+        return sum(
+            entry.enforce_retention(now) for entry in self._logs.values() if not entry.offline
+        )
+
+    def shutdown(self, broker_epoch: int | None) -> None:
+        """Clean shutdown: flush every log, write checkpoints, close, then write the marker
+        with `broker_epoch` (-1 when the broker never registered) in every directory."""
+        for entry in self._logs.values():
+            if not entry.offline:
+                entry.flush()
+        self.checkpoint()
+        for entry in self._logs.values():
+            entry.close()
+        if any(entry.offline for entry in self._logs.values()):
+            log.error("log_manager_shutdown_unclean", reason="a log is offline")
+            return
+        epoch = -1 if broker_epoch is None else broker_epoch
+        marker = json.dumps({"version": _MARKER_VERSION, "broker_epoch": epoch}).encode()
+        for directory in self.log_dirs:
+            write_atomically(directory / CLEAN_SHUTDOWN_MARKER, marker)
+        log.info("log_manager_shutdown_clean", broker_epoch=broker_epoch)
+
+    def close(self) -> None:
+        """Close every log without flushing or writing the marker (an unclean stop)."""
+        for entry in self._logs.values():
+            entry.close()
+
+
+def _read_marker(directory: Path) -> int | None:
+    """The broker epoch in a directory's clean-shutdown marker, or None if absent or bad."""
+    path = directory / CLEAN_SHUTDOWN_MARKER
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+        return int(content["broker_epoch"])
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError) as error:
+        log.warning("clean_shutdown_marker_unreadable", path=str(path), error=str(error))
+        return None
+
+
+def _read_offsets(path: Path) -> dict[TopicPartition, int]:
+    try:
+        rows = read_checkpoint(path, fields=3)
+    except CheckpointFormatError as error:
+        log.warning("offset_checkpoint_unreadable", path=str(path), error=str(error))
+        return {}
+    if rows is None:
+        return {}
+    offsets = {}
+    for topic, partition, offset in rows:
+        try:
+            offsets[TopicPartition(topic, int(partition))] = int(offset)
+        except ValueError:
+            log.warning("offset_checkpoint_unreadable", path=str(path), row=[topic, partition])
+            return {}
+    return offsets

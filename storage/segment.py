@@ -1,0 +1,498 @@
+"""One segment of a partition log: `<base offset>.log` with its `.index` and `.timeindex`.
+
+The log file is a concatenation of RecordBatch v2 batches, each stored exactly as it will be
+served. A segment never decodes records: it walks batch headers to find batch boundaries.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from net.record_batch import (
+    HEADER_SIZE,
+    BatchHeader,
+    CorruptBatchError,
+    RecordBatchError,
+    read_header,
+    validate_batch,
+)
+from storage import durability
+from storage.errors import LogOfflineError, StorageIOError
+from storage.index import OffsetIndex, TimeIndex
+from storage.leader_epoch_cache import LeaderEpochCache
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+# Relative offsets and positions are stored as uint32 in the indexes, as in Kafka.
+MAX_RELATIVE_OFFSET = 2**31 - 1
+MAX_SEGMENT_BYTES = 2**31 - 1
+# How much to read at once when walking batch headers: a few index intervals.
+_WALK_CHUNK = 16 * 1024
+# How much to read at once when validating batches during recovery.
+_RECOVERY_CHUNK = 1024 * 1024
+
+log = structlog.get_logger(__name__)
+
+Buffer = bytes | bytearray | memoryview
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+class SegmentFile:
+    """An open log file. It stays open while any FileSlice refers to it, even once the segment
+    has been deleted, so a slice handed to a Fetch response can always be read."""
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def pread(self, size: int, position: int) -> bytes:
+        if self.fd < 0:
+            raise ValueError(f"{self.path} is closed")
+        return os.pread(self.fd, size, position)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        self.close()
+
+
+@dataclass(frozen=True, slots=True)
+class FileSlice:
+    """`size` bytes at `position` of a segment file: whole batches, as a Fetch sends them.
+
+    Reading copies them once from the page cache. Read it before yielding to the event loop
+    if the log may be truncated meanwhile (a truncated region reads short, never garbage from
+    another file).
+    """
+
+    file: SegmentFile
+    position: int
+    size: int
+
+    def read(self) -> bytes:
+        return self.file.pread(self.size, self.position)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPlacement:
+    """Where one batch of an append goes, computed by the log before writing."""
+
+    base_offset: int
+    next_offset: int
+    size: int
+    max_timestamp: int
+
+
+class Segment:
+    """A log segment. Not thread-safe: the owning Log serialises access."""
+
+    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.log_path = directory / segment_file_name(base_offset, LOG_SUFFIX)
+        self.file = SegmentFile(self.log_path)
+        self.offset_index = OffsetIndex(directory / segment_file_name(base_offset, INDEX_SUFFIX))
+        self.time_index = TimeIndex(directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX))
+        self.size = os.fstat(self.file.fd).st_size
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = base_offset
+        self.first_append_ms: int | None = None
+        self.flushed_size = 0
+        self._bytes_since_index_entry = 0
+        self._walked_to = 0
+        self._name_synced = False
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> Segment:
+        """A new, empty segment (its files are created; the directory is synced on flush)."""
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            path = directory / segment_file_name(base_offset, suffix)
+            if path.exists():
+                path.unlink()
+        return cls(directory, base_offset, index_interval_bytes)
+
+    @classmethod
+    def open_existing(
+        cls, directory: Path, base_offset: int, index_interval_bytes: int
+    ) -> Segment:
+        """Open a segment that was flushed: trust its data, load or rebuild its indexes, and
+        walk from the last index entry to find its end offset and max timestamp."""
+        segment = cls(directory, base_offset, index_interval_bytes)
+        segment.flushed_size = segment.size
+        segment._name_synced = True
+        loaded = segment.offset_index.load(max_value=segment.size) and segment.time_index.load(
+            max_value=MAX_RELATIVE_OFFSET
+        )
+        if not loaded or not segment._load_tail():
+            log.info("segment_index_rebuild", segment=str(segment.log_path))
+            segment.rebuild_indexes()
+        return segment
+
+    def _load_tail(self) -> bool:
+        """Set next offset and max timestamp from the indexes plus a walk to the end of file.
+        Returns False if the indexes disagree with the log."""
+        entry = self.offset_index.last
+        position = 0 if entry is None else entry[1]
+        last_time = self.time_index.last
+        if last_time is not None:
+            self.max_timestamp = last_time[0]
+            self.offset_of_max_timestamp = self.base_offset + last_time[1]
+        try:
+            headers = self._walk(position)
+            for index, (batch_position, header) in enumerate(headers):
+                if index == 0 and entry is not None and (
+                    header.base_offset != self.base_offset + entry[0]
+                ):
+                    return False
+                self._observe_tail_batch(batch_position, header)
+        except RecordBatchError:
+            return False
+        self._bytes_since_index_entry = self.size - position
+        return self._walked_to == self.size
+
+    def _observe_tail_batch(self, position: int, header: BatchHeader) -> None:
+        self.next_offset = header.next_offset
+        self._walked_to = position + header.size
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.offset_of_max_timestamp = header.base_offset
+
+    def rebuild_indexes(self) -> None:
+        """Recreate both indexes from the batch headers of the log file (trusted data)."""
+        self.offset_index.clear()
+        self.time_index.clear()
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self._bytes_since_index_entry = 0
+        position = 0
+        for batch_position, header in self._walk(0):
+            self._index_batch(batch_position, header.base_offset, header.size, header.max_timestamp)
+            self.next_offset = header.next_offset
+            position = batch_position + header.size
+        if position != self.size:
+            raise RecordBatchError(f"{self.log_path}: batches end at {position} of {self.size}")
+        self.offset_index.persist()
+        self.time_index.persist()
+
+    def recover(self, epoch_cache: LeaderEpochCache, start_offset: int) -> int:
+        """Validate every batch (CRC included), rebuild the indexes, feed the epoch cache, and
+        truncate the file at the first invalid, partial or out-of-order batch.
+
+        `start_offset` is the lowest base offset the first batch may have. Returns how many
+        bytes were truncated.
+        """
+        self.offset_index.clear()
+        self.time_index.clear()
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self._bytes_since_index_entry = 0
+        expected = max(start_offset, self.base_offset)
+        position = 0
+        try:
+            for batch_position, header in self._validated_batches():
+                if header.base_offset < expected or (
+                    header.last_offset - self.base_offset > MAX_RELATIVE_OFFSET
+                ):
+                    break
+                self._index_batch(
+                    batch_position, header.base_offset, header.size, header.max_timestamp
+                )
+                epoch_cache.assign(
+                    header.partition_leader_epoch, header.base_offset, persist=False
+                )
+                expected = self.next_offset = header.next_offset
+                position = batch_position + header.size
+        except OSError as error:
+            log.error("segment_recovery_read_failed", segment=str(self.log_path), error=str(error))
+        truncated = self.size - position
+        if truncated:
+            log.warning(
+                "segment_truncated_in_recovery",
+                segment=str(self.log_path),
+                valid_bytes=position,
+                truncated_bytes=truncated,
+                next_offset=self.next_offset,
+            )
+            self.truncate_file(position)
+        self.offset_index.persist()
+        self.time_index.persist()
+        return truncated
+
+    def _validated_batches(self) -> Iterator[tuple[int, BatchHeader]]:
+        """Fully validated batches from the start of the file; stops at the first bad one."""
+        position = 0
+        while position < self.size:
+            chunk = self.file.pread(min(_RECOVERY_CHUNK, self.size - position), position)
+            offset = 0
+            while offset < len(chunk):
+                try:
+                    header = read_header(chunk, offset)
+                except RecordBatchError:
+                    if len(chunk) - offset >= HEADER_SIZE or position + len(chunk) >= self.size:
+                        return
+                    break
+                if position + offset + header.size > self.size:
+                    return
+                if offset + header.size > len(chunk):
+                    if offset == 0:
+                        # One batch larger than the chunk: read it whole.
+                        chunk = self.file.pread(header.size, position)
+                        if len(chunk) < header.size:
+                            return
+                    else:
+                        break
+                try:
+                    validate_batch(chunk, offset)
+                except RecordBatchError:
+                    return
+                yield position + offset, header
+                offset += header.size
+            if offset == 0:
+                return
+            position += offset
+
+    # -- appending ---------------------------------------------------------------------------
+
+    def append(
+        self,
+        buffers: Sequence[Buffer],
+        placements: Sequence[BatchPlacement],
+        total_size: int,
+        now_ms: int,
+    ) -> None:
+        """Write batches (already validated, with their final offsets) at the end of the file.
+
+        A disk error raises StorageIOError once the file is cut back to its previous size, so a
+        failed append leaves nothing behind; if even that cut fails, LogOfflineError.
+        """
+        start = self.size
+        try:
+            _write_all(self.file.fd, buffers, total_size)
+        except OSError as error:
+            try:
+                os.ftruncate(self.file.fd, start)
+            except OSError as cleanup:
+                raise LogOfflineError(
+                    f"{self.log_path}: append failed ({error}) and could not be undone "
+                    f"({cleanup})"
+                ) from cleanup
+            raise StorageIOError(f"{self.log_path}: append failed: {error}", error.errno) from error
+        if self.first_append_ms is None:
+            self.first_append_ms = now_ms
+        position = start
+        for placement in placements:
+            self._index_batch(
+                position, placement.base_offset, placement.size, placement.max_timestamp
+            )
+            position += placement.size
+        self.size = position
+        self.next_offset = placements[-1].next_offset
+
+    def _index_batch(self, position: int, base_offset: int, size: int, max_timestamp: int) -> None:
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = base_offset
+        if self._bytes_since_index_entry > self.index_interval_bytes:
+            self.offset_index.append(base_offset - self.base_offset, position)
+            self._maybe_append_time_entry()
+            self._bytes_since_index_entry = 0
+        self._bytes_since_index_entry += size
+
+    def _maybe_append_time_entry(self) -> None:
+        last = self.time_index.last
+        if self.max_timestamp >= 0 and (last is None or self.max_timestamp > last[0]):
+            self.time_index.append(
+                self.max_timestamp, self.offset_of_max_timestamp - self.base_offset
+            )
+
+    def seal(self) -> None:
+        """The segment stops being active: record its final max timestamp and write indexes."""
+        self._maybe_append_time_entry()
+        self.offset_index.persist()
+        self.time_index.persist()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _walk(self, position: int) -> Iterator[tuple[int, BatchHeader]]:
+        """Headers of consecutive batches from `position` (a batch start) to the end of file.
+        Raises RecordBatchError at a header that does not parse."""
+        self._walked_to = position
+        while position + HEADER_SIZE <= self.size:
+            chunk = self.file.pread(min(_WALK_CHUNK, self.size - position), position)
+            offset = 0
+            while offset + HEADER_SIZE <= len(chunk):
+                header = read_header(chunk, offset)
+                yield position + offset, header
+                offset += header.size
+            if not offset:
+                raise CorruptBatchError(
+                    f"{self.log_path}: {len(chunk)} bytes at {position}, expected a batch header"
+                )
+            position += offset
+
+    def find(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """Position and header of the first batch whose last offset is >= `offset`."""
+        for attempt in range(2):
+            entry = self.offset_index.floor(offset - self.base_offset)
+            start = 0 if entry is None else entry[1]
+            try:
+                for index, (position, header) in enumerate(self._walk(start)):
+                    if index == 0 and entry is not None and (
+                        header.base_offset != self.base_offset + entry[0]
+                    ):
+                        raise RecordBatchError("offset index entry points off a batch start")
+                    if header.last_offset >= offset:
+                        return position, header
+                return None
+            except RecordBatchError:
+                if attempt:
+                    raise
+                log.warning("segment_index_inconsistent", segment=str(self.log_path))
+                self.rebuild_indexes()
+        return None
+
+    def position_limit(self, max_offset: int) -> int:
+        """The end of the last whole batch whose offsets are all below `max_offset`."""
+        if max_offset >= self.next_offset:
+            return self.size
+        found = self.find(max_offset)
+        return self.size if found is None else found[0]
+
+    def slice_from(
+        self,
+        found: tuple[int, BatchHeader],
+        max_bytes: int,
+        max_position: int,
+        min_one_batch: bool,
+    ) -> FileSlice | None:
+        """Whole batches from the batch `found` (a `find` result), at most `max_bytes` of them
+        (but at least one when `min_one_batch`), never past `max_position`. None if nothing
+        qualifies."""
+        start, header = found
+        limit = min(self.size, max_position)
+        if start + header.size > limit:
+            return None
+        if header.size > max_bytes:
+            return FileSlice(self.file, start, header.size) if min_one_batch else None
+        wanted_end = start + max_bytes
+        if wanted_end >= limit:
+            return FileSlice(self.file, start, limit - start)
+        # Index entries sit on batch starts: jump to the last one that fits, then walk.
+        entry = self.offset_index.floor_by_value(wanted_end)
+        end = walk_from = start if entry is None or entry[1] < start else entry[1]
+        for position, batch in self._walk(walk_from):
+            if position + batch.size > wanted_end:
+                break
+            end = position + batch.size
+        return FileSlice(self.file, start, end - start)
+
+    def find_by_timestamp(self, timestamp: int) -> tuple[int, BatchHeader] | None:
+        """The first batch whose max timestamp is >= `timestamp`."""
+        entry = self.time_index.floor(timestamp)
+        start_offset = self.base_offset if entry is None else self.base_offset + entry[1]
+        found = self.find(start_offset)
+        if found is None:
+            return None
+        for position, header in self._walk(found[0]):
+            if header.max_timestamp >= timestamp:
+                return position, header
+        return None
+
+    def batches(self) -> Iterator[tuple[int, BatchHeader]]:
+        """Every batch header of the segment, in order."""
+        return self._walk(0)
+
+    # -- truncating, flushing, deleting -----------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch whose last offset is >= `offset` (whole batches only)."""
+        found = self.find(offset)
+        if found is None:
+            return
+        position = found[0]
+        self.offset_index.truncate_to_value(position)
+        self.time_index.truncate_to_value(found[1].base_offset - self.base_offset)
+        self.truncate_file(position)
+        self._reload_after_truncate()
+
+    def truncate_file(self, position: int) -> None:
+        os.ftruncate(self.file.fd, position)
+        self.size = position
+        self.flushed_size = min(self.flushed_size, position)
+
+    def _reload_after_truncate(self) -> None:
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = self.base_offset
+        last_time = self.time_index.last
+        if last_time is not None:
+            self.max_timestamp = last_time[0]
+            self.offset_of_max_timestamp = self.base_offset + last_time[1]
+        entry = self.offset_index.last
+        walk_from = 0 if entry is None else entry[1]
+        for position, header in self._walk(walk_from):
+            self._observe_tail_batch(position, header)
+        self._bytes_since_index_entry = self.size - walk_from
+        if self.size == 0:
+            self.first_append_ms = None
+        self.offset_index.persist()
+        self.time_index.persist()
+
+    def sync(self) -> None:
+        """fsync the log file and indexes (and, the first time, the directory entry)."""
+        size = self.size
+        if size == self.flushed_size and self._name_synced:
+            return
+        if size != self.flushed_size:
+            durability.sync_file(self.file.fd, self.log_path)
+        self.offset_index.sync()
+        self.time_index.sync()
+        if not self._name_synced:
+            durability.sync_directory(self.directory)
+            self._name_synced = True
+        self.flushed_size = size
+
+    def close(self) -> None:
+        self.offset_index.persist()
+        self.time_index.persist()
+        self.file.close()
+
+    def delete(self) -> None:
+        """Unlink the files. Slices already handed out stay readable until dropped."""
+        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            durability.record_unlink(path)
+
+
+def _write_all(fd: int, buffers: Sequence[Buffer], total_size: int) -> None:
+    """writev every buffer, resuming after short writes."""
+    written = os.writev(fd, buffers) if len(buffers) <= _IOV_MAX else 0
+    if written == total_size:
+        return
+    remaining = memoryview(b"".join(buffers))[written:]
+    while remaining:
+        remaining = remaining[os.write(fd, remaining) :]
+
+
+_IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
