@@ -20,10 +20,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import structlog
 
 from net.record_batch import (
+    LOG_OVERHEAD,
     BatchHeader,
     InvalidBatchError,
     RecordBatchError,
@@ -98,8 +100,7 @@ class LogConfig:
                 raise ValueError(f"invalid value for {key}")
 
 
-@dataclass(frozen=True, slots=True)
-class AppendInfo:
+class AppendInfo(NamedTuple):
     """What an append wrote: offsets are those assigned (leader) or kept (follower)."""
 
     first_offset: int
@@ -200,7 +201,9 @@ class Log:
                     segment = Segment.open_existing(directory, base_offset, interval)
                 except (RecordBatchError, OSError) as error:
                     log.warning(
-                        "segment_untrusted", segment=base_offset, directory=str(directory),
+                        "segment_untrusted",
+                        segment=base_offset,
+                        directory=str(directory),
                         error=str(error),
                     )
             if segment is None:
@@ -311,7 +314,8 @@ class Log:
         `log_append_time_ms`, batches become LogAppendTime with that max timestamp. Any invalid
         batch refuses the whole append and nothing is written.
         """
-        self._check_online()
+        if self._offline:
+            self._check_online()
         view = memoryview(records)
         headers = self._validate(view, from_producer=True)
         next_offset = self._log_end_offset
@@ -321,12 +325,11 @@ class Log:
         for header in headers:
             base_offset = next_offset
             next_offset = base_offset + header.last_offset_delta + 1
-            end = position + header.size
+            size = header.batch_length + LOG_OVERHEAD
+            end = position + size
             max_timestamp = header.max_timestamp
             if log_append_time_ms is None:
-                buffers.append(
-                    _OFFSET_PREFIX.pack(base_offset, header.batch_length, leader_epoch)
-                )
+                buffers.append(_OFFSET_PREFIX.pack(base_offset, header.batch_length, leader_epoch))
                 buffers.append(view[position + _PREFIX_SIZE : end])
             else:
                 batch = bytearray(view[position:end])
@@ -335,11 +338,11 @@ class Log:
                 set_log_append_time(batch, 0, log_append_time_ms)
                 buffers.append(batch)
                 max_timestamp = log_append_time_ms
-            placements.append(
-                BatchPlacement(base_offset, next_offset, header.size, max_timestamp)
-            )
+            placements.append(BatchPlacement(base_offset, next_offset, size, max_timestamp))
             position = end
-        self._assign_epoch(leader_epoch, self._log_end_offset)
+        latest_epoch = self.leader_epoch_cache.latest_epoch
+        if latest_epoch is None or leader_epoch > latest_epoch:
+            self._assign_epoch(leader_epoch, self._log_end_offset)
         return self._write(buffers, placements, position, headers)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
@@ -379,16 +382,18 @@ class Log:
             ) from error
 
     def _validate(self, view: memoryview, *, from_producer: bool) -> list[BatchHeader]:
-        if not len(view):
+        total = len(view)
+        if not total:
             raise InvalidBatchError("no record batch to append")
+        max_message_bytes = self.config.max_message_bytes
         headers = []
         position = 0
-        while position < len(view):
+        while position < total:
             header = validate_batch(view, position)
-            if header.size > self.config.max_message_bytes:
+            size = header.batch_length + LOG_OVERHEAD
+            if size > max_message_bytes:
                 raise RecordBatchTooLargeError(
-                    f"batch of {header.size} bytes exceeds max.message.bytes "
-                    f"{self.config.max_message_bytes}"
+                    f"batch of {size} bytes exceeds max.message.bytes {max_message_bytes}"
                 )
             if from_producer and header.last_offset_delta + 1 != header.record_count:
                 raise InvalidBatchError(
@@ -398,7 +403,7 @@ class Log:
             if header.last_offset_delta > MAX_RELATIVE_OFFSET:
                 raise InvalidBatchError(f"last offset delta {header.last_offset_delta} too large")
             headers.append(header)
-            position += header.size
+            position += size
         if position > self.config.segment_bytes:
             raise RecordBatchTooLargeError(
                 f"append of {position} bytes exceeds segment.bytes {self.config.segment_bytes}"
@@ -425,17 +430,21 @@ class Log:
             self.leader_epoch_cache.truncate_from_end(self._log_end_offset, persist=False)
             raise
         self._log_end_offset = last_offset + 1
-        record_count = sum(header.record_count for header in headers)
+        max_placement = placements[0]
+        record_count = 0
+        for placement, header in zip(placements, headers, strict=True):
+            record_count += header.record_count
+            if placement.max_timestamp > max_placement.max_timestamp:
+                max_placement = placement
         self._unflushed_messages += record_count
-        max_placement = max(placements, key=lambda placement: placement.max_timestamp)
         info = AppendInfo(
-            first_offset=first_offset,
-            last_offset=last_offset,
-            max_timestamp=max_placement.max_timestamp,
-            offset_of_max_timestamp=max_placement.base_offset,
-            batch_count=len(placements),
-            record_count=record_count,
-            size=size,
+            first_offset,
+            last_offset,
+            max_placement.max_timestamp,
+            max_placement.base_offset,
+            len(placements),
+            record_count,
+            size,
         )
         flush_messages = self.config.flush_messages
         if flush_messages is not None and self._unflushed_messages >= flush_messages:
@@ -444,15 +453,11 @@ class Log:
 
     def _maybe_roll(self, size: int, first_offset: int, last_offset: int, now: int) -> Segment:
         active = self._segments[-1]
-        if active.size == 0:
-            return active
-        config = self.config
-        full = active.size + size > config.segment_bytes
-        old = active.first_append_ms is not None and now - active.first_append_ms >= (
-            config.segment_ms
-        )
-        offsets_overflow = last_offset - active.base_offset > MAX_RELATIVE_OFFSET
-        if full or old or offsets_overflow:
+        if active.size and (
+            active.size + size > self.config.segment_bytes
+            or now - (active.first_append_ms or now) >= self.config.segment_ms
+            or last_offset - active.base_offset > MAX_RELATIVE_OFFSET
+        ):
             return self._roll(first_offset)
         return active
 
@@ -509,9 +514,7 @@ class Log:
             position_limit = segment.position_limit(limit)
             records = segment.slice_from(found, max_bytes, position_limit, min_one_batch)
             break
-        return ReadResult(
-            records, self._log_start_offset, log_end_offset, self._high_watermark
-        )
+        return ReadResult(records, self._log_start_offset, log_end_offset, self._high_watermark)
 
     def _segments_from(self, offset: int) -> Iterator[Segment]:
         index = max(bisect.bisect_right(self._base_offsets, offset) - 1, 0)

@@ -146,9 +146,7 @@ class LogManager:
     def get_log(self, partition: TopicPartition) -> Log | None:
         return self._logs.get(partition)
 
-    def get_or_create_log(
-        self, partition: TopicPartition, config: LogConfig | None = None
-    ) -> Log:
+    def get_or_create_log(self, partition: TopicPartition, config: LogConfig | None = None) -> Log:
         """The log of `partition`, created empty in the least-loaded log directory if new."""
         existing = self._logs.get(partition)
         if existing is not None:

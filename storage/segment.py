@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import structlog
 
@@ -87,8 +88,7 @@ class FileSlice:
         return self.file.pread(self.size, self.position)
 
 
-@dataclass(frozen=True, slots=True)
-class BatchPlacement:
+class BatchPlacement(NamedTuple):
     """Where one batch of an append goes, computed by the log before writing."""
 
     base_offset: int
@@ -130,9 +130,7 @@ class Segment:
         return cls(directory, base_offset, index_interval_bytes)
 
     @classmethod
-    def open_existing(
-        cls, directory: Path, base_offset: int, index_interval_bytes: int
-    ) -> Segment:
+    def open_existing(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> Segment:
         """Open a segment that was flushed: trust its data, load or rebuild its indexes, and
         walk from the last index entry to find its end offset and max timestamp."""
         segment = cls(directory, base_offset, index_interval_bytes)
@@ -158,8 +156,10 @@ class Segment:
         try:
             headers = self._walk(position)
             for index, (batch_position, header) in enumerate(headers):
-                if index == 0 and entry is not None and (
-                    header.base_offset != self.base_offset + entry[0]
+                if (
+                    index == 0
+                    and entry is not None
+                    and (header.base_offset != self.base_offset + entry[0])
                 ):
                     return False
                 self._observe_tail_batch(batch_position, header)
@@ -215,9 +215,7 @@ class Segment:
                 self._index_batch(
                     batch_position, header.base_offset, header.size, header.max_timestamp
                 )
-                epoch_cache.assign(
-                    header.partition_leader_epoch, header.base_offset, persist=False
-                )
+                epoch_cache.assign(header.partition_leader_epoch, header.base_offset, persist=False)
                 expected = self.next_offset = header.next_offset
                 position = batch_position + header.size
         except OSError as error:
@@ -291,8 +289,7 @@ class Segment:
                 os.ftruncate(self.file.fd, start)
             except OSError as cleanup:
                 raise LogOfflineError(
-                    f"{self.log_path}: append failed ({error}) and could not be undone "
-                    f"({cleanup})"
+                    f"{self.log_path}: append failed ({error}) and could not be undone ({cleanup})"
                 ) from cleanup
             raise StorageIOError(f"{self.log_path}: append failed: {error}", error.errno) from error
         if self.first_append_ms is None:
@@ -355,8 +352,10 @@ class Segment:
             start = 0 if entry is None else entry[1]
             try:
                 for index, (position, header) in enumerate(self._walk(start)):
-                    if index == 0 and entry is not None and (
-                        header.base_offset != self.base_offset + entry[0]
+                    if (
+                        index == 0
+                        and entry is not None
+                        and (header.base_offset != self.base_offset + entry[0])
                     ):
                         raise RecordBatchError("offset index entry points off a batch start")
                     if header.last_offset >= offset:

@@ -1,0 +1,105 @@
+"""The `kraft` command line.
+
+Today it offers `kraft dump-log`, which prints the batches of a partition log directory (or of
+one segment file) without changing anything on disk. `kraft serve` and `kraft dev` arrive with
+the node process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import mmap
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from net.record_batch import RecordBatchError, validate_batch
+from net.records import decode_batch
+
+SEGMENT_SUFFIX = ".log"
+
+
+def dump_segment(path: Path, *, records: bool) -> int:
+    """Print one JSON line per batch of a segment file; returns 1 if it ends in a bad batch."""
+    with path.open("rb") as segment:
+        size = path.stat().st_size
+        if size == 0:
+            return 0
+        with (
+            mmap.mmap(segment.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
+            memoryview(mapped) as data,
+        ):
+            position = 0
+            while position < size:
+                try:
+                    header = validate_batch(data, position)
+                except RecordBatchError as error:
+                    failure = {"file": str(path), "position": position, "error": str(error)}
+                    print(json.dumps(failure))
+                    return 1
+                line: dict[str, object] = {
+                    "file": path.name,
+                    "position": position,
+                    "base_offset": header.base_offset,
+                    "last_offset": header.last_offset,
+                    "record_count": header.record_count,
+                    "size": header.size,
+                    "partition_leader_epoch": header.partition_leader_epoch,
+                    "compression": header.compression.name.lower(),
+                    "max_timestamp": header.max_timestamp,
+                    "producer_id": header.producer_id,
+                    "crc": f"{header.crc:#010x}",
+                }
+                if records:
+                    _, decoded = decode_batch(data, position)
+                    line["records"] = [
+                        {
+                            "offset": record.offset,
+                            "timestamp": record.timestamp,
+                            "key": None if record.key is None else record.key.hex(),
+                            "value_size": None if record.value is None else len(record.value),
+                            "headers": [header.key for header in record.headers],
+                        }
+                        for record in decoded
+                    ]
+                print(json.dumps(line))
+                position += header.size
+    return 0
+
+
+def dump_log(target: Path, *, records: bool) -> int:
+    """Dump a segment file, or every segment of a partition directory in offset order."""
+    if target.is_dir():
+        segments = sorted(target.glob("*" + SEGMENT_SUFFIX))
+    elif target.suffix == SEGMENT_SUFFIX:
+        segments = [target]
+    else:
+        print(
+            f"kraft dump-log: {target} is neither a partition directory nor a .log file",
+            file=sys.stderr,
+        )
+        return 2
+    status = 0
+    for segment in segments:
+        status = max(status, dump_segment(segment, records=records))
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kraft", description="A Kafka-compatible log broker.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    dump = commands.add_parser(
+        "dump-log", help="print the record batches of a partition log (read-only)"
+    )
+    dump.add_argument("path", type=Path, help="a partition directory or a .log segment file")
+    dump.add_argument("--records", action="store_true", help="decode the records of each batch")
+    arguments = parser.parse_args(argv)
+    if not arguments.path.exists():
+        print(f"kraft dump-log: {arguments.path} does not exist", file=sys.stderr)
+        return 2
+    return dump_log(arguments.path, records=arguments.records)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
