@@ -1,0 +1,538 @@
+"""The asyncio server of the Kafka listener: framing, dispatch, ordering, flow control.
+
+One `asyncio.Protocol` per connection (on uvloop, Protocol beats Streams by ~1.7x on
+loopback). Each connection reads size-prefixed frames, decodes them, runs each request's async
+handler as its own task (so pipelined requests are handled concurrently; plain-function handlers
+run inline) and writes the responses in request order, as Kafka requires. What it does with bad
+input, following Kafka's SocketServer:
+
+* a size prefix that is negative or above `max_request_size` (`socket.request.max.bytes`), a
+  frame whose header or body does not decode, or an API key no schema knows: log and close that
+  connection; the process and other connections carry on;
+* a known API at a version this node does not serve: ApiVersions gets its v0 fallback (error 35
+  and the supported range); others get that API's response with UNSUPPORTED_VERSION where its
+  schema can carry it (a top-level error code, or Produce v0-2's per-partition errors), otherwise
+  the connection is closed, which is what Kafka does for every unsupported version;
+* a handler that raises: UNKNOWN_SERVER_ERROR where the response has a top-level error code,
+  otherwise the connection is closed.
+
+A connection stops reading while too many request bytes or requests are in flight, or while its
+transport's write buffer is above the high-water mark, and resumes when they drain. It is closed
+after `connections_max_idle_ms` without traffic. `KafkaServer.close` stops accepting, lets
+in-flight requests finish until a deadline, then closes every connection.
+"""
+
+import asyncio
+import collections
+import inspect
+import itertools
+import time
+import typing
+from collections.abc import Awaitable, Sequence
+from types import TracebackType
+from typing import Protocol, Self
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from net.api_registry import ApiRegistry, HandlerResult, PreEncodedResponse, RequestContext
+from net.buffer_gatherer import Buffer
+from net.protocol import (
+    API_VERSIONS_KEY,
+    SIZE_PREFIX,
+    InvalidRequestError,
+    ProtocolError,
+    RequestHeader,
+    UnknownApiError,
+    decode_request_body,
+    encode_response,
+    error_response,
+    frame_response,
+    read_request_header,
+    unsupported_version_response,
+)
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_MAX_REQUEST_SIZE = 104_857_600  # Kafka's socket.request.max.bytes
+DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600_000  # Kafka's connections.max.idle.ms
+DEFAULT_MAX_IN_FLIGHT_REQUEST_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_IN_FLIGHT_REQUESTS = 256
+DEFAULT_WRITE_BUFFER_HIGH_WATER = 4 * 1024 * 1024
+
+
+class RequestMetrics(Protocol):
+    """Receives one observation per request answered (or completed without a response)."""
+
+    def observe(
+        self,
+        api_key: int,
+        api_version: int,
+        latency_seconds: float,
+        request_bytes: int,
+        response_bytes: int,
+    ) -> None:
+        """`latency_seconds` runs from the request's last byte read to its response written to
+        the transport; byte counts exclude the 4-byte size prefix of the request and include it
+        for the response (0 when no response is sent)."""
+
+
+class _InFlight:
+    """A request between its arrival and the write of its response, in arrival order."""
+
+    __slots__ = ("api_key", "api_version", "close", "done", "frames", "received", "request_bytes")
+
+    def __init__(self, header: RequestHeader, request_bytes: int) -> None:
+        self.api_key = header.api_key
+        self.api_version = header.api_version
+        self.request_bytes = request_bytes
+        self.received = time.perf_counter()
+        self.done = False
+        # Set when the request can only be refused by closing the connection.
+        self.close = False
+        self.frames: Sequence[Buffer] = ()
+
+    def complete(self, frames: Sequence[Buffer]) -> None:
+        self.frames = frames
+        self.done = True
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection of a KafkaServer."""
+
+    def __init__(self, server: "KafkaServer", connection_id: int) -> None:
+        self._server = server
+        self._loop = asyncio.get_running_loop()
+        self._id = connection_id
+        self._transport: asyncio.Transport | None = None
+        self._peer = "?"
+        self._buffer = bytearray()
+        self._in_flight: collections.deque[_InFlight] = collections.deque()
+        self._in_flight_bytes = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._reading_paused = False
+        self._writing_paused = False
+        self._draining = False
+        self._closing = False
+        # True while _process_buffer runs; responses completed meanwhile must not re-enter it.
+        self._processing = False
+        self._flush_scheduled = False
+        self._last_activity = self._loop.time()
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self.closed: asyncio.Future[None] = self._loop.create_future()
+
+    # asyncio.Protocol callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        self._transport = tcp = typing.cast(asyncio.Transport, transport)
+        peer = tcp.get_extra_info("peername")
+        if isinstance(peer, tuple):
+            self._peer = f"{peer[0]}:{peer[1]}"
+        high = self._server.write_buffer_high_water
+        tcp.set_write_buffer_limits(high=high, low=high // 4)
+        self._server.connections.add(self)
+        self._arm_idle_timer(self._server.idle_timeout)
+        log.debug("kafka_connection_opened", peer=self._peer, connection_id=self._id)
+
+    def data_received(self, data: bytes) -> None:
+        self._last_activity = self._loop.time()
+        if self._draining or self._closing:
+            return
+        self._buffer += data
+        self._process_buffer()
+
+    def eof_received(self) -> bool:
+        # As Kafka does: a client that closes its side is gone; answers still owed are dropped.
+        self._close("client closed the connection")
+        return False
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._process_buffer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        for task in self._tasks:
+            task.cancel()
+        self._in_flight.clear()
+        self._server.connections.discard(self)
+        log.debug(
+            "kafka_connection_closed",
+            peer=self._peer,
+            connection_id=self._id,
+            error=str(exc) if exc else None,
+        )
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    # framing and dispatch
+
+    def _process_buffer(self) -> None:
+        if self._processing:
+            return
+        self._processing = True
+        try:
+            self._process_frames()
+        finally:
+            self._processing = False
+        self._update_reading()
+
+    def _process_frames(self) -> None:
+        buffer = self._buffer
+        position = 0
+        available = len(buffer)
+        max_request_size = self._server.max_request_size
+        while not self._closing and not self._draining and not self._over_limits():
+            if available - position < SIZE_PREFIX:
+                break
+            size = int.from_bytes(buffer[position : position + SIZE_PREFIX], "big", signed=True)
+            if size < 0 or size > max_request_size:
+                self._reject(
+                    "request size out of range",
+                    size=size,
+                    max_request_size=max_request_size,
+                )
+                return
+            end = position + SIZE_PREFIX + size
+            if end > available:
+                break
+            # The frame is a view of the buffer; everything decoded from it is copied out, so
+            # the view is released before the buffer is trimmed below.
+            with (
+                memoryview(buffer) as view,
+                # kio's native reader accepts only read-only buffers.
+                view.toreadonly() as readonly,
+                readonly[position + SIZE_PREFIX : end] as frame,
+            ):
+                self._dispatch(frame)
+            position = end
+        if position:
+            del buffer[:position]
+
+    def _dispatch(self, frame: memoryview) -> None:
+        try:
+            header = read_request_header(frame)
+        except UnknownApiError as error:
+            self._reject(
+                "unknown api key or version",
+                api_key=error.api_key,
+                api_version=error.api_version,
+            )
+            return
+        except InvalidRequestError as error:
+            self._reject("malformed request header", detail=str(error))
+            return
+        registration = self._server.registry.lookup(header.api_key, header.api_version)
+        if registration is None:
+            self._refuse_version(header, frame)
+            return
+        try:
+            request = decode_request_body(header, frame)
+        except ProtocolError as error:
+            self._reject(
+                "malformed request body",
+                api_key=header.api_key,
+                api_version=header.api_version,
+                detail=str(error),
+            )
+            return
+        in_flight = _InFlight(header, len(frame))
+        self._in_flight.append(in_flight)
+        self._in_flight_bytes += in_flight.request_bytes
+        context = RequestContext(
+            header=header,
+            peer=self._peer,
+            connection_id=self._id,
+            received_at=self._loop.time(),
+            request_bytes=len(frame),
+        )
+        try:
+            outcome = registration.handler(context, request)
+        except Exception:
+            self._answer_failure(in_flight, header)
+            return
+        if inspect.isawaitable(outcome):
+            task = self._loop.create_task(self._await(in_flight, header, outcome))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        else:
+            self._answer(in_flight, header, outcome)
+
+    def _refuse_version(self, header: RequestHeader, frame: memoryview) -> None:
+        in_flight = _InFlight(header, len(frame))
+        if header.api_key == API_VERSIONS_KEY:
+            frames = self._server.registry.api_versions_refusal(header.correlation_id)
+        else:
+            try:
+                response = unsupported_version_response(header, frame)
+            except ProtocolError as error:
+                self._reject("malformed request body", detail=str(error))
+                return
+            if response is None:
+                self._reject(
+                    "unsupported api version",
+                    api_key=header.api_key,
+                    api_version=header.api_version,
+                )
+                return
+            frames = encode_response(header.correlation_id, response)
+        log.info(
+            "kafka_request_version_refused",
+            peer=self._peer,
+            api_key=header.api_key,
+            api_version=header.api_version,
+        )
+        in_flight.complete(frames)
+        self._in_flight.append(in_flight)
+        self._in_flight_bytes += in_flight.request_bytes
+        self._schedule_flush()
+
+    async def _await(
+        self, in_flight: _InFlight, header: RequestHeader, outcome: Awaitable[HandlerResult]
+    ) -> None:
+        try:
+            result = await outcome
+        except Exception:
+            self._answer_failure(in_flight, header)
+            return
+        self._answer(in_flight, header, result)
+
+    def _answer(self, in_flight: _InFlight, header: RequestHeader, result: HandlerResult) -> None:
+        try:
+            if result is None:
+                frames: Sequence[Buffer] = ()
+            elif isinstance(result, PreEncodedResponse):
+                frames = frame_response(
+                    header.correlation_id, header.api_key, header.api_version, result.buffers
+                )
+            elif (result.__api_key__, result.__version__) != (header.api_key, header.api_version):
+                raise TypeError(
+                    f"handler answered api key {header.api_key} v{header.api_version} with "
+                    f"{type(result).__name__} (api key {result.__api_key__} "
+                    f"v{result.__version__})"
+                )
+            else:
+                frames = encode_response(header.correlation_id, result)
+        except Exception:
+            self._answer_failure(in_flight, header)
+            return
+        in_flight.complete(frames)
+        self._schedule_flush()
+
+    def _answer_failure(self, in_flight: _InFlight, header: RequestHeader) -> None:
+        """Log the handler's exception; answer UNKNOWN_SERVER_ERROR, or close if impossible."""
+        log.exception(
+            "kafka_request_handler_failed",
+            peer=self._peer,
+            api_key=header.api_key,
+            api_version=header.api_version,
+        )
+        fallback = error_response(
+            header.api_key, header.api_version, ErrorCode.unknown_server_error
+        )
+        if fallback is None:
+            in_flight.close = True
+            in_flight.complete(())
+        else:
+            in_flight.complete(encode_response(header.correlation_id, fallback))
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        # One flush per loop iteration: responses that complete together leave in one write
+        # system call instead of one each.
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Write every finished response at the head of the queue, in request order."""
+        self._flush_scheduled = False
+        transport = self._transport
+        if transport is None or self._closing:
+            return
+        metrics = self._server.metrics
+        out: list[Buffer] = []
+        close = False
+        while self._in_flight and self._in_flight[0].done:
+            in_flight = self._in_flight.popleft()
+            self._in_flight_bytes -= in_flight.request_bytes
+            if in_flight.close:
+                close = True
+                break
+            frames = in_flight.frames
+            out.extend(frames)
+            if metrics is not None:
+                metrics.observe(
+                    in_flight.api_key,
+                    in_flight.api_version,
+                    time.perf_counter() - in_flight.received,
+                    in_flight.request_bytes,
+                    sum(len(frame) for frame in frames),
+                )
+        if out:
+            self._last_activity = self._loop.time()
+            if len(out) == 1:
+                transport.write(out[0])
+            else:
+                transport.writelines(out)
+        if close:
+            self._close("request could not be answered")
+            return
+        if not self._in_flight and self._draining:
+            self._close("drained")
+            return
+        self._process_buffer()
+
+    # flow control and lifecycle
+
+    def _over_limits(self) -> bool:
+        if self._writing_paused:
+            return True
+        if not self._in_flight:
+            return False
+        server = self._server
+        return (
+            self._in_flight_bytes >= server.max_in_flight_request_bytes
+            or len(self._in_flight) >= server.max_in_flight_requests
+        )
+
+    def _update_reading(self) -> None:
+        transport = self._transport
+        if transport is None or self._closing:
+            return
+        pause = self._draining or self._over_limits()
+        if pause and not self._reading_paused:
+            transport.pause_reading()
+            self._reading_paused = True
+        elif not pause and self._reading_paused:
+            transport.resume_reading()
+            self._reading_paused = False
+
+    def _arm_idle_timer(self, delay: float) -> None:
+        self._idle_timer = self._loop.call_later(delay, self._check_idle)
+
+    def _check_idle(self) -> None:
+        idle_timeout = self._server.idle_timeout
+        idle_for = self._loop.time() - self._last_activity
+        if self._in_flight or idle_for < idle_timeout:
+            self._arm_idle_timer(max(idle_timeout - idle_for, 0.001))
+            return
+        log.info("kafka_connection_idle", peer=self._peer, idle_seconds=round(idle_for, 3))
+        self._close("idle")
+
+    def _reject(self, reason: str, **fields: object) -> None:
+        log.warning("kafka_request_rejected", peer=self._peer, reason=reason, **fields)
+        self._close(reason)
+
+    def _close(self, reason: str) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        log.debug("kafka_connection_closing", peer=self._peer, reason=reason)
+        if self._transport is not None:
+            self._transport.close()
+
+    def drain(self) -> None:
+        """Read no more requests; close once the ones in flight are answered."""
+        self._draining = True
+        self._update_reading()
+        if not self._in_flight:
+            self._close("server shutting down")
+
+    def abort(self) -> None:
+        """Close at once, dropping unanswered requests."""
+        self._closing = True
+        if self._transport is not None:
+            self._transport.abort()
+
+
+class KafkaServer:
+    """Serves the Kafka protocol on one listener, dispatching requests through `registry`."""
+
+    def __init__(
+        self,
+        registry: ApiRegistry,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
+        connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
+        max_in_flight_request_bytes: int = DEFAULT_MAX_IN_FLIGHT_REQUEST_BYTES,
+        max_in_flight_requests: int = DEFAULT_MAX_IN_FLIGHT_REQUESTS,
+        write_buffer_high_water: int = DEFAULT_WRITE_BUFFER_HIGH_WATER,
+        metrics: RequestMetrics | None = None,
+    ) -> None:
+        self.registry = registry
+        self.host = host
+        self._requested_port = port
+        self.max_request_size = max_request_size
+        self.idle_timeout = connections_max_idle_ms / 1000
+        self.max_in_flight_request_bytes = max_in_flight_request_bytes
+        self.max_in_flight_requests = max_in_flight_requests
+        self.write_buffer_high_water = write_buffer_high_water
+        self.metrics = metrics
+        self.connections: set[_Connection] = set()
+        self._server: asyncio.Server | None = None
+        self._connection_ids = itertools.count(1)
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful when constructed with port 0). Valid after `start`."""
+        if self._server is None:
+            raise RuntimeError("server not started")
+        port: int = self._server.sockets[0].getsockname()[1]
+        return port
+
+    async def start(self) -> None:
+        """Bind and start accepting connections."""
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _Connection(self, next(self._connection_ids)),
+            self.host,
+            self._requested_port,
+            reuse_address=True,
+        )
+        log.info("kafka_server_listening", host=self.host, port=self.port)
+
+    async def close(self, timeout: float = 30.0) -> None:
+        """Stop accepting, let in-flight requests finish for up to `timeout` seconds, close all.
+
+        Requests still unanswered at the deadline are dropped with their connections.
+        """
+        if self._server is None:
+            return
+        self._server.close()
+        connections = list(self.connections)
+        for connection in connections:
+            connection.drain()
+        waiting = [connection.closed for connection in connections]
+        if waiting:
+            _done, pending = await asyncio.wait(waiting, timeout=timeout)
+            if pending:
+                log.warning("kafka_server_close_deadline", connections=len(pending))
+                for connection in connections:
+                    if not connection.closed.done():
+                        connection.abort()
+                await asyncio.wait(pending, timeout=1.0)
+        await self._server.wait_closed()
+        self._server = None
+        log.info("kafka_server_closed", host=self.host)
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
