@@ -1,5 +1,6 @@
 """The single `kraft` binary.
 
-Owns the command line, and will own configuration, the process lifecycle (startup, controlled
-shutdown, signals) and logging setup, wiring every other package together.
+Owns the command line, the configuration (Kafka key names, `KRAFT_*` environment, overrides)
+and the formatting of log directories (`meta.properties`). Will own the process lifecycle
+(startup, controlled shutdown, signals) and logging setup, wiring every other package together.
 """

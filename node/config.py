@@ -1,0 +1,354 @@
+"""The node's configuration: Kafka's key names, from a properties file, the environment and
+`--override`, validated before anything touches a disk.
+
+Sources, lowest precedence first:
+1. a Java-properties file (`key=value` or `key: value`, `#` and `!` comments, `\\` continues a
+   line);
+2. environment variables `KRAFT_` + the key upper-cased with dots as underscores
+   (`KRAFT_NODE_ID=1` sets `node.id`), which is how containers configure a node;
+3. `--override key=value` on the command line.
+
+An unknown key (in any source) or a bad value raises ConfigError naming the key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Self
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+
+from storage.log import LogConfig
+
+ENV_PREFIX = "KRAFT_"
+# Environment variables of the process that are not configuration keys.
+PROCESS_ENVIRONMENT = frozenset({"KRAFT_DURABILITY_JOURNAL"})
+_DAY_MS = 24 * 3600 * 1000
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the offending key(s)."""
+
+
+class Role(StrEnum):
+    BROKER = "broker"
+    CONTROLLER = "controller"
+
+
+class UncleanRecoveryStrategy(StrEnum):
+    NONE = "none"
+    PROACTIVE = "proactive"
+    BALANCED = "balanced"
+    MANUAL = "manual"
+
+
+class Endpoint(BaseModel):
+    """A host and port to listen on or connect to."""
+
+    model_config = ConfigDict(frozen=True)
+
+    host: str
+    port: int = Field(ge=0, le=65535)
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+class Voter(BaseModel):
+    """One voter of the controller quorum: `id@host:port`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node_id: int = Field(ge=0)
+    endpoint: Endpoint
+
+
+_HOST_PORT = re.compile(r"^(?P<host>\[[0-9a-fA-F:]+\]|[^:\s/@,]+):(?P<port>\d+)$")
+
+
+def _endpoint(text: str, what: str) -> Endpoint:
+    match = _HOST_PORT.match(text.strip())
+    if match is None:
+        raise ValueError(f"expected host:port for {what}, got {text!r}")
+    return Endpoint(host=match["host"].strip("[]"), port=int(match["port"]))
+
+
+def _parse_listener(value: object) -> object:
+    """`PLAINTEXT://host:port` (one listener) into an Endpoint."""
+    if not isinstance(value, str):
+        return value
+    scheme, separator, address = value.strip().partition("://")
+    if not separator or scheme.upper() != "PLAINTEXT":
+        raise ValueError(f"expected PLAINTEXT://host:port, got {value!r}")
+    if "," in address:
+        raise ValueError("only one listener is supported")
+    return _endpoint(address, "the listener")
+
+
+def _parse_http_listener(value: object) -> object:
+    if not isinstance(value, str):
+        return value
+    scheme, separator, address = value.strip().partition("://")
+    if not separator or scheme.lower() != "http":
+        raise ValueError(f"expected http://host:port, got {value!r}")
+    return _endpoint(address.rstrip("/"), "the admin listener")
+
+
+def _parse_host_port(value: object) -> object:
+    return _endpoint(value, "the address") if isinstance(value, str) else value
+
+
+def _parse_voters(value: object) -> object:
+    """`1@host:port,2@host:port` into a list of Voters with distinct ids."""
+    if not isinstance(value, str):
+        return value
+    voters = []
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        node_id, separator, address = item.partition("@")
+        if not separator or not node_id.strip().isdigit():
+            raise ValueError(f"expected id@host:port, got {item!r}")
+        voters.append(Voter(node_id=int(node_id), endpoint=_endpoint(address, f"voter {node_id}")))
+    ids = [voter.node_id for voter in voters]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"voter ids repeat: {ids}")
+    return voters
+
+
+def _parse_list(value: object) -> object:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+def _parse_optional_long(value: object) -> object:
+    """Kafka spells "no limit" as -1 (or Long.MAX_VALUE); here it is None."""
+    if isinstance(value, str):
+        value = value.strip()
+    if value in ("-1", -1, str(2**63 - 1), 2**63 - 1, "", None):
+        return None
+    return value
+
+
+Listener = Annotated[Endpoint, BeforeValidator(_parse_listener)]
+OptionalLong = Annotated[Annotated[int, Field(ge=0)] | None, BeforeValidator(_parse_optional_long)]
+
+
+class NodeConfig(BaseModel):
+    """Every setting a node reads. Field aliases are Kafka's key names."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False)
+
+    node_id: int = Field(alias="node.id", ge=0)
+    cluster_id: str = Field(alias="cluster.id", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    process_roles: Annotated[list[Role], BeforeValidator(_parse_list)] = Field(
+        alias="process.roles", min_length=1
+    )
+    controller_quorum_voters: Annotated[list[Voter], BeforeValidator(_parse_voters)] = Field(
+        alias="controller.quorum.voters", min_length=1
+    )
+    listeners: Listener | None = Field(default=None, alias="listeners")
+    advertised_listeners: Listener | None = Field(default=None, alias="advertised.listeners")
+    controller_listener: Annotated[Endpoint | None, BeforeValidator(_parse_host_port)] = Field(
+        default=None, alias="controller.listener"
+    )
+    admin_listener: Annotated[Endpoint | None, BeforeValidator(_parse_http_listener)] = Field(
+        default=None, alias="admin.listener"
+    )
+    admin_token: str | None = Field(default=None, alias="admin.token", min_length=1)
+    log_dirs: Annotated[list[Path], BeforeValidator(_parse_list)] = Field(
+        alias="log.dirs", min_length=1
+    )
+    broker_rack: str | None = Field(default=None, alias="broker.rack", min_length=1)
+
+    num_partitions: int = Field(default=1, alias="num.partitions", ge=1)
+    default_replication_factor: int = Field(default=1, alias="default.replication.factor", ge=1)
+    min_insync_replicas: int = Field(default=1, alias="min.insync.replicas", ge=1)
+    replica_lag_time_max_ms: int = Field(default=30_000, alias="replica.lag.time.max.ms", ge=1)
+    unclean_leader_election_enable: bool = Field(
+        default=False, alias="unclean.leader.election.enable"
+    )
+    unclean_recovery_strategy: UncleanRecoveryStrategy = Field(
+        default=UncleanRecoveryStrategy.BALANCED, alias="unclean.recovery.strategy"
+    )
+    eligible_leader_replicas_enable: bool = Field(
+        default=True, alias="eligible.leader.replicas.enable"
+    )
+    auto_leader_rebalance_enable: bool = Field(default=True, alias="auto.leader.rebalance.enable")
+
+    log_segment_bytes: int = Field(
+        default=1024 * 1024 * 1024, alias="log.segment.bytes", ge=14, le=2**31 - 1
+    )
+    log_roll_ms: int = Field(default=7 * _DAY_MS, alias="log.roll.ms", ge=1)
+    log_index_interval_bytes: int = Field(default=4096, alias="log.index.interval.bytes", ge=0)
+    log_retention_ms: OptionalLong = Field(default=7 * _DAY_MS, alias="log.retention.ms")
+    log_retention_bytes: OptionalLong = Field(default=None, alias="log.retention.bytes")
+    log_flush_interval_messages: OptionalLong = Field(
+        default=None, alias="log.flush.interval.messages"
+    )
+    log_flush_interval_ms: OptionalLong = Field(default=None, alias="log.flush.interval.ms")
+    message_max_bytes: int = Field(default=1024 * 1024 + 12, alias="message.max.bytes", ge=0)
+
+    broker_session_timeout_ms: int = Field(default=9_000, alias="broker.session.timeout.ms", ge=1)
+    broker_heartbeat_interval_ms: int = Field(
+        default=2_000, alias="broker.heartbeat.interval.ms", ge=1
+    )
+    controller_quorum_election_timeout_ms: int = Field(
+        default=1_000, alias="controller.quorum.election.timeout.ms", ge=1
+    )
+    controller_quorum_fetch_timeout_ms: int = Field(
+        default=2_000, alias="controller.quorum.fetch.timeout.ms", ge=1
+    )
+    controller_quorum_election_backoff_max_ms: int = Field(
+        default=1_000, alias="controller.quorum.election.backoff.max.ms", ge=1
+    )
+    controller_quorum_request_timeout_ms: int = Field(
+        default=2_000, alias="controller.quorum.request.timeout.ms", ge=1
+    )
+    socket_request_max_bytes: int = Field(
+        default=104_857_600, alias="socket.request.max.bytes", ge=1024
+    )
+    connections_max_idle_ms: int = Field(default=600_000, alias="connections.max.idle.ms", ge=1)
+
+    @model_validator(mode="after")
+    def _check_roles(self) -> Self:
+        voter_ids = {voter.node_id for voter in self.controller_quorum_voters}
+        if Role.CONTROLLER in self.process_roles:
+            if self.node_id not in voter_ids:
+                raise ValueError(
+                    f"node.id {self.node_id} has the controller role but is not in "
+                    f"controller.quorum.voters {sorted(voter_ids)}"
+                )
+            if self.controller_listener is None:
+                raise ValueError("controller.listener is required for the controller role")
+        elif self.node_id in voter_ids:
+            raise ValueError(
+                f"node.id {self.node_id} is in controller.quorum.voters but process.roles "
+                "lacks controller"
+            )
+        if Role.BROKER in self.process_roles and self.listeners is None:
+            raise ValueError("listeners is required for the broker role")
+        if self.broker_heartbeat_interval_ms >= self.broker_session_timeout_ms:
+            raise ValueError("broker.heartbeat.interval.ms must be below broker.session.timeout.ms")
+        if len(set(self.process_roles)) != len(self.process_roles):
+            raise ValueError("process.roles repeats a role")
+        return self
+
+    @property
+    def advertised_listener(self) -> Endpoint | None:
+        """Where clients are told to connect: advertised.listeners, else listeners."""
+        return self.advertised_listeners or self.listeners
+
+    def log_config(self) -> LogConfig:
+        """The storage defaults these broker-level `log.*` settings describe."""
+        return LogConfig(
+            segment_bytes=self.log_segment_bytes,
+            segment_ms=self.log_roll_ms,
+            index_interval_bytes=self.log_index_interval_bytes,
+            flush_messages=self.log_flush_interval_messages,
+            flush_ms=self.log_flush_interval_ms,
+            retention_ms=self.log_retention_ms,
+            retention_bytes=self.log_retention_bytes,
+            max_message_bytes=self.message_max_bytes,
+        )
+
+
+KNOWN_KEYS = frozenset(
+    field.alias for field in NodeConfig.model_fields.values() if field.alias is not None
+)
+
+
+def parse_properties(text: str, source: str = "<properties>") -> dict[str, str]:
+    """Parse Java-properties text into key -> value (the last occurrence of a key wins)."""
+    values: dict[str, str] = {}
+    logical = ""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip() if not logical else raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical += line[:-1]
+            continue
+        logical += line
+        match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", logical)
+        if match is None:
+            raise ConfigError(f"{source}:{number}: expected key=value, got {logical!r}")
+        values[match[1]] = match[2].strip()
+        logical = ""
+    if logical:
+        raise ConfigError(f"{source}: the last line continues past the end of the file")
+    return values
+
+
+def environment_values(environment: Mapping[str, str]) -> dict[str, str]:
+    """Configuration keys set through `KRAFT_*` variables."""
+    values = {}
+    for name, value in environment.items():
+        if not name.startswith(ENV_PREFIX) or name in PROCESS_ENVIRONMENT:
+            continue
+        key = name[len(ENV_PREFIX) :].lower().replace("_", ".")
+        if key not in KNOWN_KEYS:
+            raise ConfigError(f"environment variable {name}: unknown configuration key {key!r}")
+        values[key] = value
+    return values
+
+
+def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
+    """`key=value` strings from `--override`."""
+    values = {}
+    for override in overrides:
+        key, separator, value = override.partition("=")
+        if not separator or not key.strip():
+            raise ConfigError(f"--override {override!r}: expected key=value")
+        values[key.strip()] = value.strip()
+    return values
+
+
+def load_config(
+    config_file: Path | None,
+    overrides: Iterable[str] = (),
+    environment: Mapping[str, str] | None = None,
+) -> NodeConfig:
+    """Merge the three sources and validate them; raises ConfigError naming each bad key."""
+    values: dict[str, str] = {}
+    if config_file is not None:
+        try:
+            text = config_file.read_text(encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(
+                f"cannot read the configuration file {config_file}: {error}"
+            ) from error
+        values.update(parse_properties(text, str(config_file)))
+    values.update(environment_values(os.environ if environment is None else environment))
+    values.update(parse_overrides(overrides))
+    unknown = sorted(set(values) - KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown configuration key(s): {', '.join(unknown)}")
+    try:
+        return NodeConfig.model_validate(values)
+    except ValidationError as error:
+        raise ConfigError(_describe(error)) from None
+
+
+def _describe(error: ValidationError) -> str:
+    problems = []
+    for detail in error.errors():
+        message = str(detail["msg"]).removeprefix("Value error, ")
+        if not detail["loc"]:
+            # A check across keys: its message names them.
+            problems.append(message)
+            continue
+        given = detail.get("input")
+        shown = f" (got {given!r})" if isinstance(given, str | int) else ""
+        problems.append(f"{detail['loc'][0]}: {message}{shown}")
+    return "invalid configuration: " + "; ".join(problems)

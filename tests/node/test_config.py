@@ -1,0 +1,108 @@
+"""Node configuration: properties file, KRAFT_* environment, --override, validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from node.config import ConfigError, Endpoint, Role, load_config, parse_properties
+
+BASE = """\
+# a combined node
+node.id=1
+cluster.id=AbCdEfGhIjKlMnOpQrStUv
+process.roles=broker,controller
+controller.quorum.voters=1@127.0.0.1:9192,2@127.0.0.1:9193,3@127.0.0.1:9194
+listeners=PLAINTEXT://127.0.0.1:9092
+controller.listener=127.0.0.1:9192
+admin.listener=http://127.0.0.1:9292
+log.dirs=/var/lib/kraft/a, /var/lib/kraft/b
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "node.properties"
+    path.write_text(text)
+    return path
+
+
+def test_a_properties_file_sets_every_kind_of_value(tmp_path: Path) -> None:
+    config = load_config(
+        write(tmp_path, BASE + "min.insync.replicas: 2\nlog.retention.bytes=-1\n"), environment={}
+    )
+    assert config.node_id == 1
+    assert config.process_roles == [Role.BROKER, Role.CONTROLLER]
+    assert [v.node_id for v in config.controller_quorum_voters] == [1, 2, 3]
+    assert config.controller_quorum_voters[2].endpoint == Endpoint(host="127.0.0.1", port=9194)
+    assert config.listeners == Endpoint(host="127.0.0.1", port=9092)
+    assert config.advertised_listener == config.listeners
+    assert config.admin_listener == Endpoint(host="127.0.0.1", port=9292)
+    assert config.log_dirs == [Path("/var/lib/kraft/a"), Path("/var/lib/kraft/b")]
+    assert config.min_insync_replicas == 2
+    assert config.log_retention_bytes is None
+    assert config.log_config().segment_bytes == 1024**3
+
+
+def test_environment_then_overrides_take_precedence(tmp_path: Path) -> None:
+    path = write(tmp_path, BASE + "num.partitions=3\n")
+    environment = {"KRAFT_NUM_PARTITIONS": "6", "KRAFT_LOG_SEGMENT_BYTES": "1048576", "HOME": "/"}
+    config = load_config(path, [], environment)
+    assert (config.num_partitions, config.log_segment_bytes) == (6, 1048576)
+    config = load_config(path, ["num.partitions=9"], environment)
+    assert config.num_partitions == 9
+
+
+def test_a_whole_configuration_can_come_from_the_environment() -> None:
+    environment = {
+        "KRAFT_NODE_ID": "2",
+        "KRAFT_CLUSTER_ID": "c1",
+        "KRAFT_PROCESS_ROLES": "broker",
+        "KRAFT_CONTROLLER_QUORUM_VOTERS": "1@ctl:9093",
+        "KRAFT_LISTENERS": "PLAINTEXT://0.0.0.0:9092",
+        "KRAFT_ADVERTISED_LISTENERS": "PLAINTEXT://broker-2:9092",
+        "KRAFT_LOG_DIRS": "/data",
+        "KRAFT_DURABILITY_JOURNAL": "/tmp/journal",
+    }
+    config = load_config(None, [], environment)
+    assert config.advertised_listener == Endpoint(host="broker-2", port=9092)
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        ("node.id=one\n", "node.id"),
+        ("log.segment.bytes=10\n", "log.segment.bytes"),
+        ("unclean.recovery.strategy=sometimes\n", "unclean.recovery.strategy"),
+        ("controller.quorum.voters=1@nowhere\n", "controller.quorum.voters"),
+        ("controller.quorum.voters=1@a:1,1@b:2\n", "controller.quorum.voters"),
+        ("listeners=SSL://127.0.0.1:9092\n", "listeners"),
+        ("admin.listener=127.0.0.1:80\n", "admin.listener"),
+        ("process.roles=broker,gateway\n", "process.roles"),
+        ("unclean.leader.election.enable=maybe\n", "unclean.leader.election.enable"),
+        ("log.retentoin.ms=1000\n", "log.retentoin.ms"),
+        ("node.id=4\n", "not in controller.quorum.voters"),
+        ("broker.heartbeat.interval.ms=10000\n", "broker.heartbeat.interval.ms"),
+    ],
+)
+def test_bad_values_and_unknown_keys_are_named(tmp_path: Path, extra: str, named: str) -> None:
+    with pytest.raises(ConfigError, match=named.replace(".", r"\.")):
+        load_config(write(tmp_path, BASE + extra), environment={})
+
+
+def test_required_keys_and_bad_sources_are_reported(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"log\.dirs"):
+        load_config(write(tmp_path, BASE.replace("log.dirs", "#")), environment={})
+    with pytest.raises(ConfigError, match="KRAFT_LOG_DIRZ"):
+        load_config(write(tmp_path, BASE), environment={"KRAFT_LOG_DIRZ": "/x"})
+    with pytest.raises(ConfigError, match="expected key=value"):
+        load_config(write(tmp_path, BASE), ["num.partitions"], environment={})
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.properties", environment={})
+
+
+def test_properties_syntax() -> None:
+    text = "a=1\n! comment\n  b : two words \nc = x\\\n    y\nd\te\n"
+    assert parse_properties(text) == {"a": "1", "b": "two words", "c": "xy", "d": "e"}
+    with pytest.raises(ConfigError, match=r"<properties>:1:"):
+        parse_properties("=nokey\n")
