@@ -1,5 +1,5 @@
 """The HTTP admin API.
 
-Will own the aiohttp application, its pydantic models, the OpenAPI document and the Prometheus
-metrics endpoint. Not built yet.
+Owns the aiohttp application, its pydantic models and, later, the OpenAPI document and the
+Prometheus metrics endpoint. Today it serves health (live, ready) and the quorum view.
 """

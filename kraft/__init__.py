@@ -1,5 +1,8 @@
 """Raft consensus for the cluster metadata log (KIP-595 style, pull-based).
 
-Will own the pure Raft state machine, its asyncio driver, the quorum-state file and snapshots.
-Not built yet: see the controller-quorum issue.
+Owns the pure, deterministic Raft state machine (`kraft.raft.RaftNode`: pre-vote, votes,
+BeginQuorumEpoch/EndQuorumEpoch, fetch with diverging-epoch truncation, high watermark,
+check-quorum), the messages it exchanges (`kraft.messages`) and the quorum-state file format
+(`kraft.quorum_state`). Still to come: the asyncio driver that persists, fsyncs, sends and ticks
+around it, and snapshots (FetchSnapshot).
 """

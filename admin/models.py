@@ -1,0 +1,37 @@
+"""The admin API's JSON shapes: one pydantic model per request and response."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class ErrorResponse(BaseModel):
+    """Every error answer: a machine-readable code and a sentence for people."""
+
+    error: str
+    message: str
+
+
+class Health(BaseModel):
+    """Liveness or readiness of this node; `reason` says what is missing when not ready."""
+
+    status: str = Field(description="'ok' or 'unavailable'")
+    reason: str | None = None
+
+
+class ReplicaProgress(BaseModel):
+    """How far one member of the quorum has replicated the metadata log."""
+
+    id: int
+    log_end_offset: int = Field(description="-1 when not yet known to the leader")
+    last_caught_up_ms: int = Field(description="epoch ms when it last reached the leader's LEO")
+
+
+class Quorum(BaseModel):
+    """The controller quorum as this node sees it."""
+
+    leader_id: int = Field(description="-1 while no leader is known")
+    leader_epoch: int
+    high_watermark: int
+    voters: list[ReplicaProgress]
+    observers: list[ReplicaProgress]

@@ -1,0 +1,155 @@
+"""The Raft RPCs as the pure state machine sees them (KIP-595, pre-vote from KIP-996).
+
+These are plain values, not wire structs: the asyncio driver maps them to and from the Kafka
+Vote, BeginQuorumEpoch, EndQuorumEpoch and Fetch messages in `net`. Epoch 0 means "no epoch"
+(the first leader epoch is 1) and offsets count entries from 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum, IntEnum
+
+
+class ErrorCode(IntEnum):
+    """Kafka error codes that the quorum protocol uses (values as on the wire)."""
+
+    NONE = 0
+    NOT_LEADER_OR_FOLLOWER = 6
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
+    INCONSISTENT_VOTER_SET = 94
+
+
+class EntryKind(Enum):
+    """What an entry of the metadata log carries."""
+
+    DATA = "data"
+    # Appended by every new leader at the start of its epoch; committing it is what lets the
+    # leader advance the high watermark (Raft's "commit an entry of your own term" rule).
+    LEADER_CHANGE = "leader_change"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One record of the metadata log: its offset, the leader epoch that wrote it, its bytes."""
+
+    offset: int
+    epoch: int
+    data: bytes
+    kind: EntryKind = EntryKind.DATA
+
+
+@dataclass(frozen=True, slots=True)
+class VoteRequest:
+    """Asks for a vote (or, with `pre_vote`, whether a vote would be granted) for an epoch.
+
+    A pre-vote carries the epoch the candidate would stand in (its current epoch + 1) and changes
+    no state on the receiver.
+    """
+
+    candidate_epoch: int
+    candidate_id: int
+    last_offset_epoch: int
+    last_offset: int
+    pre_vote: bool
+
+
+@dataclass(frozen=True, slots=True)
+class VoteResponse:
+    """The answer to a VoteRequest, with the responder's view of epoch and leader."""
+
+    error: ErrorCode
+    leader_epoch: int
+    leader_id: int | None
+    vote_granted: bool
+    pre_vote: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BeginQuorumEpochRequest:
+    """Sent by a newly elected leader to every other voter."""
+
+    leader_epoch: int
+    leader_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class BeginQuorumEpochResponse:
+    """Acknowledges a BeginQuorumEpoch (or tells a stale leader the newer epoch)."""
+
+    error: ErrorCode
+    leader_epoch: int
+    leader_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class EndQuorumEpochRequest:
+    """Sent by a resigning leader; `preferred_successors` are voters, most caught-up first."""
+
+    leader_epoch: int
+    leader_id: int
+    preferred_successors: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EndQuorumEpochResponse:
+    """Acknowledges an EndQuorumEpoch."""
+
+    error: ErrorCode
+    leader_epoch: int
+    leader_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRequest:
+    """A follower's or observer's pull from the leader.
+
+    `fetch_offset` is the replica's fsynced log end offset, so the leader can count it as
+    replicated; `last_fetched_epoch` is the epoch of the entry just below it (0 if none) and lets
+    the leader detect divergence; `replica_epoch` is the leader epoch the replica believes in.
+    """
+
+    replica_id: int
+    replica_epoch: int
+    fetch_offset: int
+    last_fetched_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class DivergingEpoch:
+    """The leader's largest epoch <= the fetcher's last fetched epoch, and where it ends."""
+
+    epoch: int
+    end_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResponse:
+    """The leader's answer to a Fetch: entries from `fetch_offset`, or where to truncate.
+
+    `fetch_offset` and `last_fetched_epoch` echo the request. Kafka's wire response does not
+    carry them; the driver fills them in from the request it correlates the response with, so
+    that the follower can drop a stale (reordered or duplicated) response.
+    """
+
+    error: ErrorCode
+    leader_epoch: int
+    leader_id: int | None
+    high_watermark: int
+    fetch_offset: int
+    last_fetched_epoch: int
+    records: tuple[Entry, ...] = ()
+    diverging_epoch: DivergingEpoch | None = None
+
+
+Message = (
+    VoteRequest
+    | VoteResponse
+    | BeginQuorumEpochRequest
+    | BeginQuorumEpochResponse
+    | EndQuorumEpochRequest
+    | EndQuorumEpochResponse
+    | FetchRequest
+    | FetchResponse
+)
