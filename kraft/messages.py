@@ -1,8 +1,8 @@
 """The Raft RPCs as the pure state machine sees them (KIP-595, pre-vote from KIP-996).
 
 These are plain values, not wire structs: the asyncio driver maps them to and from the Kafka
-Vote, BeginQuorumEpoch, EndQuorumEpoch and Fetch messages in `net`. Epoch 0 means "no epoch"
-(the first leader epoch is 1) and offsets count entries from 0.
+Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and FetchSnapshot (KIP-630) messages in `net`.
+Epoch 0 means "no epoch" (the first leader epoch is 1) and offsets count entries from 0.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ class ErrorCode(IntEnum):
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
     INCONSISTENT_VOTER_SET = 94
+    SNAPSHOT_NOT_FOUND = 98
+    POSITION_OUT_OF_RANGE = 99
 
 
 class EntryKind(Enum):
@@ -125,6 +127,18 @@ class DivergingEpoch:
 
 
 @dataclass(frozen=True, slots=True)
+class SnapshotId:
+    """A snapshot of the metadata state covering every entry below `end_offset` (KIP-630).
+
+    `epoch` is the epoch of the entry at `end_offset - 1`: below a log that starts at the
+    snapshot, the snapshot id is the epoch boundary that the diverging-epoch check compares with.
+    """
+
+    end_offset: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
 class FetchResponse:
     """The leader's answer to a Fetch: entries from `fetch_offset`, or where to truncate.
 
@@ -141,6 +155,40 @@ class FetchResponse:
     last_fetched_epoch: int
     records: tuple[Entry, ...] = ()
     diverging_epoch: DivergingEpoch | None = None
+    # Set (and no records) when the fetch offset is below the leader's log start, or the
+    # fetcher's log cannot be matched with what is left of the leader's: fetch this snapshot.
+    snapshot_id: SnapshotId | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotRequest:
+    """A follower's or observer's pull of `max_bytes` of a snapshot from byte `position` on."""
+
+    replica_id: int
+    leader_epoch: int
+    snapshot_id: SnapshotId
+    position: int
+    max_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotResponse:
+    """The leader's answer to a FetchSnapshot: the chunk of `snapshot_id` at `position`.
+
+    `size` is the snapshot's total size in bytes. The state machine cannot read snapshot files:
+    the leader emits the response with `data` empty and `unread_bytes` set to the number of bytes
+    the driver must read at `position` from the snapshot file and put into `data` (then setting
+    `unread_bytes` to 0) before sending it. A response as received always carries its bytes.
+    """
+
+    error: ErrorCode
+    leader_id: int | None
+    leader_epoch: int
+    snapshot_id: SnapshotId
+    size: int
+    position: int
+    data: bytes = b""
+    unread_bytes: int = 0
 
 
 Message = (
@@ -152,4 +200,6 @@ Message = (
     | EndQuorumEpochResponse
     | FetchRequest
     | FetchResponse
+    | FetchSnapshotRequest
+    | FetchSnapshotResponse
 )

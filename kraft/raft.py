@@ -1,26 +1,58 @@
 """The pure, deterministic Raft state machine of the metadata quorum (KIP-595, KIP-996).
 
 `RaftNode` does no I/O and reads no clock or randomness of its own: the driver feeds it inputs
-(`tick`, `receive`, `append`, `fsync_completed`, `resign`) with the current time, and drains
-the effects with `take_ready()`. Randomized election timeouts come from the `jitter` function
-given to the constructor (`jitter(bound)` returns an int in `[0, bound)`); a seeded generator
-makes a whole cluster reproducible.
+(`tick`, `receive`, `append`, `fsync_completed`, `resign`, `snapshot_created`) with the current
+time, and drains the effects with `take_ready()`. Randomized election timeouts come from the
+`jitter` function given to the constructor (`jitter(bound)` returns an int in `[0, bound)`); a
+seeded generator makes a whole cluster reproducible.
 
 The driver contract for a `Ready`, in this order:
 
 1. `quorum_state`, if set, is written durably (atomic replace + fsync) BEFORE any of
    `messages` is sent: a vote or an epoch bump that was sent must survive a crash, or the node
    could vote twice in one epoch.
-2. `log_ops` (truncations and appends) are applied to the local log in order. Entries need not
+2. `log_ops` are applied to the local log and snapshot store in order. Entries need not
    be durable yet; when `fsync_up_to` is set the driver flushes the log and later calls
    `fsync_completed(n)` with the offset below which the log, as it is at that moment, is durable.
    The node counts its own entries (leader) or acknowledges them to the leader (follower) only
    once they are fsynced, so a lost unflushed tail can never have been counted as replicated.
-3. `messages` are sent (any order, may be lost, duplicated or reordered).
+3. `messages` are sent (any order, may be lost, duplicated or reordered). A
+   `FetchSnapshotResponse` with `unread_bytes > 0` is completed first (see below).
 4. `committed` entries (below the high watermark) may be applied to the metadata image.
 
+Snapshots (KIP-630). The metadata log starts at `log_start_offset`: 0, or the end offset of the
+node's latest snapshot. Policy: once a snapshot exists, every entry below its end offset is
+deleted at once (no retained tail), so the log start always equals the latest snapshot's end
+offset; a replica that lags behind it catches up through FetchSnapshot. That keeps one epoch
+boundary below the log (the snapshot id) and one snapshot file to serve, at the price of more
+snapshot transfers to lagging replicas. The snapshot-related parts of the contract:
+
+- `snapshot_created(end_offset, epoch, size)`: the controller has durably written (fsync) a
+  snapshot of its state covering the committed entries below `end_offset` (<= the high
+  watermark), `size` bytes long. The node answers with `DeleteBefore(end_offset)`.
+- `DeleteBefore(offset)`: delete the log entries below `offset`; the log then starts at
+  `offset`, empty if it ended below it. Snapshot files older than the latest one may be deleted
+  after this `Ready`'s messages are sent (a response in the same `Ready` may still read one).
+- `FetchSnapshotResponse` in `messages` with `unread_bytes = n > 0` (leader side): the state
+  machine has validated the request (epoch, leadership, snapshot id, position); the driver reads
+  `n` bytes at `position` from the file of `snapshot_id`, puts them in `data` and sends it. If the
+  file is gone, it sends the response with error `SNAPSHOT_NOT_FOUND` and no data instead.
+- `SnapshotChunkToWrite(snapshot_id, position, data)` (follower and observer side): write `data`
+  at `position` of the partial (not yet visible) file of `snapshot_id`; position 0 starts a new
+  partial file and discards any other partial one. Partial files need no fsync and may be
+  dropped in a crash: the node restarts a transfer from position 0.
+- `LoadSnapshot(snapshot_id, size)`: the partial file is complete. The driver fsyncs it and makes
+  it the latest snapshot (rename), truncates the log fully so it starts, empty, at
+  `snapshot_id.end_offset` (as `Truncate` + `DeleteBefore`), and has the controller replace its
+  metadata image with the snapshot's; `committed` of the same and later `Ready`s follow on top.
+- At startup the driver passes the latest complete snapshot (`LocalSnapshot`) and the log as it
+  is on disk. A log left inconsistent by a crash in the middle of the steps above (it ends below
+  the snapshot, or its last epoch is older than the snapshot's) is discarded with
+  `Truncate` + `DeleteBefore` in the first `Ready`, as Kafka does.
+
 Without snapshots the node mirrors the whole metadata log in memory (the driver reads it back
-at startup anyway, to rebuild the metadata image); the epoch cache is derived from it.
+at startup anyway, to rebuild the metadata image); with them, the log above the snapshot. The
+epoch cache is derived from the mirror and the snapshot id.
 """
 
 from __future__ import annotations
@@ -40,7 +72,10 @@ from kraft.messages import (
     ErrorCode,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     Message,
+    SnapshotId,
     VoteRequest,
     VoteResponse,
 )
@@ -72,6 +107,8 @@ class RaftConfig:
     # How long the leader parks a fetch that has nothing new (Fetch's max_wait_ms).
     fetch_max_wait_ms: int = 500
     fetch_max_entries: int = 100
+    # FetchSnapshot's max_bytes: the chunk size of a snapshot transfer.
+    fetch_snapshot_max_bytes: int = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +125,42 @@ class Append:
     entries: tuple[Entry, ...]
 
 
-LogOp = Truncate | Append
+@dataclass(frozen=True, slots=True)
+class DeleteBefore:
+    """Delete every log entry below `offset`; the log starts there (empty if it ended below)."""
+
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotChunkToWrite:
+    """Write `data` at byte `position` of the partial file of snapshot `snapshot_id`."""
+
+    snapshot_id: SnapshotId
+    position: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSnapshot:
+    """The partial snapshot is complete: make it the latest and restart the log at its end.
+
+    See the module docstring for what the driver does.
+    """
+
+    snapshot_id: SnapshotId
+    size: int
+
+
+LogOp = Truncate | Append | DeleteBefore | SnapshotChunkToWrite | LoadSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class LocalSnapshot:
+    """A complete snapshot this node holds: its id and its size in bytes."""
+
+    snapshot_id: SnapshotId
+    size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,11 +216,21 @@ class _ReplicaState:
 
     fetch_offset: int = 0
     last_fetch_ms: int | None = None
+    # When the replica last fetched from (at least) the leader's log end offset.
+    last_caught_up_ms: int = -1
     # The high watermark last sent to the replica, to wake its parked fetch when it moves.
     sent_high_watermark: int = -1
     parked: FetchRequest | None = None
     parked_until_ms: int = 0
     begin_epoch_retry_ms: int = 0
+
+
+@dataclass(slots=True)
+class _SnapshotFetch:
+    """A snapshot transfer in progress: `position` bytes of `snapshot_id` are written."""
+
+    snapshot_id: SnapshotId
+    position: int = 0
 
 
 class RaftNode:
@@ -164,24 +246,39 @@ class RaftNode:
         quorum_state: QuorumState,
         log: Sequence[Entry],
         now_ms: int,
+        snapshot: LocalSnapshot | None = None,
     ) -> None:
-        """Start from the persisted quorum state and the durable (fsynced) local log."""
+        """Start from the persisted quorum state, latest snapshot and durable local log.
+
+        `log` holds the entries on disk, contiguous from the log's start offset (0 without a
+        snapshot; at or below the snapshot's end offset with one).
+        """
         self.node_id = node_id
         self.voters = frozenset(voters)
         self.config = config
         self._jitter = jitter
+        self._ready = Ready()
         self._log: list[Entry] = list(log)
+        first = self._log[0].offset if self._log else 0
         for index, entry in enumerate(self._log):
-            if entry.offset != index:
+            if entry.offset != first + index:
                 raise ValueError(f"log entry at index {index} has offset {entry.offset}")
-        self.flushed_offset = len(self._log)
-        self.high_watermark = 0
-        self._committed_through = 0
+        self._snapshot = snapshot
+        self.log_start_offset = first
+        if snapshot is None:
+            if first != 0:
+                raise ValueError(f"the log starts at {first} but there is no snapshot")
+        else:
+            self._start_log_at_snapshot(snapshot.snapshot_id)
+        self._snapshot_fetch: _SnapshotFetch | None = None
+        self.flushed_offset = self.log_end_offset
+        # The snapshot holds committed entries only, and the controller starts from it.
+        self.high_watermark = self.log_start_offset
+        self._committed_through = self.log_start_offset
         self.epoch = quorum_state.leader_epoch
         self.voted_for = quorum_state.voted_for
         self.leader_id: int | None = None
         self.role = Role.UNATTACHED
-        self._ready = Ready()
         self._persisted = quorum_state
         self._election_deadline_ms = 0
         self._fetch_deadline_ms = 0
@@ -200,6 +297,23 @@ class RaftNode:
             # state is gone. It waits out an election timeout like any unattached voter.
             self._become_unattached(self.epoch, self.voted_for, now_ms)
 
+    def _start_log_at_snapshot(self, snapshot_id: SnapshotId) -> None:
+        """Make the log start at the snapshot's end offset (startup only)."""
+        start = snapshot_id.end_offset
+        if self.log_start_offset > start:
+            raise ValueError(f"the log starts at {self.log_start_offset}, after snapshot {start}")
+        if self.log_end_offset < start or self.last_epoch() < snapshot_id.epoch:
+            # A crash interrupted a LoadSnapshot (or lost the log): what is left cannot continue
+            # the snapshot. Kafka's rule: discard the log and start it empty at the snapshot.
+            if self._log:
+                self._ready.log_ops.append(Truncate(self.log_start_offset))
+            self._log = []
+        else:
+            # A crash came between snapshot_created and DeleteBefore: redo the deletion.
+            del self._log[: start - self.log_start_offset]
+        self.log_start_offset = start
+        self._ready.log_ops.append(DeleteBefore(start))
+
     # ----------------------------------------------------------------- read-only views
 
     @property
@@ -207,25 +321,44 @@ class RaftNode:
         """Whether this node votes (observers only replicate)."""
         return self.node_id in self.voters
 
+    def replica_progress(self) -> dict[int, tuple[int, int]]:
+        """On the leader: each fetching replica's `(fetched offset, last caught-up ms)`, and
+        the leader's own `(log end offset, now-ish)` as the last time it was caught up."""
+        progress = {
+            replica: (state.fetch_offset, state.last_caught_up_ms)
+            for replica, state in self._replicas.items()
+        }
+        if self.role is Role.LEADER:
+            progress[self.node_id] = (self.log_end_offset, self._leader_start_ms)
+        return progress
+
     @property
     def log_end_offset(self) -> int:
         """The offset the next entry will get (written, not necessarily fsynced)."""
-        return len(self._log)
+        return self.log_start_offset + len(self._log)
 
     @property
     def log(self) -> Sequence[Entry]:
-        """The in-memory mirror of the local log."""
+        """The in-memory mirror of the local log, from `log_start_offset` on."""
         return self._log
 
+    @property
+    def snapshot(self) -> LocalSnapshot | None:
+        """The latest complete snapshot, whose end offset is the log start; None if none."""
+        return self._snapshot
+
     def last_epoch(self) -> int:
-        """The epoch of the last entry, 0 for an empty log."""
-        return self._log[-1].epoch if self._log else 0
+        """The epoch of the last entry (the snapshot's when the log is empty), 0 if none."""
+        if self._log:
+            return self._log[-1].epoch
+        return self._snapshot.snapshot_id.epoch if self._snapshot is not None else 0
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """(largest local epoch <= `epoch`, the offset where that epoch's entries end).
 
-        The epoch-cache lookup behind OffsetForLeaderEpoch and Fetch's diverging-epoch answer;
-        (0, 0) when the log has no entry of an epoch <= `epoch`.
+        The epoch-cache lookup behind OffsetForLeaderEpoch and Fetch's diverging-epoch answer.
+        Below the log start the snapshot id is the only boundary known: its epoch ends at its end
+        offset. (0, 0) when no epoch <= `epoch` is known (the snapshot's is newer, or none).
         """
         low, high = 0, len(self._log)
         # First index whose entry epoch is > epoch (entry epochs never decrease along the log).
@@ -235,9 +368,11 @@ class RaftNode:
                 low = middle + 1
             else:
                 high = middle
-        if low == 0:
-            return 0, 0
-        return self._log[low - 1].epoch, low
+        if low > 0:
+            return self._log[low - 1].epoch, self.log_start_offset + low
+        if self._snapshot is not None and self._snapshot.snapshot_id.epoch <= epoch:
+            return self._snapshot.snapshot_id.epoch, self._snapshot.snapshot_id.end_offset
+        return 0, 0
 
     # ----------------------------------------------------------------- inputs
 
@@ -268,6 +403,30 @@ class RaftNode:
         """Graceful resignation: hand leadership to the most caught-up voters."""
         if self.role is Role.LEADER:
             self._resign(now_ms)
+
+    def snapshot_created(self, end_offset: int, epoch: int, size: int) -> bool:
+        """The controller durably wrote a `size`-byte snapshot of the entries below `end_offset`.
+
+        `epoch` is the epoch of the entry at `end_offset - 1`. The log prefix below `end_offset`
+        is deleted (`DeleteBefore`). Returns False, changing nothing, when the snapshot is not
+        newer than the log start (say the node loaded a newer one from the leader meanwhile):
+        the driver may then delete the file.
+        """
+        if end_offset > self.high_watermark:
+            raise ValueError(
+                f"snapshot end {end_offset} above high watermark {self.high_watermark}"
+            )
+        if end_offset <= self.log_start_offset:
+            return False
+        last = self._log[end_offset - 1 - self.log_start_offset]
+        if last.epoch != epoch:
+            raise ValueError(f"snapshot epoch {epoch} but entry {last.offset} has {last.epoch}")
+        self._snapshot = LocalSnapshot(SnapshotId(end_offset, epoch), size)
+        del self._log[: end_offset - self.log_start_offset]
+        self.log_start_offset = end_offset
+        # Parked fetches need no answer: they wait at the log end, above the high watermark.
+        self._ready.log_ops.append(DeleteBefore(end_offset))
+        return True
 
     def tick(self, now_ms: int) -> None:
         """Advance timers: elections, fetch timeouts, check-quorum, retries, parked fetches."""
@@ -301,6 +460,10 @@ class RaftNode:
                 self._on_fetch_request(message, from_node, now_ms)
             case FetchResponse():
                 self._on_fetch_response(message, from_node, now_ms)
+            case FetchSnapshotRequest():
+                self._on_fetch_snapshot_request(message, from_node, now_ms)
+            case FetchSnapshotResponse():
+                self._on_fetch_snapshot_response(message, from_node, now_ms)
 
     # ----------------------------------------------------------------- transitions
 
@@ -314,6 +477,8 @@ class RaftNode:
         self.role = role
         self._replicas = {}
         self._fetch_in_flight_since_ms = None
+        # A transfer is tied to the leader it started from; a new role fetches afresh.
+        self._snapshot_fetch = None
         self._votes_granted = set()
         self._votes_rejected = set()
         self._arm_election_timer(now_ms)
@@ -577,6 +742,11 @@ class RaftNode:
             return
         replica = self._replicas.setdefault(sender, _ReplicaState())
         replica.last_fetch_ms = now_ms
+        snapshot_id = self._snapshot_to_send(request)
+        if snapshot_id is not None:
+            replica.parked = None
+            self._send(sender, self._fetch_answer(request, snapshot_id=snapshot_id))
+            return
         diverging = self._diverging_epoch(request)
         if diverging is not None:
             replica.parked = None
@@ -584,11 +754,35 @@ class RaftNode:
             return
         # The replica only fetches from its fsynced end, so this offset is durable there.
         replica.fetch_offset = max(replica.fetch_offset, request.fetch_offset)
+        if replica.fetch_offset >= self.log_end_offset:
+            replica.last_caught_up_ms = now_ms
         if sender in self.voters:
             self._maybe_advance_high_watermark()
         replica.parked = request
         replica.parked_until_ms = now_ms + self.config.fetch_max_wait_ms
         self._wake_parked_fetches()
+
+    def _snapshot_to_send(self, request: FetchRequest) -> SnapshotId | None:
+        """The snapshot a fetcher needs because its log cannot continue from this one's.
+
+        Kafka's rule (`validateOffsetAndEpoch`): the fetch offset is below the log start; or it
+        is at the log start but the fetcher's last epoch is not the snapshot's (its entry below
+        the start is not the committed one); or its last epoch is older than the snapshot's, so
+        its log diverges somewhere below the log start, where the epochs are no longer known.
+        """
+        if self._snapshot is None:
+            return None
+        snapshot_id = self._snapshot.snapshot_id
+        if (
+            request.fetch_offset < self.log_start_offset
+            or request.last_fetched_epoch < snapshot_id.epoch
+            or (
+                request.fetch_offset == self.log_start_offset
+                and request.last_fetched_epoch != snapshot_id.epoch
+            )
+        ):
+            return snapshot_id
+        return None
 
     def _diverging_epoch(self, request: FetchRequest) -> DivergingEpoch | None:
         if request.fetch_offset == 0 and request.last_fetched_epoch == 0:
@@ -611,18 +805,21 @@ class RaftNode:
                 or replica.sent_high_watermark != self.high_watermark
             )
             expired = now_ms is not None and now_ms >= replica.parked_until_ms
-            if has_news or expired:
-                replica.parked = None
-                end = min(self.log_end_offset, request.fetch_offset + self.config.fetch_max_entries)
-                replica.sent_high_watermark = self.high_watermark
-                records = tuple(self._log[request.fetch_offset : end])
-                self._send(replica_id, self._fetch_answer(request, records=records))
+            if not (has_news or expired):
+                continue
+            replica.parked = None
+            end = min(self.log_end_offset, request.fetch_offset + self.config.fetch_max_entries)
+            replica.sent_high_watermark = self.high_watermark
+            start = self.log_start_offset
+            records = tuple(self._log[request.fetch_offset - start : end - start])
+            self._send(replica_id, self._fetch_answer(request, records=records))
 
     def _fetch_answer(
         self,
         request: FetchRequest,
         records: tuple[Entry, ...] = (),
         diverging: DivergingEpoch | None = None,
+        snapshot_id: SnapshotId | None = None,
     ) -> FetchResponse:
         return FetchResponse(
             error=ErrorCode.NONE,
@@ -633,6 +830,7 @@ class RaftNode:
             last_fetched_epoch=request.last_fetched_epoch,
             records=records,
             diverging_epoch=diverging,
+            snapshot_id=snapshot_id,
         )
 
     def _fetch_error(self, request: FetchRequest, error: ErrorCode) -> FetchResponse:
@@ -644,6 +842,42 @@ class RaftNode:
             fetch_offset=request.fetch_offset,
             last_fetched_epoch=request.last_fetched_epoch,
         )
+
+    def _on_fetch_snapshot_request(
+        self, request: FetchSnapshotRequest, sender: int, now_ms: int
+    ) -> None:
+        if request.leader_epoch > self.epoch:
+            self._observe_epoch(request.leader_epoch, None, now_ms)
+
+        def answer(error: ErrorCode, size: int = 0, unread_bytes: int = 0) -> None:
+            response = FetchSnapshotResponse(
+                error=error,
+                leader_id=self.leader_id,
+                leader_epoch=self.epoch,
+                snapshot_id=request.snapshot_id,
+                size=size,
+                position=request.position,
+                unread_bytes=unread_bytes,
+            )
+            self._send(sender, response)
+
+        if self.role is not Role.LEADER:
+            answer(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            return
+        if request.leader_epoch < self.epoch:
+            answer(ErrorCode.FENCED_LEADER_EPOCH)
+            return
+        # A voter busy with a snapshot transfer is alive for check-quorum.
+        self._replicas.setdefault(sender, _ReplicaState()).last_fetch_ms = now_ms
+        snapshot = self._snapshot
+        if snapshot is None or snapshot.snapshot_id != request.snapshot_id:
+            answer(ErrorCode.SNAPSHOT_NOT_FOUND)
+        elif not 0 <= request.position <= snapshot.size:
+            answer(ErrorCode.POSITION_OUT_OF_RANGE, snapshot.size)
+        else:
+            # The driver reads the bytes (contract in the module docstring).
+            chunk = min(request.max_bytes, snapshot.size - request.position)
+            answer(ErrorCode.NONE, snapshot.size, chunk)
 
     def _maybe_advance_high_watermark(self) -> None:
         offsets = sorted(
@@ -666,7 +900,10 @@ class RaftNode:
             return
         self.high_watermark = high_watermark
         self._ready.high_watermark = high_watermark
-        self._ready.committed.extend(self._log[self._committed_through : high_watermark])
+        start = self.log_start_offset
+        self._ready.committed.extend(
+            self._log[self._committed_through - start : high_watermark - start]
+        )
         self._committed_through = high_watermark
 
     # ----------------------------------------------------------------- replication: follower
@@ -693,12 +930,22 @@ class RaftNode:
         if target is None:
             return
         self._fetch_in_flight_since_ms = now_ms
-        request = FetchRequest(
-            replica_id=self.node_id,
-            replica_epoch=self.epoch,
-            fetch_offset=self.log_end_offset,
-            last_fetched_epoch=self.last_epoch(),
-        )
+        request: FetchRequest | FetchSnapshotRequest
+        if self._snapshot_fetch is not None:
+            request = FetchSnapshotRequest(
+                replica_id=self.node_id,
+                leader_epoch=self.epoch,
+                snapshot_id=self._snapshot_fetch.snapshot_id,
+                position=self._snapshot_fetch.position,
+                max_bytes=self.config.fetch_snapshot_max_bytes,
+            )
+        else:
+            request = FetchRequest(
+                replica_id=self.node_id,
+                replica_epoch=self.epoch,
+                fetch_offset=self.log_end_offset,
+                last_fetched_epoch=self.last_epoch(),
+            )
         self._send(target, request)
 
     def _retry_fetch(self, now_ms: int) -> None:
@@ -721,6 +968,7 @@ class RaftNode:
         current = (
             response.fetch_offset == self.log_end_offset
             and response.last_fetched_epoch == self.last_epoch()
+            and self._snapshot_fetch is None
         )
         if not fetching or not current or self._fetch_in_flight_since_ms is None:
             return  # stale, duplicated, or from before a role change
@@ -735,15 +983,72 @@ class RaftNode:
             _, local_end = self.end_offset_for_epoch(response.diverging_epoch.epoch)
             truncate_to = min(local_end, response.diverging_epoch.end_offset)
             self._truncate(truncate_to)
+        elif response.snapshot_id is not None:
+            self._snapshot_fetch = _SnapshotFetch(response.snapshot_id)
         else:
             self._append_local(list(response.records))
             self._set_high_watermark(min(response.high_watermark, self.log_end_offset))
         self._maybe_send_fetch(now_ms)
 
+    def _on_fetch_snapshot_response(
+        self, response: FetchSnapshotResponse, sender: int, now_ms: int
+    ) -> None:
+        before = (self.role, self.epoch, self.leader_id)
+        if self._observe_epoch(response.leader_epoch, response.leader_id, now_ms, sender):
+            return
+        if (self.role, self.epoch, self.leader_id) != before:
+            return  # the transition dropped the transfer and fetches afresh
+        transfer = self._snapshot_fetch
+        if (
+            transfer is None
+            or self._fetch_in_flight_since_ms is None
+            or response.snapshot_id != transfer.snapshot_id
+            or response.position != transfer.position
+        ):
+            return  # stale, duplicated, or from an abandoned transfer
+        self._fetch_in_flight_since_ms = None
+        gone = (ErrorCode.SNAPSHOT_NOT_FOUND, ErrorCode.POSITION_OUT_OF_RANGE)
+        if (response.error is not ErrorCode.NONE and response.error not in gone) or (
+            sender != self.leader_id
+        ):
+            return  # the next tick asks again
+        self._last_leader_contact_ms = now_ms
+        self._fetch_deadline_ms = now_ms + self.config.fetch_timeout_ms
+        if response.error in gone:
+            # The leader replaced that snapshot with a newer one: a plain fetch learns its id.
+            self._snapshot_fetch = None
+        else:
+            self._ready.log_ops.append(
+                SnapshotChunkToWrite(transfer.snapshot_id, transfer.position, response.data)
+            )
+            transfer.position += len(response.data)
+            if transfer.position == response.size:
+                self._load_snapshot(LocalSnapshot(transfer.snapshot_id, response.size))
+        self._maybe_send_fetch(now_ms)
+
+    def _load_snapshot(self, snapshot: LocalSnapshot) -> None:
+        """Replace the whole log with a fetched snapshot; fetching resumes at its end."""
+        end_offset = snapshot.snapshot_id.end_offset
+        self._ready.log_ops.append(LoadSnapshot(snapshot.snapshot_id, snapshot.size))
+        self._snapshot = snapshot
+        self._snapshot_fetch = None
+        self._log = []
+        self.log_start_offset = end_offset
+        self.flushed_offset = end_offset
+        # The high watermark was below the snapshot (the fetch offset was below the leader's
+        # log start, or the entry just below it was not the committed one), so every committed
+        # entry not yet handed out is inside the snapshot: the controller must not apply them
+        # on top of it.
+        self._ready.committed.clear()
+        self._committed_through = end_offset
+        self._set_high_watermark(end_offset)
+
     def _truncate(self, offset: int) -> None:
         if offset >= self.log_end_offset:
             return
-        del self._log[offset:]
+        # Never below the log start: a leader's diverging answer is at or above its log start,
+        # which is at or above the snapshot this node has (both are committed prefixes).
+        del self._log[offset - self.log_start_offset :]
         self.flushed_offset = min(self.flushed_offset, offset)
         self._ready.log_ops.append(Truncate(offset))
 

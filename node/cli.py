@@ -1,8 +1,9 @@
 """The `kraft` command line.
 
-Today it offers `kraft dump-log`, which prints the batches of a partition log directory (or of
-one segment file) without changing anything on disk. `kraft serve` and `kraft dev` arrive with
-the node process.
+- `kraft serve --config FILE [--override key=value ...]` runs one node until SIGTERM/SIGINT;
+  a bad configuration or a foreign log directory exits with status 2 before any data is touched.
+- `kraft dump-log PATH [--records]` prints the batches of a partition log directory (or of one
+  segment file) without changing anything on disk.
 """
 
 from __future__ import annotations
@@ -14,8 +15,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import uvloop
+
 from net.record_batch import RecordBatchError, validate_batch
 from net.records import decode_batch
+from node.config import ConfigError, load_config
+from node.logging_setup import configure_logging
+from node.process import serve
 
 SEGMENT_SUFFIX = ".log"
 
@@ -86,15 +92,38 @@ def dump_log(target: Path, *, records: bool) -> int:
     return status
 
 
+def serve_command(config_file: Path, overrides: Sequence[str]) -> int:
+    """Validate everything that can be validated, then run the node."""
+    try:
+        config = load_config(config_file, overrides)
+        configure_logging(config.node_id)
+        uvloop.run(serve(config))
+    except ConfigError as error:
+        print(f"kraft serve: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kraft", description="A Kafka-compatible log broker.")
     commands = parser.add_subparsers(dest="command", required=True)
+    serve_parser = commands.add_parser("serve", help="run one node until SIGTERM or SIGINT")
+    serve_parser.add_argument("--config", type=Path, required=True, help="a properties file")
+    serve_parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a configuration key (repeatable; wins over the file and the environment)",
+    )
     dump = commands.add_parser(
         "dump-log", help="print the record batches of a partition log (read-only)"
     )
     dump.add_argument("path", type=Path, help="a partition directory or a .log segment file")
     dump.add_argument("--records", action="store_true", help="decode the records of each batch")
     arguments = parser.parse_args(argv)
+    if arguments.command == "serve":
+        return serve_command(arguments.config, arguments.override)
     if not arguments.path.exists():
         print(f"kraft dump-log: {arguments.path} does not exist", file=sys.stderr)
         return 2

@@ -5,17 +5,40 @@ quorum-state "file" written synchronously, as the driver contract requires, befo
 messages of the same `Ready` are sent. The network loses, delays, reorders and duplicates
 messages and can be partitioned. Every invariant is checked after every step; a violation
 raises `InvariantViolationError` naming the seed so that the run can be reproduced exactly.
+
+Each node also runs a toy controller whose metadata image is the list of the digests of the
+committed entries it applied. At random times it snapshots that image on a random node (the
+snapshot bytes are the digests, so they take several FetchSnapshot chunks to transfer) and
+the node deletes its log prefix. A crashed observer sometimes loses its whole disk, quorum state
+included, and must catch up through a snapshot. Voters never lose their disk: Raft's safety
+rests on a voter keeping what it acknowledged (and its vote), so a voter with an empty disk
+could let a committed entry be lost; voters catch up through snapshots when they lag behind the
+leader's log start instead (Kafka needs KIP-853's directory ids to make disk loss safe).
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import random
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 
-from kraft.messages import Entry, Message
+from kraft.messages import Entry, FetchSnapshotResponse, Message, SnapshotId
 from kraft.quorum_state import QuorumState
-from kraft.raft import Append, Appended, RaftConfig, RaftNode, Ready, Role, Truncate
+from kraft.raft import (
+    Append,
+    Appended,
+    DeleteBefore,
+    LoadSnapshot,
+    LocalSnapshot,
+    RaftConfig,
+    RaftNode,
+    Ready,
+    Role,
+    SnapshotChunkToWrite,
+    Truncate,
+)
 
 SIM_CONFIG = RaftConfig(
     election_timeout_ms=300,
@@ -24,8 +47,22 @@ SIM_CONFIG = RaftConfig(
     request_timeout_ms=300,
     fetch_max_wait_ms=100,
     fetch_max_entries=20,
+    # Small chunks, so that a transfer takes several FetchSnapshot round trips.
+    fetch_snapshot_max_bytes=256,
 )
 TICK_MS = 50
+DIGEST_BYTES = 8
+
+
+def digest(entry: Entry) -> bytes:
+    """What the toy controller keeps of one committed entry."""
+    raw = f"{entry.offset}:{entry.epoch}:{entry.kind.value}:".encode() + entry.data
+    return hashlib.sha256(raw).digest()[:DIGEST_BYTES]
+
+
+def split_digests(data: bytes) -> list[bytes]:
+    """The image stored in a snapshot's bytes."""
+    return [data[i : i + DIGEST_BYTES] for i in range(0, len(data), DIGEST_BYTES)]
 
 
 class InvariantViolationError(AssertionError):
@@ -37,8 +74,17 @@ class SimNode:
     """A node's durable state and its current incarnation (None while crashed)."""
 
     node_id: int
+    # The log holds the entries from `log_start` on; the ones below `synced_end` are durable.
+    log_start: int = 0
     log: list[Entry] = field(default_factory=list)
-    synced_length: int = 0
+    synced_end: int = 0
+    # The latest complete snapshot and every snapshot file on disk (durable).
+    snapshot: LocalSnapshot | None = None
+    snapshot_files: dict[SnapshotId, bytes] = field(default_factory=dict)
+    # A snapshot being fetched (lost in a crash).
+    partial: tuple[SnapshotId, bytearray] | None = None
+    # The toy controller's metadata image: one digest per committed entry, from offset 0.
+    image: list[bytes] = field(default_factory=list)
     quorum_state: QuorumState = field(default_factory=QuorumState)
     raft: RaftNode | None = None
     incarnation: int = 0
@@ -60,6 +106,8 @@ class FaultProfile:
     partition: float = 0.002
     heal: float = 0.004
     resign: float = 0.0005
+    # The share of observer crashes that also wipe the disk.
+    disk_loss: float = 0.5
 
 
 class Simulation:
@@ -82,10 +130,16 @@ class Simulation:
         self.commit_epoch: dict[int, int] = {}
         self.leader_of_epoch: dict[int, int] = {}
         self.steps = 0
+        self.clients_enabled = True
+        # What the snapshot machinery did, for tests to require that it was exercised.
+        self.snapshots_taken = 0
+        self.snapshot_chunks = 0
+        self.snapshot_loads: Counter[int] = Counter()
         for node_id in self.node_ids:
             self._start(node_id)
             self._schedule(self.rng.randrange(TICK_MS), "tick", (node_id,))
         self._schedule(20, "client", ())
+        self._schedule(200, "snapshot", ())
 
     # ------------------------------------------------------------------ plumbing
 
@@ -114,17 +168,33 @@ class Simulation:
             quorum_state=node.quorum_state,
             log=node.log,
             now_ms=self.now_ms,
+            snapshot=node.snapshot,
         )
-        node.last_high_watermark = 0
-        node.verified_offset = 0
+        # The controller rebuilds its image from the latest snapshot; the node then hands it
+        # the committed entries from the snapshot's end on.
+        if node.snapshot is None:
+            node.image = []
+        else:
+            node.image = split_digests(node.snapshot_files[node.snapshot.snapshot_id])
+        node.last_high_watermark = node.raft.high_watermark
+        node.verified_offset = node.raft.high_watermark
         self._drain(node)
 
-    def crash(self, node_id: int) -> None:
-        """Kill a node: its unsynced log tail is lost; the quorum state was written durably."""
+    def crash(self, node_id: int, lose_disk: bool = False) -> None:
+        """Kill a node: its unsynced log tail is lost; the quorum state was written durably.
+
+        With `lose_disk` (observers only) everything is gone, quorum state included.
+        """
         node = self.nodes[node_id]
         node.raft = None
         node.incarnation += 1
-        del node.log[node.synced_length :]
+        node.partial = None
+        if lose_disk:
+            if node_id in self.voter_ids:
+                raise ValueError("a voter that loses its disk breaks Raft's safety")
+            self.nodes[node_id] = SimNode(node_id, incarnation=node.incarnation)
+            return
+        del node.log[node.synced_end - node.log_start :]
 
     def restart(self, node_id: int) -> None:
         """Start a crashed node again from its durable state."""
@@ -146,20 +216,7 @@ class Simulation:
         if ready.quorum_state is not None:
             node.quorum_state = ready.quorum_state
         for op in ready.log_ops:
-            if isinstance(op, Truncate):
-                if op.offset < node.last_high_watermark:
-                    raise self.fail(
-                        f"node {node.node_id} truncates to {op.offset} below its high "
-                        f"watermark {node.last_high_watermark}"
-                    )
-                del node.log[op.offset :]
-                node.synced_length = min(node.synced_length, op.offset)
-                node.verified_offset = min(node.verified_offset, op.offset)
-            elif isinstance(op, Append):
-                for entry in op.entries:
-                    if entry.offset != len(node.log):
-                        raise self.fail(f"node {node.node_id} appends {entry} at {len(node.log)}")
-                    node.log.append(entry)
+            self._apply_log_op(node, op)
         if ready.fsync_up_to is not None:
             self._schedule(
                 1 + self.rng.randrange(15),
@@ -167,13 +224,90 @@ class Simulation:
                 (node.node_id, node.incarnation, ready.fsync_up_to),
             )
         for outgoing in ready.messages:
-            self._send(node.node_id, outgoing.to, outgoing.message)
+            self._send(node.node_id, outgoing.to, self._read_chunk(node, outgoing.message))
+        # Older snapshot files may go once the messages (which may read one) are sent.
+        latest = node.snapshot
+        node.snapshot_files = {
+            snapshot_id: data
+            for snapshot_id, data in node.snapshot_files.items()
+            if latest is not None and snapshot_id == latest.snapshot_id
+        }
         if ready.high_watermark is not None:
             if ready.high_watermark < node.last_high_watermark:
                 raise self.fail(f"node {node.node_id} high watermark went backwards")
             node.last_high_watermark = ready.high_watermark
         for entry in ready.committed:
             self._record_commit(node, entry, raft.epoch)
+            if entry.offset != len(node.image):
+                raise self.fail(f"node {node.node_id} applies {entry} at {len(node.image)}")
+            node.image.append(digest(entry))
+
+    def _apply_log_op(self, node: SimNode, op: object) -> None:
+        if isinstance(op, Truncate):
+            if op.offset < max(node.last_high_watermark, node.log_start):
+                raise self.fail(
+                    f"node {node.node_id} truncates to {op.offset} below its high "
+                    f"watermark {node.last_high_watermark} or log start {node.log_start}"
+                )
+            del node.log[op.offset - node.log_start :]
+            node.synced_end = min(node.synced_end, op.offset)
+            node.verified_offset = min(node.verified_offset, op.offset)
+        elif isinstance(op, Append):
+            for entry in op.entries:
+                if entry.offset != node.log_start + len(node.log):
+                    raise self.fail(f"node {node.node_id} appends {entry} at a gap")
+                node.log.append(entry)
+        elif isinstance(op, DeleteBefore):
+            # Only a durable snapshot may replace the prefix.
+            if node.snapshot is None or op.offset > node.snapshot.snapshot_id.end_offset:
+                raise self.fail(f"node {node.node_id} deletes below {op.offset} unsnapshotted")
+            del node.log[: op.offset - node.log_start]
+            node.log_start = op.offset
+            node.synced_end = max(node.synced_end, op.offset)
+        elif isinstance(op, SnapshotChunkToWrite):
+            self._write_chunk(node, op)
+        elif isinstance(op, LoadSnapshot):
+            self._load_snapshot(node, op)
+
+    def _write_chunk(self, node: SimNode, op: SnapshotChunkToWrite) -> None:
+        if op.position == 0:
+            node.partial = (op.snapshot_id, bytearray())
+        if node.partial is None or node.partial[0] != op.snapshot_id:
+            raise self.fail(f"node {node.node_id} writes a chunk of {op.snapshot_id} unstarted")
+        if len(node.partial[1]) != op.position:
+            raise self.fail(f"node {node.node_id} writes a chunk at a gap: {op}")
+        node.partial[1].extend(op.data)
+        self.snapshot_chunks += 1
+
+    def _load_snapshot(self, node: SimNode, op: LoadSnapshot) -> None:
+        partial = node.partial
+        if partial is None or partial[0] != op.snapshot_id or len(partial[1]) != op.size:
+            raise self.fail(f"node {node.node_id} loads an incomplete snapshot {op}")
+        data = bytes(partial[1])
+        node.partial = None
+        self._check_snapshot(node, op.snapshot_id, data)
+        node.snapshot = LocalSnapshot(op.snapshot_id, op.size)
+        node.snapshot_files[op.snapshot_id] = data
+        end = op.snapshot_id.end_offset
+        node.log = []
+        node.log_start = node.synced_end = node.verified_offset = end
+        node.image = split_digests(data)
+        self.snapshot_loads[node.node_id] += 1
+
+    def _check_snapshot(self, node: SimNode, snapshot_id: SnapshotId, data: bytes) -> None:
+        """A snapshot must hold exactly the committed prefix below its end offset."""
+        end = snapshot_id.end_offset
+        expected = b"".join(digest(self.committed[offset]) for offset in range(end))
+        if data != expected or self.committed[end - 1].epoch != snapshot_id.epoch:
+            raise self.fail(f"node {node.node_id} snapshot {snapshot_id} is not the committed one")
+
+    def _read_chunk(self, node: SimNode, message: Message) -> Message:
+        """Contract step 3: the driver fills a FetchSnapshot answer from the snapshot file."""
+        if not isinstance(message, FetchSnapshotResponse) or message.unread_bytes == 0:
+            return message
+        data = node.snapshot_files[message.snapshot_id]
+        chunk = data[message.position : message.position + message.unread_bytes]
+        return replace(message, data=chunk, unread_bytes=0)
 
     def _send(self, source: int, destination: int, message: Message) -> None:
         if self.faults_enabled and self.rng.random() < self.faults.loss:
@@ -213,8 +347,12 @@ class Simulation:
         elif kind == "fsync":
             self._fsync(*payload)
         elif kind == "client":
-            self._client_append()
+            if self.clients_enabled:
+                self._client_append()
             self._schedule(20 + self.rng.randrange(40), "client", ())
+        elif kind == "snapshot":
+            self._take_snapshot()
+            self._schedule(100 + self.rng.randrange(400), "snapshot", ())
         elif kind == "restart":
             (node_id,) = payload
             assert isinstance(node_id, int)
@@ -239,8 +377,9 @@ class Simulation:
         node = self.nodes[node_id]
         if node.raft is None or node.incarnation != incarnation:
             return
-        node.synced_length = max(node.synced_length, min(up_to, len(node.log)))
-        node.raft.fsync_completed(node.synced_length, self.now_ms)
+        log_end = node.log_start + len(node.log)
+        node.synced_end = max(node.synced_end, min(up_to, log_end))
+        node.raft.fsync_completed(node.synced_end, self.now_ms)
         self._drain(node)
 
     def _client_append(self) -> None:
@@ -253,12 +392,32 @@ class Simulation:
         if isinstance(result, Appended):
             self._drain(node)
 
+    def _take_snapshot(self) -> None:
+        """The controller of a random node snapshots its image at a random committed offset."""
+        node = self.nodes[self.rng.choice(self.node_ids)]
+        raft = node.raft
+        if raft is None or raft.high_watermark <= raft.log_start_offset:
+            return
+        end = self.rng.randint(raft.log_start_offset + 1, raft.high_watermark)
+        epoch = node.log[end - 1 - node.log_start].epoch
+        data = b"".join(node.image[:end])
+        snapshot_id = SnapshotId(end, epoch)
+        self._check_snapshot(node, snapshot_id, data)
+        # Written durably first, then announced (driver contract).
+        node.snapshot_files[snapshot_id] = data
+        node.snapshot = LocalSnapshot(snapshot_id, len(data))
+        if not raft.snapshot_created(end, epoch, len(data)):
+            raise self.fail(f"node {node.node_id} refused snapshot {snapshot_id}")
+        self.snapshots_taken += 1
+        self._drain(node)
+
     def _inject_faults(self) -> None:
         rng = self.rng
         if rng.random() < self.faults.crash:
             victim = rng.choice(self.node_ids)
             if self.nodes[victim].raft is not None:
-                self.crash(victim)
+                lose_disk = victim not in self.voter_ids and rng.random() < self.faults.disk_loss
+                self.crash(victim, lose_disk=lose_disk)
                 self._schedule(100 + rng.randrange(1500), "restart", (victim,))
         if rng.random() < self.faults.partition:
             shuffled = list(self.node_ids)
@@ -301,29 +460,46 @@ class Simulation:
                     raise self.fail(f"two leaders in epoch {raft.epoch}: {holder}, {node.node_id}")
                 self._check_leader_completeness(node, raft)
             hw = raft.high_watermark
-            if hw > len(node.log):
+            if hw > node.log_start + len(node.log):
                 raise self.fail(f"node {node.node_id} high watermark {hw} above its log end")
+            if (raft.log_start_offset, raft.log_end_offset) != (
+                node.log_start,
+                node.log_start + len(node.log),
+            ):
+                raise self.fail(f"node {node.node_id} mirror differs from its log")
             # Logs agree below each node's HW: every entry there is the committed one.
-            for offset in range(node.verified_offset, hw):
-                if node.log[offset] != self.committed.get(offset):
+            for offset in range(max(node.verified_offset, node.log_start), hw):
+                if node.log[offset - node.log_start] != self.committed.get(offset):
                     raise self.fail(f"node {node.node_id} log differs from committed at {offset}")
             node.verified_offset = max(node.verified_offset, hw)
+            # The controller's image (snapshot + applied entries, each checked against the
+            # committed record when applied) covers exactly the committed prefix.
+            if len(node.image) != hw:
+                raise self.fail(f"node {node.node_id} image has {len(node.image)} entries, HW {hw}")
         if highest >= 0:
-            durable = sum(
-                1
-                for voter in self.voter_ids
-                if self.nodes[voter].synced_length > highest
-                and self.nodes[voter].log[highest] == self.committed[highest]
-            )
+            durable = sum(1 for voter in self.voter_ids if self._holds_durably(voter, highest))
             if durable < majority:
                 raise self.fail(f"committed offset {highest} is durable on only {durable} voters")
 
+    def _holds_durably(self, node_id: int, offset: int) -> bool:
+        """Whether the committed entry at `offset` survives a crash of the node."""
+        node = self.nodes[node_id]
+        if offset < node.log_start:
+            return True  # inside the snapshot, which was checked when taken or loaded
+        return (
+            node.synced_end > offset and node.log[offset - node.log_start] == self.committed[offset]
+        )
+
     def _check_leader_completeness(self, node: SimNode, raft: RaftNode) -> None:
-        # Every entry committed by a leader of an earlier epoch is in this leader's log.
+        # Every entry committed by a leader of an earlier epoch is in this leader's log (or its
+        # snapshot, which was checked against the committed record).
         for offset in range(len(self.committed) - 1, -1, -1):
             if self.commit_epoch[offset] >= raft.epoch:
                 continue
-            if offset >= len(node.log) or node.log[offset] != self.committed[offset]:
+            if offset < node.log_start:
+                return
+            index = offset - node.log_start
+            if index >= len(node.log) or node.log[index] != self.committed[offset]:
                 raise self.fail(
                     f"leader {node.node_id} of epoch {raft.epoch} lacks committed offset "
                     f"{offset} ({self.committed[offset]})"
@@ -369,3 +545,25 @@ class Simulation:
                     continue
                 return self.now_ms - start
         raise self.fail(f"no commit within {within_ms}ms after healing")
+
+    def run_until_converged(self, within_ms: int) -> int:
+        """After `heal()`: stop the clients and wait until every node has the leader's log and HW.
+
+        Returns the simulated milliseconds it took.
+        """
+        self.clients_enabled = False
+        start = self.now_ms
+        while self.now_ms - start < within_ms:
+            self.step()
+            leader = self.leader()
+            if leader is None or leader.high_watermark != leader.log_end_offset:
+                continue
+            rafts = [node.raft for node in self.nodes.values()]
+            if all(
+                raft is not None
+                and raft.high_watermark == leader.high_watermark
+                and raft.log_end_offset == leader.log_end_offset
+                for raft in rafts
+            ):
+                return self.now_ms - start
+        raise self.fail(f"nodes did not converge within {within_ms}ms after healing")

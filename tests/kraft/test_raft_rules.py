@@ -15,7 +15,10 @@ from kraft.messages import (
     ErrorCode,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     Message,
+    SnapshotId,
     VoteRequest,
     VoteResponse,
 )
@@ -23,11 +26,15 @@ from kraft.quorum_state import QuorumState, QuorumStateError
 from kraft.raft import (
     Append,
     Appended,
+    DeleteBefore,
+    LoadSnapshot,
+    LocalSnapshot,
     NotLeader,
     RaftConfig,
     RaftNode,
     Ready,
     Role,
+    SnapshotChunkToWrite,
     Truncate,
 )
 
@@ -51,6 +58,7 @@ def make_node(
     log: Sequence[Entry] = (),
     state: QuorumState | None = None,
     voters: Sequence[int] = VOTERS,
+    snapshot: LocalSnapshot | None = None,
 ) -> RaftNode:
     node = RaftNode(
         node_id=node_id,
@@ -60,6 +68,7 @@ def make_node(
         quorum_state=state or QuorumState(),
         log=log,
         now_ms=0,
+        snapshot=snapshot,
     )
     node.take_ready()
     return node
@@ -394,3 +403,186 @@ def test_end_quorum_epoch_lets_the_first_successor_stand_at_once() -> None:
 def test_restarted_leader_does_not_resume_leadership() -> None:
     node = make_node(node_id=1, log=log_of(1), state=QuorumState(1, voted_for=1, leader_id=1))
     assert role_of(node) is Role.UNATTACHED and node.epoch == 1 and node.voted_for == 1
+
+
+# ----------------------------------------------------------------------- snapshots
+
+SNAPSHOT_4 = SnapshotId(end_offset=4, epoch=2)
+
+
+def leader_with_snapshot(end_offset: int = 4) -> RaftNode:
+    """Leader of epoch 3 over epochs 1 1 1 2 2 | LeaderChange@5, all committed, snapshotted."""
+    node = make_node(node_id=1, log=log_of(1, 1, 1, 2, 2), state=QuorumState(leader_epoch=2))
+    elect(node)
+    node.fsync_completed(6, 5_000)
+    fetch(node, 2, offset=6, last_epoch=3, now_ms=5_001)
+    assert node.high_watermark == 6
+    assert node.snapshot_created(end_offset, node.log[end_offset - 1].epoch, size=100)
+    return node
+
+
+def test_snapshot_created_deletes_the_log_prefix() -> None:
+    node = make_node(node_id=1, log=log_of(1, 1, 1, 2, 2), state=QuorumState(leader_epoch=2))
+    elect(node)
+    node.fsync_completed(6, 5_000)
+    fetch(node, 2, offset=6, last_epoch=3, now_ms=5_001)
+    with pytest.raises(ValueError, match="epoch"):
+        node.snapshot_created(4, 1, size=100)
+    assert node.snapshot_created(4, 2, size=100)
+    assert node.take_ready().log_ops == [DeleteBefore(4)]
+    assert (node.log_start_offset, node.log_end_offset) == (4, 6)
+    assert [entry.offset for entry in node.log] == [4, 5]
+    assert node.snapshot == LocalSnapshot(SNAPSHOT_4, 100)
+    assert not node.snapshot_created(3, 1, size=90)  # older than the log start: ignored
+    with pytest.raises(ValueError, match="high watermark"):
+        node.snapshot_created(7, 3, size=100)
+
+
+@pytest.mark.parametrize(
+    ("offset", "last_epoch"),
+    [(2, 1), (4, 1), (4, 3), (5, 1)],
+    ids=["below-log-start", "wrong-epoch-at-start", "newer-epoch-at-start", "epoch-older"],
+)
+def test_fetch_the_leader_cannot_match_is_answered_with_the_snapshot_id(
+    offset: int, last_epoch: int
+) -> None:
+    node = leader_with_snapshot()
+    response = fetch(node, 2, offset=offset, last_epoch=last_epoch, now_ms=5_010)
+    assert response.snapshot_id == SNAPSHOT_4
+    assert response.records == () and response.diverging_epoch is None
+
+
+def test_fetch_at_or_above_the_snapshot_is_answered_from_the_log() -> None:
+    node = leader_with_snapshot()
+    response = fetch(node, 2, offset=4, last_epoch=2, now_ms=5_010)
+    assert response.snapshot_id is None and [e.offset for e in response.records] == [4, 5]
+    response = fetch(node, 2, offset=6, last_epoch=2, now_ms=5_020)
+    assert response.diverging_epoch == DivergingEpoch(epoch=2, end_offset=5)
+
+
+def test_diverging_epoch_at_the_snapshot_boundary_uses_the_snapshot_id() -> None:
+    # Snapshot at 5 (epoch 2): the log is only the LeaderChange of epoch 3 at offset 5.
+    node = leader_with_snapshot(end_offset=5)
+    assert node.end_offset_for_epoch(2) == (2, 5)
+    assert node.end_offset_for_epoch(3) == (3, 6)
+    assert node.end_offset_for_epoch(1) == (0, 0)  # below the snapshot: unknown
+    # A follower with entries of epoch 2 past 5 truncates to the snapshot end.
+    response = fetch(node, 2, offset=7, last_epoch=2, now_ms=5_010)
+    assert response.diverging_epoch == DivergingEpoch(epoch=2, end_offset=5)
+    response = fetch(node, 2, offset=5, last_epoch=2, now_ms=5_020)
+    assert [entry.offset for entry in response.records] == [5]
+
+
+def fetch_snapshot(node: RaftNode, request: FetchSnapshotRequest) -> FetchSnapshotResponse:
+    node.receive(request, request.replica_id, 5_100)
+    [(_, response)] = sent(node.take_ready(), FetchSnapshotResponse)
+    assert isinstance(response, FetchSnapshotResponse)
+    return response
+
+
+def test_leader_validates_fetch_snapshot_and_leaves_the_bytes_to_the_driver() -> None:
+    node = leader_with_snapshot()
+    good = fetch_snapshot(node, FetchSnapshotRequest(2, 3, SNAPSHOT_4, 96, 10))
+    assert (good.error, good.size, good.position) == (ErrorCode.NONE, 100, 96)
+    assert (good.unread_bytes, good.data) == (4, b"")  # the last 4 bytes, read by the driver
+    assert fetch_snapshot(node, FetchSnapshotRequest(2, 3, SNAPSHOT_4, 0, 10)).unread_bytes == 10
+    missing = fetch_snapshot(node, FetchSnapshotRequest(2, 3, SnapshotId(3, 1), 0, 10))
+    assert missing.error is ErrorCode.SNAPSHOT_NOT_FOUND and missing.unread_bytes == 0
+    beyond = fetch_snapshot(node, FetchSnapshotRequest(2, 3, SNAPSHOT_4, 101, 10))
+    assert beyond.error is ErrorCode.POSITION_OUT_OF_RANGE
+    fenced = fetch_snapshot(node, FetchSnapshotRequest(2, 2, SNAPSHOT_4, 0, 10))
+    assert fenced.error is ErrorCode.FENCED_LEADER_EPOCH
+    follower = make_node(node_id=2, state=QuorumState(leader_epoch=3, leader_id=1))
+    follower.take_ready()
+    refused = fetch_snapshot(follower, FetchSnapshotRequest(3, 3, SNAPSHOT_4, 0, 10))
+    assert refused.error is ErrorCode.NOT_LEADER_OR_FOLLOWER and refused.leader_id == 1
+
+
+def chunk(position: int, data: bytes, size: int = 10) -> FetchSnapshotResponse:
+    return FetchSnapshotResponse(ErrorCode.NONE, 1, 3, SNAPSHOT_4, size, position, data)
+
+
+def follower_told_to_fetch_the_snapshot() -> RaftNode:
+    """A follower at offset 2 whose leader answered its fetch with SNAPSHOT_4."""
+    node = make_node(node_id=2, log=log_of(1, 1), state=QuorumState(leader_epoch=3, leader_id=1))
+    node.take_ready()
+    node.receive(FetchResponse(ErrorCode.NONE, 3, 1, 4, 2, 1, snapshot_id=SNAPSHOT_4), 1, 10)
+    [(to, request)] = sent(node.take_ready(), FetchSnapshotRequest)
+    assert to == 1
+    assert request == FetchSnapshotRequest(2, 3, SNAPSHOT_4, 0, CONFIG.fetch_snapshot_max_bytes)
+    return node
+
+
+def test_follower_fetches_a_snapshot_in_chunks_then_loads_it() -> None:
+    node = follower_told_to_fetch_the_snapshot()
+    node.receive(chunk(0, b"abcd"), 1, 20)
+    ready = node.take_ready()
+    assert ready.log_ops == [SnapshotChunkToWrite(SNAPSHOT_4, 0, b"abcd")]
+    [(_, request)] = sent(ready, FetchSnapshotRequest)
+    assert isinstance(request, FetchSnapshotRequest) and request.position == 4
+    node.receive(chunk(0, b"abcd"), 1, 21)  # a duplicate is ignored
+    assert node.take_ready().log_ops == []
+    node.receive(chunk(4, b"efghij"), 1, 30)
+    ready = node.take_ready()
+    assert ready.log_ops == [
+        SnapshotChunkToWrite(SNAPSHOT_4, 4, b"efghij"),
+        LoadSnapshot(SNAPSHOT_4, 10),
+    ]
+    assert (node.log_start_offset, node.log_end_offset, node.last_epoch()) == (4, 4, 2)
+    assert node.snapshot == LocalSnapshot(SNAPSHOT_4, 10)
+    assert ready.high_watermark == 4 and ready.committed == []
+    [(_, fetch_again)] = sent(ready, FetchRequest)
+    assert fetch_again == FetchRequest(2, 3, 4, 2)
+
+
+def test_loaded_snapshot_drops_committed_entries_it_already_holds() -> None:
+    node = make_node(node_id=2, state=QuorumState(leader_epoch=3, leader_id=1))
+    # An entry arrives and commits; before the driver drains, the next fetch is answered with a
+    # snapshot that holds it.
+    node.receive(FetchResponse(ErrorCode.NONE, 3, 1, 1, 0, 0, records=tuple(log_of(1, 1))), 1, 10)
+    node.fsync_completed(2, 11)
+    node.receive(FetchResponse(ErrorCode.NONE, 3, 1, 4, 2, 1, snapshot_id=SNAPSHOT_4), 1, 12)
+    node.receive(chunk(0, b"x" * 10), 1, 13)
+    ready = node.take_ready()
+    assert isinstance(ready.log_ops[-1], LoadSnapshot)
+    assert ready.committed == []  # the controller replays the snapshot instead
+
+
+def test_follower_restarts_the_transfer_when_the_leader_replaced_the_snapshot() -> None:
+    node = follower_told_to_fetch_the_snapshot()
+    gone = FetchSnapshotResponse(ErrorCode.SNAPSHOT_NOT_FOUND, 1, 3, SNAPSHOT_4, 0, 0)
+    node.receive(gone, 1, 20)
+    ready = node.take_ready()
+    assert ready.log_ops == []
+    [(_, request)] = sent(ready, FetchRequest)
+    assert request == FetchRequest(2, 3, 2, 1)
+
+
+@pytest.mark.parametrize(
+    ("log", "ops", "entries"),
+    [
+        (log_of(1, 1, 2, 2, 2, 3), [DeleteBefore(4)], [4, 5]),
+        (log_of(1, 1), [Truncate(0), DeleteBefore(4)], []),
+        (log_of(1, 1, 1, 1, 1, 1), [Truncate(0), DeleteBefore(4)], []),
+        ([], [DeleteBefore(4)], []),
+    ],
+    ids=["delete-interrupted", "log-ends-below", "log-older-than-snapshot", "empty-log"],
+)
+def test_restart_with_a_snapshot_repairs_an_interrupted_log(
+    log: list[Entry], ops: list[object], entries: list[int]
+) -> None:
+    node = RaftNode(
+        node_id=2,
+        voters=VOTERS,
+        config=CONFIG,
+        jitter=no_jitter,
+        quorum_state=QuorumState(leader_epoch=3),
+        log=log,
+        now_ms=0,
+        snapshot=LocalSnapshot(SNAPSHOT_4, 10),
+    )
+    assert node.take_ready().log_ops == ops
+    assert [entry.offset for entry in node.log] == entries
+    assert node.log_start_offset == 4 and node.high_watermark == 4
+    # An empty log votes with the snapshot id as its last entry.
+    assert (node.last_epoch(), node.log_end_offset) == ((3, 6) if entries else (2, 4))

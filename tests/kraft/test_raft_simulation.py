@@ -18,11 +18,29 @@ def test_quorum_survives_faults_and_recovers(seed: int, voters: int) -> None:
     simulation.run(FAULT_STEPS)
     simulation.heal()
     simulation.run_until_commit_after_heal(within_ms=HEAL_BOUND_MS)
-    observer = simulation.nodes[100].raft
-    assert observer is not None
-    # The observer replicates too (it never counts towards the high watermark).
-    simulation.run(400)
-    assert observer.log_end_offset > 0, f"seed={seed}: observer never replicated"
+    # Everyone, the observer included (it never counts towards the high watermark), ends with
+    # the leader's log, whether by fetching entries or a snapshot.
+    simulation.run_until_converged(within_ms=HEAL_BOUND_MS)
+    assert simulation.snapshots_taken > 0, f"seed={seed}: no snapshot was taken"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_nodes_behind_the_log_start_catch_up_through_snapshot_chunks(seed: int) -> None:
+    simulation = Simulation(seed=seed, voters=3, observers=1)
+    simulation.faults_enabled = False
+    simulation.run(300)
+    # The observer loses its disk; a voter is down while the others commit and snapshot past
+    # everything it has.
+    simulation.crash(100, lose_disk=True)
+    simulation.crash(3)
+    simulation.run(3000)
+    leader = simulation.leader()
+    assert leader is not None and leader.log_start_offset > 0
+    simulation.heal()
+    simulation.run_until_converged(within_ms=HEAL_BOUND_MS)
+    assert simulation.snapshot_loads[100] >= 1 and simulation.snapshot_loads[3] >= 1
+    # The snapshots are larger than one FetchSnapshot chunk.
+    assert simulation.snapshot_chunks > sum(simulation.snapshot_loads.values())
 
 
 def test_simulation_is_deterministic() -> None:

@@ -1,0 +1,411 @@
+"""The quorum RPCs on the wire: `kraft.messages` values to and from Kafka's schemas.
+
+Controllers speak to each other with Kafka's own messages, one pinned version each (both ends
+are this program): Vote v2 (with KIP-996's pre-vote flag), BeginQuorumEpoch v1,
+EndQuorumEpoch v1, Fetch v12 on the `__cluster_metadata` topic, and DescribeQuorum v2.
+
+Each metadata-log entry is one RecordBatch v2 holding one record: the batch's base offset is
+the entry's offset, its partition leader epoch the entry's epoch, and a LeaderChange entry is a
+control batch (control record type 2, as Kafka writes its LeaderChangeMessage).
+"""
+
+from __future__ import annotations
+
+import datetime
+import struct
+from collections.abc import Iterable
+from typing import Any
+
+from kio.schema.begin_quorum_epoch.v1 import request as begin_request
+from kio.schema.begin_quorum_epoch.v1 import response as begin_response
+from kio.schema.end_quorum_epoch.v1 import request as end_request
+from kio.schema.end_quorum_epoch.v1 import response as end_response
+from kio.schema.errors import ErrorCode as WireErrorCode
+from kio.schema.fetch.v12 import request as fetch_request
+from kio.schema.fetch.v12 import response as fetch_response
+from kio.schema.types import BrokerId, TopicName
+from kio.schema.vote.v2 import request as vote_request
+from kio.schema.vote.v2 import response as vote_response
+from kio.static.primitive import Records, i32, i32Timedelta, i64
+
+from kraft.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    DivergingEpoch,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    Entry,
+    EntryKind,
+    ErrorCode,
+    FetchRequest,
+    FetchResponse,
+    Message,
+    VoteRequest,
+    VoteResponse,
+)
+from net.records import Record, decode_batches, encode_batch
+
+METADATA_TOPIC = "__cluster_metadata"
+FETCH_KEY = 1
+VOTE_KEY = 52
+BEGIN_QUORUM_EPOCH_KEY = 53
+END_QUORUM_EPOCH_KEY = 54
+DESCRIBE_QUORUM_KEY = 55
+VOTE_VERSION = 2
+BEGIN_QUORUM_EPOCH_VERSION = 1
+END_QUORUM_EPOCH_VERSION = 1
+FETCH_VERSION = 12
+DESCRIBE_QUORUM_VERSION = 2
+# A control record's key: version 0, type 2 (LeaderChange).
+_LEADER_CHANGE_KEY = struct.pack(">hh", 0, 2)
+_NO_LEADER = -1
+_TOPIC = TopicName(METADATA_TOPIC)
+
+WireRequest = (
+    vote_request.VoteRequest
+    | begin_request.BeginQuorumEpochRequest
+    | end_request.EndQuorumEpochRequest
+    | fetch_request.FetchRequest
+)
+WireResponse = (
+    vote_response.VoteResponse
+    | begin_response.BeginQuorumEpochResponse
+    | end_response.EndQuorumEpochResponse
+    | fetch_response.FetchResponse
+)
+
+
+class WireFormatError(ValueError):
+    """A quorum message that does not carry exactly the metadata partition."""
+
+
+def _broker(node_id: int | None) -> BrokerId:
+    return BrokerId(_NO_LEADER if node_id is None else node_id)
+
+
+def _node(wire: int) -> int | None:
+    return None if wire < 0 else wire
+
+
+def _error_to_wire(error: ErrorCode) -> WireErrorCode:
+    return WireErrorCode(error.value)
+
+
+def _error_from_wire(code: WireErrorCode) -> ErrorCode:
+    try:
+        return ErrorCode(code.value)
+    except ValueError:
+        # Any other error means the same to the state machine: no usable answer from that node.
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def _only_partition(message: Any, what: str) -> Any:
+    """The single metadata partition a quorum message must carry."""
+    topics = message.topics if hasattr(message, "topics") else message.responses
+    if len(topics) != 1 or len(topics[0].partitions) != 1:
+        raise WireFormatError(f"{what} must carry exactly the {METADATA_TOPIC} partition")
+    name = getattr(topics[0], "topic_name", None) or getattr(topics[0], "topic", None)
+    if name != METADATA_TOPIC:
+        raise WireFormatError(f"{what} is for topic {name!r}, not {METADATA_TOPIC}")
+    return topics[0].partitions[0]
+
+
+# -- log entries as record batches --------------------------------------------------------------
+
+
+def encode_entries(entries: Iterable[Entry]) -> bytes:
+    """The record batches storing `entries`, one batch each, concatenated."""
+    return b"".join(
+        encode_batch(
+            [
+                Record(
+                    key=_LEADER_CHANGE_KEY if entry.kind is EntryKind.LEADER_CHANGE else None,
+                    value=entry.data,
+                    timestamp=0,
+                )
+            ],
+            base_offset=entry.offset,
+            partition_leader_epoch=entry.epoch,
+            is_control=entry.kind is EntryKind.LEADER_CHANGE,
+            now_ms=0,
+        )
+        for entry in entries
+    )
+
+
+def decode_entries(data: bytes | memoryview) -> list[Entry]:
+    """The entries stored in whole record batches (a partial trailing batch is ignored)."""
+    entries = []
+    for header, records in decode_batches(data):
+        kind = EntryKind.LEADER_CHANGE if header.is_control else EntryKind.DATA
+        for record in records:
+            assert record.offset is not None
+            entries.append(
+                Entry(record.offset, header.partition_leader_epoch, record.value or b"", kind)
+            )
+    return entries
+
+
+# -- requests -------------------------------------------------------------------------------------
+
+
+def request_to_wire(message: Message, cluster_id: str, to_node: int) -> WireRequest:
+    """The Kafka request carrying `message` (one of the four quorum request kinds)."""
+    if isinstance(message, VoteRequest):
+        return vote_request.VoteRequest(
+            cluster_id=cluster_id,
+            voter_id=BrokerId(to_node),
+            topics=(
+                vote_request.TopicData(
+                    topic_name=_TOPIC,
+                    partitions=(
+                        vote_request.PartitionData(
+                            partition_index=i32(0),
+                            replica_epoch=i32(message.candidate_epoch),
+                            replica_id=BrokerId(message.candidate_id),
+                            replica_directory_id=None,
+                            voter_directory_id=None,
+                            last_offset_epoch=i32(message.last_offset_epoch),
+                            last_offset=i64(message.last_offset),
+                            pre_vote=message.pre_vote,
+                        ),
+                    ),
+                ),
+            ),
+        )
+    if isinstance(message, BeginQuorumEpochRequest):
+        return begin_request.BeginQuorumEpochRequest(
+            cluster_id=cluster_id,
+            voter_id=BrokerId(to_node),
+            topics=(
+                begin_request.TopicData(
+                    topic_name=_TOPIC,
+                    partitions=(
+                        begin_request.PartitionData(
+                            partition_index=i32(0),
+                            voter_directory_id=None,
+                            leader_id=BrokerId(message.leader_id),
+                            leader_epoch=i32(message.leader_epoch),
+                        ),
+                    ),
+                ),
+            ),
+            leader_endpoints=(),
+        )
+    if isinstance(message, EndQuorumEpochRequest):
+        return end_request.EndQuorumEpochRequest(
+            cluster_id=cluster_id,
+            topics=(
+                end_request.TopicData(
+                    topic_name=_TOPIC,
+                    partitions=(
+                        end_request.PartitionData(
+                            partition_index=i32(0),
+                            leader_id=BrokerId(message.leader_id),
+                            leader_epoch=i32(message.leader_epoch),
+                            preferred_candidates=tuple(
+                                end_request.ReplicaInfo(
+                                    candidate_id=BrokerId(candidate), candidate_directory_id=None
+                                )
+                                for candidate in message.preferred_successors
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+            leader_endpoints=(),
+        )
+    if isinstance(message, FetchRequest):
+        return fetch_request.FetchRequest(
+            cluster_id=cluster_id,
+            replica_id=BrokerId(message.replica_id),
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=500)),
+            min_bytes=i32(1),
+            topics=(
+                fetch_request.FetchTopic(
+                    topic=_TOPIC,
+                    partitions=(
+                        fetch_request.FetchPartition(
+                            partition=i32(0),
+                            current_leader_epoch=i32(message.replica_epoch),
+                            fetch_offset=i64(message.fetch_offset),
+                            last_fetched_epoch=i32(message.last_fetched_epoch),
+                            partition_max_bytes=i32(1024 * 1024),
+                        ),
+                    ),
+                ),
+            ),
+            forgotten_topics_data=(),
+        )
+    raise TypeError(f"{type(message).__name__} is not a quorum request")
+
+
+def request_from_wire(request: WireRequest) -> tuple[Message, int]:
+    """The state machine's view of a received request, and the node that sent it."""
+    if isinstance(request, vote_request.VoteRequest):
+        vote = _only_partition(request, "Vote")
+        return (
+            VoteRequest(
+                candidate_epoch=vote.replica_epoch,
+                candidate_id=vote.replica_id,
+                last_offset_epoch=vote.last_offset_epoch,
+                last_offset=vote.last_offset,
+                pre_vote=vote.pre_vote,
+            ),
+            vote.replica_id,
+        )
+    if isinstance(request, begin_request.BeginQuorumEpochRequest):
+        begin = _only_partition(request, "BeginQuorumEpoch")
+        return BeginQuorumEpochRequest(begin.leader_epoch, begin.leader_id), begin.leader_id
+    if isinstance(request, end_request.EndQuorumEpochRequest):
+        end = _only_partition(request, "EndQuorumEpoch")
+        successors = tuple(candidate.candidate_id for candidate in end.preferred_candidates)
+        return EndQuorumEpochRequest(end.leader_epoch, end.leader_id, successors), end.leader_id
+    fetch = _only_partition(request, "Fetch")
+    return (
+        FetchRequest(
+            replica_id=request.replica_id,
+            replica_epoch=fetch.current_leader_epoch,
+            fetch_offset=fetch.fetch_offset,
+            last_fetched_epoch=fetch.last_fetched_epoch,
+        ),
+        request.replica_id,
+    )
+
+
+# -- responses ------------------------------------------------------------------------------------
+
+
+def response_to_wire(message: Message) -> WireResponse:
+    """The Kafka response carrying `message` (one of the four quorum response kinds)."""
+    if isinstance(message, VoteResponse):
+        return vote_response.VoteResponse(
+            error_code=WireErrorCode.none,
+            topics=(
+                vote_response.TopicData(
+                    topic_name=_TOPIC,
+                    partitions=(
+                        vote_response.PartitionData(
+                            partition_index=i32(0),
+                            error_code=_error_to_wire(message.error),
+                            leader_id=_broker(message.leader_id),
+                            leader_epoch=i32(message.leader_epoch),
+                            vote_granted=message.vote_granted,
+                        ),
+                    ),
+                ),
+            ),
+        )
+    if isinstance(message, BeginQuorumEpochResponse | EndQuorumEpochResponse):
+        module: Any = (
+            begin_response if isinstance(message, BeginQuorumEpochResponse) else end_response
+        )
+        response_type = (
+            module.BeginQuorumEpochResponse
+            if module is begin_response
+            else module.EndQuorumEpochResponse
+        )
+        wire: WireResponse = response_type(
+            error_code=WireErrorCode.none,
+            topics=(
+                module.TopicData(
+                    topic_name=_TOPIC,
+                    partitions=(
+                        module.PartitionData(
+                            partition_index=i32(0),
+                            error_code=_error_to_wire(message.error),
+                            leader_id=_broker(message.leader_id),
+                            leader_epoch=i32(message.leader_epoch),
+                        ),
+                    ),
+                ),
+            ),
+        )
+        return wire
+    if isinstance(message, FetchResponse):
+        diverging = message.diverging_epoch
+        return fetch_response.FetchResponse(
+            throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+            error_code=WireErrorCode.none,
+            responses=(
+                fetch_response.FetchableTopicResponse(
+                    topic=_TOPIC,
+                    partitions=(
+                        fetch_response.PartitionData(
+                            partition_index=i32(0),
+                            error_code=_error_to_wire(message.error),
+                            high_watermark=i64(message.high_watermark),
+                            diverging_epoch=fetch_response.EpochEndOffset(
+                                epoch=i32(diverging.epoch if diverging else -1),
+                                end_offset=i64(diverging.end_offset if diverging else -1),
+                            ),
+                            current_leader=fetch_response.LeaderIdAndEpoch(
+                                leader_id=_broker(message.leader_id),
+                                leader_epoch=i32(message.leader_epoch),
+                            ),
+                            aborted_transactions=None,
+                            records=(
+                                Records(encode_entries(message.records))
+                                if message.records
+                                else None
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+        )
+    raise TypeError(f"{type(message).__name__} is not a quorum response")
+
+
+def response_from_wire(response: WireResponse, request: Message) -> Message:
+    """The state machine's view of a response to `request` (which it echoes, for Fetch)."""
+    if response.error_code != WireErrorCode.none:
+        raise WireFormatError(f"quorum response with error {response.error_code.name}")
+    if isinstance(response, vote_response.VoteResponse):
+        vote = _only_partition(response, "Vote response")
+        assert isinstance(request, VoteRequest)
+        return VoteResponse(
+            error=_error_from_wire(vote.error_code),
+            leader_epoch=vote.leader_epoch,
+            leader_id=_node(vote.leader_id),
+            vote_granted=vote.vote_granted,
+            pre_vote=request.pre_vote,
+        )
+    if isinstance(response, begin_response.BeginQuorumEpochResponse):
+        begin = _only_partition(response, "BeginQuorumEpoch response")
+        return BeginQuorumEpochResponse(
+            _error_from_wire(begin.error_code), begin.leader_epoch, _node(begin.leader_id)
+        )
+    if isinstance(response, end_response.EndQuorumEpochResponse):
+        end = _only_partition(response, "EndQuorumEpoch response")
+        return EndQuorumEpochResponse(
+            _error_from_wire(end.error_code), end.leader_epoch, _node(end.leader_id)
+        )
+    fetch = _only_partition(response, "Fetch response")
+    assert isinstance(request, FetchRequest)
+    diverging = None
+    if fetch.diverging_epoch.epoch >= 0:
+        diverging = DivergingEpoch(fetch.diverging_epoch.epoch, fetch.diverging_epoch.end_offset)
+    return FetchResponse(
+        error=_error_from_wire(fetch.error_code),
+        leader_epoch=fetch.current_leader.leader_epoch,
+        leader_id=_node(fetch.current_leader.leader_id),
+        high_watermark=fetch.high_watermark,
+        fetch_offset=request.fetch_offset,
+        last_fetched_epoch=request.last_fetched_epoch,
+        records=tuple(decode_entries(fetch.records)) if fetch.records else (),
+        diverging_epoch=diverging,
+    )
+
+
+def api_of(message: Message) -> tuple[int, int]:
+    """The (api key, version) a quorum request travels as."""
+    if isinstance(message, VoteRequest):
+        return VOTE_KEY, VOTE_VERSION
+    if isinstance(message, BeginQuorumEpochRequest):
+        return BEGIN_QUORUM_EPOCH_KEY, BEGIN_QUORUM_EPOCH_VERSION
+    if isinstance(message, EndQuorumEpochRequest):
+        return END_QUORUM_EPOCH_KEY, END_QUORUM_EPOCH_VERSION
+    if isinstance(message, FetchRequest):
+        return FETCH_KEY, FETCH_VERSION
+    raise TypeError(f"{type(message).__name__} is not a quorum request")

@@ -1,0 +1,136 @@
+"""The life of one `kraft serve` process: start, run until a signal, stop cleanly.
+
+Start: format (or check) the log directories, open the logs, start the quorum member on the
+metadata log (a voter with the controller role, an observer otherwise), then the admin
+listener. Stop (SIGTERM or SIGINT): resign quorum leadership, close the listeners, flush every
+log and write the clean-shutdown marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import structlog
+from aiohttp import web
+
+from admin.app import create_app
+from admin.models import Quorum, ReplicaProgress
+from kraft.driver import QuorumView, RaftDriver, ReplicaView
+from kraft.raft import RaftConfig
+from node.config import NodeConfig, Role
+from node.meta_properties import ensure_formatted
+from storage import durability
+from storage.log import LogConfig
+from storage.log_manager import LogManager, TopicPartition
+
+METADATA_PARTITION = TopicPartition("__cluster_metadata", 0)
+DURABILITY_JOURNAL_ENV = "KRAFT_DURABILITY_JOURNAL"
+
+log = structlog.get_logger(__name__)
+
+
+def metadata_log_config(config: NodeConfig) -> LogConfig:
+    """The metadata log is never deleted by retention; the quorum fsyncs it itself."""
+    return LogConfig(
+        segment_bytes=min(config.log_segment_bytes, 64 * 1024 * 1024),
+        retention_ms=None,
+        retention_bytes=None,
+    )
+
+
+def raft_config(config: NodeConfig) -> RaftConfig:
+    return RaftConfig(
+        election_timeout_ms=config.controller_quorum_election_timeout_ms,
+        fetch_timeout_ms=config.controller_quorum_fetch_timeout_ms,
+        election_backoff_max_ms=config.controller_quorum_election_backoff_max_ms,
+        request_timeout_ms=config.controller_quorum_request_timeout_ms,
+    )
+
+
+class NodeStatusView:
+    """The admin API's read model of this node."""
+
+    def __init__(self, config: NodeConfig, driver: RaftDriver) -> None:
+        self._config = config
+        self._driver = driver
+
+    def readiness(self) -> str | None:
+        view = self._driver.quorum_view()
+        if view.leader_id is None:
+            return f"no quorum leader known in epoch {view.leader_epoch}"
+        return None
+
+    def quorum(self) -> Quorum:
+        return quorum_model(self._driver.quorum_view())
+
+
+def quorum_model(view: QuorumView) -> Quorum:
+    def progress(replicas: tuple[ReplicaView, ...]) -> list[ReplicaProgress]:
+        return [
+            ReplicaProgress(
+                id=replica.node_id,
+                log_end_offset=replica.log_end_offset,
+                last_caught_up_ms=replica.last_caught_up_ms,
+            )
+            for replica in replicas
+        ]
+
+    return Quorum(
+        leader_id=-1 if view.leader_id is None else view.leader_id,
+        leader_epoch=view.leader_epoch,
+        high_watermark=view.high_watermark,
+        voters=progress(view.voters),
+        observers=progress(view.observers),
+    )
+
+
+async def serve(config: NodeConfig) -> None:
+    """Run the node until SIGTERM or SIGINT."""
+    journal = os.environ.get(DURABILITY_JOURNAL_ENV)
+    if journal:
+        durability.enable_journal(journal)
+    ensure_formatted(config.log_dirs, config.cluster_id, config.node_id)
+    logs = LogManager.open(config.log_dirs, config.log_config())
+    metadata_log = logs.get_or_create_log(METADATA_PARTITION, metadata_log_config(config))
+    metadata_log.config = metadata_log_config(config)
+    is_voter = Role.CONTROLLER in config.process_roles
+    listener = config.controller_listener if is_voter else None
+    driver = RaftDriver(
+        node_id=config.node_id,
+        cluster_id=config.cluster_id,
+        voters={
+            voter.node_id: (voter.endpoint.host, voter.endpoint.port)
+            for voter in config.controller_quorum_voters
+        },
+        config=raft_config(config),
+        metadata_log=metadata_log,
+        listen=(listener.host, listener.port) if listener is not None else None,
+    )
+    await driver.start()
+    runner: web.AppRunner | None = None
+    if config.admin_listener is not None:
+        runner = web.AppRunner(create_app(NodeStatusView(config, driver)), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, config.admin_listener.host, config.admin_listener.port)
+        await site.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    log.info(
+        "node_started",
+        node_id=config.node_id,
+        cluster_id=config.cluster_id,
+        roles=[role.value for role in config.process_roles],
+        controller_listener=str(listener) if listener else None,
+        admin_listener=str(config.admin_listener) if config.admin_listener else None,
+    )
+    await stop.wait()
+    log.info("node_stopping", node_id=config.node_id)
+    await driver.stop()
+    if runner is not None:
+        await runner.cleanup()
+    logs.shutdown(broker_epoch=None)
+    log.info("node_stopped", node_id=config.node_id)

@@ -1,0 +1,170 @@
+"""Real `kraft serve` processes on 127.0.0.1 for integration tests: start, query, kill, restart.
+
+Every process is started from its own properties file, tracked by pid, and killed (SIGKILL) by
+`stop_all` if still running, so a failing test leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the kernel just handed out (closed again, so a process may bind them)."""
+    sockets = []
+    for _ in range(count):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sockets.append(sock)
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def kraft_executable() -> str:
+    return str(Path(sys.executable).parent / "kraft")
+
+
+@dataclass
+class Node:
+    node_id: int
+    config_path: Path
+    data_dir: Path
+    admin_port: int
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def get(self, path: str, timeout: float = 1.0) -> Any:
+        url = f"http://127.0.0.1:{self.admin_port}{path}"
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return json.loads(response.read())
+
+    def quorum(self) -> dict[str, Any] | None:
+        try:
+            result: dict[str, Any] = self.get("/v1/quorum")
+            return result
+        except (OSError, urllib.error.URLError, ValueError):
+            return None
+
+
+@dataclass
+class Cluster:
+    root: Path
+    nodes: dict[int, Node] = field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def controllers(cls, root: Path, count: int, **extra: str) -> Cluster:
+        """`count` controller-only voters, configured but not started."""
+        controller_ports = free_ports(count)
+        admin_ports = free_ports(count)
+        voters = ",".join(
+            f"{index + 1}@127.0.0.1:{port}" for index, port in enumerate(controller_ports)
+        )
+        root.mkdir(parents=True, exist_ok=True)
+        cluster = cls(root, extra=extra)
+        for index in range(count):
+            node_id = index + 1
+            data_dir = root / f"node{node_id}"
+            config = {
+                "node.id": str(node_id),
+                "cluster.id": "integration",
+                "process.roles": "controller",
+                "controller.quorum.voters": voters,
+                "controller.listener": f"127.0.0.1:{controller_ports[index]}",
+                "admin.listener": f"http://127.0.0.1:{admin_ports[index]}",
+                "log.dirs": str(data_dir),
+                **extra,
+            }
+            config_path = root / f"node{node_id}.properties"
+            config_path.write_text("".join(f"{key}={value}\n" for key, value in config.items()))
+            cluster.nodes[node_id] = Node(
+                node_id, config_path, data_dir, admin_ports[index], root / f"node{node_id}.log"
+            )
+        return cluster
+
+    def start(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        with node.log_path.open("ab") as output:
+            node.process = subprocess.Popen(
+                [kraft_executable(), "serve", "--config", str(node.config_path)],
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                env={
+                    key: value for key, value in os.environ.items() if not key.startswith("KRAFT_")
+                },
+            )
+
+    def start_all(self) -> None:
+        for node_id in self.nodes:
+            self.start(node_id)
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL, as a crash."""
+        process = self.nodes[node_id].process
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=10)
+        self.nodes[node_id].process = None
+
+    def terminate(self, node_id: int) -> int:
+        """SIGTERM and wait for the clean stop; returns the exit status."""
+        process = self.nodes[node_id].process
+        assert process is not None
+        process.send_signal(signal.SIGTERM)
+        status = process.wait(timeout=20)
+        self.nodes[node_id].process = None
+        return status
+
+    def stop_all(self) -> None:
+        for node_id in self.nodes:
+            self.kill(node_id)
+
+    def running(self) -> list[int]:
+        return [
+            node_id
+            for node_id, node in self.nodes.items()
+            if node.process is not None and node.process.poll() is None
+        ]
+
+    def wait_for(self, what: str, check: Any, timeout: float = 20.0) -> Any:
+        """Poll `check()` until it returns a truthy value; fail with the node logs otherwise."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            result = check()
+            if result:
+                return result
+            time.sleep(0.1)
+        logs = "\n".join(
+            f"--- node {node.node_id}\n" + node.log_path.read_text()[-3000:]
+            for node in self.nodes.values()
+            if node.log_path.exists()
+        )
+        raise AssertionError(f"timed out waiting for {what}\n{logs}")
+
+    def agreed_leader(self, among: list[int] | None = None) -> tuple[int, int, int] | None:
+        """(leader id, epoch, high watermark) once every running node names the same leader
+        and the leader has committed something in its epoch."""
+        views = [self.nodes[node_id].quorum() for node_id in (among or self.running())]
+        if not views or any(view is None or view["leader_id"] < 0 for view in views):
+            return None
+        leaders = {(view["leader_id"], view["leader_epoch"]) for view in views if view}
+        if len(leaders) != 1:
+            return None
+        leader_id, epoch = leaders.pop()
+        leader_view = self.nodes[leader_id].quorum()
+        if leader_view is None or leader_view["high_watermark"] < 1:
+            return None
+        return leader_id, epoch, leader_view["high_watermark"]
