@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -118,6 +119,59 @@ async def round_trips(port: int, request: Any, in_flight: int, seconds: float) -
         return done / (time.perf_counter() - start)
 
 
+class PipelinedLoad(asyncio.Protocol):
+    """A load generator as cheap as it gets: keeps `in_flight` copies of one pre-encoded
+    request frame outstanding and only counts response frames, so the rate measured is the
+    server's, not the client's."""
+
+    def __init__(self, frame: bytes, in_flight: int, seconds: float) -> None:
+        self.frame = frame
+        self.in_flight = in_flight
+        self.seconds = seconds
+        self.buffer = bytearray()
+        self.answered = 0
+        self.outstanding = 0
+        self.finished: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self.transport: asyncio.Transport | None = None
+        self.started = self.deadline = 0.0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        self.transport = typing.cast(asyncio.Transport, transport)
+        self.started = time.perf_counter()
+        self.deadline = self.started + self.seconds
+        self.outstanding = self.in_flight
+        self.transport.write(self.frame * self.in_flight)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        replies = 0
+        while len(self.buffer) >= 4:
+            size = int.from_bytes(self.buffer[:4], "big")
+            if len(self.buffer) < 4 + size:
+                break
+            del self.buffer[: 4 + size]
+            replies += 1
+        self.answered += replies
+        self.outstanding -= replies
+        assert self.transport is not None
+        if time.perf_counter() < self.deadline:
+            self.outstanding += replies
+            self.transport.write(self.frame * replies)
+        elif self.outstanding == 0 and not self.finished.done():
+            self.finished.set_result(self.answered / (time.perf_counter() - self.started))
+            self.transport.close()
+
+
+async def pipelined_load(port: int, request: Any, in_flight: int, seconds: float) -> float:
+    frame = b"".join(encode_request(request, 1, "bench"))
+    loop = asyncio.get_running_loop()
+    _, load = await loop.create_connection(
+        lambda: PipelinedLoad(frame, in_flight, seconds), "127.0.0.1", port
+    )
+    return await load.finished
+
+
 def bench_round_trips(runs: int, seconds: float) -> None:
     server = subprocess.Popen(
         [sys.executable, "-m", "bench.protocol", "--serve"],
@@ -141,30 +195,36 @@ def bench_round_trips(runs: int, seconds: float) -> None:
                 include_topic_authorized_operations=False,
             ),
         }
-        for name, request in requests.items():
-            for in_flight in (1, 16):
-                rates, server_cpu, client_cpu = [], [], []
-                for _ in range(runs):
-                    server_before = process_cpu_seconds(server.pid)
-                    client_before = time.process_time()
-                    start = time.perf_counter()
-                    rate = uvloop.run(round_trips(port, request, in_flight, seconds))
-                    requests_done = rate * (time.perf_counter() - start)
-                    rates.append(rate)
-                    server_cpu.append(
-                        (process_cpu_seconds(server.pid) - server_before) / requests_done
-                    )
-                    client_cpu.append((time.process_time() - client_before) / requests_done)
-                emit(
-                    bench="round_trips",
-                    request=name,
-                    in_flight=in_flight,
-                    connections=1,
-                    requests_per_second=round(statistics.median(rates)),
-                    runs=[round(rate) for rate in rates],
-                    server_cpu_us_per_request=round(statistics.median(server_cpu) * 1e6, 1),
-                    client_cpu_us_per_request=round(statistics.median(client_cpu) * 1e6, 1),
-                )
+        cases = [
+            (name, request, in_flight, client)
+            for name, request in requests.items()
+            for in_flight in (1, 16)
+            for client in ("NodeConnection", "raw_pipelined")
+            if client == "NodeConnection" or in_flight > 1
+        ]
+        for name, request, in_flight, client in cases:
+            load = round_trips if client == "NodeConnection" else pipelined_load
+            rates, server_cpu, client_cpu = [], [], []
+            for _ in range(runs):
+                server_before = process_cpu_seconds(server.pid)
+                client_before = time.process_time()
+                start = time.perf_counter()
+                rate = uvloop.run(load(port, request, in_flight, seconds))
+                requests_done = rate * (time.perf_counter() - start)
+                rates.append(rate)
+                server_cpu.append((process_cpu_seconds(server.pid) - server_before) / requests_done)
+                client_cpu.append((time.process_time() - client_before) / requests_done)
+            emit(
+                bench="round_trips",
+                request=name,
+                client=client,
+                in_flight=in_flight,
+                connections=1,
+                requests_per_second=round(statistics.median(rates)),
+                runs=[round(rate) for rate in rates],
+                server_cpu_us_per_request=round(statistics.median(server_cpu) * 1e6, 1),
+                client_cpu_us_per_request=round(statistics.median(client_cpu) * 1e6, 1),
+            )
     finally:
         if server.stdin is not None:
             server.stdin.close()
