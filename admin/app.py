@@ -23,8 +23,9 @@ class NodeStatus(Protocol):
     def readiness(self) -> str | None:
         """None when ready to serve; otherwise why not, in a sentence."""
 
-    def quorum(self) -> Quorum | None:
-        """The quorum as this node knows it, or None if it does not take part in one."""
+    async def quorum(self) -> Quorum | None:
+        """The quorum with the leader's view of replica progress, or None if this node does
+        not take part in one."""
 
 
 def json_response(model: BaseModel, status: int = 200) -> web.Response:
@@ -50,7 +51,7 @@ def create_app(status: NodeStatus) -> web.Application:
         return json_response(Health(status="unavailable", reason=reason), 503)
 
     async def quorum(_: web.Request) -> web.Response:
-        known = status.quorum()
+        known = await status.quorum()
         if known is None:
             return error_response(404, "not_found", "this node is not part of a quorum")
         return json_response(known)

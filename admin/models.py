@@ -24,11 +24,16 @@ class ReplicaProgress(BaseModel):
 
     id: int
     log_end_offset: int = Field(description="-1 when not yet known to the leader")
-    last_caught_up_ms: int = Field(description="epoch ms when it last reached the leader's LEO")
+    last_caught_up_ms: int = Field(
+        description="epoch ms when it last reached the leader's LEO (-1: unknown)"
+    )
+    last_fetch_ms: int = Field(
+        default=-1, description="epoch ms of its last fetch from the leader (-1: unknown)"
+    )
 
 
 class Quorum(BaseModel):
-    """The controller quorum as this node sees it."""
+    """The controller quorum; replica progress is the leader's, asked of it by a non-leader."""
 
     leader_id: int = Field(description="-1 while no leader is known")
     leader_epoch: int

@@ -11,8 +11,18 @@ received from a peer is answered with the state machine's response to that peer,
 later: the leader parks a Fetch until it has news (long polling).
 
 For the controller above, the driver offers `append` (resolves once the records commit, fails if
-leadership is lost first), listeners called with committed entries and leadership changes, and
-a quorum view for DescribeQuorum and the admin API.
+leadership is lost first), listeners called with committed entries, leadership changes and
+loaded snapshots, and a quorum view for DescribeQuorum (served on the controller listener) and
+the admin API.
+
+Snapshots (KIP-630; files in `kraft.snapshot_file`): once the committed entries since the last
+snapshot exceed `max_bytes_between_snapshots`, the driver writes a snapshot of the metadata image
+(asked of the `SnapshotSource`) at the high watermark and tells the state machine, which deletes
+the log below it. Lagging replicas fetch the leader's snapshot with FetchSnapshot and load it.
+
+As the active controller does in Kafka (KIP-835, `metadata.max.idle.interval.ms`), the leader
+appends a NoOpRecord when nothing was appended for an interval, so the high watermark (and the
+replicas' view of the leader's liveness through it) keeps moving on an idle cluster.
 """
 
 from __future__ import annotations
@@ -21,8 +31,9 @@ import asyncio
 import collections
 import contextlib
 import random
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,18 +48,40 @@ from kraft.messages import (
     Entry,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     Message,
+    QuorumView,
+    ReplicaView,
+    SnapshotId,
     VoteRequest,
     VoteResponse,
 )
+from kraft.messages import ErrorCode as QuorumError
 from kraft.quorum_state import QuorumState, QuorumStateError
-from kraft.raft import Append, Appended, RaftConfig, RaftNode, Ready, Role, Truncate
+from kraft.raft import (
+    Append,
+    Appended,
+    DeleteBefore,
+    LoadSnapshot,
+    RaftConfig,
+    RaftNode,
+    Ready,
+    Role,
+    SnapshotChunkToWrite,
+    Truncate,
+)
+from kraft.snapshot_file import SnapshotStore, decode_snapshot, encode_snapshot
 from kraft.wire import (
     BEGIN_QUORUM_EPOCH_KEY,
     BEGIN_QUORUM_EPOCH_VERSION,
+    DESCRIBE_QUORUM_KEY,
+    DESCRIBE_QUORUM_VERSION,
     END_QUORUM_EPOCH_KEY,
     END_QUORUM_EPOCH_VERSION,
     FETCH_KEY,
+    FETCH_SNAPSHOT_KEY,
+    FETCH_SNAPSHOT_VERSION,
     FETCH_VERSION,
     VOTE_KEY,
     VOTE_VERSION,
@@ -56,7 +89,10 @@ from kraft.wire import (
     WireRequest,
     WireResponse,
     decode_entries,
+    describe_quorum_request,
+    describe_quorum_response,
     encode_entries,
+    quorum_view_from_wire,
     request_from_wire,
     request_to_wire,
     response_from_wire,
@@ -73,12 +109,25 @@ from storage.log import Log
 QUORUM_STATE_FILE = "quorum-state"
 # How often time advances in the state machine; well below every quorum timeout.
 TICK_INTERVAL_S = 0.02
+# How long the admin API waits for the leader's DescribeQuorum answer (connecting included)
+# before it shows the local view: an admin request must not hang on a dead leader.
+DESCRIBE_QUORUM_TIMEOUT_S = 0.5
+# Kafka's `metadata.log.max.record.bytes.between.snapshots` and `metadata.max.idle.interval.ms`.
+DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS = 20 * 1024 * 1024
+DEFAULT_MAX_IDLE_INTERVAL_MS = 500
+# A NoOpRecord as Kafka's metadata record serde frames it: frame version 1, api key 20
+# (NoOpRecord), record version 0, and an empty tagged-field section (the record has no fields).
+NOOP_RECORD = b"\x01\x14\x00\x00"
+# The append time of the last entry a snapshot holds: entries are written with timestamp 0
+# (`kraft.wire.encode_entries`), so that is the truthful value.
+_SNAPSHOT_LAST_TIMESTAMP = 0
 # A request's answer from the state machine never takes longer than a parked fetch.
 _RESPONSE_OF = {
     VoteRequest: VoteResponse,
     BeginQuorumEpochRequest: BeginQuorumEpochResponse,
     EndQuorumEpochRequest: EndQuorumEpochResponse,
     FetchRequest: FetchResponse,
+    FetchSnapshotRequest: FetchSnapshotResponse,
 }
 _RESPONSES = tuple(_RESPONSE_OF.values())
 _UNANSWERED = (KafkaConnectionError, RequestTimedOutError, ProtocolError, WireFormatError)
@@ -87,6 +136,7 @@ _SERVED = (
     (BEGIN_QUORUM_EPOCH_KEY, BEGIN_QUORUM_EPOCH_VERSION),
     (END_QUORUM_EPOCH_KEY, END_QUORUM_EPOCH_VERSION),
     (FETCH_KEY, FETCH_VERSION),
+    (FETCH_SNAPSHOT_KEY, FETCH_SNAPSHOT_VERSION),
 )
 
 log = structlog.get_logger(__name__)
@@ -115,24 +165,30 @@ class RaftListener(Protocol):
     def on_leader_change(self, leader_id: int | None, leader_epoch: int) -> None:
         """A new epoch began or a leader became known."""
 
-
-@dataclass(frozen=True, slots=True)
-class ReplicaView:
-    node_id: int
-    log_end_offset: int
-    last_caught_up_ms: int
+    def on_snapshot_loaded(self, snapshot_id: SnapshotId, records: Sequence[bytes]) -> None:
+        """Replace the metadata image with this snapshot's: at startup (the latest local
+        snapshot) and when one fetched from the leader replaces the log. Commits that follow
+        apply on top of it."""
 
 
-@dataclass(frozen=True, slots=True)
-class QuorumView:
-    """The quorum as this node sees it (replica progress is known on the leader only)."""
+class SnapshotSource(Protocol):
+    """Where snapshot content comes from: the controller's metadata image."""
 
-    leader_id: int | None
-    leader_epoch: int
-    high_watermark: int
-    role: str
-    voters: tuple[ReplicaView, ...]
-    observers: tuple[ReplicaView, ...]
+    def snapshot_records(self, end_offset: int) -> list[bytes]:
+        """The records that rebuild the image holding every entry below `end_offset`."""
+
+
+class EmptyImage:
+    """The snapshot source until the controller exists: the metadata image is empty.
+
+    No metadata state machine runs on top of the quorum yet, so the log carries no state (only
+    LeaderChange and NoOp entries) and a snapshot of it honestly holds no records: just the
+    SnapshotHeader and SnapshotFooter.
+    """
+
+    def snapshot_records(self, end_offset: int) -> list[bytes]:
+        """No records: there is no state below any offset."""
+        return []
 
 
 class RaftDriver:
@@ -147,7 +203,11 @@ class RaftDriver:
         config: RaftConfig,
         metadata_log: Log,
         listen: tuple[str, int] | None,
+        snapshot_source: SnapshotSource | None = None,
+        max_bytes_between_snapshots: int = DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS,
+        max_idle_interval_ms: int = DEFAULT_MAX_IDLE_INTERVAL_MS,
     ) -> None:
+        """`max_idle_interval_ms` 0 turns the leader's NoOp appends off."""
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.voters = dict(voters)
@@ -155,9 +215,22 @@ class RaftDriver:
         self._log = metadata_log
         self._listen = listen
         self._state_path = Path(metadata_log.directory) / QUORUM_STATE_FILE
+        self._snapshots = SnapshotStore(Path(metadata_log.directory))
+        self._snapshot_source: SnapshotSource = snapshot_source or EmptyImage()
+        self._max_bytes_between_snapshots = max_bytes_between_snapshots
+        self._max_idle_interval_ms = max_idle_interval_ms
+        # Committed record-batch bytes since the latest snapshot (or since startup).
+        self._bytes_since_snapshot = 0
+        # Set when the log start moved: older snapshot files go once the Ready's messages
+        # (which may still read one) are sent.
+        self._prune_snapshots = False
+        self._last_append_ms = 0
         self._node: RaftNode | None = None
         self._server: KafkaServer | None = None
         self._connections: dict[int, NodeConnection] = {}
+        # DescribeQuorum goes on connections of its own: on the quorum ones it would queue
+        # behind a Fetch the leader parks for up to `fetch_max_wait_ms`.
+        self._describe_connections: dict[int, NodeConnection] = {}
         self._waiters: dict[tuple[int, type], collections.deque[asyncio.Future[Message]]] = {}
         self._pending_appends: dict[int, asyncio.Future[int]] = {}
         self._listeners: list[RaftListener] = []
@@ -173,6 +246,7 @@ class RaftDriver:
     async def start(self) -> None:
         """Read the quorum state and the log, listen (voters), and start ticking."""
         self._loop = asyncio.get_running_loop()
+        snapshot = self._snapshots.open_latest()
         entries: list[Entry] = []
         for batch, _ in self._log.batches():
             entries.extend(decode_entries(batch.read()))
@@ -184,29 +258,43 @@ class RaftDriver:
             quorum_state=self._read_quorum_state(),
             log=entries,
             now_ms=self._now_ms(),
+            snapshot=snapshot,
         )
+        if snapshot is not None:
+            # The image starts from the snapshot; the log above it commits on top.
+            self._notify_snapshot_loaded(
+                snapshot.snapshot_id, snapshot.size, "raft_snapshot_opened"
+            )
         if self._listen is not None:
             registry = ApiRegistry()
             for api_key, version in _SERVED:
                 registry.register(
                     api_key, self._on_request, min_version=version, max_version=version
                 )
+            registry.register(
+                DESCRIBE_QUORUM_KEY,
+                self._on_describe_quorum,
+                min_version=DESCRIBE_QUORUM_VERSION,
+                max_version=DESCRIBE_QUORUM_VERSION,
+            )
             host, port = self._listen
             self._server = KafkaServer(registry, host=host, port=port)
             await self._server.start()
         for peer, (host, port) in self.voters.items():
             if peer != self.node_id:
-                self._connections[peer] = NodeConnection(
-                    host,
-                    port,
-                    client_id=f"kraft-{self.node_id}",
-                    request_timeout=self.config.request_timeout_ms / 1000,
-                )
+                for connections in (self._connections, self._describe_connections):
+                    connections[peer] = NodeConnection(
+                        host,
+                        port,
+                        client_id=f"kraft-{self.node_id}",
+                        request_timeout=self.config.request_timeout_ms / 1000,
+                    )
         log.info(
             "raft_started",
             node_id=self.node_id,
             voter=self.node_id in self.voters,
-            log_end_offset=len(entries),
+            log_start_offset=self._node.log_start_offset,
+            log_end_offset=self._node.log_end_offset,
             epoch=self._node.epoch,
         )
         self._process()
@@ -225,8 +313,9 @@ class RaftDriver:
                 await self._ticker
         for task in list(self._tasks):
             task.cancel()
-        for connection in self._connections.values():
-            await connection.close()
+        for connections in (self._connections, self._describe_connections):
+            for connection in connections.values():
+                await connection.close()
         if self._server is not None:
             await self._server.close(timeout=1.0)
         self._fail_pending(LeadershipLostError("the quorum member is stopping"))
@@ -253,29 +342,58 @@ class RaftDriver:
         assert self._loop is not None
         committed: asyncio.Future[int] = self._loop.create_future()
         self._pending_appends[result.end_offset] = committed
+        self._last_append_ms = self._now_ms()
         self._process()
         return await committed
 
     def quorum_view(self) -> QuorumView:
-        """Leader, epoch, high watermark and (on the leader) each replica's progress."""
+        """Leader, epoch, high watermark and (on the leader) each replica's progress, with
+        times in wall-clock epoch ms (-1: unknown; progress is -1 off the leader)."""
         node = self._require_node()
         progress = node.replica_progress() if node.role is Role.LEADER else {}
-        voters = tuple(
-            ReplicaView(voter, *progress.get(voter, (-1, -1))) for voter in sorted(self.voters)
-        )
-        observers = tuple(
-            ReplicaView(replica, *progress[replica])
-            for replica in sorted(progress)
-            if replica not in self.voters
-        )
+        now_ms = self._now_ms()
+        # The state machine keeps monotonic loop time; DescribeQuorum reports the wall clock.
+        now_wall_ms = time.time_ns() // 1_000_000
+
+        def wall(monotonic_ms: int) -> int:
+            return -1 if monotonic_ms < 0 else monotonic_ms - now_ms + now_wall_ms
+
+        def view(replica: int) -> ReplicaView:
+            if replica not in progress:
+                return ReplicaView(replica, -1, -1, -1)
+            log_end_offset, caught_up_ms, fetch_ms = progress[replica]
+            if replica == self.node_id:
+                # As Kafka reports it: the leader is caught up now and never fetches.
+                return ReplicaView(replica, log_end_offset, now_wall_ms, -1)
+            return ReplicaView(replica, log_end_offset, wall(caught_up_ms), wall(fetch_ms))
+
         return QuorumView(
             leader_id=node.leader_id,
             leader_epoch=node.epoch,
             high_watermark=node.high_watermark,
-            role=node.role.value,
-            voters=voters,
-            observers=observers,
+            voters=tuple(view(voter) for voter in sorted(self.voters)),
+            observers=tuple(
+                view(replica) for replica in sorted(progress) if replica not in self.voters
+            ),
         )
+
+    async def describe_quorum(self) -> QuorumView:
+        """The quorum with the leader's view of replica progress: this node's own on the
+        leader, else the leader's answer to DescribeQuorum; the local view (progress -1) when
+        no leader is known or it does not answer."""
+        local = self.quorum_view()
+        leader = local.leader_id
+        connection = self._describe_connections.get(leader) if leader is not None else None
+        if connection is None:
+            return local
+        try:
+            answer = await asyncio.wait_for(
+                connection.send(describe_quorum_request()), DESCRIBE_QUORUM_TIMEOUT_S
+            )
+            return quorum_view_from_wire(answer)
+        except (*_UNANSWERED, TimeoutError) as error:
+            log.debug("raft_describe_quorum_failed", leader_id=leader, error=str(error))
+            return local
 
     @property
     def is_leader(self) -> bool:
@@ -301,10 +419,13 @@ class RaftDriver:
                 node.fsync_completed(self._log.log_end_offset, self._now_ms())
             for outgoing in ready.messages:
                 self._dispatch(outgoing.to, outgoing.message)
+            if self._prune_snapshots:
+                self._delete_older_snapshots()
             if ready.high_watermark is not None:
                 self._log.update_high_watermark(ready.high_watermark)
             if ready.committed:
                 self._on_committed(ready.committed)
+                self._maybe_snapshot(ready.committed)
             for change in ready.role_changes:
                 self._on_role_change(change.role, change.epoch, change.leader_id)
 
@@ -315,6 +436,84 @@ class RaftDriver:
                 self._fail_appends_from(operation.offset)
             elif isinstance(operation, Append) and operation.entries:
                 self._log.append_as_follower(encode_entries(operation.entries))
+            elif isinstance(operation, DeleteBefore):
+                self._delete_before(operation.offset)
+            elif isinstance(operation, SnapshotChunkToWrite):
+                self._snapshots.write_chunk(
+                    operation.snapshot_id, operation.position, operation.data
+                )
+            elif isinstance(operation, LoadSnapshot):
+                self._load_snapshot(operation.snapshot_id, operation.size)
+
+    def _delete_before(self, offset: int) -> None:
+        """The log starts at `offset` now: a snapshot holds everything below it."""
+        if self._log.log_end_offset < offset:
+            self._log.truncate_fully_and_start_at(offset)
+        else:
+            # Storage refuses to move the log start above its high watermark, which this
+            # driver only updates after sending; a snapshot covers committed entries only.
+            self._log.update_high_watermark(max(self._log.high_watermark, offset))
+            # Roll first, so the segment holding the deleted prefix is sealed: the next
+            # DeleteBefore (if not this one) frees it whole.
+            self._log.roll()
+            self._log.delete_records(offset)
+        self._prune_snapshots = True
+
+    def _load_snapshot(self, snapshot_id: SnapshotId, size: int) -> None:
+        """A fetched snapshot is complete: make it durable and visible, restart the log at
+        its end, and have the listeners replace their image with it."""
+        self._snapshots.complete(snapshot_id, size)
+        self._log.truncate_fully_and_start_at(snapshot_id.end_offset)
+        self._fail_appends_from(snapshot_id.end_offset)
+        self._bytes_since_snapshot = 0
+        self._prune_snapshots = True
+        self._notify_snapshot_loaded(snapshot_id, size, "raft_snapshot_loaded")
+
+    def _notify_snapshot_loaded(self, snapshot_id: SnapshotId, size: int, event: str) -> None:
+        records = decode_snapshot(self._snapshots.read_all(snapshot_id))
+        log.info(
+            event,
+            end_offset=snapshot_id.end_offset,
+            epoch=snapshot_id.epoch,
+            size=size,
+            records=len(records),
+        )
+        for listener in self._listeners:
+            listener.on_snapshot_loaded(snapshot_id, records)
+
+    def _maybe_snapshot(self, committed: Sequence[Entry]) -> None:
+        """Snapshot the image at the high watermark once enough was committed since the last
+        snapshot (Kafka's `metadata.log.max.record.bytes.between.snapshots`)."""
+        # Each entry is stored as one record batch: count the bytes as they sit in the log.
+        self._bytes_since_snapshot += sum(len(encode_entries((entry,))) for entry in committed)
+        if self._bytes_since_snapshot < self._max_bytes_between_snapshots:
+            return
+        node = self._require_node()
+        last = committed[-1]
+        snapshot_id = SnapshotId(last.offset + 1, last.epoch)
+        records = self._snapshot_source.snapshot_records(snapshot_id.end_offset)
+        data = encode_snapshot(snapshot_id, records, _SNAPSHOT_LAST_TIMESTAMP)
+        size = self._snapshots.write(snapshot_id, data)
+        if node.snapshot_created(snapshot_id.end_offset, snapshot_id.epoch, size):
+            self._bytes_since_snapshot = 0
+            log.info(
+                "raft_snapshot_created",
+                end_offset=snapshot_id.end_offset,
+                epoch=snapshot_id.epoch,
+                size=size,
+                records=len(records),
+            )
+        elif node.snapshot is None or node.snapshot.snapshot_id != snapshot_id:
+            # A newer snapshot (loaded from the leader) already covers these entries.
+            self._snapshots.delete(snapshot_id)
+
+    def _delete_older_snapshots(self) -> None:
+        self._prune_snapshots = False
+        current = self._require_node().snapshot
+        if current is None:
+            return
+        for removed in self._snapshots.delete_older_than(current.snapshot_id):
+            log.info("raft_snapshot_deleted", end_offset=removed.end_offset, epoch=removed.epoch)
 
     def _on_committed(self, entries: Sequence[Entry]) -> None:
         high = entries[-1].offset + 1
@@ -330,6 +529,9 @@ class RaftDriver:
     def _on_role_change(self, role: Role, epoch: int, leader_id: int | None) -> None:
         if role is not Role.LEADER:
             self._fail_pending(LeadershipLostError(f"now {role.value} in epoch {epoch}"))
+        else:
+            # The new leader's LeaderChange entry counts as its first append.
+            self._last_append_ms = self._now_ms()
         changed_leader = (role, leader_id) != (self._role, self._leader_id)
         self._role, self._leader_id = role, leader_id
         log.info("raft_role_changed", role=role.value, epoch=epoch, leader_id=leader_id)
@@ -352,6 +554,8 @@ class RaftDriver:
     # -- messages ------------------------------------------------------------------------------
 
     def _dispatch(self, to: int, message: Message) -> None:
+        if isinstance(message, FetchSnapshotResponse) and message.unread_bytes > 0:
+            message = self._with_snapshot_bytes(message)
         if isinstance(message, _RESPONSES):
             waiters = self._waiters.get((to, type(message)))
             while waiters:
@@ -363,6 +567,14 @@ class RaftDriver:
         task = asyncio.create_task(self._send_request(to, message))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _with_snapshot_bytes(self, response: FetchSnapshotResponse) -> FetchSnapshotResponse:
+        """Fill in the chunk the state machine validated (`unread_bytes` at `position`)."""
+        data = self._snapshots.read(response.snapshot_id, response.position, response.unread_bytes)
+        if data is None or len(data) != response.unread_bytes:
+            # Deleted (or replaced) since the state machine looked: the fetcher starts over.
+            return replace(response, error=QuorumError.SNAPSHOT_NOT_FOUND, unread_bytes=0)
+        return replace(response, data=data, unread_bytes=0)
 
     async def _send_request(self, to: int, message: Message) -> None:
         connection = self._connections.get(to)
@@ -410,14 +622,33 @@ class RaftDriver:
                 waiters.remove(waiter)
         return response_to_wire(answer)
 
+    async def _on_describe_quorum(self, context: RequestContext, request: Any) -> Any:
+        """DescribeQuorum: the leader's view; other nodes answer NOT_LEADER_OR_FOLLOWER."""
+        view = self.quorum_view()
+        if self.is_leader:
+            return describe_quorum_response(view)
+        return describe_quorum_response(view, QuorumError.NOT_LEADER_OR_FOLLOWER)
+
     # -- time and state ------------------------------------------------------------------------
 
     async def _tick_forever(self) -> None:
         node = self._require_node()
         while True:
             await asyncio.sleep(TICK_INTERVAL_S)
-            node.tick(self._now_ms())
+            now_ms = self._now_ms()
+            node.tick(now_ms)
+            self._maybe_append_noop(now_ms)
             self._process()
+
+    def _maybe_append_noop(self, now_ms: int) -> None:
+        """KIP-835: the leader appends a NoOpRecord after an idle interval without appends."""
+        interval = self._max_idle_interval_ms
+        node = self._require_node()
+        if interval <= 0 or node.role is not Role.LEADER:
+            return
+        if now_ms - self._last_append_ms >= interval:
+            self._last_append_ms = now_ms
+            node.append([NOOP_RECORD])
 
     def _now_ms(self) -> int:
         loop = self._loop or asyncio.get_running_loop()

@@ -203,3 +203,27 @@ Message = (
     | FetchSnapshotRequest
     | FetchSnapshotResponse
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaView:
+    """One quorum member's replication progress as the leader knows it (-1: unknown).
+
+    Times are wall-clock epoch milliseconds, as DescribeQuorum reports them.
+    """
+
+    node_id: int
+    log_end_offset: int
+    last_caught_up_ms: int
+    last_fetch_ms: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumView:
+    """The quorum as DescribeQuorum reports it (replica progress is known on the leader only)."""
+
+    leader_id: int | None
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[ReplicaView, ...]
+    observers: tuple[ReplicaView, ...]

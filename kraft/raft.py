@@ -321,15 +321,20 @@ class RaftNode:
         """Whether this node votes (observers only replicate)."""
         return self.node_id in self.voters
 
-    def replica_progress(self) -> dict[int, tuple[int, int]]:
-        """On the leader: each fetching replica's `(fetched offset, last caught-up ms)`, and
-        the leader's own `(log end offset, now-ish)` as the last time it was caught up."""
+    def replica_progress(self) -> dict[int, tuple[int, int, int]]:
+        """On the leader: each fetching replica's `(fetched offset, last caught-up ms, last
+        fetch ms)` (-1 when unknown), and the leader's own `(log end offset, leader start ms,
+        -1)`: it is caught up with itself and never fetches."""
         progress = {
-            replica: (state.fetch_offset, state.last_caught_up_ms)
+            replica: (
+                state.fetch_offset,
+                state.last_caught_up_ms,
+                -1 if state.last_fetch_ms is None else state.last_fetch_ms,
+            )
             for replica, state in self._replicas.items()
         }
         if self.role is Role.LEADER:
-            progress[self.node_id] = (self.log_end_offset, self._leader_start_ms)
+            progress[self.node_id] = (self.log_end_offset, self._leader_start_ms, -1)
         return progress
 
     @property

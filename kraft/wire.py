@@ -2,7 +2,8 @@
 
 Controllers speak to each other with Kafka's own messages, one pinned version each (both ends
 are this program): Vote v2 (with KIP-996's pre-vote flag), BeginQuorumEpoch v1,
-EndQuorumEpoch v1, Fetch v12 on the `__cluster_metadata` topic, and DescribeQuorum v2.
+EndQuorumEpoch v1, Fetch v12 on the `__cluster_metadata` topic, FetchSnapshot v1 (KIP-630; the
+highest version kio knows) and DescribeQuorum v2.
 
 Each metadata-log entry is one RecordBatch v2 holding one record: the batch's base offset is
 the entry's offset, its partition leader epoch the entry's epoch, and a LeaderChange entry is a
@@ -18,11 +19,15 @@ from typing import Any
 
 from kio.schema.begin_quorum_epoch.v1 import request as begin_request
 from kio.schema.begin_quorum_epoch.v1 import response as begin_response
+from kio.schema.describe_quorum.v2 import request as describe_request
+from kio.schema.describe_quorum.v2 import response as describe_response
 from kio.schema.end_quorum_epoch.v1 import request as end_request
 from kio.schema.end_quorum_epoch.v1 import response as end_response
 from kio.schema.errors import ErrorCode as WireErrorCode
 from kio.schema.fetch.v12 import request as fetch_request
 from kio.schema.fetch.v12 import response as fetch_response
+from kio.schema.fetch_snapshot.v1 import request as snapshot_request
+from kio.schema.fetch_snapshot.v1 import response as snapshot_response
 from kio.schema.types import BrokerId, TopicName
 from kio.schema.vote.v2 import request as vote_request
 from kio.schema.vote.v2 import response as vote_response
@@ -39,7 +44,12 @@ from kraft.messages import (
     ErrorCode,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     Message,
+    QuorumView,
+    ReplicaView,
+    SnapshotId,
     VoteRequest,
     VoteResponse,
 )
@@ -51,11 +61,13 @@ VOTE_KEY = 52
 BEGIN_QUORUM_EPOCH_KEY = 53
 END_QUORUM_EPOCH_KEY = 54
 DESCRIBE_QUORUM_KEY = 55
+FETCH_SNAPSHOT_KEY = 59
 VOTE_VERSION = 2
 BEGIN_QUORUM_EPOCH_VERSION = 1
 END_QUORUM_EPOCH_VERSION = 1
 FETCH_VERSION = 12
 DESCRIBE_QUORUM_VERSION = 2
+FETCH_SNAPSHOT_VERSION = 1
 # A control record's key: version 0, type 2 (LeaderChange).
 _LEADER_CHANGE_KEY = struct.pack(">hh", 0, 2)
 _NO_LEADER = -1
@@ -66,12 +78,14 @@ WireRequest = (
     | begin_request.BeginQuorumEpochRequest
     | end_request.EndQuorumEpochRequest
     | fetch_request.FetchRequest
+    | snapshot_request.FetchSnapshotRequest
 )
 WireResponse = (
     vote_response.VoteResponse
     | begin_response.BeginQuorumEpochResponse
     | end_response.EndQuorumEpochResponse
     | fetch_response.FetchResponse
+    | snapshot_response.FetchSnapshotResponse
 )
 
 
@@ -104,7 +118,12 @@ def _only_partition(message: Any, what: str) -> Any:
     topics = message.topics if hasattr(message, "topics") else message.responses
     if len(topics) != 1 or len(topics[0].partitions) != 1:
         raise WireFormatError(f"{what} must carry exactly the {METADATA_TOPIC} partition")
-    name = getattr(topics[0], "topic_name", None) or getattr(topics[0], "topic", None)
+    topic = topics[0]
+    name = (
+        getattr(topic, "topic_name", None)
+        or getattr(topic, "topic", None)
+        or getattr(topic, "name", None)
+    )
     if name != METADATA_TOPIC:
         raise WireFormatError(f"{what} is for topic {name!r}, not {METADATA_TOPIC}")
     return topics[0].partitions[0]
@@ -150,7 +169,7 @@ def decode_entries(data: bytes | memoryview) -> list[Entry]:
 
 
 def request_to_wire(message: Message, cluster_id: str, to_node: int) -> WireRequest:
-    """The Kafka request carrying `message` (one of the four quorum request kinds)."""
+    """The Kafka request carrying `message` (one of the quorum request kinds)."""
     if isinstance(message, VoteRequest):
         return vote_request.VoteRequest(
             cluster_id=cluster_id,
@@ -237,6 +256,28 @@ def request_to_wire(message: Message, cluster_id: str, to_node: int) -> WireRequ
             ),
             forgotten_topics_data=(),
         )
+    if isinstance(message, FetchSnapshotRequest):
+        return snapshot_request.FetchSnapshotRequest(
+            cluster_id=cluster_id,
+            replica_id=BrokerId(message.replica_id),
+            max_bytes=i32(message.max_bytes),
+            topics=(
+                snapshot_request.TopicSnapshot(
+                    name=_TOPIC,
+                    partitions=(
+                        snapshot_request.PartitionSnapshot(
+                            partition=i32(0),
+                            current_leader_epoch=i32(message.leader_epoch),
+                            snapshot_id=snapshot_request.SnapshotId(
+                                end_offset=i64(message.snapshot_id.end_offset),
+                                epoch=i32(message.snapshot_id.epoch),
+                            ),
+                            position=i64(message.position),
+                        ),
+                    ),
+                ),
+            ),
+        )
     raise TypeError(f"{type(message).__name__} is not a quorum request")
 
 
@@ -261,6 +302,18 @@ def request_from_wire(request: WireRequest) -> tuple[Message, int]:
         end = _only_partition(request, "EndQuorumEpoch")
         successors = tuple(candidate.candidate_id for candidate in end.preferred_candidates)
         return EndQuorumEpochRequest(end.leader_epoch, end.leader_id, successors), end.leader_id
+    if isinstance(request, snapshot_request.FetchSnapshotRequest):
+        chunk = _only_partition(request, "FetchSnapshot")
+        return (
+            FetchSnapshotRequest(
+                replica_id=request.replica_id,
+                leader_epoch=chunk.current_leader_epoch,
+                snapshot_id=SnapshotId(chunk.snapshot_id.end_offset, chunk.snapshot_id.epoch),
+                position=chunk.position,
+                max_bytes=request.max_bytes,
+            ),
+            request.replica_id,
+        )
     fetch = _only_partition(request, "Fetch")
     return (
         FetchRequest(
@@ -277,7 +330,7 @@ def request_from_wire(request: WireRequest) -> tuple[Message, int]:
 
 
 def response_to_wire(message: Message) -> WireResponse:
-    """The Kafka response carrying `message` (one of the four quorum response kinds)."""
+    """The Kafka response carrying `message` (one of the quorum response kinds)."""
     if isinstance(message, VoteResponse):
         return vote_response.VoteResponse(
             error_code=WireErrorCode.none,
@@ -324,6 +377,7 @@ def response_to_wire(message: Message) -> WireResponse:
         return wire
     if isinstance(message, FetchResponse):
         diverging = message.diverging_epoch
+        snapshot = message.snapshot_id
         return fetch_response.FetchResponse(
             throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
             error_code=WireErrorCode.none,
@@ -343,12 +397,45 @@ def response_to_wire(message: Message) -> WireResponse:
                                 leader_id=_broker(message.leader_id),
                                 leader_epoch=i32(message.leader_epoch),
                             ),
+                            snapshot_id=fetch_response.SnapshotId(
+                                end_offset=i64(snapshot.end_offset if snapshot else -1),
+                                epoch=i32(snapshot.epoch if snapshot else -1),
+                            ),
                             aborted_transactions=None,
                             records=(
                                 Records(encode_entries(message.records))
                                 if message.records
                                 else None
                             ),
+                        ),
+                    ),
+                ),
+            ),
+        )
+    if isinstance(message, FetchSnapshotResponse):
+        if message.unread_bytes:
+            raise ValueError("a FetchSnapshotResponse must carry its bytes before it is sent")
+        return snapshot_response.FetchSnapshotResponse(
+            throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+            error_code=WireErrorCode.none,
+            topics=(
+                snapshot_response.TopicSnapshot(
+                    name=_TOPIC,
+                    partitions=(
+                        snapshot_response.PartitionSnapshot(
+                            index=i32(0),
+                            error_code=_error_to_wire(message.error),
+                            snapshot_id=snapshot_response.SnapshotId(
+                                end_offset=i64(message.snapshot_id.end_offset),
+                                epoch=i32(message.snapshot_id.epoch),
+                            ),
+                            current_leader=snapshot_response.LeaderIdAndEpoch(
+                                leader_id=_broker(message.leader_id),
+                                leader_epoch=i32(message.leader_epoch),
+                            ),
+                            size=i64(message.size),
+                            position=i64(message.position),
+                            unaligned_records=Records(message.data),
                         ),
                     ),
                 ),
@@ -381,11 +468,25 @@ def response_from_wire(response: WireResponse, request: Message) -> Message:
         return EndQuorumEpochResponse(
             _error_from_wire(end.error_code), end.leader_epoch, _node(end.leader_id)
         )
+    if isinstance(response, snapshot_response.FetchSnapshotResponse):
+        chunk = _only_partition(response, "FetchSnapshot response")
+        return FetchSnapshotResponse(
+            error=_error_from_wire(chunk.error_code),
+            leader_id=_node(chunk.current_leader.leader_id),
+            leader_epoch=chunk.current_leader.leader_epoch,
+            snapshot_id=SnapshotId(chunk.snapshot_id.end_offset, chunk.snapshot_id.epoch),
+            size=chunk.size,
+            position=chunk.position,
+            data=bytes(chunk.unaligned_records),
+        )
     fetch = _only_partition(response, "Fetch response")
     assert isinstance(request, FetchRequest)
     diverging = None
     if fetch.diverging_epoch.epoch >= 0:
         diverging = DivergingEpoch(fetch.diverging_epoch.epoch, fetch.diverging_epoch.end_offset)
+    snapshot = None
+    if fetch.snapshot_id.end_offset >= 0 and fetch.snapshot_id.epoch >= 0:
+        snapshot = SnapshotId(fetch.snapshot_id.end_offset, fetch.snapshot_id.epoch)
     return FetchResponse(
         error=_error_from_wire(fetch.error_code),
         leader_epoch=fetch.current_leader.leader_epoch,
@@ -395,6 +496,7 @@ def response_from_wire(response: WireResponse, request: Message) -> Message:
         last_fetched_epoch=request.last_fetched_epoch,
         records=tuple(decode_entries(fetch.records)) if fetch.records else (),
         diverging_epoch=diverging,
+        snapshot_id=snapshot,
     )
 
 
@@ -408,4 +510,93 @@ def api_of(message: Message) -> tuple[int, int]:
         return END_QUORUM_EPOCH_KEY, END_QUORUM_EPOCH_VERSION
     if isinstance(message, FetchRequest):
         return FETCH_KEY, FETCH_VERSION
+    if isinstance(message, FetchSnapshotRequest):
+        return FETCH_SNAPSHOT_KEY, FETCH_SNAPSHOT_VERSION
     raise TypeError(f"{type(message).__name__} is not a quorum request")
+
+
+# -- DescribeQuorum -------------------------------------------------------------------------------
+
+
+def describe_quorum_request() -> describe_request.DescribeQuorumRequest:
+    """A DescribeQuorum request for the metadata partition."""
+    return describe_request.DescribeQuorumRequest(
+        topics=(
+            describe_request.TopicData(
+                topic_name=_TOPIC,
+                partitions=(describe_request.PartitionData(partition_index=i32(0)),),
+            ),
+        )
+    )
+
+
+def describe_quorum_response(
+    view: QuorumView, error: ErrorCode = ErrorCode.NONE
+) -> describe_response.DescribeQuorumResponse:
+    """The DescribeQuorum answer for `view` (times already in wall-clock epoch ms)."""
+
+    def states(replicas: tuple[ReplicaView, ...]) -> tuple[describe_response.ReplicaState, ...]:
+        return tuple(
+            describe_response.ReplicaState(
+                replica_id=BrokerId(replica.node_id),
+                replica_directory_id=None,
+                log_end_offset=i64(replica.log_end_offset),
+                last_fetch_timestamp=i64(replica.last_fetch_ms),
+                last_caught_up_timestamp=i64(replica.last_caught_up_ms),
+            )
+            for replica in replicas
+        )
+
+    return describe_response.DescribeQuorumResponse(
+        error_code=WireErrorCode.none,
+        error_message=None,
+        topics=(
+            describe_response.TopicData(
+                topic_name=_TOPIC,
+                partitions=(
+                    describe_response.PartitionData(
+                        partition_index=i32(0),
+                        error_code=_error_to_wire(error),
+                        error_message=None if error is ErrorCode.NONE else error.name,
+                        leader_id=_broker(view.leader_id),
+                        leader_epoch=i32(view.leader_epoch),
+                        high_watermark=i64(view.high_watermark),
+                        current_voters=states(view.voters),
+                        observers=states(view.observers),
+                    ),
+                ),
+            ),
+        ),
+        nodes=(),
+    )
+
+
+def quorum_view_from_wire(response: object) -> QuorumView:
+    """The quorum a DescribeQuorum answer describes; WireFormatError if it is anything else or
+    carries an error."""
+    if not isinstance(response, describe_response.DescribeQuorumResponse):
+        raise WireFormatError(f"not a DescribeQuorum response: {type(response).__name__}")
+    if response.error_code != WireErrorCode.none:
+        raise WireFormatError(f"DescribeQuorum failed with {response.error_code.name}")
+    partition = _only_partition(response, "DescribeQuorum response")
+    if partition.error_code != WireErrorCode.none:
+        raise WireFormatError(f"DescribeQuorum failed with {partition.error_code.name}")
+
+    def views(states: tuple[describe_response.ReplicaState, ...]) -> tuple[ReplicaView, ...]:
+        return tuple(
+            ReplicaView(
+                node_id=state.replica_id,
+                log_end_offset=state.log_end_offset,
+                last_caught_up_ms=state.last_caught_up_timestamp,
+                last_fetch_ms=state.last_fetch_timestamp,
+            )
+            for state in states
+        )
+
+    return QuorumView(
+        leader_id=_node(partition.leader_id),
+        leader_epoch=partition.leader_epoch,
+        high_watermark=partition.high_watermark,
+        voters=views(partition.current_voters),
+        observers=views(partition.observers),
+    )

@@ -215,6 +215,14 @@ class NodeConfig(BaseModel):
     controller_quorum_request_timeout_ms: int = Field(
         default=2_000, alias="controller.quorum.request.timeout.ms", ge=1
     )
+    # Kafka's snapshot policy (KIP-630): snapshot once this many committed bytes accumulated.
+    metadata_log_max_record_bytes_between_snapshots: int = Field(
+        default=20 * 1024 * 1024, alias="metadata.log.max.record.bytes.between.snapshots", ge=1
+    )
+    # KIP-835: the quorum leader appends a NoOpRecord after this long without appends; 0: never.
+    metadata_max_idle_interval_ms: int = Field(
+        default=500, alias="metadata.max.idle.interval.ms", ge=0
+    )
     socket_request_max_bytes: int = Field(
         default=104_857_600, alias="socket.request.max.bytes", ge=1024
     )

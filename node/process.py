@@ -17,7 +17,8 @@ from aiohttp import web
 
 from admin.app import create_app
 from admin.models import Quorum, ReplicaProgress
-from kraft.driver import QuorumView, RaftDriver, ReplicaView
+from kraft.driver import RaftDriver
+from kraft.messages import QuorumView, ReplicaView
 from kraft.raft import RaftConfig
 from node.config import NodeConfig, Role
 from node.meta_properties import ensure_formatted
@@ -62,8 +63,8 @@ class NodeStatusView:
             return f"no quorum leader known in epoch {view.leader_epoch}"
         return None
 
-    def quorum(self) -> Quorum:
-        return quorum_model(self._driver.quorum_view())
+    async def quorum(self) -> Quorum:
+        return quorum_model(await self._driver.describe_quorum())
 
 
 def quorum_model(view: QuorumView) -> Quorum:
@@ -73,6 +74,7 @@ def quorum_model(view: QuorumView) -> Quorum:
                 id=replica.node_id,
                 log_end_offset=replica.log_end_offset,
                 last_caught_up_ms=replica.last_caught_up_ms,
+                last_fetch_ms=replica.last_fetch_ms,
             )
             for replica in replicas
         ]
@@ -107,6 +109,8 @@ async def serve(config: NodeConfig) -> None:
         config=raft_config(config),
         metadata_log=metadata_log,
         listen=(listener.host, listener.port) if listener is not None else None,
+        max_bytes_between_snapshots=config.metadata_log_max_record_bytes_between_snapshots,
+        max_idle_interval_ms=config.metadata_max_idle_interval_ms,
     )
     await driver.start()
     runner: web.AppRunner | None = None

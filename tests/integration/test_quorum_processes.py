@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +27,13 @@ def test_leader_failover_and_catch_up(cluster: Cluster) -> None:
 
     cluster.kill(leader)
     survivors = cluster.running()
+    # A follower that still names the dead leader answers /v1/quorum at once with its own
+    # view, replica progress unknown (-1), rather than hanging on DescribeQuorum.
+    started = time.monotonic()
+    view = cluster.nodes[survivors[0]].get("/v1/quorum", timeout=3.0)
+    assert time.monotonic() - started < 2.0
+    if view["leader_id"] == leader:
+        assert {voter["log_end_offset"] for voter in view["voters"]} == {-1}
 
     def new_leader_committed() -> tuple[int, int, int] | None:
         agreed = cluster.agreed_leader(survivors)
@@ -49,6 +58,30 @@ def test_leader_failover_and_catch_up(cluster: Cluster) -> None:
 
     cluster.wait_for("the old leader to catch up", caught_up)
 
+    # Every node's /v1/quorum reports the leader's view of progress (a non-leader asks the
+    # leader with DescribeQuorum): once caught up, all three agree on the voters' log ends.
+    def same_progress_everywhere() -> dict[int, int] | None:
+        views = [node.quorum() for node in cluster.nodes.values()]
+        if any(view is None for view in views):
+            return None
+        progress = [
+            {voter["id"]: voter["log_end_offset"] for voter in view["voters"]}
+            for view in views
+            if view is not None
+        ]
+        if any(offsets != progress[0] for offsets in progress):
+            return None
+        return progress[0] if all(offset >= 0 for offset in progress[0].values()) else None
+
+    offsets = cluster.wait_for("every node to report the same progress", same_progress_everywhere)
+    assert set(offsets) == set(cluster.nodes)
+    view = cluster.nodes[leader].quorum()
+    assert view is not None
+    now_ms = time.time() * 1000
+    for voter in view["voters"]:
+        # Wall-clock epoch milliseconds, not the driver's monotonic loop time.
+        assert abs(voter["last_caught_up_ms"] - now_ms) < 60_000
+
 
 def test_sigterm_stops_cleanly_and_restarts_from_the_marker(cluster: Cluster) -> None:
     cluster.start_all()
@@ -70,3 +103,78 @@ def test_bad_configuration_exits_before_touching_data(tmp_path: Path) -> None:
     assert process.wait(timeout=30) == 2
     assert "min.insync.replicas" in cluster.nodes[1].log_path.read_text()
     assert not cluster.nodes[1].data_dir.exists()
+
+
+def test_a_wiped_voter_catches_up_through_a_snapshot(tmp_path: Path) -> None:
+    # A tiny snapshot threshold and a fast idle NoOp interval make the leader snapshot (and
+    # delete its log prefix) about every second.
+    cluster = Cluster.controllers(
+        tmp_path,
+        3,
+        **{
+            "metadata.log.max.record.bytes.between.snapshots": "2048",
+            "metadata.max.idle.interval.ms": "20",
+        },
+    )
+    try:
+        cluster.start_all()
+        leader, _, _ = cluster.wait_for("a leader", cluster.agreed_leader)
+        leader_dir = metadata_dir(cluster, leader)
+
+        def leader_snapshotted_twice() -> bool:
+            log = cluster.nodes[leader].log_path.read_text()
+            return log.count('"raft_snapshot_created"') >= 2 and bool(snapshots(leader_dir))
+
+        cluster.wait_for("the leader to take snapshots", leader_snapshotted_twice)
+        log = cluster.nodes[leader].log_path.read_text()
+        assert '"raft_snapshot_deleted"' in log
+        # Older snapshots go once a newer one exists.
+        assert len(snapshots(leader_dir)) <= 2
+
+        victim = next(node_id for node_id in cluster.nodes if node_id != leader)
+        cluster.kill(victim)
+        shutil.rmtree(cluster.nodes[victim].data_dir)
+        victim_log = cluster.nodes[victim].log_path
+        victim_log.write_text("")
+        cluster.start(victim)
+
+        def loaded_snapshot() -> bool:
+            return '"raft_snapshot_loaded"' in victim_log.read_text()
+
+        cluster.wait_for("the wiped voter to load the leader's snapshot", loaded_snapshot)
+        victim_dir = metadata_dir(cluster, victim)
+        loaded = snapshots(victim_dir)
+        assert loaded and all(path.name.endswith(".checkpoint") for path in loaded)
+        # The loaded snapshot restarted the log at its end offset: the log starts above 0.
+        segment_bases = [int(path.stem) for path in victim_dir.glob("*.log")]
+        assert segment_bases and min(segment_bases) > 0
+
+        def victim_caught_up() -> bool:
+            view = cluster.nodes[leader].quorum()
+            if view is None or view["leader_id"] != leader:
+                return False
+            progress = {voter["id"]: voter["log_end_offset"] for voter in view["voters"]}
+            return progress[victim] >= view["high_watermark"] > min(segment_bases)
+
+        cluster.wait_for("the wiped voter to reach the leader's high watermark", victim_caught_up)
+
+        # A crash and restart with the data kept: the node starts from its latest snapshot and
+        # the log above it, and catches up again.
+        cluster.kill(victim)
+        victim_log.write_text("")
+        cluster.start(victim)
+        cluster.wait_for(
+            "the restarted voter to open its snapshot",
+            lambda: '"raft_snapshot_opened"' in victim_log.read_text(),
+        )
+        cluster.wait_for("the restarted voter to catch up again", victim_caught_up)
+    finally:
+        cluster.stop_all()
+
+
+def metadata_dir(cluster: Cluster, node_id: int) -> Path:
+    return cluster.nodes[node_id].data_dir / "__cluster_metadata-0"
+
+
+def snapshots(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.checkpoint")) if directory.exists() else []

@@ -53,6 +53,19 @@ def test_environment_then_overrides_take_precedence(tmp_path: Path) -> None:
     assert config.num_partitions == 9
 
 
+def test_metadata_snapshot_and_idle_keys_have_kafkas_names_and_defaults(tmp_path: Path) -> None:
+    path = write(tmp_path, BASE)
+    config = load_config(path, [], {})
+    assert config.metadata_log_max_record_bytes_between_snapshots == 20 * 1024 * 1024
+    assert config.metadata_max_idle_interval_ms == 500
+    overrides = ["metadata.log.max.record.bytes.between.snapshots=4096"]
+    config = load_config(path, overrides, {"KRAFT_METADATA_MAX_IDLE_INTERVAL_MS": "0"})
+    assert config.metadata_log_max_record_bytes_between_snapshots == 4096
+    assert config.metadata_max_idle_interval_ms == 0
+    with pytest.raises(ConfigError, match=r"metadata\.max\.idle\.interval\.ms"):
+        load_config(path, ["metadata.max.idle.interval.ms=-1"], {})
+
+
 def test_a_whole_configuration_can_come_from_the_environment() -> None:
     environment = {
         "KRAFT_NODE_ID": "2",
