@@ -141,6 +141,8 @@ _SERVED = (
 
 log = structlog.get_logger(__name__)
 
+_ENTRY_OVERHEAD = len(encode_entries((Entry(0, 0, b""),)))
+
 
 class NotLeaderError(Exception):
     """The node is not the quorum leader; `leader_id` is the leader it knows, if any."""
@@ -484,8 +486,9 @@ class RaftDriver:
     def _maybe_snapshot(self, committed: Sequence[Entry]) -> None:
         """Snapshot the image at the high watermark once enough was committed since the last
         snapshot (Kafka's `metadata.log.max.record.bytes.between.snapshots`)."""
-        # Each entry is stored as one record batch: count the bytes as they sit in the log.
-        self._bytes_since_snapshot += sum(len(encode_entries((entry,))) for entry in committed)
+        # Each entry is stored as one record batch: its bytes in the log are its data plus a
+        # batch's overhead (give or take a varint byte, which a threshold can ignore).
+        self._bytes_since_snapshot += sum(_ENTRY_OVERHEAD + len(entry.data) for entry in committed)
         if self._bytes_since_snapshot < self._max_bytes_between_snapshots:
             return
         node = self._require_node()
