@@ -1,0 +1,419 @@
+"""The metadata image: the cluster metadata as of an offset of the metadata log.
+
+`MetadataImage` is immutable. A `MetadataDelta` replays records on top of one image and
+produces the next; it copies a map only when a record first changes it (the brokers, the topic
+maps, one topic's partitions, ...), so a batch touching a few partitions does not copy the
+others, and replaying 10,000 Partition records copies each map once, not once per record.
+
+Replay follows Kafka's `MetadataDelta`: a record that contradicts the image (a change to an
+unknown broker or partition, a stale broker epoch) means the log and the image disagree, which
+no correct controller produces: replay raises `MetadataReplayError` and the node must stop.
+
+`MetadataReplayer` keeps the current image on a node: it is the `RaftListener` that applies
+committed entries and loaded snapshots, and the `SnapshotSource` that turns the image back into
+records for a snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import ClassVar
+from uuid import UUID
+
+from controller.partition_state import PartitionState
+from controller.records import (
+    BrokerEndpoint,
+    BrokerFeature,
+    BrokerRegistrationChange,
+    Config,
+    ConfigResourceType,
+    FeatureLevel,
+    FenceBroker,
+    MetadataRecord,
+    NoOp,
+    Partition,
+    PartitionChange,
+    ProducerIds,
+    RegisterBroker,
+    RemoveTopic,
+    Topic,
+    UnfenceBroker,
+    UnregisterBroker,
+    decode_record,
+    encode_record,
+)
+from kraft.messages import Entry, EntryKind, SnapshotId
+
+# The producer-id block owner that snapshots name: no broker (as Kafka's image writer does).
+_NO_BROKER = -1
+
+
+class MetadataReplayError(Exception):
+    """A record does not apply to the image: the metadata log and the image disagree."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    """A registered broker: its current incarnation, broker epoch and state."""
+
+    broker_id: int
+    incarnation_id: UUID
+    broker_epoch: int
+    listeners: tuple[BrokerEndpoint, ...]
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool
+    features: tuple[BrokerFeature, ...] = ()
+
+    @classmethod
+    def from_record(cls, record: RegisterBroker) -> BrokerRegistration:
+        """The registration a RegisterBroker record creates."""
+        return cls(
+            broker_id=record.broker_id,
+            incarnation_id=record.incarnation_id,
+            broker_epoch=record.broker_epoch,
+            listeners=record.listeners,
+            rack=record.rack,
+            fenced=record.fenced,
+            in_controlled_shutdown=record.in_controlled_shutdown,
+            features=record.features,
+        )
+
+    def to_record(self) -> RegisterBroker:
+        """The RegisterBroker record that recreates this registration."""
+        return RegisterBroker(
+            broker_id=self.broker_id,
+            incarnation_id=self.incarnation_id,
+            broker_epoch=self.broker_epoch,
+            listeners=self.listeners,
+            features=self.features,
+            rack=self.rack,
+            fenced=self.fenced,
+            in_controlled_shutdown=self.in_controlled_shutdown,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TopicImage:
+    """A topic: its name, id and partitions (partition id -> state)."""
+
+    name: str
+    topic_id: UUID
+    partitions: Mapping[int, PartitionState]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResource:
+    """What a ConfigRecord configures: a topic by name, or a broker by id (empty: defaults)."""
+
+    resource_type: ConfigResourceType
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataImage:
+    """The cluster metadata after every entry of the metadata log below `end_offset`.
+
+    `epoch` is the leader epoch of the entry at `end_offset - 1` (0 for the empty image), so
+    (`end_offset`, `epoch`) is the `SnapshotId` a snapshot of this image carries.
+    `next_producer_id` is -1 until a producer-id block was handed out.
+    """
+
+    EMPTY: ClassVar[MetadataImage]
+
+    end_offset: int = 0
+    epoch: int = 0
+    brokers: Mapping[int, BrokerRegistration] = field(default_factory=lambda: MappingProxyType({}))
+    topics: Mapping[UUID, TopicImage] = field(default_factory=lambda: MappingProxyType({}))
+    topic_ids: Mapping[str, UUID] = field(default_factory=lambda: MappingProxyType({}))
+    configs: Mapping[ConfigResource, Mapping[str, str]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    features: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    next_producer_id: int = -1
+
+    def topic(self, name: str) -> TopicImage | None:
+        """The topic named `name`, if it exists."""
+        topic_id = self.topic_ids.get(name)
+        return None if topic_id is None else self.topics[topic_id]
+
+    def partition(self, topic_id: UUID, partition_id: int) -> PartitionState | None:
+        """One partition's state, if the topic and partition exist."""
+        topic = self.topics.get(topic_id)
+        return None if topic is None else topic.partitions.get(partition_id)
+
+    def topic_configs(self, name: str) -> Mapping[str, str]:
+        """The configuration overrides of topic `name` (empty if none)."""
+        return self.configs.get(ConfigResource(ConfigResourceType.TOPIC, name), {})
+
+    def to_records(self) -> list[MetadataRecord]:
+        """The records that recreate this image from the empty one, for a snapshot.
+
+        In Kafka's order (features first, so a reader knows the metadata version before the
+        rest), each section sorted so equal images give equal snapshots.
+        """
+        records: list[MetadataRecord] = [
+            FeatureLevel(name, level) for name, level in sorted(self.features.items())
+        ]
+        records.extend(self.brokers[broker_id].to_record() for broker_id in sorted(self.brokers))
+        for name in sorted(self.topic_ids):
+            topic = self.topics[self.topic_ids[name]]
+            records.append(Topic(name, topic.topic_id))
+            records.extend(
+                Partition.of(topic.topic_id, partition_id, topic.partitions[partition_id])
+                for partition_id in sorted(topic.partitions)
+            )
+        for resource in sorted(self.configs, key=lambda r: (r.resource_type, r.name)):
+            records.extend(
+                Config(resource.resource_type, resource.name, key, value)
+                for key, value in sorted(self.configs[resource].items())
+            )
+        if self.next_producer_id >= 0:
+            records.append(ProducerIds(_NO_BROKER, _NO_BROKER, self.next_producer_id))
+        return records
+
+    @classmethod
+    def from_records(
+        cls, records: Iterable[MetadataRecord], end_offset: int = 0, epoch: int = 0
+    ) -> MetadataImage:
+        """The image that `records` (a snapshot's) build from the empty image."""
+        delta = MetadataDelta(cls.EMPTY)
+        for record in records:
+            delta.replay(record)
+        return delta.apply(end_offset, epoch)
+
+
+MetadataImage.EMPTY = MetadataImage()
+
+
+class MetadataDelta:
+    """Changes replayed on top of a base image; `apply` makes the next image.
+
+    Each map of the base is copied on the first record that changes it, and later records of
+    the same delta change the copy in place: the copies are private until `apply` wraps them.
+    """
+
+    def __init__(self, base: MetadataImage) -> None:
+        self._base = base
+        self._brokers: dict[int, BrokerRegistration] | None = None
+        self._topics: dict[UUID, TopicImage] | None = None
+        self._topic_ids: dict[str, UUID] | None = None
+        # The partition maps already copied by this delta, by topic id.
+        self._partitions: dict[UUID, dict[int, PartitionState]] = {}
+        self._configs: dict[ConfigResource, Mapping[str, str]] | None = None
+        self._features: dict[str, int] | None = None
+        self._next_producer_id = base.next_producer_id
+
+    def replay(self, record: MetadataRecord) -> None:
+        """Applies one record; `MetadataReplayError` if it contradicts the image."""
+        match record:
+            case RegisterBroker():
+                self._brokers_for_write()[record.broker_id] = BrokerRegistration.from_record(record)
+            case UnregisterBroker():
+                self._broker(record.broker_id, record.broker_epoch)
+                del self._brokers_for_write()[record.broker_id]
+            case FenceBroker():
+                self._change_broker(record.broker_id, record.broker_epoch, fenced=True)
+            case UnfenceBroker():
+                self._change_broker(record.broker_id, record.broker_epoch, fenced=False)
+            case BrokerRegistrationChange():
+                registration = self._broker(record.broker_id, record.broker_epoch)
+                self._brokers_for_write()[record.broker_id] = replace(
+                    registration,
+                    fenced=registration.fenced if record.fenced is None else record.fenced,
+                    in_controlled_shutdown=registration.in_controlled_shutdown
+                    or bool(record.in_controlled_shutdown),
+                )
+            case Topic():
+                self._replay_topic(record)
+            case Partition():
+                self._partitions_for_write(record.topic_id)[record.partition_id] = record.state()
+            case PartitionChange():
+                partitions = self._partitions_for_write(record.topic_id)
+                state = partitions.get(record.partition_id)
+                if state is None:
+                    raise MetadataReplayError(
+                        f"change to unknown partition {record.partition_id} "
+                        f"of topic {record.topic_id}"
+                    )
+                partitions[record.partition_id] = record.merge(state)
+            case RemoveTopic():
+                self._replay_remove_topic(record)
+            case Config():
+                self._replay_config(record)
+            case FeatureLevel():
+                features = self._features_for_write()
+                # As in Kafka, level 0 means the feature is not enabled: it leaves the image.
+                if record.level == 0:
+                    features.pop(record.name, None)
+                else:
+                    features[record.name] = record.level
+            case ProducerIds():
+                self._next_producer_id = record.next_producer_id
+            case NoOp():
+                pass
+
+    def apply(self, end_offset: int, epoch: int) -> MetadataImage:
+        """The image after the replayed records, as of the log position given."""
+        base = self._base
+        topics = base.topics
+        if self._topics is not None or self._partitions:
+            current = self._topics_for_write()
+            for topic_id, partitions in self._partitions.items():
+                current[topic_id] = replace(
+                    current[topic_id], partitions=MappingProxyType(partitions)
+                )
+            topics = MappingProxyType(current)
+        return MetadataImage(
+            end_offset=end_offset,
+            epoch=epoch,
+            brokers=base.brokers if self._brokers is None else MappingProxyType(self._brokers),
+            topics=topics,
+            topic_ids=base.topic_ids
+            if self._topic_ids is None
+            else MappingProxyType(self._topic_ids),
+            configs=base.configs if self._configs is None else MappingProxyType(self._configs),
+            features=base.features if self._features is None else MappingProxyType(self._features),
+            next_producer_id=self._next_producer_id,
+        )
+
+    def _brokers_for_write(self) -> dict[int, BrokerRegistration]:
+        if self._brokers is None:
+            self._brokers = dict(self._base.brokers)
+        return self._brokers
+
+    def _topics_for_write(self) -> dict[UUID, TopicImage]:
+        if self._topics is None:
+            self._topics = dict(self._base.topics)
+        return self._topics
+
+    def _topic_ids_for_write(self) -> dict[str, UUID]:
+        if self._topic_ids is None:
+            self._topic_ids = dict(self._base.topic_ids)
+        return self._topic_ids
+
+    def _configs_for_write(self) -> dict[ConfigResource, Mapping[str, str]]:
+        if self._configs is None:
+            self._configs = dict(self._base.configs)
+        return self._configs
+
+    def _features_for_write(self) -> dict[str, int]:
+        if self._features is None:
+            self._features = dict(self._base.features)
+        return self._features
+
+    def _partitions_for_write(self, topic_id: UUID) -> dict[int, PartitionState]:
+        partitions = self._partitions.get(topic_id)
+        if partitions is None:
+            topics = self._base.topics if self._topics is None else self._topics
+            topic = topics.get(topic_id)
+            if topic is None:
+                raise MetadataReplayError(f"partition of unknown topic {topic_id}")
+            partitions = self._partitions[topic_id] = dict(topic.partitions)
+        return partitions
+
+    def _broker(self, broker_id: int, broker_epoch: int) -> BrokerRegistration:
+        brokers = self._base.brokers if self._brokers is None else self._brokers
+        registration = brokers.get(broker_id)
+        if registration is None:
+            raise MetadataReplayError(f"unknown broker {broker_id}")
+        if registration.broker_epoch != broker_epoch:
+            raise MetadataReplayError(
+                f"broker {broker_id} has broker epoch {registration.broker_epoch}, "
+                f"the record names {broker_epoch}"
+            )
+        return registration
+
+    def _change_broker(self, broker_id: int, broker_epoch: int, *, fenced: bool) -> None:
+        registration = self._broker(broker_id, broker_epoch)
+        self._brokers_for_write()[broker_id] = replace(registration, fenced=fenced)
+
+    def _replay_topic(self, record: Topic) -> None:
+        topic_ids = self._topic_ids_for_write()
+        if record.name in topic_ids:
+            raise MetadataReplayError(f"topic {record.name!r} already exists")
+        topic_ids[record.name] = record.topic_id
+        self._topics_for_write()[record.topic_id] = TopicImage(
+            record.name,
+            record.topic_id,
+            MappingProxyType({}),
+        )
+        # A topic id reused after a removal in this same delta starts with no partitions.
+        self._partitions.pop(record.topic_id, None)
+
+    def _replay_remove_topic(self, record: RemoveTopic) -> None:
+        topics = self._topics_for_write()
+        topic = topics.pop(record.topic_id, None)
+        if topic is None:
+            raise MetadataReplayError(f"removal of unknown topic {record.topic_id}")
+        del self._topic_ids_for_write()[topic.name]
+        self._partitions.pop(record.topic_id, None)
+        # As in Kafka's MetadataDelta, a topic's configs go with it.
+        self._configs_for_write().pop(ConfigResource(ConfigResourceType.TOPIC, topic.name), None)
+
+    def _replay_config(self, record: Config) -> None:
+        configs = self._configs_for_write()
+        resource = ConfigResource(record.resource_type, record.resource_name)
+        # Each resource's map is small: copying it per record keeps images immutable simply.
+        values = dict(configs.get(resource, {}))
+        if record.value is None:
+            values.pop(record.key, None)
+        else:
+            values[record.key] = record.value
+        if values:
+            configs[resource] = MappingProxyType(values)
+        else:
+            configs.pop(resource, None)
+
+
+class MetadataReplayer:
+    """A node's current metadata image, kept up to date from the metadata log.
+
+    As a `RaftListener` it replays committed entries (LeaderChange entries are the quorum's
+    own, not metadata records) and replaces the image with a loaded snapshot. As a
+    `SnapshotSource` it gives the records of the image at `end_offset`: the driver asks for a
+    snapshot at the high watermark right after delivering the entries below it, so the current
+    image is exactly that one; being asked for any other offset is a bug in the caller.
+    """
+
+    def __init__(self, image: MetadataImage = MetadataImage.EMPTY) -> None:
+        self._image = image
+        self.leader_id: int | None = None
+        self.leader_epoch = 0
+
+    @property
+    def image(self) -> MetadataImage:
+        """The image as of the last committed entry replayed."""
+        return self._image
+
+    def on_commit(self, entries: Sequence[Entry]) -> None:
+        """Replays the committed entries, in order, into a new image."""
+        if not entries:
+            return
+        delta = MetadataDelta(self._image)
+        for entry in entries:
+            if entry.kind is not EntryKind.LEADER_CHANGE:
+                delta.replay(decode_record(entry.data))
+        last = entries[-1]
+        self._image = delta.apply(last.offset + 1, last.epoch)
+
+    def on_leader_change(self, leader_id: int | None, leader_epoch: int) -> None:
+        """Remembers the quorum leader (the active controller)."""
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+
+    def on_snapshot_loaded(self, snapshot_id: SnapshotId, records: Sequence[bytes]) -> None:
+        """Replaces the image with the snapshot's."""
+        self._image = MetadataImage.from_records(
+            (decode_record(data) for data in records), snapshot_id.end_offset, snapshot_id.epoch
+        )
+
+    def snapshot_records(self, end_offset: int) -> list[bytes]:
+        """The encoded records of the image holding every entry below `end_offset`."""
+        if end_offset != self._image.end_offset:
+            raise ValueError(
+                f"snapshot asked at offset {end_offset}, the image is at {self._image.end_offset}"
+            )
+        return [encode_record(record) for record in self._image.to_records()]

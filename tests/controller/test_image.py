@@ -1,0 +1,342 @@
+"""The metadata image: replay semantics, snapshots (to_records/from_records) and the replayer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from uuid import UUID
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.image import (
+    BrokerRegistration,
+    MetadataDelta,
+    MetadataImage,
+    MetadataReplayer,
+    MetadataReplayError,
+)
+from controller.partition_state import NO_LEADER, PartitionState
+from controller.records import (
+    BrokerEndpoint,
+    BrokerRegistrationChange,
+    Config,
+    ConfigResourceType,
+    FeatureLevel,
+    FenceBroker,
+    MetadataRecord,
+    NoOp,
+    Partition,
+    PartitionChange,
+    ProducerIds,
+    RegisterBroker,
+    RemoveTopic,
+    Topic,
+    UnfenceBroker,
+    UnregisterBroker,
+    encode_record,
+)
+from kraft.driver import NOOP_RECORD
+from kraft.messages import Entry, EntryKind, SnapshotId
+
+ORDERS = UUID(int=1)
+CLICKS = UUID(int=2)
+
+
+def _register(broker_id: int, broker_epoch: int = 10) -> RegisterBroker:
+    return RegisterBroker(
+        broker_id=broker_id,
+        incarnation_id=UUID(int=100 + broker_id),
+        broker_epoch=broker_epoch,
+        listeners=(BrokerEndpoint("PLAINTEXT", f"host{broker_id}", 9092),),
+        rack=f"rack{broker_id % 2}",
+    )
+
+
+def _replay(records: Sequence[MetadataRecord], base: MetadataImage | None = None) -> MetadataImage:
+    delta = MetadataDelta(MetadataImage.EMPTY if base is None else base)
+    for record in records:
+        delta.replay(record)
+    return delta.apply(end_offset=len(records), epoch=1)
+
+
+def _cluster() -> list[MetadataRecord]:
+    """Three brokers, two topics, configs, a feature level and a producer-id block."""
+    return [
+        FeatureLevel("metadata.version", 20),
+        *(_register(broker_id) for broker_id in (1, 2, 3)),
+        UnfenceBroker(1, 10),
+        UnfenceBroker(2, 10),
+        Topic("orders", ORDERS),
+        Partition(ORDERS, 0, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1),
+        Partition(ORDERS, 1, replicas=(2, 3, 1), isr=(2, 3), leader=2, elr=(1,)),
+        Topic("clicks", CLICKS),
+        Partition(CLICKS, 0, replicas=(3,), isr=(), leader=NO_LEADER, last_known_elr=(3,)),
+        Config(ConfigResourceType.TOPIC, "orders", "min.insync.replicas", "2"),
+        Config(ConfigResourceType.BROKER, "", "log.retention.ms", "1000"),
+        ProducerIds(1, 10, 2000),
+    ]
+
+
+def test_replay_builds_brokers_topics_partitions_configs() -> None:
+    image = _replay(_cluster())
+    assert image.end_offset == len(_cluster())
+    assert sorted(image.brokers) == [1, 2, 3]
+    assert [image.brokers[b].fenced for b in (1, 2, 3)] == [False, False, True]
+    assert image.brokers[1].rack == "rack1"
+    orders = image.topic("orders")
+    assert orders is not None
+    assert orders.topic_id == ORDERS
+    assert image.partition(ORDERS, 1) == PartitionState(
+        replicas=(2, 3, 1), isr=(2, 3), leader=2, elr=(1,)
+    )
+    assert image.topic_configs("orders") == {"min.insync.replicas": "2"}
+    assert image.features == {"metadata.version": 20}
+    assert image.next_producer_id == 2000
+
+
+def test_a_leader_change_bumps_leader_epoch_and_partition_epoch() -> None:
+    image = _replay([PartitionChange(ORDERS, 0, leader=2, isr=(2, 3))], _replay(_cluster()))
+    assert image.partition(ORDERS, 0) == PartitionState(
+        replicas=(1, 2, 3), isr=(2, 3), leader=2, leader_epoch=1, partition_epoch=1
+    )
+
+
+def test_an_isr_change_bumps_only_the_partition_epoch() -> None:
+    image = _replay([PartitionChange(ORDERS, 0, isr=(1, 2))], _replay(_cluster()))
+    state = image.partition(ORDERS, 0)
+    assert state is not None
+    assert (state.isr, state.leader, state.leader_epoch, state.partition_epoch) == (
+        (1, 2),
+        1,
+        0,
+        1,
+    )
+
+
+def test_naming_the_same_leader_still_bumps_the_leader_epoch() -> None:
+    # Kafka's PartitionRegistration.merge: any Leader other than "no change" is a new epoch.
+    image = _replay([PartitionChange(ORDERS, 0, leader=1)], _replay(_cluster()))
+    state = image.partition(ORDERS, 0)
+    assert state is not None
+    assert (state.leader, state.leader_epoch, state.partition_epoch) == (1, 1, 1)
+
+
+def test_an_empty_change_bumps_the_partition_epoch() -> None:
+    image = _replay([PartitionChange(ORDERS, 0)] * 3, _replay(_cluster()))
+    state = image.partition(ORDERS, 0)
+    assert state is not None
+    assert (state.leader_epoch, state.partition_epoch) == (0, 3)
+
+
+def test_elr_fields_and_no_leader_replay() -> None:
+    change = PartitionChange(ORDERS, 1, isr=(), leader=NO_LEADER, elr=(2, 3), last_known_elr=(1,))
+    state = _replay([change], _replay(_cluster())).partition(ORDERS, 1)
+    assert state == PartitionState(
+        replicas=(2, 3, 1),
+        isr=(),
+        leader=NO_LEADER,
+        leader_epoch=1,
+        partition_epoch=1,
+        elr=(2, 3),
+        last_known_elr=(1,),
+    )
+
+
+def test_remove_topic_drops_partitions_name_and_configs() -> None:
+    image = _replay([RemoveTopic(ORDERS)], _replay(_cluster()))
+    assert image.topic("orders") is None
+    assert ORDERS not in image.topics
+    assert image.partition(ORDERS, 0) is None
+    assert image.topic_configs("orders") == {}
+    assert image.topic("clicks") is not None
+
+
+def test_a_topic_changed_then_removed_in_one_delta_is_gone() -> None:
+    image = _replay(
+        [PartitionChange(ORDERS, 0, isr=(1,)), RemoveTopic(ORDERS)], _replay(_cluster())
+    )
+    assert ORDERS not in image.topics
+
+
+def test_fence_unfence_and_registration_changes() -> None:
+    base = _replay(_cluster())
+    fenced = _replay([FenceBroker(1, 10)], base)
+    assert fenced.brokers[1].fenced
+    assert not _replay([UnfenceBroker(1, 10)], fenced).brokers[1].fenced
+    changed = _replay([BrokerRegistrationChange(2, 10, in_controlled_shutdown=True)], base)
+    assert changed.brokers[2].in_controlled_shutdown
+    assert not changed.brokers[2].fenced
+    refenced = _replay([BrokerRegistrationChange(2, 10, fenced=True)], changed)
+    assert refenced.brokers[2].fenced
+    assert refenced.brokers[2].in_controlled_shutdown
+    assert not _replay([BrokerRegistrationChange(3, 10, fenced=False)], base).brokers[3].fenced
+
+
+def test_reregistration_replaces_the_registration_and_unregister_removes_it() -> None:
+    base = _replay(_cluster())
+    image = _replay([_register(1, broker_epoch=50)], base)
+    assert image.brokers[1].broker_epoch == 50
+    assert image.brokers[1].fenced
+    assert 1 not in _replay([UnregisterBroker(1, 10)], base).brokers
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        FenceBroker(1, 9),
+        UnfenceBroker(9, 10),
+        UnregisterBroker(1, 11),
+        BrokerRegistrationChange(7, 10, fenced=True),
+        PartitionChange(ORDERS, 5, isr=(1,)),
+        PartitionChange(UUID(int=99), 0, isr=(1,)),
+        Partition(UUID(int=99), 0, replicas=(1,), isr=(1,), leader=1),
+        RemoveTopic(UUID(int=99)),
+        Topic("orders", UUID(int=99)),
+    ],
+)
+def test_records_that_contradict_the_image_are_errors(record: MetadataRecord) -> None:
+    with pytest.raises(MetadataReplayError):
+        _replay([record], _replay(_cluster()))
+
+
+def test_config_delete_and_empty_resources_disappear() -> None:
+    base = _replay(_cluster())
+    image = _replay(
+        [
+            Config(ConfigResourceType.TOPIC, "orders", "retention.ms", "5"),
+            Config(ConfigResourceType.TOPIC, "orders", "min.insync.replicas", None),
+        ],
+        base,
+    )
+    assert image.topic_configs("orders") == {"retention.ms": "5"}
+    emptied = _replay([Config(ConfigResourceType.TOPIC, "orders", "retention.ms", None)], image)
+    assert emptied.topic_configs("orders") == {}
+    assert len(emptied.configs) == 1
+
+
+def test_feature_level_zero_removes_the_feature() -> None:
+    image = _replay([FeatureLevel("metadata.version", 0)], _replay(_cluster()))
+    assert image.features == {}
+
+
+def test_images_are_copy_on_write() -> None:
+    base = _replay(_cluster())
+    image = _replay([PartitionChange(ORDERS, 0, isr=(1,))], base)
+    # The base is unchanged and maps no record touched are shared, not copied.
+    assert base.partition(ORDERS, 0) == PartitionState((1, 2, 3), (1, 2, 3), 1)
+    assert image.brokers is base.brokers
+    assert image.configs is base.configs
+    assert image.topics[CLICKS] is base.topics[CLICKS]
+    assert image.topics[ORDERS].partitions[1] is base.topics[ORDERS].partitions[1]
+    with pytest.raises(TypeError):
+        image.brokers[9] = image.brokers[1]  # type: ignore[index]
+
+
+def test_to_records_recreates_the_image() -> None:
+    image = _replay(
+        [
+            *_cluster(),
+            PartitionChange(ORDERS, 0, leader=2),
+            FenceBroker(1, 10),
+            BrokerRegistrationChange(3, 10, in_controlled_shutdown=True),
+        ]
+    )
+    rebuilt = MetadataImage.from_records(image.to_records(), image.end_offset, image.epoch)
+    assert rebuilt == image
+    assert rebuilt.to_records() == image.to_records()
+
+
+def test_the_empty_image_has_no_records() -> None:
+    assert MetadataImage.EMPTY.to_records() == []
+    assert MetadataImage.from_records([]) == MetadataImage.EMPTY
+
+
+changes = st.builds(
+    PartitionChange,
+    topic_id=st.sampled_from([ORDERS, CLICKS]),
+    partition_id=st.just(0),
+    isr=st.none() | st.lists(st.integers(1, 3), max_size=3).map(tuple),
+    leader=st.none() | st.integers(-1, 3),
+    elr=st.none() | st.lists(st.integers(1, 3), max_size=3).map(tuple),
+    last_known_elr=st.none() | st.lists(st.integers(1, 3), max_size=3).map(tuple),
+)
+
+
+@given(st.lists(changes, max_size=20))
+def test_any_replayed_image_survives_a_snapshot(more: list[PartitionChange]) -> None:
+    image = _replay([*_cluster(), *more])
+    assert MetadataImage.from_records(image.to_records(), image.end_offset, 1) == image
+
+
+def _entries(records: Sequence[MetadataRecord], start: int = 0, epoch: int = 1) -> list[Entry]:
+    return [
+        Entry(offset, epoch, encode_record(record))
+        for offset, record in enumerate(records, start=start)
+    ]
+
+
+def test_replayer_applies_commits_and_skips_leader_change_and_noop() -> None:
+    replayer = MetadataReplayer()
+    entries = [
+        Entry(0, 1, b"not a metadata record", EntryKind.LEADER_CHANGE),
+        *_entries(_cluster(), start=1),
+    ]
+    entries.append(Entry(len(entries), 1, NOOP_RECORD))
+    replayer.on_commit(entries[:5])
+    replayer.on_commit(entries[5:])
+    assert replayer.image == replace(_replay(_cluster()), end_offset=len(entries), epoch=1)
+    replayer.on_leader_change(3, 2)
+    assert (replayer.leader_id, replayer.leader_epoch) == (3, 2)
+
+
+def test_replayer_snapshots_its_image_and_loads_it_back() -> None:
+    source = MetadataReplayer()
+    source.on_commit(_entries(_cluster(), epoch=4))
+    end_offset = len(_cluster())
+    records = source.snapshot_records(end_offset)
+    target = MetadataReplayer()
+    target.on_snapshot_loaded(SnapshotId(end_offset, 4), records)
+    assert target.image == source.image
+    # Commits after the snapshot apply on top of it.
+    target.on_commit(_entries([RemoveTopic(CLICKS)], start=end_offset, epoch=5))
+    assert target.image.topic("clicks") is None
+    assert (target.image.end_offset, target.image.epoch) == (end_offset + 1, 5)
+
+
+def test_replayer_refuses_a_snapshot_at_another_offset() -> None:
+    replayer = MetadataReplayer()
+    replayer.on_commit(_entries(_cluster()))
+    with pytest.raises(ValueError, match=f"image is at {len(_cluster())}"):
+        replayer.snapshot_records(5)
+
+
+def test_ten_thousand_partitions_replay_and_snapshot() -> None:
+    topic_ids = [UUID(int=1000 + t) for t in range(10)]
+    records: list[MetadataRecord] = [_register(b) for b in range(1, 4)]
+    for t, topic_id in enumerate(topic_ids):
+        records.append(Topic(f"topic-{t}", topic_id))
+        records.extend(
+            Partition(topic_id, p, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1 + p % 3)
+            for p in range(1000)
+        )
+    records.extend(PartitionChange(topic_ids[0], p, leader=2, isr=(2, 3)) for p in range(1000))
+    replayer = MetadataReplayer()
+    replayer.on_commit(_entries(records))
+    image = replayer.image
+    assert sum(len(topic.partitions) for topic in image.topics.values()) == 10_000
+    assert image.partition(topic_ids[0], 999) == PartitionState(
+        (1, 2, 3), (2, 3), 2, leader_epoch=1, partition_epoch=1
+    )
+    loaded = MetadataReplayer()
+    loaded.on_snapshot_loaded(
+        SnapshotId(image.end_offset, 1), replayer.snapshot_records(image.end_offset)
+    )
+    assert loaded.image == image
+
+
+def test_broker_registration_round_trips_through_its_record() -> None:
+    record = _register(4)
+    assert BrokerRegistration.from_record(record).to_record() == record
+    assert _replay([NoOp()]) == MetadataImage(end_offset=1, epoch=1)

@@ -1,0 +1,194 @@
+"""Metadata records: round trips of every type, Kafka's framing and api keys, clear errors."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.records import (
+    RECORD_TYPES,
+    BrokerEndpoint,
+    BrokerFeature,
+    BrokerRegistrationChange,
+    Config,
+    ConfigResourceType,
+    FeatureLevel,
+    FenceBroker,
+    MetadataRecord,
+    NoOp,
+    Partition,
+    PartitionChange,
+    ProducerIds,
+    RecordDecodeError,
+    RegisterBroker,
+    RemoveTopic,
+    Topic,
+    UnfenceBroker,
+    UnregisterBroker,
+    decode_record,
+    encode_record,
+)
+from kraft.driver import NOOP_RECORD
+
+int8s = st.integers(-(2**7), 2**7 - 1)
+int16s = st.integers(-(2**15), 2**15 - 1)
+int32s = st.integers(-(2**31), 2**31 - 1)
+int64s = st.integers(-(2**63), 2**63 - 1)
+broker_ids = st.integers(0, 2**31 - 1)
+uuids = st.uuids()
+texts = st.text(max_size=20)
+replica_lists = st.lists(broker_ids, max_size=6).map(tuple)
+optional_replica_lists = st.none() | replica_lists
+
+endpoints = st.builds(BrokerEndpoint, texts, texts, st.integers(0, 2**16 - 1), int16s)
+broker_features = st.builds(BrokerFeature, texts, int16s, int16s)
+
+# One strategy per record type, so a test can check that none is missing.
+STRATEGIES: dict[type[MetadataRecord], st.SearchStrategy[MetadataRecord]] = {
+    RegisterBroker: st.builds(
+        RegisterBroker,
+        broker_id=broker_ids,
+        incarnation_id=uuids,
+        broker_epoch=int64s,
+        listeners=st.lists(endpoints, max_size=3).map(tuple),
+        features=st.lists(broker_features, max_size=3).map(tuple),
+        rack=st.none() | texts,
+        fenced=st.booleans(),
+        in_controlled_shutdown=st.booleans(),
+    ),
+    UnregisterBroker: st.builds(UnregisterBroker, broker_ids, int64s),
+    Topic: st.builds(Topic, texts, uuids),
+    Partition: st.builds(
+        Partition,
+        topic_id=uuids,
+        partition_id=st.integers(0, 2**31 - 1),
+        replicas=replica_lists,
+        isr=replica_lists,
+        leader=st.integers(-1, 2**31 - 1),
+        leader_epoch=int32s,
+        partition_epoch=int32s,
+        elr=replica_lists,
+        last_known_elr=replica_lists,
+        adding_replicas=replica_lists,
+        removing_replicas=replica_lists,
+    ),
+    PartitionChange: st.builds(
+        PartitionChange,
+        topic_id=uuids,
+        partition_id=st.integers(0, 2**31 - 1),
+        isr=optional_replica_lists,
+        leader=st.none() | st.integers(-1, 2**31 - 1),
+        replicas=optional_replica_lists,
+        removing_replicas=optional_replica_lists,
+        adding_replicas=optional_replica_lists,
+        elr=optional_replica_lists,
+        last_known_elr=optional_replica_lists,
+    ),
+    FenceBroker: st.builds(FenceBroker, broker_ids, int64s),
+    UnfenceBroker: st.builds(UnfenceBroker, broker_ids, int64s),
+    RemoveTopic: st.builds(RemoveTopic, uuids),
+    Config: st.builds(Config, st.sampled_from(ConfigResourceType), texts, texts, st.none() | texts),
+    FeatureLevel: st.builds(FeatureLevel, texts, int16s),
+    ProducerIds: st.builds(ProducerIds, broker_ids, int64s, int64s),
+    BrokerRegistrationChange: st.builds(
+        BrokerRegistrationChange,
+        broker_ids,
+        int64s,
+        st.none() | st.booleans(),
+        st.none() | st.just(True),
+    ),
+    NoOp: st.just(NoOp()),
+}
+records = st.one_of(*STRATEGIES.values())
+
+
+@given(records)
+def test_every_record_round_trips(record: MetadataRecord) -> None:
+    assert decode_record(encode_record(record)) == record
+
+
+def test_every_record_type_has_a_strategy() -> None:
+    assert set(STRATEGIES) == set(RECORD_TYPES.values())
+
+
+def test_noop_is_the_record_the_driver_appends_when_idle() -> None:
+    assert NOOP_RECORD == b"\x01\x14\x00\x00"
+    assert decode_record(NOOP_RECORD) == NoOp()
+    assert encode_record(NoOp()) == NOOP_RECORD
+
+
+# Kafka's api keys and valid versions, from the metadata record specs
+# (kafka-protocol/metadata/*Record.json beside DESIGN.md).
+KAFKA_RECORDS = {
+    RegisterBroker: (0, range(4)),
+    UnregisterBroker: (1, range(1)),
+    Topic: (2, range(1)),
+    Partition: (3, range(3)),
+    Config: (4, range(1)),
+    PartitionChange: (5, range(3)),
+    FenceBroker: (7, range(1)),
+    UnfenceBroker: (8, range(1)),
+    RemoveTopic: (9, range(1)),
+    FeatureLevel: (12, range(1)),
+    ProducerIds: (15, range(1)),
+    BrokerRegistrationChange: (17, range(3)),
+    NoOp: (20, range(1)),
+}
+
+
+def test_api_keys_and_versions_are_kafkas() -> None:
+    assert set(KAFKA_RECORDS) == set(RECORD_TYPES.values())
+    for record_type, (api_key, versions) in KAFKA_RECORDS.items():
+        assert RECORD_TYPES[api_key] is record_type
+        assert record_type.VERSION in versions
+
+
+def test_frame_is_frame_version_type_version() -> None:
+    data = encode_record(FenceBroker(broker_id=3, broker_epoch=7))
+    # Frame 1, api key 7, version 0, Id int32, Epoch int64, no tagged fields.
+    assert data == b"\x01\x07\x00" + (3).to_bytes(4, "big") + (7).to_bytes(8, "big") + b"\x00"
+
+
+def test_partition_change_writes_only_the_changed_fields_as_tagged_fields() -> None:
+    topic_id = UUID(int=1)
+    data = encode_record(PartitionChange(topic_id, 0, leader=2))
+    # Frame, then PartitionId, TopicId, then one tagged field: tag 1 (Leader), 4 bytes.
+    assert data == (
+        b"\x01\x05\x02" + bytes(4) + topic_id.bytes + b"\x01\x01\x04" + (2).to_bytes(4, "big")
+    )
+
+
+def test_unknown_record_type_is_a_clear_error() -> None:
+    with pytest.raises(RecordDecodeError, match="unknown metadata record type 99"):
+        decode_record(b"\x01\x63\x00\x00")
+
+
+def test_unknown_record_version_is_a_clear_error() -> None:
+    with pytest.raises(RecordDecodeError, match=r"unsupported version 7 of NoOp \(type 20\)"):
+        decode_record(b"\x01\x14\x07\x00")
+
+
+def test_unknown_frame_version_is_a_clear_error() -> None:
+    with pytest.raises(RecordDecodeError, match="frame version 2"):
+        decode_record(b"\x02\x14\x00\x00")
+
+
+def test_truncated_and_overlong_records_are_errors() -> None:
+    data = encode_record(Topic("orders", UUID(int=5)))
+    with pytest.raises(RecordDecodeError, match="truncated"):
+        decode_record(data[:-3])
+    with pytest.raises(RecordDecodeError, match="bytes left"):
+        decode_record(data + b"\x00")
+
+
+def test_unknown_tagged_fields_are_skipped() -> None:
+    # NoOp with one tagged field (tag 9, 2 bytes) that a later version might add.
+    assert decode_record(b"\x01\x14\x00\x01\x09\x02ab") == NoOp()
+
+
+def test_a_broker_cannot_leave_controlled_shutdown_by_a_change_record() -> None:
+    with pytest.raises(ValueError, match="registering again"):
+        BrokerRegistrationChange(1, 1, in_controlled_shutdown=False)
