@@ -1,0 +1,678 @@
+"""CreateTopics, DeleteTopics and CreatePartitions: requests in, metadata records and results out.
+
+Pure: each function reads a `MetadataImage` and returns the records to append to the metadata
+log with one result per topic, carrying Kafka's error code and message. The caller appends the
+records (all of them, atomically, as Kafka's `ControllerResult.atomicOf`) and answers the client.
+
+The validation, its order and its messages follow Kafka's KRaft controller
+(`ControllerApis.createTopics / deleteTopics`, `ReplicationControlManager.createTopics /
+createPartitions / deleteTopic`, `Topic.validate`, `LogConfig` for topic configs):
+
+- a name given twice in one request: INVALID_REQUEST "Duplicate topic name.";
+- `__cluster_metadata`: INVALID_REQUEST;
+- a bad name (empty, "." or "..", longer than 249, other than [a-zA-Z0-9._-]), or one that
+  differs from an existing topic's only by '.' versus '_' (they share metric names):
+  INVALID_TOPIC_EXCEPTION;
+- an existing topic: TOPIC_ALREADY_EXISTS;
+- a null, unknown or invalid config value: INVALID_CONFIG;
+- manual assignments together with a partition count or replication factor: INVALID_REQUEST;
+  bad assignments: INVALID_REPLICA_ASSIGNMENT;
+- a partition count of 0 or below -1: INVALID_PARTITIONS; a replication factor of 0 or below
+  -1, or above the number of usable brokers: INVALID_REPLICATION_FACTOR.
+
+Two deliberate differences from Kafka. Replicas are placed only on usable brokers (unfenced and
+not in controlled shutdown), where Kafka's placer may put followers on fenced brokers when it
+runs short. And two topics of one request whose names collide by '.' versus '_' are refused
+like a collision with an existing topic (Kafka checks only the existing topics, so one request
+can create both).
+
+As in Kafka, `min.insync.replicas` above the replication factor is accepted (producers with
+acks=all then get NOT_ENOUGH_REPLICAS), and internal topics such as `__consumer_offsets` may be
+deleted.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum, IntEnum
+from typing import Generic, TypeVar
+from uuid import UUID
+
+from kio.schema.errors import ErrorCode
+
+from controller.image import BrokerRegistration, MetadataImage
+from controller.partition_state import PartitionState
+from controller.placement import (
+    PlacementBroker,
+    PlacementError,
+    place_replicas,
+    start_for_topic,
+    validate_manual_assignment,
+)
+from controller.records import (
+    Config,
+    ConfigResourceType,
+    MetadataRecord,
+    Partition,
+    RemoveTopic,
+    Topic,
+)
+
+# Kafka's Topic.MAX_NAME_LENGTH: a partition's directory name is the topic name plus "-" and the
+# partition index, and must stay within the 255 bytes file systems allow.
+MAX_TOPIC_NAME_LENGTH = 249
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+_LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+_ZERO_UUID = UUID(int=0)
+
+_INT32_RANGE = (-(2**31), 2**31 - 1)
+_INT64_RANGE = (-(2**63), 2**63 - 1)
+# Java's Integer/Long.parseInt after ConfigDef trims the value: Python's int() would also take
+# underscores and non-ASCII digits, which Kafka refuses.
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+class ConfigSource(IntEnum):
+    """Where a topic's effective config value comes from (DescribeConfigs' ConfigSource)."""
+
+    DYNAMIC_TOPIC_CONFIG = 1
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+class _ConfigType(Enum):
+    INT = "int"
+    LONG = "long"
+    BOOLEAN = "boolean"
+    STRING = "string"
+    LIST = "list"
+
+
+@dataclass(frozen=True, slots=True)
+class _TopicConfigDef:
+    """One topic config as Kafka's LogConfig defines it: type, default, valid values."""
+
+    type: _ConfigType
+    default: str
+    at_least: int | None = None
+    choices: frozenset[str] = frozenset()
+
+
+# The topic configs this broker implements, with Kafka's defaults and validators.
+_TOPIC_CONFIGS: Mapping[str, _TopicConfigDef] = {
+    "cleanup.policy": _TopicConfigDef(
+        _ConfigType.LIST, "delete", choices=frozenset({"delete", "compact"})
+    ),
+    "delete.retention.ms": _TopicConfigDef(_ConfigType.LONG, "86400000", at_least=0),
+    "flush.messages": _TopicConfigDef(_ConfigType.LONG, str(2**63 - 1), at_least=1),
+    "flush.ms": _TopicConfigDef(_ConfigType.LONG, str(2**63 - 1), at_least=0),
+    "max.message.bytes": _TopicConfigDef(_ConfigType.INT, "1048588", at_least=0),
+    "message.timestamp.type": _TopicConfigDef(
+        _ConfigType.STRING, "CreateTime", choices=frozenset({"CreateTime", "LogAppendTime"})
+    ),
+    "min.insync.replicas": _TopicConfigDef(_ConfigType.INT, "1", at_least=1),
+    "retention.bytes": _TopicConfigDef(_ConfigType.LONG, "-1"),
+    "retention.ms": _TopicConfigDef(_ConfigType.LONG, "604800000", at_least=-1),
+    # Kafka 3.x's lower bound (LegacyRecord.RECORD_OVERHEAD_V0), as `log.segment.bytes` has.
+    "segment.bytes": _TopicConfigDef(_ConfigType.INT, "1073741824", at_least=14),
+    "segment.ms": _TopicConfigDef(_ConfigType.LONG, "604800000", at_least=1),
+    "unclean.leader.election.enable": _TopicConfigDef(_ConfigType.BOOLEAN, "false"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDefaults:
+    """What a CreateTopics request leaves out: the broker's `num.partitions`,
+    `default.replication.factor`, and its values for topic configs (by topic config name,
+    e.g. the broker's `min.insync.replicas`), which override Kafka's defaults."""
+
+    num_partitions: int = 1
+    replication_factor: int = 1
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    """One topic of a CreateTopics request.
+
+    -1 for `num_partitions` / `replication_factor` means the default, and is required with
+    `assignments`: (partition index, broker ids) pairs as the request lists them. `configs`
+    maps names to values; a null value is refused, as Kafka does.
+    """
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    assignments: Sequence[tuple[int, Sequence[int]]] = ()
+    configs: Mapping[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigEntry:
+    """One effective config of a created topic (CreateTopics v5+ `Configs`)."""
+
+    name: str
+    value: str
+    source: ConfigSource
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicResult:
+    """The answer for one topic of CreateTopics; the topic fields are set only on success."""
+
+    name: str
+    error_code: ErrorCode = ErrorCode.none
+    error_message: str | None = None
+    topic_id: UUID = _ZERO_UUID
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: tuple[TopicConfigEntry, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopicResult:
+    """The answer for one topic of DeleteTopics: `name` is None for an unknown topic id."""
+
+    name: str | None
+    topic_id: UUID
+    error_code: ErrorCode = ErrorCode.none
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionsIncrease:
+    """One topic of a CreatePartitions request: the new total `count`, and optionally the
+    replicas of each new partition, in partition order."""
+
+    name: str
+    count: int
+    assignments: Sequence[Sequence[int]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitionsResult:
+    """The answer for one topic of CreatePartitions."""
+
+    name: str
+    error_code: ErrorCode = ErrorCode.none
+    error_message: str | None = None
+
+
+_Result = TypeVar("_Result")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsOutcome(Generic[_Result]):
+    """The records to append (all or none) and one result per topic of the request."""
+
+    records: tuple[MetadataRecord, ...]
+    results: tuple[_Result, ...]
+
+
+class TopicError(Exception):
+    """A topic of a request is refused with `error_code`."""
+
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+# --- names and configs ---------------------------------------------------------------------------
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's `Topic.validate`: TopicError with INVALID_TOPIC_EXCEPTION for a bad name."""
+    if not name:
+        raise TopicError(
+            ErrorCode.invalid_topic_exception, "Topic name is illegal, it can't be empty"
+        )
+    if name in (".", ".."):
+        raise TopicError(ErrorCode.invalid_topic_exception, 'Topic name cannot be "." or ".."')
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise TopicError(
+            ErrorCode.invalid_topic_exception,
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} "
+            f"characters, topic name: {name}",
+        )
+    if not _LEGAL_TOPIC_NAME.fullmatch(name):
+        raise TopicError(
+            ErrorCode.invalid_topic_exception,
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+            "alphanumerics, '.', '_' and '-'",
+        )
+
+
+def _unified_name(name: str) -> str:
+    """Kafka's `Topic.unifyCollisionChars`: metric names turn '.' into '_', so "a.b" and "a_b"
+    would report as one topic."""
+    return name.replace(".", "_")
+
+
+def validate_topic_config(name: str, value: str) -> None:
+    """Checks one topic config as Kafka's LogConfig does; TopicError with INVALID_CONFIG."""
+    definition = _TOPIC_CONFIGS.get(name)
+    if definition is None:
+        raise TopicError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
+    problem = _config_value_problem(definition, value.strip())
+    if problem is not None:
+        raise TopicError(
+            ErrorCode.invalid_config,
+            f"Invalid value {value} for configuration {name}: {problem}",
+        )
+
+
+def _config_value_problem(definition: _TopicConfigDef, value: str) -> str | None:
+    """Why `value` (trimmed, as Kafka's ConfigDef trims) is not valid, or None."""
+    match definition.type:
+        case _ConfigType.INT | _ConfigType.LONG:
+            low, high = _INT32_RANGE if definition.type is _ConfigType.INT else _INT64_RANGE
+            if not _JAVA_INTEGER.fullmatch(value) or not low <= int(value) <= high:
+                return f"Not a number of type {definition.type.name}"
+            if definition.at_least is not None and int(value) < definition.at_least:
+                return f"Value must be at least {definition.at_least}"
+        case _ConfigType.BOOLEAN:
+            if value.lower() not in ("true", "false"):
+                return "Expected value to be either true or false"
+        case _ConfigType.STRING:
+            if value not in definition.choices:
+                return f"String must be one of: {', '.join(sorted(definition.choices))}"
+        case _ConfigType.LIST:
+            # An empty value or item ("", "delete,") is refused: it names no policy.
+            items = [item.strip() for item in value.split(",")]
+            if any(item not in definition.choices for item in items):
+                return f"List must contain only: {', '.join(sorted(definition.choices))}"
+    return None
+
+
+def _effective_configs(
+    overrides: Mapping[str, str], defaults: TopicDefaults
+) -> tuple[TopicConfigEntry, ...]:
+    """Every implemented topic config with its value and source, sorted by name (as Kafka's
+    CreateTopics v5+ response lists them)."""
+    entries = []
+    for name in sorted(_TOPIC_CONFIGS):
+        if name in overrides:
+            entries.append(
+                TopicConfigEntry(name, overrides[name], ConfigSource.DYNAMIC_TOPIC_CONFIG)
+            )
+        elif name in defaults.configs:
+            entries.append(
+                TopicConfigEntry(name, defaults.configs[name], ConfigSource.STATIC_BROKER_CONFIG)
+            )
+        else:
+            entries.append(
+                TopicConfigEntry(name, _TOPIC_CONFIGS[name].default, ConfigSource.DEFAULT_CONFIG)
+            )
+    return tuple(entries)
+
+
+# --- brokers and partitions ----------------------------------------------------------------------
+
+
+def _is_usable(broker: BrokerRegistration) -> bool:
+    """May host new replicas and join a new ISR (Kafka's `ClusterControlManager.isActive`)."""
+    return not broker.fenced and not broker.in_controlled_shutdown
+
+
+def _new_partition(image: MetadataImage, replicas: Sequence[int]) -> PartitionState | None:
+    """A new partition on `replicas`: the ISR is its usable replicas, the first leads (Kafka's
+    `buildPartitionRegistration`), epochs 0. None if no replica is usable."""
+    isr = tuple(broker for broker in replicas if _is_usable(image.brokers[broker]))
+    if not isr:
+        return None
+    return PartitionState(replicas=tuple(replicas), isr=isr, leader=isr[0])
+
+
+def _placed_partitions(
+    image: MetadataImage, name: str, count: int, replication_factor: int, first_partition: int
+) -> list[PartitionState]:
+    """Partitions `first_partition`.. of topic `name`, placed on the usable brokers."""
+    brokers = [
+        PlacementBroker(broker.broker_id, broker.rack)
+        for broker in image.brokers.values()
+        if _is_usable(broker)
+    ]
+    try:
+        placement = place_replicas(
+            brokers,
+            count,
+            replication_factor,
+            start=start_for_topic(name),
+            first_partition=first_partition,
+        )
+    except PlacementError as error:
+        if error.error_code is ErrorCode.invalid_replication_factor:
+            raise TopicError(
+                error.error_code,
+                f"Unable to replicate the partition {replication_factor} time(s): {error}",
+            ) from error
+        raise TopicError(error.error_code, str(error)) from error
+    # Every placed replica is usable, so every partition gets an ISR and a leader.
+    return [PartitionState(tuple(replicas), tuple(replicas), replicas[0]) for replicas in placement]
+
+
+def _assigned_partitions(
+    image: MetadataImage,
+    assignments: Sequence[tuple[int, Sequence[int]]],
+    first_partition: int,
+    replication_factor: int | None,
+) -> list[PartitionState]:
+    """The partitions of an operator's assignment; INVALID_REPLICA_ASSIGNMENT if it is bad.
+
+    As in Kafka, the assignment may name any registered broker, fenced ones included, but each
+    partition needs a usable one to lead it.
+    """
+    try:
+        ordered = validate_manual_assignment(
+            assignments,
+            image.brokers.keys(),
+            first_partition=first_partition,
+            replication_factor=replication_factor,
+        )
+    except PlacementError as error:
+        raise TopicError(error.error_code, str(error)) from error
+    partitions = []
+    for partition_id, replicas in enumerate(ordered, start=first_partition):
+        state = _new_partition(image, replicas)
+        if state is None:
+            raise TopicError(
+                ErrorCode.invalid_replica_assignment,
+                f"All brokers specified in the manual partition assignment for partition "
+                f"{partition_id} are fenced or in controlled shutdown.",
+            )
+        partitions.append(state)
+    return partitions
+
+
+def _duplicates(names: Sequence[str]) -> set[str]:
+    return {name for name, count in Counter(names).items() if count > 1}
+
+
+# --- CreateTopics --------------------------------------------------------------------------------
+
+
+def create_topics(
+    image: MetadataImage,
+    requests: Sequence[NewTopic],
+    defaults: TopicDefaults,
+    *,
+    validate_only: bool,
+    new_topic_id: Callable[[], UUID] = uuid.uuid4,
+) -> TopicsOutcome[CreateTopicResult]:
+    """The records creating the topics of a CreateTopics request, and one result per name.
+
+    Results come in request order, one per distinct name. With `validate_only` the results are
+    those a real creation would give (topic ids included) and there are no records.
+    `new_topic_id` draws each created topic's id.
+    """
+    duplicates = _duplicates([request.name for request in requests])
+    # Unified names of the existing topics and of those this request creates so far.
+    taken_unified = {_unified_name(name): name for name in image.topic_ids}
+    records: list[MetadataRecord] = []
+    results: dict[str, CreateTopicResult] = {}
+    for request in requests:
+        if request.name in results:
+            continue
+        if request.name in duplicates:
+            results[request.name] = CreateTopicResult(
+                request.name, ErrorCode.invalid_request, "Duplicate topic name."
+            )
+            continue
+        try:
+            topic_records, result = _create_topic(
+                image, request, defaults, taken_unified, new_topic_id
+            )
+        except TopicError as error:
+            results[request.name] = CreateTopicResult(request.name, error.error_code, error.message)
+            continue
+        taken_unified[_unified_name(request.name)] = request.name
+        records.extend(topic_records)
+        results[request.name] = result
+    return TopicsOutcome(() if validate_only else tuple(records), tuple(results.values()))
+
+
+def _create_topic(
+    image: MetadataImage,
+    request: NewTopic,
+    defaults: TopicDefaults,
+    taken_unified: Mapping[str, str],
+    new_topic_id: Callable[[], UUID],
+) -> tuple[list[MetadataRecord], CreateTopicResult]:
+    """The records and result of one topic, in Kafka's order of checks; raises TopicError."""
+    name = request.name
+    if name == CLUSTER_METADATA_TOPIC:
+        raise TopicError(
+            ErrorCode.invalid_request, f"Creation of internal topic {name} is prohibited."
+        )
+    validate_topic_name(name)
+    if name in image.topic_ids:
+        raise TopicError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+    colliding = taken_unified.get(_unified_name(name))
+    if colliding is not None:
+        raise TopicError(
+            ErrorCode.invalid_topic_exception,
+            f"Topic '{name}' collides with existing topic: {colliding}",
+        )
+    configs = _validated_configs(request.configs)
+    partitions = _new_partitions(image, request, defaults)
+    topic_id = new_topic_id()
+    records: list[MetadataRecord] = [Topic(name, topic_id)]
+    # Kafka writes the ConfigRecords after the TopicRecord and before the PartitionRecords.
+    records.extend(
+        Config(ConfigResourceType.TOPIC, name, key, value) for key, value in sorted(configs.items())
+    )
+    records.extend(
+        Partition.of(topic_id, partition_id, state) for partition_id, state in enumerate(partitions)
+    )
+    result = CreateTopicResult(
+        name,
+        topic_id=topic_id,
+        num_partitions=len(partitions),
+        replication_factor=len(partitions[0].replicas),
+        configs=_effective_configs(configs, defaults),
+    )
+    return records, result
+
+
+def _validated_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
+    """The topic's config overrides; TopicError with INVALID_CONFIG if one is null or bad."""
+    nulls = sorted(key for key, value in configs.items() if value is None)
+    if nulls:
+        raise TopicError(
+            ErrorCode.invalid_config,
+            f"Null value not supported for topic configs: {','.join(nulls)}",
+        )
+    checked = {key: value for key, value in configs.items() if value is not None}
+    for key, value in checked.items():
+        validate_topic_config(key, value)
+    return checked
+
+
+def _new_partitions(
+    image: MetadataImage, request: NewTopic, defaults: TopicDefaults
+) -> list[PartitionState]:
+    """The new topic's partitions, assigned by the operator or placed; raises TopicError."""
+    if request.assignments:
+        if request.replication_factor != -1:
+            raise TopicError(
+                ErrorCode.invalid_request,
+                "A manual partition assignment was specified, but replication factor was not "
+                "set to -1.",
+            )
+        if request.num_partitions != -1:
+            raise TopicError(
+                ErrorCode.invalid_request,
+                "A manual partition assignment was specified, but numPartitions was not set to -1.",
+            )
+        return _assigned_partitions(
+            image, request.assignments, first_partition=0, replication_factor=None
+        )
+    if request.replication_factor < -1 or request.replication_factor == 0:
+        raise TopicError(
+            ErrorCode.invalid_replication_factor,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        )
+    if request.num_partitions < -1 or request.num_partitions == 0:
+        raise TopicError(
+            ErrorCode.invalid_partitions,
+            "Number of partitions was set to an invalid non-positive value.",
+        )
+    num_partitions = (
+        defaults.num_partitions if request.num_partitions == -1 else request.num_partitions
+    )
+    replication_factor = (
+        defaults.replication_factor
+        if request.replication_factor == -1
+        else request.replication_factor
+    )
+    return _placed_partitions(image, request.name, num_partitions, replication_factor, 0)
+
+
+# --- DeleteTopics --------------------------------------------------------------------------------
+
+
+def delete_topics(
+    image: MetadataImage, names_or_ids: Sequence[str | UUID]
+) -> TopicsOutcome[DeleteTopicResult]:
+    """The RemoveTopic records of a DeleteTopics request, and one result per name or id.
+
+    Topics may be named (v0-v5, and v6 with a name) or given by id (v6). As in Kafka's
+    ControllerApis: a name or id given twice, the zero id, or a name whose topic's id is also
+    given, is INVALID_REQUEST; an unknown name UNKNOWN_TOPIC_OR_PARTITION; an unknown id
+    UNKNOWN_TOPIC_ID. Results come in request order, one per distinct name or id.
+    """
+    counts = Counter(names_or_ids)
+    given_ids = {item for item in names_or_ids if isinstance(item, UUID)}
+    records: list[MetadataRecord] = []
+    results: dict[str | UUID, DeleteTopicResult] = {}
+    for item in names_or_ids:
+        if item in results:
+            continue
+        results[item] = _delete_topic(image, item, counts[item] > 1, given_ids)
+        if results[item].error_code is ErrorCode.none:
+            records.append(RemoveTopic(results[item].topic_id))
+    return TopicsOutcome(tuple(records), tuple(results.values()))
+
+
+def _delete_topic(
+    image: MetadataImage, item: str | UUID, duplicated: bool, given_ids: set[UUID]
+) -> DeleteTopicResult:
+    """The result of deleting one named or identified topic."""
+    if isinstance(item, UUID):
+        if duplicated:
+            return DeleteTopicResult(None, item, ErrorCode.invalid_request, "Duplicate topic id.")
+        if item == _ZERO_UUID:
+            return DeleteTopicResult(
+                None,
+                item,
+                ErrorCode.invalid_request,
+                f"Attempt to find topic with invalid topicId {item}",
+            )
+        topic = image.topics.get(item)
+        if topic is None:
+            return DeleteTopicResult(
+                None, item, ErrorCode.unknown_topic_id, "This server does not host this topic ID."
+            )
+        return DeleteTopicResult(topic.name, item)
+    if duplicated:
+        return DeleteTopicResult(
+            item, _ZERO_UUID, ErrorCode.invalid_request, "Duplicate topic name."
+        )
+    topic_id = image.topic_ids.get(item)
+    if topic_id is None:
+        return DeleteTopicResult(
+            item,
+            _ZERO_UUID,
+            ErrorCode.unknown_topic_or_partition,
+            "This server does not host this topic-partition.",
+        )
+    if topic_id in given_ids:
+        # The id's own entry deletes the topic once; this one only reports the overlap.
+        return DeleteTopicResult(
+            item,
+            topic_id,
+            ErrorCode.invalid_request,
+            "The provided topic name maps to an ID that was already supplied.",
+        )
+    return DeleteTopicResult(item, topic_id)
+
+
+# --- CreatePartitions ----------------------------------------------------------------------------
+
+
+def create_partitions(
+    image: MetadataImage, requests: Sequence[PartitionsIncrease], *, validate_only: bool
+) -> TopicsOutcome[CreatePartitionsResult]:
+    """The Partition records of a CreatePartitions request, and one result per topic name.
+
+    New partitions keep the topic's replication factor (that of partition 0) and continue its
+    placement: the same start as at creation, from the current partition count on, so they land
+    where creating them with the topic would have put them. With `validate_only`, no records.
+    """
+    duplicates = _duplicates([request.name for request in requests])
+    records: list[MetadataRecord] = []
+    results: dict[str, CreatePartitionsResult] = {}
+    for request in requests:
+        if request.name in results:
+            continue
+        if request.name in duplicates:
+            results[request.name] = CreatePartitionsResult(
+                request.name, ErrorCode.invalid_request, "Duplicate topic name."
+            )
+            continue
+        try:
+            records.extend(_create_partitions(image, request))
+        except TopicError as error:
+            results[request.name] = CreatePartitionsResult(
+                request.name, error.error_code, error.message
+            )
+            continue
+        results[request.name] = CreatePartitionsResult(request.name)
+    return TopicsOutcome(() if validate_only else tuple(records), tuple(results.values()))
+
+
+def _create_partitions(image: MetadataImage, request: PartitionsIncrease) -> list[Partition]:
+    """The Partition records adding partitions to one topic; raises TopicError."""
+    topic = image.topic(request.name)
+    if topic is None:
+        raise TopicError(
+            ErrorCode.unknown_topic_or_partition,
+            "This server does not host this topic-partition.",
+        )
+    current = len(topic.partitions)
+    if request.count == current:
+        raise TopicError(ErrorCode.invalid_partitions, f"Topic already has {current} partition(s).")
+    if request.count < current:
+        raise TopicError(
+            ErrorCode.invalid_partitions,
+            f"The topic {request.name} currently has {current} partition(s); {request.count} "
+            "would not be an increase.",
+        )
+    additional = request.count - current
+    replication_factor = len(topic.partitions[0].replicas)
+    if request.assignments is None:
+        partitions = _placed_partitions(
+            image, request.name, additional, replication_factor, first_partition=current
+        )
+    else:
+        if len(request.assignments) != additional:
+            raise TopicError(
+                ErrorCode.invalid_replica_assignment,
+                f"Attempted to add {additional} additional partition(s), but only "
+                f"{len(request.assignments)} assignment(s) were specified.",
+            )
+        partitions = _assigned_partitions(
+            image,
+            list(enumerate(request.assignments, start=current)),
+            first_partition=current,
+            replication_factor=replication_factor,
+        )
+    return [
+        Partition.of(topic.topic_id, partition_id, state)
+        for partition_id, state in enumerate(partitions, start=current)
+    ]
