@@ -89,6 +89,7 @@ class ChangeCause(StrEnum):
 
     BROKER_FENCED = "broker_fenced"
     BROKER_UNFENCED = "broker_unfenced"
+    CONTROLLED_SHUTDOWN = "controlled_shutdown"
     UNCLEAN_REGISTRATION = "unclean_registration"
     ALTER_PARTITION = "alter_partition"
     PREFERRED_ELECTION = "preferred_election"
@@ -183,6 +184,26 @@ def unfence_broker(
     It does not rejoin the ISR here: only the leader can tell it has caught up (case E).
     """
     return _change(state, ChangeCause.BROKER_UNFENCED, brokers.unfencing(broker), config, state.isr)
+
+
+def shut_down_broker(
+    state: PartitionState, broker: int, brokers: BrokerFacts, config: PartitionConfig
+) -> PartitionChange | None:
+    """`broker` is in controlled shutdown: it hands its leaderships over and leaves the ISR.
+
+    The same moves as `fence_broker` (Kafka's controlled shutdown removes the broker from the
+    ISRs and elects other leaders the same way), with its own cause: the broker is still
+    running and flushes its logs before it stops, so it stays clean and, when the ISR drops
+    below MinISR, joins the ELR as a complete replica (cases A, C).
+    """
+    brokers = brokers.fencing(broker)
+    return _change(
+        state,
+        ChangeCause.CONTROLLED_SHUTDOWN,
+        brokers,
+        config,
+        target_isr=[r for r in state.isr if r != broker],
+    )
 
 
 def register_unclean_broker(
