@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -18,6 +19,11 @@ def write_atomically(path: Path, data: bytes) -> None:
             written = os.write(fd, view)
             view = view[written:]
         durability.sync_file(fd, temporary)
+    except OSError:
+        # Do not leave a partial temporary file holding space on a full disk.
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
     finally:
         os.close(fd)
     os.replace(temporary, path)

@@ -40,6 +40,9 @@ def read_checkpoint(path: Path, fields: int) -> list[list[str]] | None:
         return None
     except UnicodeDecodeError as error:
         raise CheckpointFormatError(f"{path}: not text") from error
+    if not text.endswith("\n"):
+        # Written whole with a final newline: without it the last number may be cut short.
+        raise CheckpointFormatError(f"{path}: cut short")
     lines = text.splitlines()
     if len(lines) < 2 or lines[0].strip() != str(CHECKPOINT_VERSION):
         raise CheckpointFormatError(f"{path}: missing or unknown version line")

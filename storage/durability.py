@@ -9,6 +9,7 @@ the kernel before the call returns and survives a SIGKILL of the process:
     R <source> <target>   <source> was renamed to <target> (then its directory was synced)
     U <path>              <path> was unlinked (then its directory was synced)
 
+(fields separated by tabs, so paths may hold spaces)
 `power_cut` replays a journal over data directories after the process was killed: each file is
 cut back to its last durable length and files never synced are deleted, as a power failure that
 drops the page cache would leave them. The length is taken *before* the fsync starts, so it
@@ -51,7 +52,7 @@ def sync_file(fd: int, path: str | os.PathLike[str]) -> None:
     """fdatasync `fd` (open on `path`) and record the length it made durable."""
     length = os.fstat(fd).st_size
     os.fdatasync(fd)
-    _record(f"F {length} {os.path.abspath(path)}")
+    _record(f"F\t{length}\t{os.path.abspath(path)}")
 
 
 def sync_directory(path: str | os.PathLike[str]) -> None:
@@ -65,12 +66,12 @@ def sync_directory(path: str | os.PathLike[str]) -> None:
 
 def record_rename(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
     """Note that `source` became `target` (call once the directory is synced)."""
-    _record(f"R {os.path.abspath(source)} {os.path.abspath(target)}")
+    _record(f"R\t{os.path.abspath(source)}\t{os.path.abspath(target)}")
 
 
 def record_unlink(path: str | os.PathLike[str]) -> None:
     """Note that `path` is gone (call once the directory is synced)."""
-    _record(f"U {os.path.abspath(path)}")
+    _record(f"U\t{os.path.abspath(path)}")
 
 
 def durable_lengths(journal: str | os.PathLike[str]) -> dict[str, int]:
@@ -81,12 +82,12 @@ def durable_lengths(journal: str | os.PathLike[str]) -> dict[str, int]:
             # A line cut short by the kill is incomplete and was never acted upon.
             if not line.endswith("\n"):
                 break
-            kind, _, rest = line.rstrip("\n").partition(" ")
+            kind, _, rest = line.rstrip("\n").partition("\t")
             if kind == "F":
-                length, _, path = rest.partition(" ")
+                length, _, path = rest.partition("\t")
                 lengths[path] = int(length)
             elif kind == "R":
-                source, _, target = rest.partition(" ")
+                source, _, target = rest.partition("\t")
                 moved = lengths.pop(source, None)
                 if moved is None:
                     lengths.pop(target, None)

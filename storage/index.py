@@ -34,7 +34,9 @@ class SparseIndex:
         self._keys = array("q")
         self._values = array("q")
         self._persisted = 0
-        self._file_entries = 0
+        # Entries in the file: unknown (-1) until loaded or written, so the first persist of an
+        # index that was not loaded (rebuilt in recovery) cuts away whatever the file held.
+        self._file_entries = -1
         # Bumped by every change, so a sync of an unchanged index costs nothing.
         self._version = 0
         self._synced_version = -1
@@ -126,7 +128,11 @@ class SparseIndex:
                 self._ENTRY.pack(self._keys[i], self._values[i])
                 for i in range(self._persisted, count)
             )
-            os.pwrite(fd, pending, self._persisted * size)
+            view = memoryview(pending)
+            position = self._persisted * size
+            while view:
+                written = os.pwrite(fd, view, position)
+                view, position = view[written:], position + written
         finally:
             os.close(fd)
         self._persisted = self._file_entries = count

@@ -215,7 +215,11 @@ class Log:
                 if recovery_start is None:
                     recovery_start = base_offset
                 expected = segments[-1].next_offset if segments else base_offset
-                recovered = segment.recover(epoch_cache, expected) > 0
+                recovered = segment.recover(epoch_cache, expected) > 0 or (
+                    # A segment rolled where the next one starts: ending short of it means a
+                    # cut between batches lost its tail, and later segments leave a hole.
+                    next_base is not None and segment.next_offset != next_base
+                )
                 if segment.size == 0 and segments:
                     segment.file.close()
                     _delete_segment_files(directory, base_offset)
@@ -376,6 +380,8 @@ class Log:
         try:
             self.leader_epoch_cache.assign(epoch, start_offset)
         except OSError as error:
+            # The entry is in memory though not on disk: drop it, as nothing gets appended.
+            self.leader_epoch_cache.truncate_from_end(self._log_end_offset, persist=False)
             raise StorageIOError(
                 f"cannot write the leader-epoch checkpoint of {self.directory}: {error}",
                 error.errno,
@@ -470,8 +476,10 @@ class Log:
     def _roll(self, base_offset: int) -> Segment:
         old = self._segments[-1]
         try:
-            new = Segment.create(self.directory, base_offset, self.config.index_interval_bytes)
+            # Seal first: a failure then leaves no new segment file behind, which would sit
+            # between the old segment and the next roll and misdirect reads after a reopen.
             old.seal()
+            new = Segment.create(self.directory, base_offset, self.config.index_interval_bytes)
         except OSError as error:
             raise StorageIOError(f"cannot roll {self.directory}: {error}", error.errno) from error
         self._segments.append(new)
@@ -748,6 +756,9 @@ def _delete_segment_files(directory: Path, base_offset: int) -> None:
 
 def _rebuild_epoch_cache(cache: LeaderEpochCache, segments: list[Segment]) -> None:
     """Every batch carries its partition leader epoch: replay them into the cache."""
+    # Recovery may already have fed it the epochs of the later segments, and `assign` ignores
+    # epochs older than the latest: start from nothing so the early epochs are not lost.
+    cache.clear(persist=False)
     for segment in segments:
         for _, header in segment.batches():
             cache.assign(header.partition_leader_epoch, header.base_offset, persist=False)

@@ -26,6 +26,7 @@ import structlog
 from storage import durability
 from storage.atomic_file import remove_durably, write_atomically
 from storage.checkpoint_file import CheckpointFormatError, read_checkpoint, write_checkpoint
+from storage.errors import StorageIOError
 from storage.log import Log, LogConfig, wall_clock_ms
 
 CLEAN_SHUTDOWN_MARKER = ".kraft_cleanshutdown"
@@ -182,7 +183,16 @@ class LogManager:
         log.info("log_deleted", topic=partition.topic, partition=partition.partition)
 
     def checkpoint(self) -> None:
-        """Write the recovery-point, high-watermark and log-start checkpoints of each dir."""
+        """Write the recovery-point, high-watermark and log-start checkpoints of each dir.
+
+        A disk error raises StorageIOError; the previous checkpoints stay in place.
+        """
+        try:
+            self._write_checkpoints()
+        except OSError as error:
+            raise StorageIOError(f"cannot write checkpoints: {error}", error.errno) from error
+
+    def _write_checkpoints(self) -> None:
         for directory in self.log_dirs:
             logs = sorted(
                 (partition, self._logs[partition])

@@ -136,7 +136,8 @@ class Segment:
         segment = cls(directory, base_offset, index_interval_bytes)
         segment.flushed_size = segment.size
         segment._name_synced = True
-        loaded = segment.offset_index.load(max_value=segment.size) and segment.time_index.load(
+        # Every index entry points at a batch start, so strictly before the end of the file.
+        loaded = segment.offset_index.load(max_value=segment.size - 1) and segment.time_index.load(
             max_value=MAX_RELATIVE_OFFSET
         )
         if not loaded or not segment._load_tail():
