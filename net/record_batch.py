@@ -50,6 +50,10 @@ _INT16 = struct.Struct(">h")
 # The whole 61-byte header in BatchHeader field order (writers pack it with the CRC last).
 HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
 
+_BATCH_LENGTH_FIELD = 1
+_MAGIC_FIELD = 3
+_new_header = tuple.__new__
+
 _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
@@ -173,21 +177,25 @@ def read_header(buffer: bytes | bytearray | memoryview, position: int = 0) -> Ba
     Raises CorruptBatchError when fewer than HEADER_SIZE bytes remain, UnsupportedMagicError for
     magic 0/1, and InvalidBatchError for a batch length too small to hold the header.
     """
-    if len(buffer) - position < HEADER_SIZE:
+    remaining = len(buffer) - position
+    if remaining < HEADER_SIZE:
         # Magic 0/1 messages can be shorter than a v2 header; name them properly if we can.
-        if len(buffer) - position > 16 and buffer[position + 16] in (0, 1):
+        if remaining > 16 and buffer[position + 16] in (0, 1):
             raise UnsupportedMagicError(f"message format magic {buffer[position + 16]}")
-        raise CorruptBatchError(
-            f"truncated batch header: {len(buffer) - position} bytes at position {position}"
+        raise CorruptBatchError(f"truncated batch header: {remaining} bytes at position {position}")
+    fields = HEADER_STRUCT.unpack_from(buffer, position)
+    # Checked on the raw tuple, and the tuple becomes the header without copying: this runs
+    # once per appended batch.
+    magic = fields[_MAGIC_FIELD]
+    if magic != MAGIC_V2:
+        if magic in (0, 1):
+            raise UnsupportedMagicError(f"message format magic {magic}")
+        raise CorruptBatchError(f"unknown magic {magic} at position {position}")
+    if fields[_BATCH_LENGTH_FIELD] < HEADER_SIZE - LOG_OVERHEAD:
+        raise InvalidBatchError(
+            f"batch length {fields[_BATCH_LENGTH_FIELD]} is below the header size"
         )
-    header = BatchHeader._make(HEADER_STRUCT.unpack_from(buffer, position))
-    if header.magic != MAGIC_V2:
-        if header.magic in (0, 1):
-            raise UnsupportedMagicError(f"message format magic {header.magic}")
-        raise CorruptBatchError(f"unknown magic {header.magic} at position {position}")
-    if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
-        raise InvalidBatchError(f"batch length {header.batch_length} is below the header size")
-    return header
+    return _new_header(BatchHeader, fields)
 
 
 def validate_batch(buffer: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
@@ -196,10 +204,10 @@ def validate_batch(buffer: bytes | bytearray | memoryview, position: int = 0) ->
     Records are not decoded. Raises a RecordBatchError subclass naming what is wrong.
     """
     header = read_header(buffer, position)
-    end = position + header.size
+    end = position + LOG_OVERHEAD + header.batch_length
     if end > len(buffer):
         raise CorruptBatchError(
-            f"batch at position {position} claims {header.size} bytes, "
+            f"batch at position {position} claims {end - position} bytes, "
             f"only {len(buffer) - position} remain"
         )
     if header.last_offset_delta < 0 or header.record_count < 0:
@@ -207,8 +215,8 @@ def validate_batch(buffer: bytes | bytearray | memoryview, position: int = 0) ->
             f"negative last offset delta {header.last_offset_delta} "
             f"or record count {header.record_count}"
         )
-    view = memoryview(buffer)[position + CRC_START : end]
-    actual = crc32c.crc32c(view)
+    view = buffer if isinstance(buffer, memoryview) else memoryview(buffer)
+    actual = crc32c.crc32c(view[position + CRC_START : end])
     if actual != header.crc:
         raise CorruptBatchError(
             f"CRC32C mismatch at position {position}: stored {header.crc:#010x}, "

@@ -426,8 +426,14 @@ class Log:
         now = self._clock()
         first_offset = placements[0].base_offset
         last_offset = placements[-1].next_offset - 1
+        segment = self._segments[-1]
         try:
-            segment = self._maybe_roll(size, first_offset, last_offset, now)
+            if segment.size and (
+                segment.size + size > self.config.segment_bytes
+                or now - (segment.first_append_ms or now) >= self.config.segment_ms
+                or last_offset - segment.base_offset > MAX_RELATIVE_OFFSET
+            ):
+                segment = self._roll(first_offset)
             segment.append(buffers, placements, size, now)
         except LogOfflineError:
             self._offline = True
@@ -436,12 +442,12 @@ class Log:
             self.leader_epoch_cache.truncate_from_end(self._log_end_offset, persist=False)
             raise
         self._log_end_offset = last_offset + 1
-        max_placement = placements[0]
-        record_count = 0
-        for placement, header in zip(placements, headers, strict=True):
-            record_count += header.record_count
-            if placement.max_timestamp > max_placement.max_timestamp:
-                max_placement = placement
+        # Producers send one batch per partition: skip the general loop for that case.
+        if len(placements) == 1:
+            max_placement, record_count = placements[0], headers[0].record_count
+        else:
+            max_placement = max(placements, key=_max_timestamp_of)
+            record_count = sum(header.record_count for header in headers)
         self._unflushed_messages += record_count
         info = AppendInfo(
             first_offset,
@@ -456,16 +462,6 @@ class Log:
         if flush_messages is not None and self._unflushed_messages >= flush_messages:
             self.flush()
         return info
-
-    def _maybe_roll(self, size: int, first_offset: int, last_offset: int, now: int) -> Segment:
-        active = self._segments[-1]
-        if active.size and (
-            active.size + size > self.config.segment_bytes
-            or now - (active.first_append_ms or now) >= self.config.segment_ms
-            or last_offset - active.base_offset > MAX_RELATIVE_OFFSET
-        ):
-            return self._roll(first_offset)
-        return active
 
     def roll(self) -> None:
         """Start a new segment at the log end offset (if the active one holds anything)."""
@@ -730,6 +726,10 @@ class Log:
     @property
     def offline(self) -> bool:
         return self._offline
+
+
+def _max_timestamp_of(placement: BatchPlacement) -> int:
+    return placement.max_timestamp
 
 
 def _discover_segments(directory: Path) -> list[int]:

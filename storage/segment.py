@@ -284,7 +284,10 @@ class Segment:
         """
         start = self.size
         try:
-            _write_all(self.file.fd, buffers, total_size)
+            if len(buffers) > _IOV_MAX or os.writev(self.file.fd, buffers) != total_size:
+                _finish_write(
+                    self.file.fd, buffers, total_size, os.fstat(self.file.fd).st_size - start
+                )
         except OSError as error:
             try:
                 os.ftruncate(self.file.fd, start)
@@ -485,12 +488,9 @@ class Segment:
             durability.record_unlink(path)
 
 
-def _write_all(fd: int, buffers: Sequence[Buffer], total_size: int) -> None:
-    """writev every buffer, resuming after short writes."""
-    written = os.writev(fd, buffers) if len(buffers) <= _IOV_MAX else 0
-    if written == total_size:
-        return
-    remaining = memoryview(b"".join(buffers))[written:]
+def _finish_write(fd: int, buffers: Sequence[Buffer], total_size: int, written: int) -> None:
+    """Write what a short (or skipped, when there are too many buffers) writev left over."""
+    remaining = memoryview(b"".join(buffers))[written:total_size]
     while remaining:
         remaining = remaining[os.write(fd, remaining) :]
 
