@@ -628,6 +628,14 @@ class RaftNode:
             return
         if request.candidate_epoch > self.epoch:
             self._become_unattached(request.candidate_epoch, None, now_ms)
+        elif self.role is Role.CANDIDATE and sender != self.node_id:
+            # Another candidate in our epoch: the vote is split (each voted for itself), and
+            # with a voter down neither may ever see a majority reject it. Retry after a short
+            # random backoff rather than a whole election timeout; timing is liveness only.
+            self._election_deadline_ms = min(
+                self._election_deadline_ms,
+                now_ms + self._jitter(self.config.election_backoff_max_ms),
+            )
         can_vote = self.role is Role.UNATTACHED and self.voted_for in (None, sender)
         if can_vote and up_to_date:
             if self.voted_for is None:

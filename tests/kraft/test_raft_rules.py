@@ -206,6 +206,31 @@ def test_follower_with_a_live_leader_refuses_pre_votes_until_the_fetch_timeout()
     assert isinstance(granted, VoteResponse) and granted.vote_granted
 
 
+def become_candidate(node: RaftNode, now_ms: int) -> None:
+    node.tick(now_ms)
+    node.receive(VoteResponse(ErrorCode.NONE, node.epoch, None, True, True), 2, now_ms)
+    assert role_of(node) is Role.CANDIDATE
+    node.take_ready()
+
+
+def test_a_split_vote_is_retried_after_a_short_backoff_not_a_whole_election_timeout() -> None:
+    split, alone = make_node(), make_node()
+    become_candidate(split, 5_000)
+    become_candidate(alone, 5_000)
+    # Voter 2 stands in the same epoch: it voted for itself, so neither of us can win while
+    # voter 3 is down. The candidate backs off (no jitter here: at once) and pre-votes again.
+    split.receive(VoteRequest(split.epoch, 2, 0, 0, pre_vote=False), 2, 5_001)
+    assert sent(split.take_ready(), VoteResponse) == [
+        (2, VoteResponse(ErrorCode.NONE, split.epoch, None, False, False))
+    ]
+    split.tick(5_002)
+    alone.tick(5_002)
+    assert role_of(split) is Role.PROSPECTIVE
+    assert role_of(alone) is Role.CANDIDATE
+    alone.tick(5_000 + CONFIG.election_timeout_ms)
+    assert role_of(alone) is Role.PROSPECTIVE
+
+
 def test_candidate_persists_its_own_vote_before_asking_for_votes() -> None:
     node = make_node(node_id=1)
     node.tick(5_000)
