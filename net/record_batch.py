@@ -52,6 +52,7 @@ HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
 
 _BATCH_LENGTH_FIELD = 1
 _MAGIC_FIELD = 3
+_MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 _new_header = tuple.__new__
 
 _COMPRESSION_MASK = 0x07
@@ -191,7 +192,7 @@ def read_header(buffer: bytes | bytearray | memoryview, position: int = 0) -> Ba
         if magic in (0, 1):
             raise UnsupportedMagicError(f"message format magic {magic}")
         raise CorruptBatchError(f"unknown magic {magic} at position {position}")
-    if fields[_BATCH_LENGTH_FIELD] < HEADER_SIZE - LOG_OVERHEAD:
+    if fields[_BATCH_LENGTH_FIELD] < _MIN_BATCH_LENGTH:
         raise InvalidBatchError(
             f"batch length {fields[_BATCH_LENGTH_FIELD]} is below the header size"
         )
@@ -203,12 +204,19 @@ def validate_batch(buffer: bytes | bytearray | memoryview, position: int = 0) ->
 
     Records are not decoded. Raises a RecordBatchError subclass naming what is wrong.
     """
-    header = read_header(buffer, position)
+    length = len(buffer)
+    if length - position < HEADER_SIZE:
+        return read_header(buffer, position)  # raises the precise error
+    fields = HEADER_STRUCT.unpack_from(buffer, position)
+    if fields[_MAGIC_FIELD] != MAGIC_V2 or fields[_BATCH_LENGTH_FIELD] < _MIN_BATCH_LENGTH:
+        return read_header(buffer, position)  # raises the precise error
+    # The checks above are read_header's, inline: this runs once per appended batch.
+    header: BatchHeader = _new_header(BatchHeader, fields)
     end = position + LOG_OVERHEAD + header.batch_length
-    if end > len(buffer):
+    if end > length:
         raise CorruptBatchError(
             f"batch at position {position} claims {end - position} bytes, "
-            f"only {len(buffer) - position} remain"
+            f"only {length - position} remain"
         )
     if header.last_offset_delta < 0 or header.record_count < 0:
         raise InvalidBatchError(
