@@ -8,6 +8,8 @@ ratios the storage targets are stated in:
 - 1 MiB appends, default flush policy, >= 70 % of the raw buffered write speed;
 - >= 100,000 appends/s of 1 KiB batches, default flush policy;
 - reads of 1 MiB from the page cache at >= 1 GB/s.
+It also measures 1 KiB batches appended 16 per call, as a broker appending what is queued for
+a partition at once would.
 """
 
 from __future__ import annotations
@@ -145,6 +147,20 @@ def main() -> None:
                 summary[f"append_{size // KIB}KiB_{policy}_ratio_to_raw"] = round(
                     mb_s / raw_mb_s, 3
                 )
+        # A broker can append every batch queued for a partition in one call: 16 x 1 KiB.
+        grouped = batch_of(KIB) * 16
+        grouped_seconds = statistics.median(
+            append_run(directory, grouped, 200_000 // 16, LogConfig()) for _ in range(args.repeats)
+        )
+        grouped_rate = round(200_000 / grouped_seconds)
+        emit(
+            measure="append_grouped",
+            batch_bytes=len(grouped) // 16,
+            batches_per_call=16,
+            flush_policy="default",
+            batches_per_s=grouped_rate,
+        )
+        summary["append_1KiB_grouped_16_batches_per_s"] = grouped_rate
         batch = batch_of(MIB)
         read_results = [read_run(directory, batch, 64, 512) for _ in range(args.repeats)]
         read_gb_s = statistics.median(size / seconds / 1e9 for seconds, size in read_results)
