@@ -101,7 +101,7 @@ from kraft.wire import (
 from net.api_registry import ApiRegistry, RequestContext
 from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
 from net.protocol import ProtocolError, error_response
-from net.server import KafkaServer
+from net.server import DEFAULT_CONNECTIONS_MAX_IDLE_MS, DEFAULT_MAX_REQUEST_SIZE, KafkaServer
 from storage.atomic_file import write_atomically
 from storage.errors import StorageError
 from storage.log import Log
@@ -208,8 +208,13 @@ class RaftDriver:
         snapshot_source: SnapshotSource | None = None,
         max_bytes_between_snapshots: int = DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS,
         max_idle_interval_ms: int = DEFAULT_MAX_IDLE_INTERVAL_MS,
+        max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
+        connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
     ) -> None:
-        """`max_idle_interval_ms` 0 turns the leader's NoOp appends off."""
+        """`max_idle_interval_ms` 0 turns the leader's NoOp appends off; `max_request_size` and
+        `connections_max_idle_ms` apply to the controller listener."""
+        self._max_request_size = max_request_size
+        self._connections_max_idle_ms = connections_max_idle_ms
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.voters = dict(voters)
@@ -280,7 +285,13 @@ class RaftDriver:
                 max_version=DESCRIBE_QUORUM_VERSION,
             )
             host, port = self._listen
-            self._server = KafkaServer(registry, host=host, port=port)
+            self._server = KafkaServer(
+                registry,
+                host=host,
+                port=port,
+                max_request_size=self._max_request_size,
+                connections_max_idle_ms=self._connections_max_idle_ms,
+            )
             await self._server.start()
         for peer, (host, port) in self.voters.items():
             if peer != self.node_id:

@@ -53,8 +53,7 @@ def raft_config(config: NodeConfig) -> RaftConfig:
 class NodeStatusView:
     """The admin API's read model of this node."""
 
-    def __init__(self, config: NodeConfig, driver: RaftDriver) -> None:
-        self._config = config
+    def __init__(self, driver: RaftDriver) -> None:
         self._driver = driver
 
     def readiness(self) -> str | None:
@@ -111,11 +110,13 @@ async def serve(config: NodeConfig) -> None:
         listen=(listener.host, listener.port) if listener is not None else None,
         max_bytes_between_snapshots=config.metadata_log_max_record_bytes_between_snapshots,
         max_idle_interval_ms=config.metadata_max_idle_interval_ms,
+        max_request_size=config.socket_request_max_bytes,
+        connections_max_idle_ms=config.connections_max_idle_ms,
     )
     await driver.start()
     runner: web.AppRunner | None = None
     if config.admin_listener is not None:
-        runner = web.AppRunner(create_app(NodeStatusView(config, driver)), access_log=None)
+        runner = web.AppRunner(create_app(NodeStatusView(driver)), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, config.admin_listener.host, config.admin_listener.port)
         await site.start()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import socket
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -181,3 +183,24 @@ def metadata_dir(cluster: Cluster, node_id: int) -> Path:
 
 def snapshots(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.checkpoint")) if directory.exists() else []
+
+
+def test_the_controller_listener_enforces_socket_request_max_bytes(tmp_path: Path) -> None:
+    cluster = Cluster.controllers(tmp_path, 1, **{"socket.request.max.bytes": "1024"})
+    try:
+        cluster.start_all()
+        cluster.wait_for("a leader", cluster.agreed_leader)
+        config = cluster.nodes[1].config_path.read_text()
+        port = int(config.split("controller.listener=127.0.0.1:")[1].split()[0])
+        # ApiVersions v0 with correlation id 7: well under the limit, answered.
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as small:
+            small.sendall(struct.pack(">ihhih", 10, 18, 0, 7, 0))
+            size = struct.unpack(">i", small.recv(4))[0]
+            assert size > 0
+        # Announcing a 2048-byte frame is over the limit: the connection is closed at once,
+        # where a node without the limit would wait for the body (and this read time out).
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as large:
+            large.sendall(struct.pack(">i", 2048))
+            assert large.recv(4) == b""
+    finally:
+        cluster.stop_all()
