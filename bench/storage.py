@@ -21,7 +21,6 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from net.records import Record, encode_batch
@@ -85,10 +84,6 @@ def read_run(directory: Path, batch: bytes, count: int, reads: int) -> tuple[flo
     log.close()
     shutil.rmtree(log_dir)
     return elapsed, total
-
-
-def median_of(repeats: int, run: Callable[[], float]) -> float:
-    return statistics.median(run() for _ in range(repeats))
 
 
 def emit(**fields: object) -> None:

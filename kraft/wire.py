@@ -500,21 +500,6 @@ def response_from_wire(response: WireResponse, request: Message) -> Message:
     )
 
 
-def api_of(message: Message) -> tuple[int, int]:
-    """The (api key, version) a quorum request travels as."""
-    if isinstance(message, VoteRequest):
-        return VOTE_KEY, VOTE_VERSION
-    if isinstance(message, BeginQuorumEpochRequest):
-        return BEGIN_QUORUM_EPOCH_KEY, BEGIN_QUORUM_EPOCH_VERSION
-    if isinstance(message, EndQuorumEpochRequest):
-        return END_QUORUM_EPOCH_KEY, END_QUORUM_EPOCH_VERSION
-    if isinstance(message, FetchRequest):
-        return FETCH_KEY, FETCH_VERSION
-    if isinstance(message, FetchSnapshotRequest):
-        return FETCH_SNAPSHOT_KEY, FETCH_SNAPSHOT_VERSION
-    raise TypeError(f"{type(message).__name__} is not a quorum request")
-
-
 # -- DescribeQuorum -------------------------------------------------------------------------------
 
 

@@ -69,11 +69,6 @@ class SparseIndex:
             return None
         return self._keys[index - 1], self._values[index - 1]
 
-    def truncate_to_key(self, key: int) -> None:
-        """Remove every entry whose key is >= `key`."""
-        index = bisect.bisect_left(self._keys, key)
-        self._truncate_entries(index)
-
     def truncate_to_value(self, value: int) -> None:
         """Remove every entry whose value is >= `value`."""
         index = bisect.bisect_left(self._values, value)
