@@ -191,6 +191,15 @@ def check_reopens(
 
 
 @contextmanager
+def scratch_copy(source: Path) -> Iterator[Path]:
+    """A throwaway copy of `source` to damage (hypothesis examples cannot share tmp_path)."""
+    with tempfile.TemporaryDirectory(prefix="crash-") as scratch:
+        copy = Path(scratch) / source.name
+        shutil.copytree(source, copy)
+        yield copy
+
+
+@contextmanager
 def opened(directory: Path, recovery_point: int) -> Iterator[Log]:
     """The log in `directory`, opened after an unclean stop; closed (no flush) on exit."""
     log = Log.open(directory, CONFIG, recovery_point=recovery_point, clean_shutdown=False)
@@ -203,10 +212,16 @@ def opened(directory: Path, recovery_point: int) -> Iterator[Log]:
 # -- log files cut ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "trust_recovery_point",
+    [True, False],
+    ids=["cut-beyond-the-recovery-point", "cut-anywhere-recover-from-the-start"],
+)
 @HYPOTHESIS
 @given(data=st.data())
-def test_log_files_cut_beyond_the_recovery_point(template: Template, data: st.DataObject) -> None:
-    places = template.cuttable(template.recovery_point)
+def test_log_files_cut(template: Template, data: st.DataObject, trust_recovery_point: bool) -> None:
+    recovery_point = template.recovery_point if trust_recovery_point else 0
+    places = template.cuttable(recovery_point)
     cuts = data.draw(
         st.lists(
             st.sampled_from(places).flatmap(
@@ -217,42 +232,15 @@ def test_log_files_cut_beyond_the_recovery_point(template: Template, data: st.Da
         ),
         label="cuts",
     )
-    with tempfile.TemporaryDirectory(prefix="crash-") as scratch:
-        directory = Path(scratch) / "log"
-        shutil.copytree(template.directory, directory)
+    with scratch_copy(template.directory) as directory:
         for name, position in cuts:
             cut(directory / name, position)
         kept = check_reopens(
             directory,
             template.appended,
-            recovery_point=template.recovery_point,
-            at_least=template.recovery_point,
+            recovery_point=recovery_point,
+            at_least=recovery_point,
         )
-        assert kept == min(first_lost(template.appended, name, position) for name, position in cuts)
-
-
-@HYPOTHESIS
-@given(data=st.data())
-def test_log_files_cut_anywhere_recover_from_the_start(
-    template: Template, data: st.DataObject
-) -> None:
-    places = template.cuttable(0)
-    cuts = data.draw(
-        st.lists(
-            st.sampled_from(places).flatmap(
-                lambda place: st.tuples(st.just(place[0]), st.integers(place[1], place[2]))
-            ),
-            min_size=1,
-            max_size=3,
-        ),
-        label="cuts",
-    )
-    with tempfile.TemporaryDirectory(prefix="crash-") as scratch:
-        directory = Path(scratch) / "log"
-        shutil.copytree(template.directory, directory)
-        for name, position in cuts:
-            cut(directory / name, position)
-        kept = check_reopens(directory, template.appended, recovery_point=0, at_least=0)
         # Recovery keeps every whole batch before the first cut, and nothing after it.
         assert kept == min(first_lost(template.appended, name, position) for name, position in cuts)
 
@@ -345,9 +333,7 @@ def _flip_and_check(
         ),
         label="flips",
     )
-    with tempfile.TemporaryDirectory(prefix="crash-") as scratch:
-        directory = Path(scratch) / "log"
-        shutil.copytree(template.directory, directory)
+    with scratch_copy(template.directory) as directory:
         for (name, position), mask in flips:
             flip(directory / name, position, mask)
         garbled = {first_lost(template.appended, name, position) for (name, position), _ in flips}
@@ -401,9 +387,7 @@ def test_index_files_cut_lose_nothing(template: Template, data: st.DataObject) -
         ),
         label="cuts",
     )
-    with tempfile.TemporaryDirectory(prefix="crash-") as scratch:
-        directory = Path(scratch) / "log"
-        shutil.copytree(template.directory, directory)
+    with scratch_copy(template.directory) as directory:
         for name, position in cuts:
             cut(directory / name, position)
         # A time index cut between entries still loads, and the segment's max timestamp is
@@ -434,9 +418,7 @@ def test_index_files_removed_lose_nothing(template: Template, data: st.DataObjec
     removed = data.draw(
         st.lists(st.sampled_from(indexes), min_size=1, unique=True), label="removed"
     )
-    with tempfile.TemporaryDirectory(prefix="crash-") as scratch:
-        directory = Path(scratch) / "log"
-        shutil.copytree(template.directory, directory)
+    with scratch_copy(template.directory) as directory:
         for name in removed:
             (directory / name).unlink()
         check_reopens(
@@ -473,9 +455,7 @@ def test_damaged_leader_epoch_checkpoint_is_rebuilt(
         ),
         label="log cut",
     )
-    with tempfile.TemporaryDirectory(prefix="crash-") as scratch:
-        directory = Path(scratch) / "log"
-        shutil.copytree(template.directory, directory)
+    with scratch_copy(template.directory) as directory:
         kind, position, garbage = damage
         if kind == "remove":
             (directory / CHECKPOINT_NAME).unlink()
@@ -586,9 +566,7 @@ def test_log_manager_without_shutdown_recovers_each_log(
             ),
             label=f"damage {partition.dir_name}",
         )
-    with tempfile.TemporaryDirectory(prefix="crash-") as scratch:
-        data_dir = Path(scratch) / "data"
-        shutil.copytree(manager_template.data_dir, data_dir)
+    with scratch_copy(manager_template.data_dir) as data_dir:
         for partition, (kind, (name, position)) in damages.items():
             path = data_dir / partition.dir_name / name
             if kind == "cut":
