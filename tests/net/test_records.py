@@ -277,7 +277,8 @@ def produce_with_librdkafka(compression: Compression) -> list[tuple[BatchHeader,
         {
             "test.mock.num.brokers": 1,
             "compression.type": compression.name.lower(),
-            "linger.ms": 1000,
+            # Long enough that the 40 records form one batch; flush() below sends it at once.
+            "linger.ms": 10000,
             "log_level": 3,
         }
     )
@@ -324,7 +325,11 @@ def test_librdkafka_batches_decode_to_the_same_records(
 ) -> None:
     batches = librdkafka_batches[compression]
 
-    assert {header.compression for header, _ in batches} == {compression}
+    # librdkafka sends a batch uncompressed when compressing would not shrink it, which can
+    # happen if its timing splits off a small batch; at least one must carry the codec.
+    codecs = [header.compression for header, _ in batches]
+    assert compression in codecs
+    assert set(codecs) <= {compression, Compression.NONE}
     assert [record for _, records in batches for record in records] == with_offsets(
         sample_records(), 0
     )
