@@ -40,3 +40,45 @@ class Quorum(BaseModel):
     high_watermark: int
     voters: list[ReplicaProgress]
     observers: list[ReplicaProgress]
+
+
+class Broker(BaseModel):
+    """A registered broker as the metadata log says."""
+
+    id: int
+    epoch: int = Field(description="the broker epoch: offset of its registration record")
+    incarnation_id: str
+    fenced: bool
+    in_controlled_shutdown: bool
+    rack: str | None
+    listeners: list[str] = Field(description="'NAME://host:port' per advertised listener")
+
+
+class Partition(BaseModel):
+    """One partition's replication state as the metadata log says."""
+
+    partition: int
+    leader: int = Field(description="-1 when the partition has no leader")
+    leader_epoch: int
+    partition_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    elr: list[int]
+    last_known_elr: list[int]
+
+
+class Topic(BaseModel):
+    """A topic with its configuration overrides and partitions."""
+
+    name: str
+    topic_id: str
+    configs: dict[str, str]
+    partitions: list[Partition]
+
+
+class Metadata(BaseModel):
+    """The metadata image of the node that answers, as of `metadata_offset`."""
+
+    metadata_offset: int = Field(description="the image holds every entry below this offset")
+    brokers: list[Broker]
+    topics: list[Topic]

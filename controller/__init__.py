@@ -1,9 +1,11 @@
 """The metadata state machine on top of `kraft`.
 
-Owns the metadata records and their binary encoding (`records`), one partition's replication
-state (`partition_state`), the pure partition change rules — ISR, ELR, LastKnownELR, leader
-election, AlterPartition validation (`partition_change`) — replica placement (`placement`), and
-the metadata image that every node replays from the metadata log and its snapshots (`image`).
-Still to come: the active controller serving broker registration, heartbeats and fencing,
-CreateTopics and friends, reassignment, unclean recovery and producer-id blocks.
+Pure rules: the metadata records and their encoding (`records`), the image every node replays
+from the metadata log (`image`), one partition's state (`partition_state`) and its changes —
+ISR, ELR, LastKnownELR, elections (`partition_change`) — placement (`placement`), topic
+requests (`topics`), broker sessions and fencing (`broker_lifecycle`), AlterPartition
+(`alter_partition`), ElectLeaders and the automatic preferred election (`elections`),
+producer-id blocks (`producer_ids`). Around them: the active controller (`quorum_controller`),
+its Kafka APIs (`wire`) and the client that reaches it (`client`).
+Still to come: reassignment and unclean recovery.
 """

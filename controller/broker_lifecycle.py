@@ -508,12 +508,12 @@ class _Batch:
         if change is None:
             return False
         self._states[tp] = change.state
-        self.records.append(_change_record(tp, state, change.state))
+        self.records.append(change_record(tp, state, change.state))
         self._partition_events.append(TopicPartitionEvent(tp, change.event))
         return True
 
 
-def _change_record(
+def change_record(
     tp: TopicPartition, old: PartitionState, new: PartitionState
 ) -> records.PartitionChange:
     """The PartitionChange record that turns `old` into `new` when replayed.

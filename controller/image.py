@@ -16,11 +16,14 @@ records for a snapshot.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import ClassVar
 from uuid import UUID
+
+import structlog
 
 from controller.partition_state import PartitionState
 from controller.records import (
@@ -45,6 +48,8 @@ from controller.records import (
     encode_record,
 )
 from kraft.messages import Entry, EntryKind, SnapshotId
+
+log = structlog.get_logger(__name__)
 
 # The producer-id block owner that snapshots name: no broker (as Kafka's image writer does).
 _NO_BROKER = -1
@@ -255,6 +260,13 @@ class MetadataDelta:
             case NoOp():
                 pass
 
+    def partition(self, topic_id: UUID, partition_id: int) -> PartitionState | None:
+        """A partition's state with the records replayed so far."""
+        partitions = self._partitions.get(topic_id)
+        if partitions is not None:
+            return partitions.get(partition_id)
+        return self._base.partition(topic_id, partition_id)
+
     def apply(self, end_offset: int, epoch: int) -> MetadataImage:
         """The image after the replayed records, as of the log position given."""
         base = self._base
@@ -395,7 +407,9 @@ class MetadataReplayer:
         delta = MetadataDelta(self._image)
         for entry in entries:
             if entry.kind is not EntryKind.LEADER_CHANGE:
-                delta.replay(decode_record(entry.data))
+                record = decode_record(entry.data)
+                delta.replay(record)
+                _log_applied(record, entry, delta)
         last = entries[-1]
         self._image = delta.apply(last.offset + 1, last.epoch)
 
@@ -417,3 +431,48 @@ class MetadataReplayer:
                 f"snapshot asked at offset {end_offset}, the image is at {self._image.end_offset}"
             )
         return [encode_record(record) for record in self._image.to_records()]
+
+
+def _log_applied(record: MetadataRecord, entry: Entry, delta: MetadataDelta) -> None:
+    """One `metadata_applied` event per state change replayed, with its epochs.
+
+    Partition records (topic creation) and NoOps are not state changes of their own: a topic
+    is logged once, by its Topic record.
+    """
+    match record:
+        case PartitionChange():
+            state = delta.partition(record.topic_id, record.partition_id)
+            assert state is not None
+            log.info(
+                "metadata_applied",
+                record="PartitionChange",
+                offset=entry.offset,
+                epoch=entry.epoch,
+                topic_id=str(record.topic_id),
+                partition=record.partition_id,
+                leader=state.leader,
+                leader_epoch=state.leader_epoch,
+                partition_epoch=state.partition_epoch,
+                isr=list(state.isr),
+                elr=list(state.elr),
+                last_known_elr=list(state.last_known_elr),
+            )
+        case Partition() | NoOp():
+            pass
+        case _:
+            log.info(
+                "metadata_applied",
+                record=type(record).__name__,
+                offset=entry.offset,
+                epoch=entry.epoch,
+                **{
+                    name: value
+                    if isinstance(value, (int, str, bool)) or value is None
+                    else str(value)
+                    for name, value in _fields(record)
+                },
+            )
+
+
+def _fields(record: MetadataRecord) -> Iterable[tuple[str, object]]:
+    return ((f.name, getattr(record, f.name)) for f in dataclasses.fields(record))

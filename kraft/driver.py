@@ -33,7 +33,7 @@ import contextlib
 import random
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -158,6 +158,17 @@ class LeadershipLostError(Exception):
     under the next leader, so the caller must re-read the log to know."""
 
 
+@dataclass(frozen=True, slots=True)
+class PendingAppend:
+    """Records appended by the leader in `epoch` at `[base_offset, end_offset)`; `committed`
+    resolves to `end_offset` once they commit."""
+
+    epoch: int
+    base_offset: int
+    end_offset: int
+    committed: asyncio.Future[int]
+
+
 class RaftListener(Protocol):
     """What the controller (and brokers) hear from the quorum."""
 
@@ -206,13 +217,15 @@ class RaftDriver:
         metadata_log: Log,
         listen: tuple[str, int] | None,
         snapshot_source: SnapshotSource | None = None,
+        api_registry: ApiRegistry | None = None,
         max_bytes_between_snapshots: int = DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS,
         max_idle_interval_ms: int = DEFAULT_MAX_IDLE_INTERVAL_MS,
         max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
         connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
     ) -> None:
         """`max_idle_interval_ms` 0 turns the leader's NoOp appends off; `max_request_size` and
-        `connections_max_idle_ms` apply to the controller listener."""
+        `connections_max_idle_ms` apply to the controller listener, which also serves the APIs
+        of `api_registry` (the controller's) besides the quorum's own."""
         self._max_request_size = max_request_size
         self._connections_max_idle_ms = connections_max_idle_ms
         self.node_id = node_id
@@ -224,6 +237,7 @@ class RaftDriver:
         self._state_path = Path(metadata_log.directory) / QUORUM_STATE_FILE
         self._snapshots = SnapshotStore(Path(metadata_log.directory))
         self._snapshot_source: SnapshotSource = snapshot_source or EmptyImage()
+        self._api_registry = api_registry if api_registry is not None else ApiRegistry()
         self._max_bytes_between_snapshots = max_bytes_between_snapshots
         self._max_idle_interval_ms = max_idle_interval_ms
         # Committed record-batch bytes since the latest snapshot (or since startup).
@@ -273,7 +287,7 @@ class RaftDriver:
                 snapshot.snapshot_id, snapshot.size, "raft_snapshot_opened"
             )
         if self._listen is not None:
-            registry = ApiRegistry()
+            registry = self._api_registry
             for api_key, version in _SERVED:
                 registry.register(
                     api_key, self._on_request, min_version=version, max_version=version
@@ -348,6 +362,15 @@ class RaftDriver:
         Raises NotLeaderError at once on a non-leader, LeadershipLostError if leadership ends
         before the records commit.
         """
+        return await self.submit(records).committed
+
+    def submit(self, records: Sequence[bytes]) -> PendingAppend:
+        """Append records as the leader, without waiting: their offsets are known at once.
+
+        The controller uses this to apply the records to its working image before anything
+        else can append. Raises NotLeaderError on a non-leader; `committed` fails with
+        LeadershipLostError if leadership ends before the records commit.
+        """
         node = self._require_node()
         result = node.append(list(records))
         if not isinstance(result, Appended):
@@ -357,7 +380,7 @@ class RaftDriver:
         self._pending_appends[result.end_offset] = committed
         self._last_append_ms = self._now_ms()
         self._process()
-        return await committed
+        return PendingAppend(result.epoch, result.base_offset, result.end_offset, committed)
 
     def quorum_view(self) -> QuorumView:
         """Leader, epoch, high watermark and (on the leader) each replica's progress, with
@@ -415,6 +438,16 @@ class RaftDriver:
     @property
     def leader_id(self) -> int | None:
         return self._node.leader_id if self._node is not None else None
+
+    @property
+    def epoch(self) -> int:
+        """The current quorum epoch."""
+        return self._require_node().epoch
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended entry will get."""
+        return self._require_node().log_end_offset
 
     # -- the Ready loop ------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from controller.partition_change import UncleanRecoveryStrategy
 from storage.log import LogConfig
 
 ENV_PREFIX = "KRAFT_"
@@ -44,13 +45,6 @@ class ConfigError(ValueError):
 class Role(StrEnum):
     BROKER = "broker"
     CONTROLLER = "controller"
-
-
-class UncleanRecoveryStrategy(StrEnum):
-    NONE = "none"
-    PROACTIVE = "proactive"
-    BALANCED = "balanced"
-    MANUAL = "manual"
 
 
 class Endpoint(BaseModel):
@@ -185,6 +179,9 @@ class NodeConfig(BaseModel):
         default=True, alias="eligible.leader.replicas.enable"
     )
     auto_leader_rebalance_enable: bool = Field(default=True, alias="auto.leader.rebalance.enable")
+    leader_imbalance_check_interval_seconds: int = Field(
+        default=300, alias="leader.imbalance.check.interval.seconds", ge=1
+    )
 
     log_segment_bytes: int = Field(
         default=1024 * 1024 * 1024, alias="log.segment.bytes", ge=14, le=2**31 - 1

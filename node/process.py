@@ -1,9 +1,10 @@
 """The life of one `kraft serve` process: start, run until a signal, stop cleanly.
 
 Start: format (or check) the log directories, open the logs, start the quorum member on the
-metadata log (a voter with the controller role, an observer otherwise), then the admin
-listener. Stop (SIGTERM or SIGINT): resign quorum leadership, close the listeners, flush every
-log and write the clean-shutdown marker.
+metadata log (a voter with the controller role, an observer otherwise) with the metadata image
+replayed from it, and with the controller role the controller that is active while this node
+leads the quorum; then the admin listener. Stop (SIGTERM or SIGINT): resign quorum leadership,
+close the listeners, flush every log and write the clean-shutdown marker.
 """
 
 from __future__ import annotations
@@ -17,9 +18,15 @@ from aiohttp import web
 
 from admin.app import create_app
 from admin.models import Quorum, ReplicaProgress
+from controller.broker_lifecycle import LifecycleConfig
+from controller.image import MetadataImage, MetadataReplayer
+from controller.partition_change import PartitionConfig
+from controller.quorum_controller import ControllerConfig, QuorumController
+from controller.topics import TopicDefaults
 from kraft.driver import RaftDriver
 from kraft.messages import QuorumView, ReplicaView
 from kraft.raft import RaftConfig
+from net.api_registry import ApiRegistry
 from node.config import NodeConfig, Role
 from node.meta_properties import ensure_formatted
 from storage import durability
@@ -50,11 +57,51 @@ def raft_config(config: NodeConfig) -> RaftConfig:
     )
 
 
+def controller_config(config: NodeConfig) -> ControllerConfig:
+    """The controller's rules from the node's configuration: broker-level values of topic
+    configs are the defaults of every topic."""
+    return ControllerConfig(
+        node_id=config.node_id,
+        cluster_id=config.cluster_id,
+        lifecycle=LifecycleConfig(
+            session_timeout_ms=config.broker_session_timeout_ms,
+            partition_defaults=PartitionConfig(
+                min_insync_replicas=config.min_insync_replicas,
+                eligible_leader_replicas_enable=config.eligible_leader_replicas_enable,
+                unclean_leader_election_enable=config.unclean_leader_election_enable,
+                unclean_recovery_strategy=config.unclean_recovery_strategy,
+            ),
+        ),
+        topic_defaults=TopicDefaults(
+            num_partitions=config.num_partitions,
+            replication_factor=config.default_replication_factor,
+            configs={
+                "min.insync.replicas": str(config.min_insync_replicas),
+                "unclean.leader.election.enable": str(
+                    config.unclean_leader_election_enable
+                ).lower(),
+                "segment.bytes": str(config.log_segment_bytes),
+                "segment.ms": str(config.log_roll_ms),
+                "retention.ms": str(
+                    -1 if config.log_retention_ms is None else config.log_retention_ms
+                ),
+                "retention.bytes": str(
+                    -1 if config.log_retention_bytes is None else config.log_retention_bytes
+                ),
+                "max.message.bytes": str(config.message_max_bytes),
+            },
+        ),
+        auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
+        leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_seconds * 1000,
+    )
+
+
 class NodeStatusView:
     """The admin API's read model of this node."""
 
-    def __init__(self, driver: RaftDriver) -> None:
+    def __init__(self, driver: RaftDriver, replayer: MetadataReplayer) -> None:
         self._driver = driver
+        self._replayer = replayer
 
     def readiness(self) -> str | None:
         view = self._driver.quorum_view()
@@ -64,6 +111,9 @@ class NodeStatusView:
 
     async def quorum(self) -> Quorum:
         return quorum_model(await self._driver.describe_quorum())
+
+    def metadata_image(self) -> MetadataImage:
+        return self._replayer.image
 
 
 def quorum_model(view: QuorumView) -> Quorum:
@@ -98,6 +148,8 @@ async def serve(config: NodeConfig) -> None:
     metadata_log.config = metadata_log_config(config)
     is_voter = Role.CONTROLLER in config.process_roles
     listener = config.controller_listener if is_voter else None
+    replayer = MetadataReplayer()
+    controller_apis = ApiRegistry()
     driver = RaftDriver(
         node_id=config.node_id,
         cluster_id=config.cluster_id,
@@ -108,15 +160,23 @@ async def serve(config: NodeConfig) -> None:
         config=raft_config(config),
         metadata_log=metadata_log,
         listen=(listener.host, listener.port) if listener is not None else None,
+        snapshot_source=replayer,
+        api_registry=controller_apis,
         max_bytes_between_snapshots=config.metadata_log_max_record_bytes_between_snapshots,
         max_idle_interval_ms=config.metadata_max_idle_interval_ms,
         max_request_size=config.socket_request_max_bytes,
         connections_max_idle_ms=config.connections_max_idle_ms,
     )
+    driver.add_listener(replayer)
+    controller: QuorumController | None = None
+    if is_voter:
+        controller = QuorumController(driver, replayer, controller_config(config))
+        controller.register_apis(controller_apis)
+        driver.add_listener(controller)
     await driver.start()
     runner: web.AppRunner | None = None
     if config.admin_listener is not None:
-        runner = web.AppRunner(create_app(NodeStatusView(driver)), access_log=None)
+        runner = web.AppRunner(create_app(NodeStatusView(driver, replayer)), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, config.admin_listener.host, config.admin_listener.port)
         await site.start()
@@ -134,6 +194,8 @@ async def serve(config: NodeConfig) -> None:
     )
     await stop.wait()
     log.info("node_stopping", node_id=config.node_id)
+    if controller is not None:
+        await controller.stop()
     await driver.stop()
     if runner is not None:
         await runner.cleanup()

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+CLUSTER_ID = "integration"
+
 
 def free_ports(count: int) -> list[int]:
     """Ports the kernel just handed out (closed again, so a process may bind them)."""
@@ -80,7 +82,7 @@ class Cluster:
             data_dir = root / f"node{node_id}"
             config = {
                 "node.id": str(node_id),
-                "cluster.id": "integration",
+                "cluster.id": CLUSTER_ID,
                 "process.roles": "controller",
                 "controller.quorum.voters": voters,
                 "controller.listener": f"127.0.0.1:{controller_ports[index]}",
@@ -94,6 +96,20 @@ class Cluster:
                 node_id, config_path, data_dir, admin_ports[index], root / f"node{node_id}.log"
             )
         return cluster
+
+    def voters(self) -> dict[int, tuple[str, int]]:
+        """Voter id -> (host, port) of its controller listener."""
+        first = next(iter(self.nodes.values()))
+        for line in first.config_path.read_text().splitlines():
+            key, _, value = line.partition("=")
+            if key == "controller.quorum.voters":
+                voters = {}
+                for voter in value.split(","):
+                    node_id, _, address = voter.partition("@")
+                    host, _, port = address.rpartition(":")
+                    voters[int(node_id)] = (host, int(port))
+                return voters
+        raise AssertionError("no controller.quorum.voters in the node configuration")
 
     def start(self, node_id: int) -> None:
         node = self.nodes[node_id]

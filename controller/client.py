@@ -1,0 +1,209 @@
+"""The caller's side of the controller APIs: reach the active controller, whichever it is.
+
+Brokers (registration, heartbeats, AlterPartition, producer-id blocks), the admin API's
+forwarded mutations and tools all talk to the active controller through a `ControllerClient`,
+as Kafka's brokers do through their controller channel: it sends to the last controller that
+answered, and on NOT_CONTROLLER or a connection failure tries the next voter, with a short
+backoff, until the deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import structlog
+from kio.schema.errors import ErrorCode
+from kio.static.protocol import Payload
+
+from controller import wire
+from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
+from net.protocol import field_entity_type, make_entity, request_schema
+
+log = structlog.get_logger(__name__)
+
+# How long to wait before going round the voters again when none is the active controller
+# (an election takes about an election timeout).
+RETRY_BACKOFF_S = 0.05
+
+# The fields that hold per-item results in the controller APIs' responses.
+_RESULT_LISTS = ("topics", "responses", "results", "replica_election_results")
+
+
+class NoControllerError(Exception):
+    """No voter answered as the active controller before the deadline."""
+
+
+def is_not_controller(response: Any) -> bool:
+    """Whether `response` is a NOT_CONTROLLER refusal: top-level, or on every item of the
+    responses whose errors are per topic (CreateTopics, DeleteTopics, CreatePartitions)."""
+    if getattr(response, "error_code", None) == ErrorCode.not_controller:
+        return True
+    for name in _RESULT_LISTS:
+        items = getattr(response, name, None)
+        if items and all(
+            getattr(item, "error_code", None) == ErrorCode.not_controller for item in items
+        ):
+            return True
+    return False
+
+
+class ControllerClient:
+    """Sends controller API requests to the active controller among `voters`."""
+
+    def __init__(
+        self,
+        voters: Mapping[int, tuple[str, int]],
+        *,
+        client_id: str,
+        request_timeout: float = 5.0,
+    ) -> None:
+        self._connections = {
+            voter: NodeConnection(host, port, client_id=client_id, request_timeout=request_timeout)
+            for voter, (host, port) in sorted(voters.items())
+        }
+        self._active: int | None = None
+
+    @property
+    def active_controller(self) -> int | None:
+        """The voter that last answered as the active controller, if any."""
+        return self._active
+
+    async def send(self, request: Payload, *, deadline_s: float = 30.0) -> Any:
+        """The active controller's response to `request`.
+
+        Raises NoControllerError if no voter answers as the active controller within
+        `deadline_s` seconds.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + deadline_s
+        while True:
+            for voter in self._candidates():
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                connection = self._connections[voter]
+                try:
+                    response = await connection.send(
+                        request, timeout=min(remaining, connection.request_timeout)
+                    )
+                except (KafkaConnectionError, RequestTimedOutError) as error:
+                    log.debug("controller_unreachable", voter=voter, error=str(error))
+                    if self._active == voter:
+                        self._active = None
+                    continue
+                if is_not_controller(response):
+                    if self._active == voter:
+                        self._active = None
+                    continue
+                self._active = voter
+                return response
+            if loop.time() + RETRY_BACKOFF_S >= deadline:
+                raise NoControllerError(
+                    f"no active controller among voters {sorted(self._connections)} "
+                    f"within {deadline_s} s"
+                )
+            await asyncio.sleep(RETRY_BACKOFF_S)
+
+    async def close(self) -> None:
+        for connection in self._connections.values():
+            await connection.close()
+
+    def _candidates(self) -> list[int]:
+        voters = list(self._connections)
+        if self._active is None:
+            return voters
+        return [self._active] + [v for v in voters if v != self._active]
+
+
+# --- requests, at the highest version the controller serves ---------------------------------------
+
+
+def _request(api_key: int, **values: Any) -> Payload:
+    version = max(served.max_version for served in wire.SERVED if served.api_key == api_key)
+    schema = request_schema(api_key, version)
+    assert schema is not None
+    return make_entity(schema, **values)
+
+
+def _entity(api_key: int, *path: str, **values: Any) -> Any:
+    version = max(served.max_version for served in wire.SERVED if served.api_key == api_key)
+    entity: type = request_schema(api_key, version)  # type: ignore[assignment]
+    for name in path:
+        entity = field_entity_type(entity, name)
+    return make_entity(entity, **values)
+
+
+def broker_registration_request(
+    broker_id: int,
+    cluster_id: str,
+    incarnation_id: uuid.UUID,
+    listeners: Sequence[tuple[str, str, int]],
+    *,
+    rack: str | None = None,
+    previous_broker_epoch: int = -1,
+) -> Payload:
+    """BrokerRegistration with (name, host, port) PLAINTEXT listeners."""
+    key = wire.BROKER_REGISTRATION_KEY
+    return _request(
+        key,
+        broker_id=broker_id,
+        cluster_id=cluster_id,
+        incarnation_id=incarnation_id,
+        listeners=tuple(
+            _entity(key, "listeners", name=name, host=host, port=port, security_protocol=0)
+            for name, host, port in listeners
+        ),
+        features=(),
+        rack=rack,
+        previous_broker_epoch=previous_broker_epoch,
+    )
+
+
+def broker_heartbeat_request(
+    broker_id: int,
+    broker_epoch: int,
+    current_metadata_offset: int,
+    *,
+    want_fence: bool = False,
+    want_shut_down: bool = False,
+) -> Payload:
+    return _request(
+        wire.BROKER_HEARTBEAT_KEY,
+        broker_id=broker_id,
+        broker_epoch=broker_epoch,
+        current_metadata_offset=current_metadata_offset,
+        want_fence=want_fence,
+        want_shut_down=want_shut_down,
+    )
+
+
+def create_topics_request(
+    topics: Sequence[tuple[str, int, int]],
+    *,
+    configs: Mapping[str, str] | None = None,
+    validate_only: bool = False,
+) -> Payload:
+    """CreateTopics of (name, partitions, replication factor), each with `configs`."""
+    key = wire.CREATE_TOPICS_KEY
+    return _request(
+        key,
+        topics=tuple(
+            _entity(
+                key,
+                "topics",
+                name=name,
+                num_partitions=partitions,
+                replication_factor=replication_factor,
+                assignments=(),
+                configs=tuple(
+                    _entity(key, "topics", "configs", name=config, value=value)
+                    for config, value in (configs or {}).items()
+                ),
+            )
+            for name, partitions, replication_factor in topics
+        ),
+        validate_only=validate_only,
+    )

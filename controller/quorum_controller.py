@@ -1,0 +1,500 @@
+"""The active controller: the quorum leader turns requests into metadata records.
+
+Every voter runs a `QuorumController`. While its node leads the quorum it is *active*: it
+serves the controller APIs (`controller.wire.SERVED`) on the controller listener; otherwise it
+answers NOT_CONTROLLER and the callers find the leader. As in Kafka's QuorumController:
+
+- On becoming leader it waits until every entry of earlier epochs is committed and replayed
+  (the committed image then holds all the metadata there is), and starts from that image with
+  fresh broker sessions (`BrokerLifecycle.activate`). Nothing else carries over.
+- Each request runs to completion on the event loop without awaiting: the pure rules compute
+  the records from the *working image* (committed plus everything this controller appended),
+  the records are appended, and the working image replays them at once, so the next request
+  sees them. The response goes out only once the records commit (or, for a request that
+  appends nothing, once everything appended before it committed), so no caller ever sees
+  metadata a failover could undo. Leadership lost before the commit answers NOT_CONTROLLER:
+  the records may or may not survive, and the caller retries against the new controller, which
+  sees either all of a request's records or none (they are one atomic batch).
+- Timers, on the active controller only: broker sessions expire (fencing), and with
+  `auto.leader.rebalance.enable` preferred leaders are restored periodically.
+
+Every state change is logged three times, with its epochs: `*_requested` when the records
+are appended (with their offsets), `*_committed` when they commit, and `metadata_applied`
+(by `MetadataReplayer`, on every node) when they are replayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from controller import wire
+from controller.alter_partition import alter_partitions
+from controller.broker_lifecycle import (
+    BrokerLifecycle,
+    LifecycleChange,
+    LifecycleConfig,
+    TopicPartitionEvent,
+)
+from controller.elections import ElectionsOutcome, elect_leaders, rebalance_leaders
+from controller.image import MetadataDelta, MetadataImage, MetadataReplayer
+from controller.producer_ids import allocate_producer_ids
+from controller.records import MetadataRecord, encode_record
+from controller.topics import TopicDefaults, create_partitions, create_topics, delete_topics
+from kraft.driver import LeadershipLostError, NotLeaderError, RaftDriver
+from kraft.messages import Entry, SnapshotId
+from net.api_registry import ApiRegistry, RequestContext
+
+log = structlog.get_logger(__name__)
+
+_Result = TypeVar("_Result")
+
+# How often the active controller looks for expired broker sessions.
+SESSION_CHECK_INTERVAL_S = 0.1
+
+
+class NotControllerError(Exception):
+    """This node is not the active controller (or stopped being it before the commit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    """What the active controller needs of the node's configuration."""
+
+    node_id: int
+    cluster_id: str
+    lifecycle: LifecycleConfig
+    topic_defaults: TopicDefaults
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_ms: int = 300_000
+    # How long a request waits for this node to finish becoming the active controller.
+    activation_timeout_ms: int = 5_000
+
+
+@dataclass(slots=True)
+class _Active:
+    """The state of the active controller, for one leader epoch."""
+
+    epoch: int
+    image: MetadataImage
+    lifecycle: BrokerLifecycle
+    # The commit of the latest append: a request appending nothing answers after it.
+    last_commit: asyncio.Future[int] | None = None
+
+
+class QuorumController:
+    """The controller of one voter: active while its node leads the quorum.
+
+    Register it as a `RaftListener` after the `MetadataReplayer`, so the committed image is
+    current when it hears of a commit, and `register_apis` on the controller listener's
+    registry before the driver starts.
+    """
+
+    def __init__(
+        self,
+        driver: RaftDriver,
+        replayer: MetadataReplayer,
+        config: ControllerConfig,
+        *,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self._driver = driver
+        self._replayer = replayer
+        self._config = config
+        self._clock = clock
+        self._active: _Active | None = None
+        self._activated = asyncio.Event()
+        self._committed = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._timers: asyncio.Task[None] | None = None
+
+    # -- wiring ------------------------------------------------------------------------------
+
+    def register_apis(self, registry: ApiRegistry) -> None:
+        """Serve the controller APIs on `registry`."""
+        handlers: dict[int, Callable[[RequestContext, Any], Any]] = {
+            wire.BROKER_REGISTRATION_KEY: self._on_broker_registration,
+            wire.BROKER_HEARTBEAT_KEY: self._on_broker_heartbeat,
+            wire.ALTER_PARTITION_KEY: self._on_alter_partition,
+            wire.ALLOCATE_PRODUCER_IDS_KEY: self._on_allocate_producer_ids,
+            wire.CREATE_TOPICS_KEY: self._on_create_topics,
+            wire.DELETE_TOPICS_KEY: self._on_delete_topics,
+            wire.CREATE_PARTITIONS_KEY: self._on_create_partitions,
+            wire.ELECT_LEADERS_KEY: self._on_elect_leaders,
+        }
+        for served in wire.SERVED:
+            registry.register(
+                served.api_key,
+                handlers[served.api_key],
+                min_version=served.min_version,
+                max_version=served.max_version,
+            )
+
+    async def stop(self) -> None:
+        self._deactivate("stopping")
+        for task in list(self._tasks):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    @property
+    def is_active(self) -> bool:
+        return self._active is not None
+
+    # -- RaftListener -----------------------------------------------------------------------
+
+    def on_commit(self, entries: Sequence[Entry]) -> None:
+        self._committed.set()
+
+    def on_leader_change(self, leader_id: int | None, leader_epoch: int) -> None:
+        if leader_id == self._config.node_id and self._driver.is_leader:
+            self._spawn(self._activate(leader_epoch))
+        else:
+            self._deactivate(f"leader is now {leader_id} in epoch {leader_epoch}")
+
+    def on_snapshot_loaded(self, snapshot_id: SnapshotId, records: Sequence[bytes]) -> None:
+        """Nothing: the replayer owns the image, and a leader never loads a snapshot."""
+
+    # -- becoming active and inactive ---------------------------------------------------------
+
+    async def _activate(self, epoch: int) -> None:
+        # Everything of earlier epochs is below this leader's first entry of its own epoch;
+        # once that commits, the committed image holds all the metadata there is.
+        target = self._driver.log_end_offset
+        while self._replayer.image.end_offset < target:
+            self._committed.clear()
+            await self._committed.wait()
+            if not self._driver.is_leader or self._driver.epoch != epoch:
+                return
+        image = self._replayer.image
+        self._active = _Active(
+            epoch, image, BrokerLifecycle.activate(image, self._now_ms(), self._config.lifecycle)
+        )
+        self._activated.set()
+        log.info(
+            "controller_activated",
+            node_id=self._config.node_id,
+            leader_epoch=epoch,
+            metadata_offset=image.end_offset,
+            brokers=len(image.brokers),
+            topics=len(image.topics),
+        )
+        self._timers = self._spawn(self._run_timers(epoch))
+
+    def _deactivate(self, reason: str) -> None:
+        if self._timers is not None:
+            self._timers.cancel()
+            self._timers = None
+        self._activated.clear()
+        if self._active is not None:
+            log.info(
+                "controller_deactivated",
+                node_id=self._config.node_id,
+                leader_epoch=self._active.epoch,
+                reason=reason,
+            )
+            self._active = None
+
+    async def _active_state(self) -> _Active:
+        if self._active is None:
+            if not self._driver.is_leader:
+                raise NotControllerError
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self._activated.wait(), self._config.activation_timeout_ms / 1000
+                )
+        if self._active is None:
+            raise NotControllerError
+        return self._active
+
+    # -- writing ------------------------------------------------------------------------------
+
+    async def _write(
+        self,
+        operation: str,
+        build: Callable[[_Active, int], tuple[Sequence[MetadataRecord], _Result]],
+        **context: Any,
+    ) -> _Result:
+        """Runs `build` on the working image, appends its records, answers once committed.
+
+        `build` gets the active state and the offset the first record will get. Raises
+        NotControllerError when this node is not (or stops being) the active controller.
+        """
+        active = await self._active_state()
+        next_offset = self._driver.log_end_offset
+        records, result = build(active, next_offset)
+        if not records:
+            pending = active.last_commit
+            if pending is not None and not pending.done():
+                await self._await_commit(asyncio.shield(pending))
+            return result
+        try:
+            appended = self._driver.submit([encode_record(record) for record in records])
+        except NotLeaderError as error:
+            raise NotControllerError from error
+        delta = MetadataDelta(active.image)
+        for record in records:
+            delta.replay(record)
+        active.image = delta.apply(appended.end_offset, appended.epoch)
+        active.last_commit = appended.committed
+        log.info(
+            f"{operation}_requested",
+            leader_epoch=appended.epoch,
+            base_offset=appended.base_offset,
+            end_offset=appended.end_offset,
+            records=len(records),
+            **context,
+        )
+        await self._await_commit(appended.committed)
+        log.info(
+            f"{operation}_committed",
+            leader_epoch=appended.epoch,
+            end_offset=appended.end_offset,
+            **context,
+        )
+        return result
+
+    async def _await_commit(self, commit: asyncio.Future[int]) -> None:
+        try:
+            await commit
+        except LeadershipLostError as error:
+            raise NotControllerError from error
+
+    # -- broker lifecycle ---------------------------------------------------------------------
+
+    async def _on_broker_registration(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        if request.cluster_id != self._config.cluster_id:
+            return wire.registration_error(version, ErrorCode.inconsistent_cluster_id)
+        registration = wire.registration_request(request)
+
+        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+            outcome = active.lifecycle.register(
+                active.image, registration, self._now_ms(), next_offset
+            )
+            self._log_lifecycle(outcome.change)
+            return outcome.change.records, outcome
+
+        try:
+            outcome = await self._write(
+                "broker_registration",
+                build,
+                broker_id=registration.broker_id,
+                incarnation_id=str(registration.incarnation_id),
+                previous_broker_epoch=registration.previous_broker_epoch,
+            )
+        except NotControllerError:
+            return wire.registration_error(version, ErrorCode.not_controller)
+        return wire.registration_response(version, outcome)
+
+    async def _on_broker_heartbeat(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        heartbeat = wire.heartbeat_request(request)
+
+        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+            outcome = active.lifecycle.heartbeat(
+                active.image, heartbeat, self._now_ms(), next_offset
+            )
+            self._log_lifecycle(outcome.change)
+            return outcome.change.records, outcome
+
+        try:
+            outcome = await self._write(
+                "broker_heartbeat",
+                build,
+                broker_id=heartbeat.broker_id,
+                broker_epoch=heartbeat.broker_epoch,
+            )
+        except NotControllerError:
+            return wire.heartbeat_error(version, ErrorCode.not_controller)
+        return wire.heartbeat_response(version, outcome)
+
+    async def _on_alter_partition(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        batch = wire.alter_partition_request(version, request)
+
+        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+            outcome = alter_partitions(active.image, active.lifecycle, batch)
+            self._log_partition_events(outcome.events)
+            return outcome.records, outcome
+
+        try:
+            outcome = await self._write(
+                "alter_partition",
+                build,
+                broker_id=batch.broker_id,
+                broker_epoch=batch.broker_epoch,
+                partitions=len(batch.partitions),
+            )
+        except NotControllerError:
+            return wire.alter_partition_error(version, ErrorCode.not_controller)
+        return wire.alter_partition_response(version, outcome)
+
+    async def _on_allocate_producer_ids(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+
+        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+            outcome = allocate_producer_ids(active.image, request.broker_id, request.broker_epoch)
+            return outcome.records, outcome
+
+        try:
+            outcome = await self._write("producer_ids", build, broker_id=request.broker_id)
+        except NotControllerError:
+            return wire.producer_ids_error(version, ErrorCode.not_controller)
+        return wire.producer_ids_response(version, outcome)
+
+    # -- topics -------------------------------------------------------------------------------
+
+    async def _on_create_topics(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        new_topics = wire.create_topics_request(request)
+
+        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+            outcome = create_topics(
+                active.image,
+                new_topics,
+                self._config.topic_defaults,
+                validate_only=request.validate_only,
+            )
+            return outcome.records, outcome.results
+
+        try:
+            results = await self._write(
+                "create_topics", build, topics=[topic.name for topic in new_topics]
+            )
+        except NotControllerError:
+            return wire.create_topics_error(version, request, ErrorCode.not_controller)
+        return wire.create_topics_response(version, results)
+
+    async def _on_delete_topics(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        names_or_ids = wire.delete_topics_request(version, request)
+
+        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+            outcome = delete_topics(active.image, names_or_ids)
+            return outcome.records, outcome.results
+
+        try:
+            results = await self._write(
+                "delete_topics", build, topics=[str(item) for item in names_or_ids]
+            )
+        except NotControllerError:
+            return wire.delete_topics_error(version, request, ErrorCode.not_controller)
+        return wire.delete_topics_response(version, results)
+
+    async def _on_create_partitions(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        increases = wire.create_partitions_request(request)
+
+        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+            outcome = create_partitions(
+                active.image, increases, validate_only=request.validate_only
+            )
+            return outcome.records, outcome.results
+
+        try:
+            results = await self._write(
+                "create_partitions",
+                build,
+                topics={increase.name: increase.count for increase in increases},
+            )
+        except NotControllerError:
+            return wire.create_partitions_error(version, request, ErrorCode.not_controller)
+        return wire.create_partitions_response(version, results)
+
+    async def _on_elect_leaders(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        election_type, partitions = wire.elect_leaders_request(request)
+
+        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+            outcome = elect_leaders(active.image, active.lifecycle, election_type, partitions)
+            self._log_partition_events(outcome.events)
+            return outcome.records, outcome
+
+        try:
+            outcome: ElectionsOutcome = await self._write(
+                "elect_leaders", build, election_type=election_type.name.lower()
+            )
+        except NotControllerError:
+            return wire.elect_leaders_response(version, (), ErrorCode.not_controller)
+        return wire.elect_leaders_response(version, outcome.results)
+
+    # -- timers -------------------------------------------------------------------------------
+
+    async def _run_timers(self, epoch: int) -> None:
+        loop = asyncio.get_running_loop()
+        interval_s = self._config.leader_imbalance_check_interval_ms / 1000
+        next_rebalance = loop.time() + interval_s
+        while self._active is not None and self._active.epoch == epoch:
+            await asyncio.sleep(SESSION_CHECK_INTERVAL_S)
+            try:
+                await self._expire_sessions()
+                if self._config.auto_leader_rebalance_enable and loop.time() >= next_rebalance:
+                    next_rebalance = loop.time() + interval_s
+                    await self._rebalance_leaders()
+            except NotControllerError:
+                return
+
+    async def _expire_sessions(self) -> None:
+        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], None]:
+            change = active.lifecycle.expire_sessions(active.image, self._now_ms())
+            self._log_lifecycle(change)
+            return change.records, None
+
+        await self._write("session_expiry", build)
+
+    async def _rebalance_leaders(self) -> None:
+        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], None]:
+            outcome = rebalance_leaders(active.image, active.lifecycle)
+            self._log_partition_events(outcome.events)
+            return outcome.records, None
+
+        await self._write("leader_rebalance", build)
+
+    # -- logging and helpers ------------------------------------------------------------------
+
+    def _log_lifecycle(self, change: LifecycleChange) -> None:
+        for event in change.broker_events:
+            log.info(
+                "broker_transition",
+                transition=event.transition.value,
+                broker_id=event.broker_id,
+                broker_epoch=event.broker_epoch,
+                clean_shutdown=event.clean_shutdown,
+            )
+        self._log_partition_events(change.partition_events)
+
+    def _log_partition_events(self, events: Sequence[TopicPartitionEvent]) -> None:
+        for item in events:
+            event = item.event
+            # An unclean election may have lost committed records: operators must see it.
+            emit = log.warning if event.potential_data_loss else log.info
+            emit(
+                "partition_change",
+                topic_id=str(item.partition.topic_id),
+                partition=item.partition.partition_id,
+                cause=event.cause.value,
+                old_leader=event.old_leader,
+                new_leader=event.new_leader,
+                leader_epoch=event.leader_epoch,
+                partition_epoch=event.partition_epoch,
+                election=None if event.election is None else event.election.value,
+                potential_data_loss=event.potential_data_loss,
+                needs_unclean_recovery=event.needs_unclean_recovery,
+            )
+
+    def _spawn(self, coroutine: Any) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _now_ms(self) -> int:
+        now = self._clock() if self._clock is not None else asyncio.get_running_loop().time()
+        return int(now * 1000)

@@ -1,0 +1,100 @@
+"""Metadata images built from records, for the controller's tests.
+
+Brokers are registered with broker epoch `epoch_of(broker_id)` unless told otherwise, so a test
+can name a stale epoch without looking it up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from uuid import UUID, uuid4
+
+from controller.broker_lifecycle import (
+    BrokerLifecycle,
+    HeartbeatRequest,
+    LifecycleConfig,
+    RegistrationRequest,
+)
+from controller.image import MetadataDelta, MetadataImage
+from controller.partition_change import PartitionConfig
+from controller.partition_state import PartitionState
+from controller.records import (
+    Config,
+    ConfigResourceType,
+    MetadataRecord,
+    Partition,
+    RegisterBroker,
+    Topic,
+)
+
+NOW_MS = 1_000
+
+
+def epoch_of(broker_id: int) -> int:
+    """The broker epoch `broker` registers brokers with by default."""
+    return 100 + broker_id
+
+
+def broker(
+    broker_id: int,
+    *,
+    epoch: int | None = None,
+    fenced: bool = False,
+    in_controlled_shutdown: bool = False,
+) -> RegisterBroker:
+    """A RegisterBroker record, unfenced by default."""
+    return RegisterBroker(
+        broker_id=broker_id,
+        incarnation_id=UUID(int=broker_id),
+        broker_epoch=epoch_of(broker_id) if epoch is None else epoch,
+        fenced=fenced,
+        in_controlled_shutdown=in_controlled_shutdown,
+    )
+
+
+def topic(
+    name: str,
+    topic_id: UUID,
+    *states: PartitionState,
+    configs: Mapping[str, str] | None = None,
+) -> list[MetadataRecord]:
+    """A topic whose partition i is `states[i]`, with its configuration overrides."""
+    records: list[MetadataRecord] = [Topic(name, topic_id)]
+    records += [Partition.of(topic_id, i, state) for i, state in enumerate(states)]
+    records += [
+        Config(ConfigResourceType.TOPIC, name, key, value) for key, value in (configs or {}).items()
+    ]
+    return records
+
+
+def replay(records: Iterable[MetadataRecord], image: MetadataImage | None = None) -> MetadataImage:
+    """`image` (empty by default) with `records` appended at the next offsets."""
+    base = MetadataImage.EMPTY if image is None else image
+    delta = MetadataDelta(base)
+    count = 0
+    for record in records:
+        delta.replay(record)
+        count += 1
+    return delta.apply(base.end_offset + count, 1)
+
+
+def lifecycle(image: MetadataImage, defaults: PartitionConfig | None = None) -> BrokerLifecycle:
+    """A freshly active controller's lifecycle state."""
+    config = LifecycleConfig(partition_defaults=defaults or PartitionConfig())
+    return BrokerLifecycle.activate(image, NOW_MS, config)
+
+
+def restart_unclean(
+    image: MetadataImage, brokers: BrokerLifecycle, broker_id: int
+) -> MetadataImage:
+    """`broker_id` (fenced) registers again without a clean-shutdown marker, then is unfenced.
+
+    It is then unfenced but "unclean until caught up" on every partition it hosts.
+    """
+    request = RegistrationRequest(broker_id, uuid4())
+    registered = brokers.register(image, request, NOW_MS, next_offset=image.end_offset)
+    image = replay(registered.change.records, image)
+    heartbeat = HeartbeatRequest(broker_id, registered.broker_epoch, image.end_offset)
+    unfenced = brokers.heartbeat(image, heartbeat, NOW_MS, next_offset=image.end_offset)
+    assert not unfenced.is_fenced
+    return replay(unfenced.change.records, image)
