@@ -257,7 +257,16 @@ async def test_automatic_preferred_leader_election(tmp_path: Path) -> None:
 async def test_failover_during_topic_creation_keeps_every_committed_topic_whole(
     tmp_path: Path,
 ) -> None:
-    cluster = Cluster.controllers(tmp_path, 3, **{"broker.session.timeout.ms": "6000"})
+    # Small snapshot interval: the image is snapshotted several times during the test, and the
+    # restarted node may catch up from a snapshot.
+    cluster = Cluster.controllers(
+        tmp_path,
+        3,
+        **{
+            "broker.session.timeout.ms": "6000",
+            "metadata.log.max.record.bytes.between.snapshots": "16384",
+        },
+    )
     async with running(cluster) as client:
         brokers = [BrokerStandIn(cluster, client, broker_id) for broker_id in (11, 12, 13)]
         for broker in brokers:
