@@ -62,10 +62,12 @@ class BrokerStandIn:
         return response
 
     def _replayed_offset(self) -> int:
+        """The offset of the last entry a running node replayed (Kafka's heartbeats report
+        the last applied offset; the image's offset is the one after it)."""
         for node_id in self.cluster.running():
             with contextlib.suppress(OSError, ValueError):
-                return int(metadata(self.cluster, node_id)["metadata_offset"])
-        return 0
+                return int(metadata(self.cluster, node_id)["metadata_offset"]) - 1
+        return -1
 
     def start_heartbeats(self, interval_s: float = 0.3) -> None:
         async def beat() -> None:
