@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import structlog
@@ -42,7 +43,7 @@ from controller.broker_lifecycle import (
     LifecycleConfig,
     TopicPartitionEvent,
 )
-from controller.elections import ElectionsOutcome, elect_leaders, rebalance_leaders
+from controller.elections import elect_leaders, rebalance_leaders
 from controller.image import MetadataDelta, MetadataImage, MetadataReplayer
 from controller.producer_ids import allocate_producer_ids
 from controller.records import MetadataRecord, encode_record
@@ -266,6 +267,22 @@ class QuorumController:
         except LeadershipLostError as error:
             raise NotControllerError from error
 
+    async def _serve(
+        self,
+        operation: str,
+        build: Callable[[_Active, int], tuple[Sequence[MetadataRecord], _Result]],
+        respond: Callable[[_Result], Any],
+        refuse: Callable[[ErrorCode], Any],
+        **context: Any,
+    ) -> Any:
+        """A request's response: `respond` to what `_write` gave, or `refuse` with
+        NOT_CONTROLLER."""
+        try:
+            result = await self._write(operation, build, **context)
+        except NotControllerError:
+            return refuse(ErrorCode.not_controller)
+        return respond(result)
+
     # -- broker lifecycle ---------------------------------------------------------------------
 
     async def _on_broker_registration(self, context: RequestContext, request: Any) -> Any:
@@ -281,17 +298,15 @@ class QuorumController:
             self._log_lifecycle(outcome.change)
             return outcome.change.records, outcome
 
-        try:
-            outcome = await self._write(
-                "broker_registration",
-                build,
-                broker_id=registration.broker_id,
-                incarnation_id=str(registration.incarnation_id),
-                previous_broker_epoch=registration.previous_broker_epoch,
-            )
-        except NotControllerError:
-            return wire.registration_error(version, ErrorCode.not_controller)
-        return wire.registration_response(version, outcome)
+        return await self._serve(
+            "broker_registration",
+            build,
+            partial(wire.registration_response, version),
+            partial(wire.registration_error, version),
+            broker_id=registration.broker_id,
+            incarnation_id=str(registration.incarnation_id),
+            previous_broker_epoch=registration.previous_broker_epoch,
+        )
 
     async def _on_broker_heartbeat(self, context: RequestContext, request: Any) -> Any:
         version = context.header.api_version
@@ -304,16 +319,14 @@ class QuorumController:
             self._log_lifecycle(outcome.change)
             return outcome.change.records, outcome
 
-        try:
-            outcome = await self._write(
-                "broker_heartbeat",
-                build,
-                broker_id=heartbeat.broker_id,
-                broker_epoch=heartbeat.broker_epoch,
-            )
-        except NotControllerError:
-            return wire.heartbeat_error(version, ErrorCode.not_controller)
-        return wire.heartbeat_response(version, outcome)
+        return await self._serve(
+            "broker_heartbeat",
+            build,
+            partial(wire.heartbeat_response, version),
+            partial(wire.heartbeat_error, version),
+            broker_id=heartbeat.broker_id,
+            broker_epoch=heartbeat.broker_epoch,
+        )
 
     async def _on_alter_partition(self, context: RequestContext, request: Any) -> Any:
         version = context.header.api_version
@@ -324,17 +337,15 @@ class QuorumController:
             self._log_partition_events(outcome.events)
             return outcome.records, outcome
 
-        try:
-            outcome = await self._write(
-                "alter_partition",
-                build,
-                broker_id=batch.broker_id,
-                broker_epoch=batch.broker_epoch,
-                partitions=len(batch.partitions),
-            )
-        except NotControllerError:
-            return wire.alter_partition_error(version, ErrorCode.not_controller)
-        return wire.alter_partition_response(version, outcome)
+        return await self._serve(
+            "alter_partition",
+            build,
+            partial(wire.alter_partition_response, version),
+            partial(wire.alter_partition_error, version),
+            broker_id=batch.broker_id,
+            broker_epoch=batch.broker_epoch,
+            partitions=len(batch.partitions),
+        )
 
     async def _on_allocate_producer_ids(self, context: RequestContext, request: Any) -> Any:
         version = context.header.api_version
@@ -343,11 +354,13 @@ class QuorumController:
             outcome = allocate_producer_ids(active.image, request.broker_id, request.broker_epoch)
             return outcome.records, outcome
 
-        try:
-            outcome = await self._write("producer_ids", build, broker_id=request.broker_id)
-        except NotControllerError:
-            return wire.producer_ids_error(version, ErrorCode.not_controller)
-        return wire.producer_ids_response(version, outcome)
+        return await self._serve(
+            "producer_ids",
+            build,
+            partial(wire.producer_ids_response, version),
+            partial(wire.producer_ids_error, version),
+            broker_id=request.broker_id,
+        )
 
     # -- topics -------------------------------------------------------------------------------
 
@@ -364,13 +377,13 @@ class QuorumController:
             )
             return outcome.records, outcome.results
 
-        try:
-            results = await self._write(
-                "create_topics", build, topics=[topic.name for topic in new_topics]
-            )
-        except NotControllerError:
-            return wire.create_topics_error(version, request, ErrorCode.not_controller)
-        return wire.create_topics_response(version, results)
+        return await self._serve(
+            "create_topics",
+            build,
+            partial(wire.create_topics_response, version),
+            partial(wire.create_topics_error, version, request),
+            topics=[topic.name for topic in new_topics],
+        )
 
     async def _on_delete_topics(self, context: RequestContext, request: Any) -> Any:
         version = context.header.api_version
@@ -380,13 +393,13 @@ class QuorumController:
             outcome = delete_topics(active.image, names_or_ids)
             return outcome.records, outcome.results
 
-        try:
-            results = await self._write(
-                "delete_topics", build, topics=[str(item) for item in names_or_ids]
-            )
-        except NotControllerError:
-            return wire.delete_topics_error(version, request, ErrorCode.not_controller)
-        return wire.delete_topics_response(version, results)
+        return await self._serve(
+            "delete_topics",
+            build,
+            partial(wire.delete_topics_response, version),
+            partial(wire.delete_topics_error, version, request),
+            topics=[str(item) for item in names_or_ids],
+        )
 
     async def _on_create_partitions(self, context: RequestContext, request: Any) -> Any:
         version = context.header.api_version
@@ -398,15 +411,13 @@ class QuorumController:
             )
             return outcome.records, outcome.results
 
-        try:
-            results = await self._write(
-                "create_partitions",
-                build,
-                topics={increase.name: increase.count for increase in increases},
-            )
-        except NotControllerError:
-            return wire.create_partitions_error(version, request, ErrorCode.not_controller)
-        return wire.create_partitions_response(version, results)
+        return await self._serve(
+            "create_partitions",
+            build,
+            partial(wire.create_partitions_response, version),
+            partial(wire.create_partitions_error, version, request),
+            topics={increase.name: increase.count for increase in increases},
+        )
 
     async def _on_elect_leaders(self, context: RequestContext, request: Any) -> Any:
         version = context.header.api_version
@@ -415,15 +426,15 @@ class QuorumController:
         def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
             outcome = elect_leaders(active.image, active.lifecycle, election_type, partitions)
             self._log_partition_events(outcome.events)
-            return outcome.records, outcome
+            return outcome.records, outcome.results
 
-        try:
-            outcome: ElectionsOutcome = await self._write(
-                "elect_leaders", build, election_type=election_type.name.lower()
-            )
-        except NotControllerError:
-            return wire.elect_leaders_response(version, (), ErrorCode.not_controller)
-        return wire.elect_leaders_response(version, outcome.results)
+        return await self._serve(
+            "elect_leaders",
+            build,
+            partial(wire.elect_leaders_response, version),
+            partial(wire.elect_leaders_response, version, ()),
+            election_type=election_type.name.lower(),
+        )
 
     # -- timers -------------------------------------------------------------------------------
 

@@ -18,7 +18,11 @@ from aiohttp import web
 
 from admin.app import create_app
 from admin.models import Quorum, ReplicaProgress
+from broker.kafka_apis import BrokerApis
+from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager
+from broker.metadata_api import CLIENT_LISTENER
 from controller.broker_lifecycle import LifecycleConfig
+from controller.client import ControllerClient
 from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_change import PartitionConfig
 from controller.quorum_controller import ControllerConfig, QuorumController
@@ -27,6 +31,7 @@ from kraft.driver import RaftDriver
 from kraft.messages import QuorumView, ReplicaView
 from kraft.raft import RaftConfig
 from net.api_registry import ApiRegistry
+from net.server import KafkaServer
 from node.config import NodeConfig, Role
 from node.meta_properties import ensure_formatted
 from storage import durability
@@ -137,6 +142,64 @@ def quorum_model(view: QuorumView) -> Quorum:
     )
 
 
+class BrokerRole:
+    """The broker half of a node: its registration with the controller and its client
+    listener."""
+
+    def __init__(self, config: NodeConfig, replayer: MetadataReplayer, logs: LogManager) -> None:
+        listener = config.listeners
+        advertised = config.advertised_listener
+        assert listener is not None and advertised is not None
+        self._listener = listener
+        self._controller = ControllerClient(
+            {
+                voter.node_id: (voter.endpoint.host, voter.endpoint.port)
+                for voter in config.controller_quorum_voters
+            },
+            client_id=f"broker-{config.node_id}",
+            request_timeout=config.controller_quorum_request_timeout_ms / 1000,
+        )
+        self.lifecycle = BrokerLifecycleManager(
+            self._controller,
+            BrokerIdentity(
+                broker_id=config.node_id,
+                cluster_id=config.cluster_id,
+                listeners=[(CLIENT_LISTENER, advertised.host, advertised.port)],
+                rack=config.broker_rack,
+                previous_broker_epoch=-1
+                if logs.broker_epoch_at_start is None
+                else logs.broker_epoch_at_start,
+            ),
+            lambda: replayer.image.end_offset - 1,
+            heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
+        )
+        registry = ApiRegistry()
+        BrokerApis(
+            config.node_id, config.cluster_id, lambda: replayer.image, self._controller
+        ).register(registry)
+        self._server = KafkaServer(
+            registry,
+            host=listener.host,
+            port=listener.port,
+            max_request_size=config.socket_request_max_bytes,
+            connections_max_idle_ms=config.connections_max_idle_ms,
+        )
+
+    async def start(self) -> None:
+        await self._server.start()
+        self.lifecycle.start()
+        log.info("broker_listening", listener=str(self._listener))
+
+    async def stop(self) -> int | None:
+        """Stops serving; the broker epoch to write in the clean-shutdown marker (None if the
+        broker never registered)."""
+        await self.lifecycle.stop()
+        await self._server.close(timeout=1.0)
+        await self._controller.close()
+        epoch = self.lifecycle.broker_epoch
+        return None if epoch < 0 else epoch
+
+
 async def serve(config: NodeConfig) -> None:
     """Run the node until SIGTERM or SIGINT."""
     journal = os.environ.get(DURABILITY_JOURNAL_ENV)
@@ -174,6 +237,10 @@ async def serve(config: NodeConfig) -> None:
         controller.register_apis(controller_apis)
         driver.add_listener(controller)
     await driver.start()
+    broker: BrokerRole | None = None
+    if Role.BROKER in config.process_roles:
+        broker = BrokerRole(config, replayer, logs)
+        await broker.start()
     runner: web.AppRunner | None = None
     if config.admin_listener is not None:
         runner = web.AppRunner(create_app(NodeStatusView(driver, replayer)), access_log=None)
@@ -194,10 +261,13 @@ async def serve(config: NodeConfig) -> None:
     )
     await stop.wait()
     log.info("node_stopping", node_id=config.node_id)
+    broker_epoch = None
+    if broker is not None:
+        broker_epoch = await broker.stop()
     if controller is not None:
         await controller.stop()
     await driver.stop()
     if runner is not None:
         await runner.cleanup()
-    logs.shutdown(broker_epoch=None)
+    logs.shutdown(broker_epoch=broker_epoch)
     log.info("node_stopped", node_id=config.node_id)

@@ -47,6 +47,8 @@ class Node:
     admin_port: int
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
+    # The client listener's port, for nodes with the broker role.
+    broker_port: int | None = None
 
     def get(self, path: str, timeout: float = 1.0) -> Any:
         url = f"http://127.0.0.1:{self.admin_port}{path}"
@@ -70,8 +72,20 @@ class Cluster:
     @classmethod
     def controllers(cls, root: Path, count: int, **extra: str) -> Cluster:
         """`count` controller-only voters, configured but not started."""
+        return cls._configured(root, count, combined=False, extra=extra)
+
+    @classmethod
+    def combined(cls, root: Path, count: int, **extra: str) -> Cluster:
+        """`count` nodes with both roles (broker and controller voter), not started."""
+        return cls._configured(root, count, combined=True, extra=extra)
+
+    @classmethod
+    def _configured(
+        cls, root: Path, count: int, *, combined: bool, extra: dict[str, str]
+    ) -> Cluster:
         controller_ports = free_ports(count)
         admin_ports = free_ports(count)
+        broker_ports = free_ports(count) if combined else []
         voters = ",".join(
             f"{index + 1}@127.0.0.1:{port}" for index, port in enumerate(controller_ports)
         )
@@ -83,19 +97,30 @@ class Cluster:
             config = {
                 "node.id": str(node_id),
                 "cluster.id": CLUSTER_ID,
-                "process.roles": "controller",
+                "process.roles": "broker,controller" if combined else "controller",
                 "controller.quorum.voters": voters,
                 "controller.listener": f"127.0.0.1:{controller_ports[index]}",
                 "admin.listener": f"http://127.0.0.1:{admin_ports[index]}",
                 "log.dirs": str(data_dir),
-                **extra,
             }
+            if combined:
+                config["listeners"] = f"PLAINTEXT://127.0.0.1:{broker_ports[index]}"
+            config.update(extra)
             config_path = root / f"node{node_id}.properties"
             config_path.write_text("".join(f"{key}={value}\n" for key, value in config.items()))
             cluster.nodes[node_id] = Node(
                 node_id, config_path, data_dir, admin_ports[index], root / f"node{node_id}.log"
             )
+            if combined:
+                cluster.nodes[node_id].broker_port = broker_ports[index]
         return cluster
+
+    @property
+    def bootstrap(self) -> str:
+        """The client listeners, as a Kafka client's bootstrap.servers."""
+        return ",".join(
+            f"127.0.0.1:{node.broker_port}" for node in self.nodes.values() if node.broker_port
+        )
 
     def voters(self) -> dict[int, tuple[str, int]]:
         """Voter id -> (host, port) of its controller listener."""

@@ -84,16 +84,17 @@ def alter_partition_request(
     )
 
 
-async def test_broker_lifecycle_topics_and_elections_over_the_wire(tmp_path: Path) -> None:
-    cluster = Cluster.controllers(
-        tmp_path,
+def single_controller(root: Path, **extra: str) -> Cluster:
+    """One controller with short broker sessions, so fencing happens within a test."""
+    return Cluster.controllers(
+        root,
         1,
-        **{
-            "broker.session.timeout.ms": "1500",
-            "broker.heartbeat.interval.ms": "300",
-            "auto.leader.rebalance.enable": "false",
-        },
+        **{"broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "300", **extra},
     )
+
+
+async def test_broker_lifecycle_topics_and_elections_over_the_wire(tmp_path: Path) -> None:
+    cluster = single_controller(tmp_path, **{"auto.leader.rebalance.enable": "false"})
     async with running(cluster) as client:
         a, b = BrokerStandIn(cluster, client, 11), BrokerStandIn(cluster, client, 12)
         for broker in (a, b):
@@ -203,15 +204,7 @@ async def test_broker_lifecycle_topics_and_elections_over_the_wire(tmp_path: Pat
 
 
 async def test_automatic_preferred_leader_election(tmp_path: Path) -> None:
-    cluster = Cluster.controllers(
-        tmp_path,
-        1,
-        **{
-            "broker.session.timeout.ms": "1500",
-            "broker.heartbeat.interval.ms": "300",
-            "leader.imbalance.check.interval.seconds": "1",
-        },
-    )
+    cluster = single_controller(tmp_path, **{"leader.imbalance.check.interval.seconds": "1"})
     async with running(cluster) as client:
         a, b = BrokerStandIn(cluster, client, 11), BrokerStandIn(cluster, client, 12)
         for broker in (a, b):

@@ -1,0 +1,97 @@
+"""The client listener's APIs on a broker.
+
+Served from the broker's metadata image: Metadata and DescribeCluster. Forwarded to the active
+controller, as KRaft brokers do (KIP-590), so that a Kafka admin client may talk to any broker
+and the answer is the controller's: CreateTopics, DeleteTopics, CreatePartitions and
+ElectLeaders. When no controller answers in time, those requests get REQUEST_TIMED_OUT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.metadata_api import (
+    DESCRIBE_CLUSTER_KEY,
+    DESCRIBE_CLUSTER_VERSIONS,
+    METADATA_KEY,
+    METADATA_VERSIONS,
+    describe_cluster_response,
+    metadata_response,
+)
+from controller import wire
+from controller.client import ControllerClient, NoControllerError
+from controller.image import MetadataImage
+from net.api_registry import ApiRegistry, RequestContext
+
+# Forwarded API key -> the response refusing every item of a request with an error.
+_FORWARDED: dict[int, Callable[[int, Any, ErrorCode], Any]] = {
+    wire.CREATE_TOPICS_KEY: wire.create_topics_error,
+    wire.DELETE_TOPICS_KEY: wire.delete_topics_error,
+    wire.CREATE_PARTITIONS_KEY: wire.create_partitions_error,
+    wire.ELECT_LEADERS_KEY: lambda version, request, error: wire.elect_leaders_response(
+        version, (), error
+    ),
+}
+
+
+class BrokerApis:
+    """The handlers of the client listener; `image` gives the current metadata image."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        cluster_id: str,
+        image: Callable[[], MetadataImage],
+        controller: ControllerClient,
+        *,
+        forward_timeout_s: float = 30.0,
+    ) -> None:
+        self._broker_id = broker_id
+        self._cluster_id = cluster_id
+        self._image = image
+        self._controller = controller
+        self._forward_timeout_s = forward_timeout_s
+
+    def register(self, registry: ApiRegistry) -> None:
+        registry.register(
+            METADATA_KEY,
+            self._on_metadata,
+            min_version=METADATA_VERSIONS[0],
+            max_version=METADATA_VERSIONS[1],
+        )
+        registry.register(
+            DESCRIBE_CLUSTER_KEY,
+            self._on_describe_cluster,
+            min_version=DESCRIBE_CLUSTER_VERSIONS[0],
+            max_version=DESCRIBE_CLUSTER_VERSIONS[1],
+        )
+        for served in wire.SERVED:
+            if served.api_key in _FORWARDED:
+                registry.register(
+                    served.api_key,
+                    self._forward,
+                    min_version=served.min_version,
+                    max_version=served.max_version,
+                )
+
+    def _on_metadata(self, context: RequestContext, request: Any) -> Any:
+        return metadata_response(
+            self._image(), self._broker_id, context.header.api_version, request
+        )
+
+    def _on_describe_cluster(self, context: RequestContext, request: Any) -> Any:
+        return describe_cluster_response(
+            self._image(), self._broker_id, self._cluster_id, context.header.api_version
+        )
+
+    async def _forward(self, context: RequestContext, request: Any) -> Any:
+        try:
+            return await self._controller.send(request, deadline_s=self._forward_timeout_s)
+        except NoControllerError:
+            header = context.header
+            return _FORWARDED[header.api_key](
+                header.api_version, request, ErrorCode.request_timed_out
+            )

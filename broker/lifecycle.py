@@ -1,0 +1,174 @@
+"""The broker's side of its lifecycle with the controller: register, heartbeat, shut down.
+
+As Kafka's BrokerLifecycleManager (KIP-631): the broker registers with a fresh incarnation id,
+its advertised listeners, its rack and the broker epoch its clean-shutdown marker holds (or -1),
+retrying until the active controller accepts; then it heartbeats every
+`broker.heartbeat.interval.ms`, reporting the offset of the last metadata entry it applied, and
+the controller unfences it once it has caught up to its own registration. On SIGTERM it asks
+for controlled shutdown through the same heartbeats until the controller lets it go.
+
+A heartbeat answered with STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED means the controller
+no longer knows this registration (a newer incarnation replaced it, or the log was lost): the
+broker registers again with the same incarnation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from controller.client import (
+    ControllerClient,
+    NoControllerError,
+    broker_heartbeat_request,
+    broker_registration_request,
+)
+
+log = structlog.get_logger(__name__)
+
+# How long to wait before registering again after a refusal (Kafka retries with a backoff).
+REGISTRATION_RETRY_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerIdentity:
+    """What the broker registers with."""
+
+    broker_id: int
+    cluster_id: str
+    listeners: Sequence[tuple[str, str, int]]
+    rack: str | None
+    previous_broker_epoch: int
+
+
+class BrokerLifecycleManager:
+    """Registers this broker and keeps its session alive; `applied_offset` gives the offset
+    of the last metadata entry the broker applied (-1 for none)."""
+
+    def __init__(
+        self,
+        client: ControllerClient,
+        identity: BrokerIdentity,
+        applied_offset: Callable[[], int],
+        *,
+        heartbeat_interval_ms: int,
+    ) -> None:
+        self._client = client
+        self._identity = identity
+        self._applied_offset = applied_offset
+        self._interval_s = heartbeat_interval_ms / 1000
+        self.incarnation_id = uuid.uuid4()
+        self.broker_epoch = -1
+        self.fenced = True
+        self._unfenced = asyncio.Event()
+        self._want_shutdown = False
+        self._released = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def wait_unfenced(self) -> None:
+        await self._unfenced.wait()
+
+    async def controlled_shutdown(self, timeout_s: float) -> bool:
+        """Ask the controller to move this broker's leaderships away; True once it allowed
+        the broker to stop, False if `timeout_s` passed first."""
+        self._want_shutdown = True
+        log.info("broker_controlled_shutdown_requested", broker_epoch=self.broker_epoch)
+        try:
+            await asyncio.wait_for(self._released.wait(), timeout_s)
+        except TimeoutError:
+            log.warning("broker_controlled_shutdown_timed_out", broker_epoch=self.broker_epoch)
+            return False
+        log.info("broker_controlled_shutdown_completed", broker_epoch=self.broker_epoch)
+        return True
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while True:
+            await self._register()
+            while await self._heartbeat():
+                await asyncio.sleep(self._interval_s)
+
+    async def _register(self) -> None:
+        identity = self._identity
+        while True:
+            try:
+                response = await self._client.send(
+                    broker_registration_request(
+                        identity.broker_id,
+                        identity.cluster_id,
+                        self.incarnation_id,
+                        identity.listeners,
+                        rack=identity.rack,
+                        previous_broker_epoch=identity.previous_broker_epoch,
+                    )
+                )
+            except NoControllerError as error:
+                log.warning("broker_registration_failed", error=str(error))
+                continue
+            if response.error_code == ErrorCode.none:
+                self.broker_epoch = response.broker_epoch
+                log.info(
+                    "broker_registered",
+                    broker_id=identity.broker_id,
+                    broker_epoch=self.broker_epoch,
+                    incarnation_id=str(self.incarnation_id),
+                    previous_broker_epoch=identity.previous_broker_epoch,
+                )
+                return
+            log.warning(
+                "broker_registration_refused",
+                broker_id=identity.broker_id,
+                error=ErrorCode(response.error_code).name,
+            )
+            await asyncio.sleep(REGISTRATION_RETRY_S)
+
+    async def _heartbeat(self) -> bool:
+        """One heartbeat; False when the broker must register again."""
+        try:
+            response = await self._client.send(
+                broker_heartbeat_request(
+                    self._identity.broker_id,
+                    self.broker_epoch,
+                    self._applied_offset(),
+                    want_shut_down=self._want_shutdown,
+                ),
+                deadline_s=self._interval_s * 2,
+            )
+        except NoControllerError:
+            return True
+        error = ErrorCode(response.error_code)
+        if error in (ErrorCode.stale_broker_epoch, ErrorCode.broker_id_not_registered):
+            log.warning(
+                "broker_registration_lost", broker_epoch=self.broker_epoch, error=error.name
+            )
+            return False
+        if error is not ErrorCode.none:
+            return True
+        if response.is_fenced != self.fenced:
+            self.fenced = response.is_fenced
+            log.info(
+                "broker_fenced" if self.fenced else "broker_unfenced",
+                broker_epoch=self.broker_epoch,
+                metadata_offset=self._applied_offset(),
+            )
+        if self.fenced:
+            self._unfenced.clear()
+        else:
+            self._unfenced.set()
+        if response.should_shut_down:
+            self._released.set()
+        return True

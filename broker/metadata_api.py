@@ -1,0 +1,154 @@
+"""Metadata and DescribeCluster answered from the broker's metadata image.
+
+Pure: a function of the image, this broker's id and the request. As Kafka's KRaft brokers:
+
+- The brokers listed are the registered, unfenced ones with their advertised listener (a
+  fenced broker cannot serve, so clients are not sent there).
+- The controller id is this broker: clients send admin requests (CreateTopics, ...) to the
+  controller id, and every broker forwards them to the active controller.
+- Per partition: leader (LEADER_NOT_AVAILABLE while it has none), leader epoch, replicas, ISR,
+  and offline replicas (replicas on brokers that are fenced or not registered).
+- Topics asked for that do not exist are UNKNOWN_TOPIC_OR_PARTITION (topics are not created
+  automatically yet); a topic asked by id that does not exist is UNKNOWN_TOPIC_ID.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from controller.image import MetadataImage, TopicImage
+from net.protocol import field_entity_type, make_entity, response_schema
+
+METADATA_KEY = 3
+DESCRIBE_CLUSTER_KEY = 60
+METADATA_VERSIONS = (0, 12)
+DESCRIBE_CLUSTER_VERSIONS = (0, 1)
+
+_NO_THROTTLE = datetime.timedelta(0)
+_ZERO_UUID = uuid.UUID(int=0)
+# Kafka's "not requested" value of the authorized-operations fields.
+_NO_AUTHORIZED_OPERATIONS = -(2**31)
+# The listener name that clients are given (the only one there is, for now).
+CLIENT_LISTENER = "PLAINTEXT"
+
+
+def _live_brokers(image: MetadataImage) -> list[tuple[int, str, int, str | None]]:
+    """(id, host, port, rack) of each unfenced broker with a client listener."""
+    live = []
+    for broker_id, broker in sorted(image.brokers.items()):
+        if broker.fenced:
+            continue
+        for endpoint in broker.listeners:
+            if endpoint.name == CLIENT_LISTENER:
+                live.append((broker_id, endpoint.host, endpoint.port, broker.rack))
+                break
+    return live
+
+
+def metadata_response(image: MetadataImage, broker_id: int, version: int, request: Any) -> Any:
+    """The MetadataResponse of `version` to `request`."""
+    schema = response_schema(METADATA_KEY, version)
+    assert schema is not None
+    broker_type = field_entity_type(schema, "brokers")
+    topic_type = field_entity_type(schema, "topics")
+    partition_type = field_entity_type(topic_type, "partitions")
+    live = _live_brokers(image)
+    live_ids = {broker[0] for broker in live}
+
+    def topic_entity(
+        name: str | None, topic_id: uuid.UUID, topic: TopicImage | None, error: ErrorCode
+    ) -> Any:
+        partitions = (
+            ()
+            if topic is None
+            else tuple(
+                make_entity(
+                    partition_type,
+                    error_code=ErrorCode.none
+                    if state.has_leader
+                    else ErrorCode.leader_not_available,
+                    partition_index=partition_id,
+                    leader_id=state.leader,
+                    leader_epoch=state.leader_epoch,
+                    replica_nodes=state.replicas,
+                    isr_nodes=state.isr,
+                    offline_replicas=tuple(r for r in state.replicas if r not in live_ids),
+                )
+                for partition_id, state in sorted(topic.partitions.items())
+            )
+        )
+        return make_entity(
+            topic_type,
+            error_code=error,
+            name=name,
+            topic_id=topic_id,
+            is_internal=name is not None and name.startswith("__"),
+            partitions=partitions,
+            topic_authorized_operations=_NO_AUTHORIZED_OPERATIONS,
+        )
+
+    def known(name: str) -> Any:
+        topic = image.topic(name)
+        if topic is None:
+            return topic_entity(name, _ZERO_UUID, None, ErrorCode.unknown_topic_or_partition)
+        return topic_entity(name, topic.topic_id, topic, ErrorCode.none)
+
+    asked = request.topics
+    # v0 has no null: an empty list means every topic, as a null does from v1 on.
+    every_topic = asked is None or (version == 0 and not asked)
+    topics: Iterable[Any]
+    if every_topic:
+        topics = (known(name) for name in sorted(image.topic_ids))
+    else:
+        topics = (_asked_topic(image, item, known, topic_entity) for item in asked)
+    return make_entity(
+        schema,
+        throttle_time=_NO_THROTTLE,
+        brokers=tuple(
+            make_entity(broker_type, node_id=node_id, host=host, port=port, rack=rack)
+            for node_id, host, port, rack in live
+        ),
+        cluster_id=None,
+        controller_id=broker_id,
+        topics=tuple(topics),
+        cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS,
+    )
+
+
+def _asked_topic(image: MetadataImage, item: Any, known: Any, topic_entity: Any) -> Any:
+    name = item if isinstance(item, str) else item.name
+    if name is not None:
+        return known(name)
+    topic_id = item.topic_id or _ZERO_UUID
+    topic = image.topics.get(topic_id)
+    if topic is None:
+        return topic_entity(None, topic_id, None, ErrorCode.unknown_topic_id)
+    return topic_entity(topic.name, topic_id, topic, ErrorCode.none)
+
+
+def describe_cluster_response(
+    image: MetadataImage, broker_id: int, cluster_id: str, version: int
+) -> Any:
+    """DescribeClusterResponse: the live brokers, with this broker as the controller."""
+    schema = response_schema(DESCRIBE_CLUSTER_KEY, version)
+    assert schema is not None
+    broker_type = field_entity_type(schema, "brokers")
+    return make_entity(
+        schema,
+        throttle_time=_NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        endpoint_type=1,
+        cluster_id=cluster_id,
+        controller_id=broker_id,
+        brokers=tuple(
+            make_entity(broker_type, broker_id=node_id, host=host, port=port, rack=rack)
+            for node_id, host, port, rack in _live_brokers(image)
+        ),
+        cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS,
+    )

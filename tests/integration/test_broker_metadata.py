@@ -1,0 +1,118 @@
+"""Brokers on real `kraft serve` processes (broker and controller roles in each): they register
+with the active controller, are unfenced once caught up, answer Metadata to real Kafka clients
+and forward admin requests to the controller; a clean restart registers with its old epoch."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.admin import KafkaAdminClient
+from kafka.admin import NewTopic as PythonNewTopic
+
+from tests.integration.cluster import Cluster
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    cluster = Cluster.combined(
+        tmp_path, 3, **{"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"}
+    )
+    cluster.start_all()
+    try:
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def brokers(cluster: Cluster, node_id: int = 1) -> dict[int, Any]:
+    try:
+        return {b["id"]: b for b in cluster.nodes[node_id].get("/v1/brokers")}
+    except OSError:
+        return {}
+
+
+def all_unfenced(cluster: Cluster) -> dict[int, Any] | None:
+    known = brokers(cluster)
+    if sorted(known) == [1, 2, 3] and not any(b["fenced"] for b in known.values()):
+        return known
+    return None
+
+
+def log_events(cluster: Cluster, node_id: int, event: str) -> list[dict[str, Any]]:
+    lines = cluster.nodes[node_id].log_path.read_text().splitlines()
+    events = [json.loads(line) for line in lines if line.startswith("{")]
+    return [e for e in events if e.get("event") == event]
+
+
+async def test_clients_see_the_brokers_and_create_topics_through_any_broker(
+    cluster: Cluster,
+) -> None:
+    await asyncio.to_thread(cluster.wait_for, "brokers unfenced", lambda: all_unfenced(cluster))
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    futures = admin.create_topics([NewTopic("orders", num_partitions=6, replication_factor=3)])
+    futures["orders"].result(timeout=30)
+    duplicate = admin.create_topics([NewTopic("orders", num_partitions=1, replication_factor=1)])
+    with pytest.raises(Exception, match="TOPIC_ALREADY_EXISTS"):
+        duplicate["orders"].result(timeout=30)
+
+    def orders_everywhere() -> Any:
+        metadata = admin.list_topics(timeout=10)
+        topic = metadata.topics.get("orders")
+        if topic is None or topic.error is not None or len(topic.partitions) != 6:
+            return None
+        return metadata
+
+    metadata = await asyncio.to_thread(cluster.wait_for, "topic in metadata", orders_everywhere)
+    assert sorted(metadata.brokers) == [1, 2, 3]
+    partitions = metadata.topics["orders"].partitions
+    leaders = [partitions[p].leader for p in range(6)]
+    # Preferred leaders spread evenly: two partitions lead on each broker.
+    assert sorted(leaders) == [1, 1, 2, 2, 3, 3]
+    for partition in partitions.values():
+        assert sorted(partition.replicas) == [1, 2, 3]
+        assert sorted(partition.isrs) == [1, 2, 3]
+
+    # kafka-python's admin client sends CreateTopics to the controller id Metadata names (a
+    # broker), which forwards it.
+    python_admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30000)
+    try:
+        python_admin.create_topics([PythonNewTopic("payments", 2, 2)])
+        await asyncio.to_thread(
+            cluster.wait_for,
+            "payments in metadata",
+            lambda: "payments" in python_admin.list_topics(),
+        )
+        python_admin.delete_topics(["payments"])
+    finally:
+        python_admin.close()
+    await asyncio.to_thread(
+        cluster.wait_for,
+        "payments deleted",
+        lambda: "payments" not in {t["name"] for t in cluster.nodes[2].get("/v1/topics")},
+    )
+
+
+async def test_clean_restart_registers_with_the_previous_broker_epoch(cluster: Cluster) -> None:
+    before = await asyncio.to_thread(
+        cluster.wait_for, "brokers unfenced", lambda: all_unfenced(cluster)
+    )
+    assert cluster.terminate(3) == 0
+    cluster.start(3)
+
+    def re_registered() -> dict[int, Any] | None:
+        known = all_unfenced(cluster)
+        if known is None or known[3]["epoch"] == before[3]["epoch"]:
+            return None
+        return known
+
+    after = await asyncio.to_thread(cluster.wait_for, "broker 3 back", re_registered)
+    assert after[3]["incarnation_id"] != before[3]["incarnation_id"]
+    (registered,) = log_events(cluster, 3, "broker_registered")[-1:]
+    assert registered["previous_broker_epoch"] == before[3]["epoch"]
+    assert registered["broker_epoch"] == after[3]["epoch"]
