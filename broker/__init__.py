@@ -1,9 +1,11 @@
 """The data plane.
 
 Owns, so far: the broker's lifecycle with the controller (`lifecycle`: registration with the
-clean-shutdown epoch, heartbeats, controlled shutdown) and the client listener's metadata APIs
-(`metadata_api`, `kafka_apis`: Metadata, DescribeCluster, and admin requests forwarded to the
-active controller). Still to come: the replica manager, leader and follower roles, produce and
-fetch with their purgatories, replica fetchers, ISR change proposals, idempotent-producer state
-and the group coordinator.
+clean-shutdown epoch, heartbeats, controlled shutdown); the hosted replicas kept in line with
+the metadata log (`replica_manager`, `partition`: roles, leader epochs, the leader's high
+watermark from its followers' fetch offsets); the client listener's APIs (`kafka_apis`:
+Metadata, DescribeCluster and admin requests forwarded to the active controller;
+`data_apis`: Produce, Fetch, ListOffsets, with `offsets` answering ListOffsets on a log).
+Still to come: replica fetchers on followers, ISR change proposals, idempotent-producer state,
+OffsetForLeaderEpoch, DescribeConfigs and the group coordinator.
 """

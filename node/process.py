@@ -18,9 +18,11 @@ from aiohttp import web
 
 from admin.app import create_app
 from admin.models import Quorum, ReplicaProgress
+from broker.data_apis import DataApis
 from broker.kafka_apis import BrokerApis
 from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager
 from broker.metadata_api import CLIENT_LISTENER
+from broker.replica_manager import ReplicaManager
 from controller.broker_lifecycle import LifecycleConfig
 from controller.client import ControllerClient
 from controller.image import MetadataImage, MetadataReplayer
@@ -173,10 +175,14 @@ class BrokerRole:
             lambda: replayer.image.end_offset - 1,
             heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
         )
+        self.replicas = ReplicaManager(
+            config.node_id, logs, replayer, config.log_config(), config.min_insync_replicas
+        )
         registry = ApiRegistry()
         BrokerApis(
             config.node_id, config.cluster_id, lambda: replayer.image, self._controller
         ).register(registry)
+        DataApis(self.replicas).register(registry)
         self._server = KafkaServer(
             registry,
             host=listener.host,
@@ -236,10 +242,12 @@ async def serve(config: NodeConfig) -> None:
         controller = QuorumController(driver, replayer, controller_config(config))
         controller.register_apis(controller_apis)
         driver.add_listener(controller)
-    await driver.start()
     broker: BrokerRole | None = None
     if Role.BROKER in config.process_roles:
         broker = BrokerRole(config, replayer, logs)
+        driver.add_listener(broker.replicas)
+    await driver.start()
+    if broker is not None:
         await broker.start()
     runner: web.AppRunner | None = None
     if config.admin_listener is not None:

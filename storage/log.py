@@ -545,12 +545,10 @@ class Log:
         for segment in self._segments:
             if segment.max_timestamp < timestamp:
                 continue
-            found = segment.find_by_timestamp(timestamp)
+            found = segment.find_by_timestamp(timestamp, self._log_start_offset)
             if found is None:
                 continue
             position, header = found
-            if header.last_offset < self._log_start_offset:
-                continue
             return TimestampLookup(
                 offset=max(header.base_offset, self._log_start_offset),
                 last_offset=header.last_offset,

@@ -407,11 +407,14 @@ class Segment:
             end = position + batch.size
         return FileSlice(self.file, start, end - start)
 
-    def find_by_timestamp(self, timestamp: int) -> tuple[int, BatchHeader] | None:
-        """The first batch whose max timestamp is >= `timestamp`."""
+    def find_by_timestamp(
+        self, timestamp: int, starting_offset: int = 0
+    ) -> tuple[int, BatchHeader] | None:
+        """The first batch holding offsets >= `starting_offset` whose max timestamp is >=
+        `timestamp` (Kafka's LogSegment.findOffsetByTimestamp)."""
         entry = self.time_index.floor(timestamp)
         start_offset = self.base_offset if entry is None else self.base_offset + entry[1]
-        found = self.find(start_offset)
+        found = self.find(max(start_offset, starting_offset))
         if found is None:
             return None
         for position, header in self._walk(found[0]):

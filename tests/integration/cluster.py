@@ -122,6 +122,21 @@ class Cluster:
             f"127.0.0.1:{node.broker_port}" for node in self.nodes.values() if node.broker_port
         )
 
+    def brokers_unfenced(self, asked: int | None = None) -> dict[int, Any] | None:
+        """The brokers (by id, as `/v1/brokers` gives them) once every node is registered and
+        unfenced, as node `asked` (default: the first running) sees them; else None."""
+        running = self.running()
+        if not running:
+            return None
+        try:
+            listed = self.nodes[asked or running[0]].get("/v1/brokers")
+        except (OSError, ValueError):
+            return None
+        known = {broker["id"]: broker for broker in listed}
+        if sorted(known) != sorted(self.nodes) or any(b["fenced"] for b in known.values()):
+            return None
+        return known
+
     def voters(self) -> dict[int, tuple[str, int]]:
         """Voter id -> (host, port) of its controller listener."""
         first = next(iter(self.nodes.values()))

@@ -30,20 +30,6 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         cluster.stop_all()
 
 
-def brokers(cluster: Cluster, node_id: int = 1) -> dict[int, Any]:
-    try:
-        return {b["id"]: b for b in cluster.nodes[node_id].get("/v1/brokers")}
-    except OSError:
-        return {}
-
-
-def all_unfenced(cluster: Cluster) -> dict[int, Any] | None:
-    known = brokers(cluster)
-    if sorted(known) == [1, 2, 3] and not any(b["fenced"] for b in known.values()):
-        return known
-    return None
-
-
 def log_events(cluster: Cluster, node_id: int, event: str) -> list[dict[str, Any]]:
     lines = cluster.nodes[node_id].log_path.read_text().splitlines()
     events = [json.loads(line) for line in lines if line.startswith("{")]
@@ -53,7 +39,7 @@ def log_events(cluster: Cluster, node_id: int, event: str) -> list[dict[str, Any
 async def test_clients_see_the_brokers_and_create_topics_through_any_broker(
     cluster: Cluster,
 ) -> None:
-    await asyncio.to_thread(cluster.wait_for, "brokers unfenced", lambda: all_unfenced(cluster))
+    await asyncio.to_thread(cluster.wait_for, "brokers unfenced", cluster.brokers_unfenced)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     futures = admin.create_topics([NewTopic("orders", num_partitions=6, replication_factor=3)])
     futures["orders"].result(timeout=30)
@@ -99,14 +85,12 @@ async def test_clients_see_the_brokers_and_create_topics_through_any_broker(
 
 
 async def test_clean_restart_registers_with_the_previous_broker_epoch(cluster: Cluster) -> None:
-    before = await asyncio.to_thread(
-        cluster.wait_for, "brokers unfenced", lambda: all_unfenced(cluster)
-    )
+    before = await asyncio.to_thread(cluster.wait_for, "brokers unfenced", cluster.brokers_unfenced)
     assert cluster.terminate(3) == 0
     cluster.start(3)
 
     def re_registered() -> dict[int, Any] | None:
-        known = all_unfenced(cluster)
+        known = cluster.brokers_unfenced()
         if known is None or known[3]["epoch"] == before[3]["epoch"]:
             return None
         return known

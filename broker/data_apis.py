@@ -1,0 +1,242 @@
+"""Produce, Fetch and ListOffsets on the client listener: kio requests to the replicas and back.
+
+ListOffsets v1-v10 answers on the leader (earliest, latest, max timestamp, by timestamp).
+Produce v3-v10 is served (magic v2 batches); v0-v2 are advertised and refused with
+UNSUPPORTED_VERSION, as Kafka 4 does (KAFKA-18659: old librdkafka, kcat included, enables
+compression only when Produce v0 is advertised). Fetch v4-v16 is served without fetch
+sessions: a request asking for one gets session id 0, which clients take as "no session" and
+keep sending full requests. Fetch responses are encoded by `net.fetch_response` with the
+record bytes as the log stores them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+from typing import Any
+from uuid import UUID
+
+from kio.schema.errors import ErrorCode
+
+from broker.replica_manager import (
+    CONSUMER_REPLICA_ID,
+    FetchPartition,
+    FetchResult,
+    ProduceResult,
+    ReplicaManager,
+)
+from net.api_registry import ApiRegistry, PreEncodedResponse, RequestContext
+from net.fetch_response import encode_fetch_response
+from net.protocol import field_entity_type, make_entity, response_schema
+
+PRODUCE_KEY = 0
+FETCH_KEY = 1
+LIST_OFFSETS_KEY = 2
+PRODUCE_VERSIONS = (3, 10)
+FETCH_VERSIONS = (4, 16)
+LIST_OFFSETS_VERSIONS = (1, 10)
+# Fetch names topics by id from this version on.
+_TOPIC_IDS_FROM = 13
+_NO_THROTTLE = datetime.timedelta(0)
+_VALID_ACKS = (-1, 0, 1)
+
+
+class DataApis:
+    """Produce and Fetch over `replicas`."""
+
+    def __init__(self, replicas: ReplicaManager) -> None:
+        self._replicas = replicas
+
+    def register(self, registry: ApiRegistry) -> None:
+        registry.register(
+            PRODUCE_KEY,
+            self._on_produce,
+            min_version=PRODUCE_VERSIONS[0],
+            max_version=PRODUCE_VERSIONS[1],
+            advertised_min_version=0,
+        )
+        registry.register(
+            FETCH_KEY, self._on_fetch, min_version=FETCH_VERSIONS[0], max_version=FETCH_VERSIONS[1]
+        )
+        registry.register(
+            LIST_OFFSETS_KEY,
+            self._on_list_offsets,
+            min_version=LIST_OFFSETS_VERSIONS[0],
+            max_version=LIST_OFFSETS_VERSIONS[1],
+        )
+
+    # -- ListOffsets ------------------------------------------------------------------------------
+
+    def _on_list_offsets(self, context: RequestContext, request: Any) -> Any:
+        schema = response_schema(LIST_OFFSETS_KEY, context.header.api_version)
+        assert schema is not None
+        topic_type = field_entity_type(schema, "topics")
+        partition_type = field_entity_type(topic_type, "partitions")
+
+        def answer(topic: str, partition: Any) -> Any:
+            error, found = self._replicas.list_offset(
+                topic,
+                partition.partition_index,
+                partition.timestamp,
+                getattr(partition, "current_leader_epoch", -1),
+            )
+            return make_entity(
+                partition_type,
+                partition_index=partition.partition_index,
+                error_code=error,
+                timestamp=-1 if found is None else found.timestamp,
+                offset=-1 if found is None else found.offset,
+                leader_epoch=-1 if found is None else found.leader_epoch,
+            )
+
+        return make_entity(
+            schema,
+            throttle_time=_NO_THROTTLE,
+            topics=tuple(
+                make_entity(
+                    topic_type,
+                    name=topic.name,
+                    partitions=tuple(answer(topic.name, p) for p in topic.partitions),
+                )
+                for topic in request.topics
+            ),
+        )
+
+    # -- Produce ----------------------------------------------------------------------------------
+
+    async def _on_produce(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        acks = request.acks
+        partitions = [
+            (topic.name, data.index, data.records)
+            for topic in request.topic_data
+            for data in topic.partition_data
+        ]
+        if acks not in _VALID_ACKS:
+            answers = [ProduceResult(ErrorCode.invalid_required_acks)] * len(partitions)
+        else:
+            timeout_ms = round(request.timeout.total_seconds() * 1000)
+            answers = await self._replicas.produce(acks, timeout_ms, partitions)
+        if acks == 0:
+            return None
+        schema = response_schema(PRODUCE_KEY, version)
+        assert schema is not None
+        topic_type = field_entity_type(schema, "responses")
+        partition_type = field_entity_type(topic_type, "partition_responses")
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, index, _), answer in zip(partitions, answers, strict=True):
+            by_topic.setdefault(topic, []).append(
+                make_entity(
+                    partition_type,
+                    index=index,
+                    error_code=answer.error,
+                    base_offset=answer.base_offset,
+                    log_append_time=None,
+                    log_start_offset=answer.log_start_offset,
+                    record_errors=(),
+                    error_message=answer.message,
+                )
+            )
+        return make_entity(
+            schema,
+            responses=tuple(
+                make_entity(topic_type, name=name, partition_responses=tuple(answers))
+                for name, answers in by_topic.items()
+            ),
+            throttle_time=_NO_THROTTLE,
+        )
+
+    # -- Fetch ------------------------------------------------------------------------------------
+
+    async def _on_fetch(self, context: RequestContext, request: Any) -> PreEncodedResponse:
+        version = context.header.api_version
+        replica_state = getattr(request, "replica_state", None)
+        replica_id = (
+            replica_state.replica_id
+            if replica_state is not None
+            else getattr(request, "replica_id", CONSUMER_REPLICA_ID)
+        )
+        # (topic name or None when the id is unknown, topic id, kio partition)
+        asked: list[tuple[str | None, UUID | None, Any]] = []
+        for topic in request.topics:
+            if version >= _TOPIC_IDS_FROM:
+                topic_id = topic.topic_id
+                name = None if topic_id is None else self._replicas.topic_name(topic_id)
+            else:
+                topic_id, name = None, topic.topic
+            asked.extend((name, topic_id, partition) for partition in topic.partitions)
+        known = [
+            FetchPartition(
+                topic=name,
+                partition_id=partition.partition,
+                fetch_offset=partition.fetch_offset,
+                max_bytes=partition.partition_max_bytes,
+                current_leader_epoch=getattr(partition, "current_leader_epoch", -1),
+                last_fetched_epoch=getattr(partition, "last_fetched_epoch", -1),
+            )
+            for name, _, partition in asked
+            if name is not None
+        ]
+        fetched = iter(
+            await self._replicas.fetch(
+                replica_id,
+                round(request.max_wait.total_seconds() * 1000),
+                request.min_bytes,
+                getattr(request, "max_bytes", 0x7FFFFFFF),
+                known,
+            )
+        )
+        results = [
+            next(fetched) if name is not None else FetchResult(ErrorCode.unknown_topic_id)
+            for name, _, _ in asked
+        ]
+        return PreEncodedResponse(encode_fetch_response(_fetch_response(version, asked, results)))
+
+
+def _fetch_response(
+    version: int, asked: list[tuple[str | None, UUID | None, Any]], results: list[FetchResult]
+) -> Any:
+    schema = response_schema(FETCH_KEY, version)
+    assert schema is not None
+    topic_type = field_entity_type(schema, "responses")
+    partition_type = field_entity_type(topic_type, "partitions")
+    nested: dict[str, type] = {}
+    for field_name in ("diverging_epoch", "current_leader"):
+        with contextlib.suppress(TypeError):
+            nested[field_name] = field_entity_type(partition_type, field_name)
+    by_topic: dict[tuple[str | None, UUID | None], list[Any]] = {}
+    for (name, topic_id, partition), result in zip(asked, results, strict=True):
+        values: dict[str, Any] = {
+            "partition_index": partition.partition,
+            "error_code": result.error,
+            "high_watermark": result.high_watermark,
+            "last_stable_offset": result.high_watermark,
+            "log_start_offset": result.log_start_offset,
+            "aborted_transactions": None,
+            "preferred_read_replica": -1,
+            # Kafka sends empty records, never null: librdkafka refuses a null record set.
+            "records": b"" if result.records is None else result.records,
+        }
+        if result.diverging_epoch is not None and "diverging_epoch" in nested:
+            epoch, end_offset = result.diverging_epoch
+            values["diverging_epoch"] = nested["diverging_epoch"](
+                epoch=epoch, end_offset=end_offset
+            )
+        if result.leader[0] >= 0 and "current_leader" in nested:
+            leader_id, leader_epoch = result.leader
+            values["current_leader"] = nested["current_leader"](
+                leader_id=leader_id, leader_epoch=leader_epoch
+            )
+        by_topic.setdefault((name, topic_id), []).append(make_entity(partition_type, **values))
+    return make_entity(
+        schema,
+        throttle_time=_NO_THROTTLE,
+        error_code=ErrorCode.none,
+        session_id=0,
+        responses=tuple(
+            make_entity(
+                topic_type, topic=name or "", topic_id=topic_id, partitions=tuple(partitions)
+            )
+            for (name, topic_id), partitions in by_topic.items()
+        ),
+    )

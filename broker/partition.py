@@ -1,0 +1,137 @@
+"""One partition replica hosted by this broker: its log, its role, and the high watermark.
+
+The rules of `replication-design-v1.txt` and `hw-and-leader-epoch-discussion.txt` for the
+leader: a follower's log end offset is the offset it fetches from; the high watermark is the
+smallest log end offset over the ISR (the leader's included), and never moves back. The
+leader epoch of every append is the one the metadata log gave this leadership; a role change
+older than what was applied is ignored.
+
+Waiters (acks=all produce, long-polling fetches) are woken when the high watermark or the log
+end offset moves, or when the replica stops leading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from uuid import UUID
+
+import structlog
+
+from controller.partition_state import PartitionState
+from storage.log import AppendInfo, Log
+
+log = structlog.get_logger(__name__)
+
+
+class NotLeaderError(Exception):
+    """This replica does not lead the partition (in the epoch asked)."""
+
+
+@dataclass(slots=True)
+class FollowerState:
+    """What the leader knows of one follower."""
+
+    log_end_offset: int = -1
+
+
+class Partition:
+    """A replica of `topic`-`partition_id` on broker `broker_id`."""
+
+    def __init__(
+        self, topic: str, topic_id: UUID, partition_id: int, broker_id: int, replica_log: Log
+    ) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partition_id = partition_id
+        self.broker_id = broker_id
+        self.log = replica_log
+        self.state: PartitionState | None = None
+        self.followers: dict[int, FollowerState] = {}
+        self._changed = asyncio.Event()
+
+    # -- role -----------------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self.state is not None and self.state.leader == self.broker_id
+
+    @property
+    def leader_epoch(self) -> int:
+        return -1 if self.state is None else self.state.leader_epoch
+
+    def apply(self, state: PartitionState) -> None:
+        """A new state from the metadata log; one older than the applied one is ignored."""
+        old = self.state
+        if old is not None and (
+            state.leader_epoch < old.leader_epoch or state.partition_epoch < old.partition_epoch
+        ):
+            return
+        self.state = state
+        became_leader = state.leader == self.broker_id and (
+            old is None or old.leader != self.broker_id or old.leader_epoch != state.leader_epoch
+        )
+        if became_leader:
+            # A new leadership knows nothing of the followers yet (they report on their next
+            # fetch); the log's leader-epoch cache starts the epoch at the current end.
+            self.followers = {r: FollowerState() for r in state.replicas if r != self.broker_id}
+            log.info(
+                "partition_became_leader",
+                topic=self.topic,
+                partition=self.partition_id,
+                leader_epoch=state.leader_epoch,
+                partition_epoch=state.partition_epoch,
+                isr=list(state.isr),
+                log_end_offset=self.log.log_end_offset,
+                high_watermark=self.log.high_watermark,
+            )
+        elif old is None or old.leader != state.leader or old.leader_epoch != state.leader_epoch:
+            log.info(
+                "partition_became_follower",
+                topic=self.topic,
+                partition=self.partition_id,
+                leader=state.leader,
+                leader_epoch=state.leader_epoch,
+                partition_epoch=state.partition_epoch,
+            )
+        if self.is_leader:
+            self.maybe_advance_high_watermark()
+        self._wake()
+
+    # -- leader ---------------------------------------------------------------------------------
+
+    def append_as_leader(self, records: memoryview | bytes) -> AppendInfo:
+        if not self.is_leader:
+            raise NotLeaderError
+        info = self.log.append(records, self.leader_epoch)
+        self.maybe_advance_high_watermark()
+        self._wake()
+        return info
+
+    def isr_size(self) -> int:
+        return 0 if self.state is None else len(self.state.isr)
+
+    def maybe_advance_high_watermark(self) -> bool:
+        """HW = max(HW, min LEO over the ISR); whether it moved."""
+        assert self.state is not None
+        log_end_offsets = [self.log.log_end_offset]
+        for replica in self.state.isr:
+            if replica != self.broker_id:
+                follower = self.followers.get(replica)
+                log_end_offsets.append(-1 if follower is None else follower.log_end_offset)
+        candidate = min(log_end_offsets)
+        if candidate <= self.log.high_watermark:
+            return False
+        self.log.update_high_watermark(candidate)
+        self._wake()
+        return True
+
+    # -- waiting ----------------------------------------------------------------------------------
+
+    async def wait_for_change(self) -> None:
+        """Until the high watermark, the log end offset or the role changes."""
+        await self._changed.wait()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()

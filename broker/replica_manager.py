@@ -1,0 +1,353 @@
+"""The partitions this broker hosts, kept in line with the metadata log; produce and fetch.
+
+As a `RaftListener` (after the `MetadataReplayer`) it applies each new metadata image: a
+replica assigned to this broker gets its log (created if new) and its role and leader epoch;
+a topic gone from the image has its replicas closed and their data deleted.
+
+Produce (leader only): every partition is validated and appended at once; acks=all waits
+(bounded by the request timeout) until the high watermark passes the last appended offset,
+and is refused up front with NOT_ENOUGH_REPLICAS while the ISR is below the topic's
+`min.insync.replicas`. Fetch: consumers read below the high watermark, followers (replica id
+>= 0) up to the log end offset, which also reports the follower's log end offset to the leader
+and so moves the high watermark; a fetch with too few bytes waits (long polling) until any of
+its partitions changes or `max_wait` passes. Record bytes are returned as the log stores them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from uuid import UUID
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from broker.offsets import OffsetAnswer, offset_for_timestamp
+from broker.partition import NotLeaderError, Partition
+from controller.image import MetadataImage, MetadataReplayer
+from kraft.messages import Entry, SnapshotId
+from net.record_batch import CorruptBatchError, RecordBatchError
+from storage.errors import (
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    StorageError,
+)
+from storage.log import LogConfig
+from storage.log_manager import LogManager, TopicPartition
+
+log = structlog.get_logger(__name__)
+
+# Fetch's replica id of consumers (and of the ReplicaState of v15+).
+CONSUMER_REPLICA_ID = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceResult:
+    error: ErrorCode
+    base_offset: int = -1
+    log_start_offset: int = -1
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartition:
+    """One partition of a Fetch request."""
+
+    topic: str
+    partition_id: int
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    """One partition's answer; `diverging_epoch` is (epoch, end offset) for a follower whose
+    log diverged from the leader's."""
+
+    error: ErrorCode
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    records: bytes | None = None
+    diverging_epoch: tuple[int, int] | None = None
+    leader: tuple[int, int] = (-1, -1)
+
+
+class ReplicaManager:
+    """The hosted replicas of broker `broker_id`."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        logs: LogManager,
+        replayer: MetadataReplayer,
+        log_config: LogConfig,
+        default_min_insync_replicas: int,
+    ) -> None:
+        self.broker_id = broker_id
+        self._logs = logs
+        self._replayer = replayer
+        self._log_config = log_config
+        self._default_min_isr = default_min_insync_replicas
+        self._applied = MetadataImage.EMPTY
+        self.partitions: dict[tuple[str, int], Partition] = {}
+
+    # -- RaftListener ---------------------------------------------------------------------------
+
+    def on_commit(self, entries: Sequence[Entry]) -> None:
+        self.apply(self._replayer.image)
+
+    def on_leader_change(self, leader_id: int | None, leader_epoch: int) -> None:
+        """Nothing: partition leadership comes from metadata records, not the quorum."""
+
+    def on_snapshot_loaded(self, snapshot_id: SnapshotId, records: Sequence[bytes]) -> None:
+        self.apply(self._replayer.image)
+
+    # -- metadata ---------------------------------------------------------------------------------
+
+    def apply(self, image: MetadataImage) -> None:
+        """Bring the hosted replicas in line with `image`."""
+        old = self._applied
+        if image is old:
+            return
+        for topic_id, topic in image.topics.items():
+            if old.topics.get(topic_id) is topic:
+                continue
+            for partition_id, state in topic.partitions.items():
+                key = (topic.name, partition_id)
+                partition = self.partitions.get(key)
+                if self.broker_id not in state.replicas:
+                    if partition is not None:
+                        self._remove(key)
+                    continue
+                if partition is not None and partition.topic_id != topic_id:
+                    self._remove(key)
+                    partition = None
+                if partition is None:
+                    replica_log = self._logs.get_or_create_log(
+                        TopicPartition(topic.name, partition_id), self._log_config
+                    )
+                    partition = Partition(
+                        topic.name, topic_id, partition_id, self.broker_id, replica_log
+                    )
+                    self.partitions[key] = partition
+                partition.apply(state)
+        for key, partition in list(self.partitions.items()):
+            if partition.topic_id not in image.topics:
+                self._remove(key)
+        self._applied = image
+
+    def _remove(self, key: tuple[str, int]) -> None:
+        partition = self.partitions.pop(key)
+        self._logs.delete_log(TopicPartition(*key))
+        log.info(
+            "partition_replica_deleted",
+            topic=partition.topic,
+            partition=partition.partition_id,
+            leader_epoch=partition.leader_epoch,
+        )
+
+    def topic_name(self, topic_id: UUID) -> str | None:
+        topic = self._applied.topics.get(topic_id)
+        return None if topic is None else topic.name
+
+    def _min_insync_replicas(self, topic: str) -> int:
+        value = self._applied.topic_configs(topic).get("min.insync.replicas")
+        return self._default_min_isr if value is None else int(value)
+
+    # -- produce ----------------------------------------------------------------------------------
+
+    async def produce(
+        self,
+        acks: int,
+        timeout_ms: int,
+        partitions: Sequence[tuple[str, int, memoryview | bytes | None]],
+    ) -> list[ProduceResult]:
+        """Append each (topic, partition, records); answers in the same order."""
+        results: list[ProduceResult] = []
+        waits: list[tuple[int, Partition, int]] = []
+        for topic, partition_id, records in partitions:
+            partition = self.partitions.get((topic, partition_id))
+            result = self._append(partition, topic, acks, records)
+            if acks == -1 and result.error is ErrorCode.none and partition is not None:
+                waits.append((len(results), partition, partition.log.log_end_offset))
+            results.append(result)
+        if waits:
+            deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+            for index, partition, required in waits:
+                results[index] = await self._until_replicated(
+                    partition, required, deadline, results[index]
+                )
+        return results
+
+    def _append(
+        self, partition: Partition | None, topic: str, acks: int, records: memoryview | bytes | None
+    ) -> ProduceResult:
+        if partition is None:
+            return ProduceResult(ErrorCode.unknown_topic_or_partition)
+        if not partition.is_leader:
+            return ProduceResult(ErrorCode.not_leader_or_follower)
+        if records is None or not len(records):
+            return ProduceResult(ErrorCode.invalid_record, message="no records")
+        if acks == -1 and partition.isr_size() < self._min_insync_replicas(topic):
+            return ProduceResult(
+                ErrorCode.not_enough_replicas,
+                message=f"ISR {partition.isr_size()} is below min.insync.replicas",
+            )
+        try:
+            info = partition.append_as_leader(records)
+        except NotLeaderError:
+            return ProduceResult(ErrorCode.not_leader_or_follower)
+        except RecordBatchTooLargeError as error:
+            return ProduceResult(ErrorCode.message_too_large, message=str(error))
+        except CorruptBatchError as error:
+            return ProduceResult(ErrorCode.corrupt_message, message=str(error))
+        except RecordBatchError as error:
+            return ProduceResult(ErrorCode.invalid_record, message=str(error))
+        except StorageError as error:
+            log.error("produce_storage_failed", topic=topic, error=str(error))
+            return ProduceResult(ErrorCode.kafka_storage_error, message=str(error))
+        return ProduceResult(ErrorCode.none, info.first_offset, partition.log.log_start_offset)
+
+    async def _until_replicated(
+        self, partition: Partition, required: int, deadline: float, appended: ProduceResult
+    ) -> ProduceResult:
+        loop = asyncio.get_running_loop()
+        while partition.log.high_watermark < required:
+            if not partition.is_leader:
+                return ProduceResult(ErrorCode.not_leader_or_follower)
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return ProduceResult(ErrorCode.request_timed_out)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(partition.wait_for_change(), remaining)
+        return appended
+
+    # -- offsets ----------------------------------------------------------------------------------
+
+    def list_offset(
+        self, topic: str, partition_id: int, timestamp: int, current_leader_epoch: int
+    ) -> tuple[ErrorCode, OffsetAnswer | None]:
+        """ListOffsets for one partition, on its leader."""
+        partition = self.partitions.get((topic, partition_id))
+        if partition is None or partition.state is None:
+            return ErrorCode.unknown_topic_or_partition, None
+        if not partition.is_leader:
+            return ErrorCode.not_leader_or_follower, None
+        if current_leader_epoch >= 0:
+            if current_leader_epoch < partition.leader_epoch:
+                return ErrorCode.fenced_leader_epoch, None
+            if current_leader_epoch > partition.leader_epoch:
+                return ErrorCode.unknown_leader_epoch, None
+        try:
+            return ErrorCode.none, offset_for_timestamp(
+                partition.log,
+                timestamp,
+                isolation_committed=True,
+                leader_epoch=partition.leader_epoch,
+            )
+        except StorageError as error:
+            log.error("list_offsets_storage_failed", topic=topic, error=str(error))
+            return ErrorCode.kafka_storage_error, None
+
+    # -- fetch ------------------------------------------------------------------------------------
+
+    async def fetch(
+        self,
+        replica_id: int,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        requests: Sequence[FetchPartition],
+    ) -> list[FetchResult]:
+        """Read each partition; waits up to `max_wait_ms` for `min_bytes` if none failed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_ms / 1000
+        while True:
+            results = self._read_all(replica_id, max_bytes, requests)
+            size = sum(len(r.records) for r in results if r.records is not None)
+            waiting = [
+                self.partitions[(request.topic, request.partition_id)]
+                for request, result in zip(requests, results, strict=True)
+                if result.error is ErrorCode.none
+            ]
+            remaining = deadline - loop.time()
+            if (
+                size >= min_bytes
+                or remaining <= 0
+                or len(waiting) != len(results)
+                or any(r.diverging_epoch is not None for r in results)
+            ):
+                return results
+            waiters = [asyncio.ensure_future(p.wait_for_change()) for p in waiting]
+            try:
+                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiter in waiters:
+                    waiter.cancel()
+
+    def _read_all(
+        self, replica_id: int, max_bytes: int, requests: Sequence[FetchPartition]
+    ) -> list[FetchResult]:
+        results = []
+        budget = max_bytes
+        for request in requests:
+            result = self._read(replica_id, request, budget, first=budget == max_bytes)
+            if result.records is not None:
+                budget = max(0, budget - len(result.records))
+            results.append(result)
+        return results
+
+    def _read(
+        self, replica_id: int, request: FetchPartition, budget: int, *, first: bool
+    ) -> FetchResult:
+        partition = self.partitions.get((request.topic, request.partition_id))
+        if partition is None or partition.state is None:
+            return FetchResult(ErrorCode.unknown_topic_or_partition)
+        leader = (partition.state.leader, partition.leader_epoch)
+        if not partition.is_leader:
+            return FetchResult(ErrorCode.not_leader_or_follower, leader=leader)
+        if request.current_leader_epoch >= 0:
+            if request.current_leader_epoch < partition.leader_epoch:
+                return FetchResult(ErrorCode.fenced_leader_epoch, leader=leader)
+            if request.current_leader_epoch > partition.leader_epoch:
+                return FetchResult(ErrorCode.unknown_leader_epoch, leader=leader)
+        replica_log = partition.log
+        is_follower = replica_id >= 0
+        if is_follower and request.last_fetched_epoch >= 0:
+            epoch, end_offset = replica_log.end_offset_for_epoch(request.last_fetched_epoch)
+            if epoch != request.last_fetched_epoch or end_offset < request.fetch_offset:
+                return FetchResult(
+                    ErrorCode.none,
+                    replica_log.high_watermark,
+                    replica_log.log_start_offset,
+                    diverging_epoch=(epoch, end_offset),
+                    leader=leader,
+                )
+        if is_follower and replica_id in partition.followers:
+            partition.followers[replica_id].log_end_offset = request.fetch_offset
+            partition.maybe_advance_high_watermark()
+        try:
+            read = replica_log.read(
+                request.fetch_offset,
+                min(request.max_bytes, budget),
+                max_offset=None if is_follower else replica_log.high_watermark,
+                min_one_batch=first,
+            )
+        except OffsetOutOfRangeError:
+            return FetchResult(
+                ErrorCode.offset_out_of_range,
+                replica_log.high_watermark,
+                replica_log.log_start_offset,
+                leader=leader,
+            )
+        return FetchResult(
+            ErrorCode.none,
+            read.high_watermark,
+            read.log_start_offset,
+            records=None if read.records is None else read.records.read(),
+            leader=leader,
+        )

@@ -1,0 +1,196 @@
+"""Produce, fetch and list offsets with real clients against one real `kraft serve` node
+(broker and controller roles): what each client writes, the others read, in order."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as PythonTopicPartition
+from kio.schema.errors import ErrorCode
+
+from broker.data_apis import PRODUCE_KEY
+from net.client import NodeConnection
+from net.protocol import field_entity_type, make_entity, request_schema
+from net.records import Record, encode_batch
+from tests.integration.cluster import Cluster
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    cluster = Cluster.combined(tmp_path_factory.mktemp("node"), 1)
+    cluster.start_all()
+    try:
+        cluster.wait_for("broker unfenced", cluster.brokers_unfenced)
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def create_topic(cluster: Cluster, name: str, partitions: int, **configs: str) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=configs)
+    admin.create_topics([topic])[name].result(timeout=30)
+    cluster.wait_for(
+        f"{name} led",
+        lambda: (
+            all(
+                p.leader >= 0
+                for p in admin.list_topics(name, timeout=10).topics[name].partitions.values()
+            )
+            and len(admin.list_topics(name, timeout=10).topics[name].partitions) == partitions
+        ),
+    )
+
+
+def produce_with_librdkafka(cluster: Cluster, topic: str, messages: list[tuple[int, str]]) -> None:
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5})
+    failures: list[Any] = []
+    for partition, value in messages:
+        producer.produce(
+            topic,
+            value=value.encode(),
+            partition=partition,
+            on_delivery=lambda error, _: failures.append(error) if error else None,
+        )
+    assert producer.flush(30) == 0
+    assert failures == []
+
+
+# kcat reads every partition from the start to the end, printing partition, offset and value.
+READ_ALL = ("-o", "beginning", "-e", "-q", "-f", "%p %o %s\\n")
+
+
+def kcat_consume(cluster: Cluster, topic: str) -> list[tuple[int, int, str]]:
+    output = subprocess.run(
+        ["kcat", "-C", "-b", cluster.bootstrap, "-t", topic, *READ_ALL],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    return [
+        (int(p), int(o), value)
+        for p, o, value in (line.split(" ", 2) for line in output.splitlines())
+    ]
+
+
+def test_librdkafka_writes_and_kcat_and_kafka_python_read(node: Cluster) -> None:
+    create_topic(node, "orders", 3)
+    messages = [(i % 3, f"order-{i}") for i in range(300)]
+    produce_with_librdkafka(node, "orders", messages)
+
+    read = kcat_consume(node, "orders")
+    for partition in range(3):
+        expected = [value for p, value in messages if p == partition]
+        got = [(offset, value) for p, offset, value in read if p == partition]
+        assert got == list(enumerate(expected))
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=node.bootstrap, enable_auto_commit=False, consumer_timeout_ms=5000
+    )
+    try:
+        partitions = [PythonTopicPartition("orders", p) for p in range(3)]
+        consumer.assign(partitions)
+        consumer.seek_to_beginning()
+        seen = {(r.partition, r.offset): r.value.decode() for r in consumer}
+        assert len(seen) == 300
+        assert consumer.end_offsets(partitions) == {tp: 100 for tp in partitions}
+    finally:
+        consumer.close()
+
+
+async def test_kafka_python_writes_and_aiokafka_reads(node: Cluster) -> None:
+    await asyncio.to_thread(create_topic, node, "events", 2)
+    producer = KafkaProducer(bootstrap_servers=node.bootstrap, acks="all", enable_idempotence=False)
+    try:
+        for i in range(50):
+            producer.send("events", value=f"event-{i}".encode(), partition=i % 2)
+        producer.flush(30)
+    finally:
+        producer.close()
+    consumer = AIOKafkaConsumer(bootstrap_servers=node.bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        partitions = [TopicPartition("events", p) for p in range(2)]
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        values: dict[int, list[str]] = {0: [], 1: []}
+        while sum(len(v) for v in values.values()) < 50:
+            batch = await asyncio.wait_for(consumer.getmany(timeout_ms=1000), 10)
+            for tp, records in batch.items():
+                values[tp.partition].extend(r.value.decode() for r in records)
+        assert values[0] == [f"event-{i}" for i in range(0, 50, 2)]
+        assert values[1] == [f"event-{i}" for i in range(1, 50, 2)]
+    finally:
+        await consumer.stop()
+
+
+def test_acks_all_below_min_insync_replicas_is_refused(node: Cluster) -> None:
+    create_topic(node, "strict", 1, **{"min.insync.replicas": "2"})
+    # No retries: the broker's refusal reaches the application as it is.
+    producer = Producer({"bootstrap.servers": node.bootstrap, "acks": "all", "retries": 0})
+    errors: list[Any] = []
+    producer.produce("strict", b"x", on_delivery=lambda error, _: errors.append(error))
+    producer.flush(10)
+    assert [error.code() for error in errors] == [KafkaError.NOT_ENOUGH_REPLICAS]
+
+
+async def test_produce_errors_over_the_wire(node: Cluster) -> None:
+    await asyncio.to_thread(create_topic, node, "plain", 1)
+    schema: Any = request_schema(PRODUCE_KEY, 9)
+    topic_type = field_entity_type(schema, "topic_data")
+    partition_type = field_entity_type(topic_type, "partition_data")
+
+    def request(acks: int, topic: str, partition: int, records: bytes) -> Any:
+        return make_entity(
+            schema,
+            transactional_id=None,
+            acks=acks,
+            timeout=datetime.timedelta(seconds=5),
+            topic_data=(
+                make_entity(
+                    topic_type,
+                    name=topic,
+                    partition_data=(make_entity(partition_type, index=partition, records=records),),
+                ),
+            ),
+        )
+
+    connection = NodeConnection("127.0.0.1", node.nodes[1].broker_port or 0)
+    try:
+
+        def error_of(response: Any) -> ErrorCode:
+            return ErrorCode(response.responses[0].partition_responses[0].error_code)
+
+        assert error_of(await connection.send(request(2, "plain", 0, b"x" * 61))) == (
+            ErrorCode.invalid_required_acks
+        )
+        assert error_of(await connection.send(request(1, "missing", 0, b"x" * 61))) == (
+            ErrorCode.unknown_topic_or_partition
+        )
+        assert error_of(await connection.send(request(1, "plain", 7, b"x" * 61))) == (
+            ErrorCode.unknown_topic_or_partition
+        )
+        # Produce v3+ carries only magic 2 batches (Kafka: InvalidRecordException).
+        assert error_of(await connection.send(request(1, "plain", 0, b"\x00" * 61))) == (
+            ErrorCode.invalid_record
+        )
+        damaged = bytearray(encode_batch([Record(b"value")]))
+        damaged[-1] ^= 0xFF
+        assert error_of(await connection.send(request(1, "plain", 0, bytes(damaged)))) == (
+            ErrorCode.corrupt_message
+        )
+        # Nothing of the refused appends reached the log: the next offset is still 0.
+        accepted = await connection.send(request(1, "plain", 0, encode_batch([Record(b"v")])))
+        assert accepted.responses[0].partition_responses[0].base_offset == 0
+    finally:
+        await connection.close()
