@@ -5,7 +5,8 @@ clean-shutdown epoch, heartbeats, controlled shutdown); the hosted replicas kept
 the metadata log (`replica_manager`, `partition`: roles, leader epochs, the leader's high
 watermark from its followers' fetch offsets); the client listener's APIs (`kafka_apis`:
 Metadata, DescribeCluster and admin requests forwarded to the active controller;
-`data_apis`: Produce, Fetch, ListOffsets, with `offsets` answering ListOffsets on a log).
-Still to come: replica fetchers on followers, ISR change proposals, idempotent-producer state,
+`data_apis`: Produce, Fetch, ListOffsets, with `offsets` answering ListOffsets on a log);
+followers pulling from their leaders (`replica_fetcher`).
+Still to come: ISR change proposals, idempotent-producer state,
 OffsetForLeaderEpoch, DescribeConfigs and the group coordinator.
 """

@@ -126,6 +126,37 @@ class Partition:
         self._wake()
         return True
 
+    # -- follower -------------------------------------------------------------------------------
+
+    def append_from_leader(self, records: bytes, leader_high_watermark: int) -> None:
+        """Append what the leader sent (keeping its offsets and epochs); the follower's high
+        watermark is min(own LEO, the leader's high watermark)."""
+        if records:
+            self.log.append_as_follower(records)
+        self.log.update_high_watermark(min(self.log.log_end_offset, leader_high_watermark))
+        self._wake()
+
+    def truncate_to_divergence(self, epoch: int, end_offset: int) -> int:
+        """The leader says this log diverges after `end_offset` of `epoch`: cut it where both
+        agree, never blindly at the high watermark (hw-leo-leader-epoch.txt); the new end."""
+        # Our end of that epoch (or of the latest one before it, if we never had it): KIP-279
+        # truncates to the smaller, then the next fetch checks again from there.
+        _, local_end = self.log.end_offset_for_epoch(epoch)
+        offset = min(end_offset, local_end)
+        if offset < self.log.log_end_offset:
+            log.warning(
+                "partition_truncated_to_divergence",
+                topic=self.topic,
+                partition=self.partition_id,
+                leader_epoch=self.leader_epoch,
+                diverging_epoch=epoch,
+                leader_end_offset=end_offset,
+                old_log_end_offset=self.log.log_end_offset,
+                new_log_end_offset=offset,
+            )
+            self.log.truncate_to(offset)
+        return self.log.log_end_offset
+
     # -- waiting ----------------------------------------------------------------------------------
 
     async def wait_for_change(self) -> None:

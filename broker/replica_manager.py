@@ -24,8 +24,10 @@ from uuid import UUID
 import structlog
 from kio.schema.errors import ErrorCode
 
+from broker.metadata_api import CLIENT_LISTENER
 from broker.offsets import OffsetAnswer, offset_for_timestamp
 from broker.partition import NotLeaderError, Partition
+from broker.replica_fetcher import ReplicaFetcherManager
 from controller.image import MetadataImage, MetadataReplayer
 from kraft.messages import Entry, SnapshotId
 from net.record_batch import CorruptBatchError, RecordBatchError
@@ -94,6 +96,7 @@ class ReplicaManager:
         self._default_min_isr = default_min_insync_replicas
         self._applied = MetadataImage.EMPTY
         self.partitions: dict[tuple[str, int], Partition] = {}
+        self._fetchers = ReplicaFetcherManager(broker_id, self._client_address)
 
     # -- RaftListener ---------------------------------------------------------------------------
 
@@ -135,6 +138,10 @@ class ReplicaManager:
                     )
                     self.partitions[key] = partition
                 partition.apply(state)
+                if partition.is_leader or not state.has_leader:
+                    self._fetchers.unfollow(partition)
+                else:
+                    self._fetchers.follow(partition, state.leader)
         for key, partition in list(self.partitions.items()):
             if partition.topic_id not in image.topics:
                 self._remove(key)
@@ -142,6 +149,7 @@ class ReplicaManager:
 
     def _remove(self, key: tuple[str, int]) -> None:
         partition = self.partitions.pop(key)
+        self._fetchers.unfollow(partition)
         self._logs.delete_log(TopicPartition(*key))
         log.info(
             "partition_replica_deleted",
@@ -149,6 +157,20 @@ class ReplicaManager:
             partition=partition.partition_id,
             leader_epoch=partition.leader_epoch,
         )
+
+    def _client_address(self, broker_id: int) -> tuple[str, int] | None:
+        # The replayer's image: `apply` may be running on it and not have recorded it yet.
+        broker = self._replayer.image.brokers.get(broker_id)
+        if broker is None:
+            return None
+        for endpoint in broker.listeners:
+            if endpoint.name == CLIENT_LISTENER:
+                return endpoint.host, endpoint.port
+        return None
+
+    async def stop(self) -> None:
+        """Stop fetching from the leaders."""
+        await self._fetchers.stop()
 
     def topic_name(self, topic_id: UUID) -> str | None:
         topic = self._applied.topics.get(topic_id)

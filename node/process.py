@@ -200,6 +200,7 @@ class BrokerRole:
         """Stops serving; the broker epoch to write in the clean-shutdown marker (None if the
         broker never registered)."""
         await self.lifecycle.stop()
+        await self.replicas.stop()
         await self._server.close(timeout=1.0)
         await self._controller.close()
         epoch = self.lifecycle.broker_epoch

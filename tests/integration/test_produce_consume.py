@@ -35,9 +35,13 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         cluster.stop_all()
 
 
-def create_topic(cluster: Cluster, name: str, partitions: int, **configs: str) -> None:
+def create_topic(
+    cluster: Cluster, name: str, partitions: int, *, replication_factor: int = 1, **configs: str
+) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=configs)
+    topic = NewTopic(
+        name, num_partitions=partitions, replication_factor=replication_factor, config=configs
+    )
     admin.create_topics([topic])[name].result(timeout=30)
     cluster.wait_for(
         f"{name} led",

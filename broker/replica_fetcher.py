@@ -1,0 +1,232 @@
+"""Followers pull from their leaders: one fetcher task per source broker.
+
+Each fetcher sends Fetch (v12: names, the current leader epoch, and the last fetched epoch so
+the leader can point out a divergence) for every partition this broker follows from that
+leader, with its broker id as replica id, and applies the answer per partition: append the
+records as they are, set the high watermark to min(own LEO, leader's HW), truncate where the
+leader says the log diverges, restart below the leader's log start when the offset fell out
+of range. A refusal (not the leader, fenced or unknown epoch: the two brokers' metadata differ for a
+moment) and connection errors back off (Kafka's `replica.fetch.backoff.ms`) and retry; the
+metadata log moves a partition to another fetcher when its leader changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+from kio.schema.errors import ErrorCode
+from kio.static.protocol import Payload
+
+from broker.partition import Partition
+from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
+from net.protocol import ProtocolError, field_entity_type, make_entity, request_schema
+from storage.errors import StorageError
+
+log = structlog.get_logger(__name__)
+
+FETCH_KEY = 1
+FETCH_VERSION = 12
+# Kafka's replica.fetch.* defaults.
+FETCH_MAX_WAIT = datetime.timedelta(milliseconds=500)
+FETCH_MAX_BYTES = 10 * 1024 * 1024
+PARTITION_MAX_BYTES = 1024 * 1024
+BACKOFF_S = 1.0
+
+
+def _request_schema() -> type[Payload]:
+    schema = request_schema(FETCH_KEY, FETCH_VERSION)
+    assert schema is not None
+    return schema
+
+
+_REQUEST = _request_schema()
+_TOPIC = field_entity_type(_REQUEST, "topics")
+_PARTITION = field_entity_type(_TOPIC, "partitions")
+
+
+class ReplicaFetcher:
+    """Fetches the partitions this broker follows from broker `leader_id`."""
+
+    def __init__(self, broker_id: int, leader_id: int, address: tuple[str, int]) -> None:
+        self.broker_id = broker_id
+        self.leader_id = leader_id
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self._connection = NodeConnection(
+            address[0], address[1], client_id=f"replica-fetcher-{broker_id}", request_timeout=30
+        )
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._connection.close()
+
+    def add(self, partition: Partition) -> None:
+        self.partitions[(partition.topic, partition.partition_id)] = partition
+        self._changed.set()
+
+    def remove(self, partition: Partition) -> None:
+        self.partitions.pop((partition.topic, partition.partition_id), None)
+
+    async def _run(self) -> None:
+        while True:
+            if not self.partitions:
+                self._changed.clear()
+                await self._changed.wait()
+                continue
+            fetched = dict(self.partitions)
+            epochs = {key: partition.leader_epoch for key, partition in fetched.items()}
+            try:
+                response: Any = await self._connection.send(self._request(fetched))
+            except (KafkaConnectionError, RequestTimedOutError, ProtocolError) as error:
+                log.info("replica_fetch_failed", leader_id=self.leader_id, error=str(error))
+                await asyncio.sleep(BACKOFF_S)
+                continue
+            backoff = False
+            for topic in response.responses:
+                for answer in topic.partitions:
+                    key = (topic.topic, answer.partition_index)
+                    partition = self.partitions.get(key)
+                    # Answers for a replica that changed role or epoch meanwhile are stale.
+                    if (
+                        partition is not None
+                        and partition is fetched.get(key)
+                        and partition.leader_epoch == epochs[key]
+                    ):
+                        backoff |= not self._apply(partition, answer)
+            if backoff:
+                await asyncio.sleep(BACKOFF_S)
+
+    def _request(self, partitions: dict[tuple[str, int], Partition]) -> Any:
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, partition_id), partition in partitions.items():
+            replica_log = partition.log
+            latest_epoch = replica_log.latest_epoch
+            by_topic.setdefault(topic, []).append(
+                make_entity(
+                    _PARTITION,
+                    partition=partition_id,
+                    current_leader_epoch=partition.leader_epoch,
+                    fetch_offset=replica_log.log_end_offset,
+                    last_fetched_epoch=-1 if latest_epoch is None else latest_epoch,
+                    log_start_offset=replica_log.log_start_offset,
+                    partition_max_bytes=PARTITION_MAX_BYTES,
+                )
+            )
+        return make_entity(
+            _REQUEST,
+            replica_id=self.broker_id,
+            max_wait=FETCH_MAX_WAIT,
+            min_bytes=1,
+            max_bytes=FETCH_MAX_BYTES,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=tuple(
+                make_entity(_TOPIC, topic=topic, partitions=tuple(items))
+                for topic, items in by_topic.items()
+            ),
+            forgotten_topics_data=(),
+            rack_id="",
+        )
+
+    def _apply(self, partition: Partition, answer: Any) -> bool:
+        """Apply one partition's answer; False when the fetcher should back off."""
+        error = ErrorCode(answer.error_code)
+        try:
+            if error is ErrorCode.none:
+                diverging = answer.diverging_epoch
+                if diverging.epoch >= 0 or diverging.end_offset >= 0:
+                    partition.truncate_to_divergence(diverging.epoch, diverging.end_offset)
+                    return True
+                partition.append_from_leader(answer.records or b"", answer.high_watermark)
+                return True
+            if error is ErrorCode.offset_out_of_range:
+                self._restart_in_range(partition, answer)
+                return True
+        except StorageError as error_in_storage:
+            log.error(
+                "replica_fetch_append_failed",
+                topic=partition.topic,
+                partition=partition.partition_id,
+                error=str(error_in_storage),
+            )
+            return False
+        # The leader's metadata may trail ours (or ours theirs): retry after the backoff; a
+        # newer metadata record moves the partition to another fetcher if the leader changed.
+        log.info(
+            "replica_fetch_refused",
+            topic=partition.topic,
+            partition=partition.partition_id,
+            leader_id=self.leader_id,
+            leader_epoch=partition.leader_epoch,
+            error=error.name,
+        )
+        return False
+
+    def _restart_in_range(self, partition: Partition, answer: Any) -> None:
+        replica_log = partition.log
+        if replica_log.log_end_offset < answer.log_start_offset:
+            # The leader deleted what we would fetch next: start again at its log start.
+            replica_log.truncate_fully_and_start_at(answer.log_start_offset)
+        else:
+            # Ahead of the leader: what is above its high watermark was never committed.
+            replica_log.truncate_to(max(answer.high_watermark, replica_log.log_start_offset))
+        log.warning(
+            "replica_fetch_offset_out_of_range",
+            topic=partition.topic,
+            partition=partition.partition_id,
+            leader_log_start_offset=answer.log_start_offset,
+            leader_high_watermark=answer.high_watermark,
+            log_end_offset=replica_log.log_end_offset,
+        )
+
+
+class ReplicaFetcherManager:
+    """The fetchers of broker `broker_id`, one per leader; `address_of` gives a broker's
+    client listener (None if it has none registered)."""
+
+    def __init__(self, broker_id: int, address_of: Callable[[int], tuple[str, int] | None]) -> None:
+        self.broker_id = broker_id
+        self._address_of = address_of
+        self._fetchers: dict[int, ReplicaFetcher] = {}
+        self._following: dict[tuple[str, int], int] = {}
+
+    def follow(self, partition: Partition, leader_id: int) -> None:
+        """Fetch `partition` from `leader_id` (moving it from its previous leader's fetcher);
+        re-adds it after a refusal once the metadata changed."""
+        key = (partition.topic, partition.partition_id)
+        previous = self._following.get(key)
+        if previous is not None and previous != leader_id:
+            self._fetchers[previous].remove(partition)
+        fetcher = self._fetchers.get(leader_id)
+        if fetcher is None:
+            address = self._address_of(leader_id)
+            if address is None:
+                return
+            fetcher = self._fetchers[leader_id] = ReplicaFetcher(self.broker_id, leader_id, address)
+            fetcher.start()
+        fetcher.add(partition)
+        self._following[key] = leader_id
+
+    def unfollow(self, partition: Partition) -> None:
+        key = (partition.topic, partition.partition_id)
+        leader_id = self._following.pop(key, None)
+        if leader_id is not None:
+            self._fetchers[leader_id].remove(partition)
+
+    async def stop(self) -> None:
+        for fetcher in self._fetchers.values():
+            await fetcher.stop()
+        self._fetchers.clear()
