@@ -6,7 +6,8 @@ the metadata log (`replica_manager`, `partition`: roles, leader epochs, the lead
 watermark from its followers' fetch offsets); the client listener's APIs (`kafka_apis`:
 Metadata, DescribeCluster and admin requests forwarded to the active controller;
 `data_apis`: Produce, Fetch, ListOffsets, with `offsets` answering ListOffsets on a log);
-followers pulling from their leaders (`replica_fetcher`).
-Still to come: ISR change proposals, idempotent-producer state,
+followers pulling from their leaders (`replica_fetcher`); leaders' ISR change requests
+(`isr_changes`).
+Still to come: idempotent-producer state,
 OffsetForLeaderEpoch, DescribeConfigs and the group coordinator.
 """

@@ -30,9 +30,14 @@ class NotLeaderError(Exception):
 
 @dataclass(slots=True)
 class FollowerState:
-    """What the leader knows of one follower."""
+    """What the leader knows of one follower: its log end offset (the offset it fetches
+    from) and when it last fetched from the leader's log end offset."""
 
     log_end_offset: int = -1
+    last_caught_up_ms: int = -1
+    # The leader's log end offset and the time at the follower's previous fetch.
+    last_fetch_leader_log_end_offset: int = -1
+    last_fetch_ms: int = -1
 
 
 class Partition:
@@ -48,6 +53,13 @@ class Partition:
         self.log = replica_log
         self.state: PartitionState | None = None
         self.followers: dict[int, FollowerState] = {}
+        # An ISR this leader asked the controller for, until the metadata log answers (a new
+        # partition epoch) or the controller refuses; and the partition epoch it was asked at.
+        self.pending_isr: tuple[int, ...] | None = None
+        self.pending_partition_epoch = -1
+        # The log end offset when this leadership began: a follower below it has not got the
+        # records of the current epoch, so it cannot join the ISR yet.
+        self.leader_epoch_start_offset = 0
         self._changed = asyncio.Event()
 
     # -- role -----------------------------------------------------------------------------------
@@ -60,8 +72,11 @@ class Partition:
     def leader_epoch(self) -> int:
         return -1 if self.state is None else self.state.leader_epoch
 
-    def apply(self, state: PartitionState) -> None:
-        """A new state from the metadata log; one older than the applied one is ignored."""
+    def apply(self, state: PartitionState, now_ms: int = 0) -> None:
+        """A new state from the metadata log; one older than the applied one is ignored.
+
+        `now_ms` starts the lag clock of the followers of a new leadership (Kafka gives ISR
+        members the benefit of the doubt: caught up as of the moment leadership began)."""
         old = self.state
         if old is not None and (
             state.leader_epoch < old.leader_epoch or state.partition_epoch < old.partition_epoch
@@ -74,7 +89,12 @@ class Partition:
         if became_leader:
             # A new leadership knows nothing of the followers yet (they report on their next
             # fetch); the log's leader-epoch cache starts the epoch at the current end.
-            self.followers = {r: FollowerState() for r in state.replicas if r != self.broker_id}
+            self.followers = {
+                r: FollowerState(last_caught_up_ms=now_ms if r in state.isr else -1)
+                for r in state.replicas
+                if r != self.broker_id
+            }
+            self.leader_epoch_start_offset = self.log.log_end_offset
             log.info(
                 "partition_became_leader",
                 topic=self.topic,
@@ -94,6 +114,10 @@ class Partition:
                 leader_epoch=state.leader_epoch,
                 partition_epoch=state.partition_epoch,
             )
+        if self.pending_isr is not None and (
+            state.partition_epoch > self.pending_partition_epoch or not self.is_leader
+        ):
+            self.pending_isr = None
         if self.is_leader:
             self.maybe_advance_high_watermark()
         self._wake()
@@ -111,11 +135,62 @@ class Partition:
     def isr_size(self) -> int:
         return 0 if self.state is None else len(self.state.isr)
 
+    def maximal_isr(self) -> frozenset[int]:
+        """The ISR plus any member a pending change adds (Kafka's maximal ISR): a replica
+        about to join counts for the high watermark before the metadata log says it joined,
+        so the high watermark never passes the log end of an ISR member."""
+        assert self.state is not None
+        return frozenset(self.state.isr) | frozenset(self.pending_isr or ())
+
+    def record_follower_fetch(
+        self, replica: int, fetch_offset: int, now_ms: int
+    ) -> tuple[int, ...] | None:
+        """A follower fetched from `fetch_offset`: its log end offset. Returns the expanded ISR
+        to ask the controller for when a follower outside the ISR has caught up."""
+        follower = self.followers.get(replica)
+        if follower is None or self.state is None:
+            return None
+        follower.log_end_offset = fetch_offset
+        # Kafka's rule: caught up now if it reached the leader's end, or caught up as of its
+        # previous fetch if it reached the end the leader had then (under steady appends a
+        # follower never sees the very end).
+        leader_log_end_offset = self.log.log_end_offset
+        if fetch_offset >= leader_log_end_offset:
+            follower.last_caught_up_ms = now_ms
+        elif fetch_offset >= follower.last_fetch_leader_log_end_offset >= 0:
+            follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
+        follower.last_fetch_leader_log_end_offset = leader_log_end_offset
+        follower.last_fetch_ms = now_ms
+        self.maybe_advance_high_watermark()
+        if (
+            replica in self.state.isr
+            or self.pending_isr is not None
+            or fetch_offset < self.log.high_watermark
+            or fetch_offset < self.leader_epoch_start_offset
+        ):
+            return None
+        return tuple(r for r in self.state.replicas if r in self.state.isr or r == replica)
+
+    def lagging_isr(self, now_ms: int, lag_time_max_ms: int) -> tuple[int, ...] | None:
+        """The shrunk ISR to ask for when followers in it have not caught up with the leader's
+        log end for `lag_time_max_ms` (replica.lag.time.max.ms); None if none lag."""
+        if not self.is_leader or self.pending_isr is not None or self.state is None:
+            return None
+        lagging = {
+            r
+            for r in self.state.isr
+            if r != self.broker_id
+            and now_ms - self.followers.get(r, FollowerState()).last_caught_up_ms > lag_time_max_ms
+        }
+        if not lagging:
+            return None
+        return tuple(r for r in self.state.isr if r not in lagging)
+
     def maybe_advance_high_watermark(self) -> bool:
-        """HW = max(HW, min LEO over the ISR); whether it moved."""
+        """HW = max(HW, min LEO over the maximal ISR); whether it moved."""
         assert self.state is not None
         log_end_offsets = [self.log.log_end_offset]
-        for replica in self.state.isr:
+        for replica in self.maximal_isr():
             if replica != self.broker_id:
                 follower = self.followers.get(replica)
                 log_end_offsets.append(-1 if follower is None else follower.log_end_offset)

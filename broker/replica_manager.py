@@ -24,6 +24,7 @@ from uuid import UUID
 import structlog
 from kio.schema.errors import ErrorCode
 
+from broker.isr_changes import IsrChangeSender
 from broker.metadata_api import CLIENT_LISTENER
 from broker.offsets import OffsetAnswer, offset_for_timestamp
 from broker.partition import NotLeaderError, Partition
@@ -88,8 +89,16 @@ class ReplicaManager:
         replayer: MetadataReplayer,
         log_config: LogConfig,
         default_min_insync_replicas: int,
+        *,
+        isr_changes: IsrChangeSender | None = None,
+        replica_lag_time_max_ms: int = 30_000,
     ) -> None:
+        """`isr_changes` sends the ISR changes of led partitions (None: the ISR only changes
+        by the controller's own decisions)."""
         self.broker_id = broker_id
+        self._isr_changes = isr_changes
+        self._lag_time_max_ms = replica_lag_time_max_ms
+        self._expiration: asyncio.Task[None] | None = None
         self._logs = logs
         self._replayer = replayer
         self._log_config = log_config
@@ -137,7 +146,7 @@ class ReplicaManager:
                         topic.name, topic_id, partition_id, self.broker_id, replica_log
                     )
                     self.partitions[key] = partition
-                partition.apply(state)
+                partition.apply(state, _now_ms())
                 if partition.is_leader or not state.has_leader:
                     self._fetchers.unfollow(partition)
                 else:
@@ -168,9 +177,32 @@ class ReplicaManager:
                 return endpoint.host, endpoint.port
         return None
 
+    def start(self) -> None:
+        """Start checking the ISRs of led partitions for lagging followers."""
+        if self._isr_changes is not None:
+            self._expiration = asyncio.create_task(self._expire_lagging_followers())
+
     async def stop(self) -> None:
-        """Stop fetching from the leaders."""
+        """Stop fetching from the leaders and checking ISRs."""
+        if self._expiration is not None:
+            self._expiration.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._expiration
+        if self._isr_changes is not None:
+            await self._isr_changes.stop()
         await self._fetchers.stop()
+
+    async def _expire_lagging_followers(self) -> None:
+        """Kafka's isr-expiration task: every half lag time, leaders drop followers that have
+        not caught up for `replica.lag.time.max.ms`."""
+        assert self._isr_changes is not None
+        while True:
+            await asyncio.sleep(self._lag_time_max_ms / 2000)
+            now_ms = _now_ms()
+            for partition in self.partitions.values():
+                shrunk = partition.lagging_isr(now_ms, self._lag_time_max_ms)
+                if shrunk is not None:
+                    self._isr_changes.propose(partition, shrunk, "lagging_followers")
 
     def topic_name(self, topic_id: UUID) -> str | None:
         topic = self._applied.topics.get(topic_id)
@@ -349,9 +381,10 @@ class ReplicaManager:
                     diverging_epoch=(epoch, end_offset),
                     leader=leader,
                 )
-        if is_follower and replica_id in partition.followers:
-            partition.followers[replica_id].log_end_offset = request.fetch_offset
-            partition.maybe_advance_high_watermark()
+        if is_follower:
+            expanded = partition.record_follower_fetch(replica_id, request.fetch_offset, _now_ms())
+            if expanded is not None and self._isr_changes is not None:
+                self._isr_changes.propose(partition, expanded, "follower_caught_up")
         try:
             read = replica_log.read(
                 request.fetch_offset,
@@ -373,3 +406,7 @@ class ReplicaManager:
             records=None if read.records is None else read.records.read(),
             leader=leader,
         )
+
+
+def _now_ms() -> int:
+    return int(asyncio.get_running_loop().time() * 1000)

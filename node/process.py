@@ -19,6 +19,7 @@ from aiohttp import web
 from admin.app import create_app
 from admin.models import Quorum, ReplicaProgress
 from broker.data_apis import DataApis
+from broker.isr_changes import IsrChangeSender
 from broker.kafka_apis import BrokerApis
 from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager
 from broker.metadata_api import CLIENT_LISTENER
@@ -176,7 +177,15 @@ class BrokerRole:
             heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
         )
         self.replicas = ReplicaManager(
-            config.node_id, logs, replayer, config.log_config(), config.min_insync_replicas
+            config.node_id,
+            logs,
+            replayer,
+            config.log_config(),
+            config.min_insync_replicas,
+            isr_changes=IsrChangeSender(
+                self._controller, config.node_id, lambda: self.lifecycle.broker_epoch
+            ),
+            replica_lag_time_max_ms=config.replica_lag_time_max_ms,
         )
         registry = ApiRegistry()
         BrokerApis(
@@ -194,6 +203,7 @@ class BrokerRole:
     async def start(self) -> None:
         await self._server.start()
         self.lifecycle.start()
+        self.replicas.start()
         log.info("broker_listening", listener=str(self._listener))
 
     async def stop(self) -> int | None:

@@ -175,6 +175,17 @@ class Cluster:
             process.wait(timeout=10)
         self.nodes[node_id].process = None
 
+    def pause(self, node_id: int) -> None:
+        """SIGSTOP: the process stays alive but does nothing (a stalled machine)."""
+        process = self.nodes[node_id].process
+        assert process is not None
+        process.send_signal(signal.SIGSTOP)
+
+    def resume(self, node_id: int) -> None:
+        process = self.nodes[node_id].process
+        assert process is not None
+        process.send_signal(signal.SIGCONT)
+
     def terminate(self, node_id: int) -> int:
         """SIGTERM and wait for the clean stop; returns the exit status."""
         process = self.nodes[node_id].process

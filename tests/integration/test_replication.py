@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, Producer
 
 from tests.integration.cluster import Cluster
 from tests.integration.test_produce_consume import (
@@ -51,3 +53,66 @@ async def test_acks_all_is_replicated_to_every_replica(cluster: Cluster) -> None
 
     await asyncio.to_thread(cluster.wait_for, "identical replicas", identical, 10.0)
     assert len(segment_bytes(cluster, 1, "replicated", 0)) > 100 * len("message-0")
+
+
+def partition_state(cluster: Cluster, node_id: int, topic: str) -> dict[str, Any]:
+    state: dict[str, Any] = cluster.nodes[node_id].get(f"/v1/topics/{topic}")["partitions"][0]
+    return state
+
+
+def produce_one(cluster: Cluster, topic: str, value: bytes) -> KafkaError | None:
+    """One acks=all message without retries: the broker's answer as the application sees it."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "retries": 0})
+    outcome: list[KafkaError | None] = []
+    producer.produce(topic, value, on_delivery=lambda error, _: outcome.append(error))
+    producer.flush(30)
+    return outcome[0]
+
+
+@pytest.mark.timeout(120)
+async def test_a_stalled_follower_leaves_the_isr_and_rejoins(tmp_path: Path) -> None:
+    cluster = Cluster.combined(
+        tmp_path,
+        3,
+        **{"replica.lag.time.max.ms": "1500", "broker.session.timeout.ms": "60000"},
+    )
+    cluster.start_all()
+    try:
+        await asyncio.to_thread(cluster.wait_for, "brokers unfenced", cluster.brokers_unfenced)
+        await asyncio.to_thread(
+            create_topic,
+            cluster,
+            "guarded",
+            1,
+            replication_factor=3,
+            **{"min.insync.replicas": "3"},
+        )
+        assert await asyncio.to_thread(produce_one, cluster, "guarded", b"before") is None
+        quorum_leader = cluster.nodes[1].get("/v1/quorum")["leader_id"]
+        state = partition_state(cluster, 1, "guarded")
+        # Stall a follower that is neither the partition leader nor the quorum leader.
+        (stalled,) = [r for r in state["replicas"] if r not in (state["leader"], quorum_leader)][:1]
+        observer = state["leader"]
+        cluster.pause(stalled)
+        shrunk = await asyncio.to_thread(
+            cluster.wait_for,
+            "the stalled follower out of the ISR",
+            lambda: stalled not in partition_state(cluster, observer, "guarded")["isr"],
+            15.0,
+        )
+        assert shrunk
+        refused = await asyncio.to_thread(produce_one, cluster, "guarded", b"refused")
+        assert refused is not None and refused.code() == KafkaError.NOT_ENOUGH_REPLICAS
+
+        cluster.resume(stalled)
+        await asyncio.to_thread(
+            cluster.wait_for,
+            "the follower back in the ISR",
+            lambda: sorted(partition_state(cluster, observer, "guarded")["isr"]) == [1, 2, 3],
+            15.0,
+        )
+        assert await asyncio.to_thread(produce_one, cluster, "guarded", b"after") is None
+        read = await asyncio.to_thread(kcat_consume, cluster, "guarded")
+        assert [value for _, _, value in read] == ["before", "after"]
+    finally:
+        cluster.stop_all()
