@@ -9,5 +9,5 @@ Metadata, DescribeCluster and admin requests forwarded to the active controller;
 followers pulling from their leaders (`replica_fetcher`); leaders' ISR change requests
 (`isr_changes`).
 Still to come: idempotent-producer state,
-OffsetForLeaderEpoch, DescribeConfigs and the group coordinator.
+DescribeConfigs and the group coordinator.
 """

@@ -1,6 +1,8 @@
 """Produce, Fetch and ListOffsets on the client listener: kio requests to the replicas and back.
 
-ListOffsets v1-v10 answers on the leader (earliest, latest, max timestamp, by timestamp).
+ListOffsets v1-v10 answers on the leader (earliest, latest, max timestamp, by timestamp);
+OffsetForLeaderEpoch v2-v4 gives the end of a leader epoch (librdkafka validates its position
+with it after a leader change).
 Produce v3-v10 is served (magic v2 batches); v0-v2 are advertised and refused with
 UNSUPPORTED_VERSION, as Kafka 4 does (KAFKA-18659: old librdkafka, kcat included, enables
 compression only when Produce v0 is advertised). Fetch v4-v16 is served without fetch
@@ -32,9 +34,11 @@ from net.protocol import field_entity_type, make_entity, response_schema
 PRODUCE_KEY = 0
 FETCH_KEY = 1
 LIST_OFFSETS_KEY = 2
+OFFSET_FOR_LEADER_EPOCH_KEY = 23
 PRODUCE_VERSIONS = (3, 10)
 FETCH_VERSIONS = (4, 16)
 LIST_OFFSETS_VERSIONS = (1, 10)
+OFFSET_FOR_LEADER_EPOCH_VERSIONS = (2, 4)
 # Fetch names topics by id from this version on.
 _TOPIC_IDS_FROM = 13
 _NO_THROTTLE = datetime.timedelta(0)
@@ -59,10 +63,49 @@ class DataApis:
             FETCH_KEY, self._on_fetch, min_version=FETCH_VERSIONS[0], max_version=FETCH_VERSIONS[1]
         )
         registry.register(
+            OFFSET_FOR_LEADER_EPOCH_KEY,
+            self._on_offset_for_leader_epoch,
+            min_version=OFFSET_FOR_LEADER_EPOCH_VERSIONS[0],
+            max_version=OFFSET_FOR_LEADER_EPOCH_VERSIONS[1],
+        )
+        registry.register(
             LIST_OFFSETS_KEY,
             self._on_list_offsets,
             min_version=LIST_OFFSETS_VERSIONS[0],
             max_version=LIST_OFFSETS_VERSIONS[1],
+        )
+
+    # -- OffsetForLeaderEpoch ----------------------------------------------------------------------
+
+    def _on_offset_for_leader_epoch(self, context: RequestContext, request: Any) -> Any:
+        schema = response_schema(OFFSET_FOR_LEADER_EPOCH_KEY, context.header.api_version)
+        assert schema is not None
+        topic_type = field_entity_type(schema, "topics")
+        partition_type = field_entity_type(topic_type, "partitions")
+
+        def answer(topic: str, partition: Any) -> Any:
+            error, epoch, end_offset = self._replicas.end_offset_for_epoch(
+                topic, partition.partition, partition.current_leader_epoch, partition.leader_epoch
+            )
+            return make_entity(
+                partition_type,
+                error_code=error,
+                partition=partition.partition,
+                leader_epoch=epoch,
+                end_offset=end_offset,
+            )
+
+        return make_entity(
+            schema,
+            throttle_time=_NO_THROTTLE,
+            topics=tuple(
+                make_entity(
+                    topic_type,
+                    topic=topic.topic,
+                    partitions=tuple(answer(topic.topic, p) for p in topic.partitions),
+                )
+                for topic in request.topics
+            ),
         )
 
     # -- ListOffsets ------------------------------------------------------------------------------

@@ -282,20 +282,29 @@ class ReplicaManager:
 
     # -- offsets ----------------------------------------------------------------------------------
 
-    def list_offset(
-        self, topic: str, partition_id: int, timestamp: int, current_leader_epoch: int
-    ) -> tuple[ErrorCode, OffsetAnswer | None]:
-        """ListOffsets for one partition, on its leader."""
+    def _leader_of(
+        self, topic: str, partition_id: int, current_leader_epoch: int
+    ) -> tuple[ErrorCode, Partition | None]:
+        """The partition if this broker leads it in the epoch the client knows (-1: any)."""
         partition = self.partitions.get((topic, partition_id))
         if partition is None or partition.state is None:
             return ErrorCode.unknown_topic_or_partition, None
         if not partition.is_leader:
-            return ErrorCode.not_leader_or_follower, None
+            return ErrorCode.not_leader_or_follower, partition
         if current_leader_epoch >= 0:
             if current_leader_epoch < partition.leader_epoch:
-                return ErrorCode.fenced_leader_epoch, None
+                return ErrorCode.fenced_leader_epoch, partition
             if current_leader_epoch > partition.leader_epoch:
-                return ErrorCode.unknown_leader_epoch, None
+                return ErrorCode.unknown_leader_epoch, partition
+        return ErrorCode.none, partition
+
+    def list_offset(
+        self, topic: str, partition_id: int, timestamp: int, current_leader_epoch: int
+    ) -> tuple[ErrorCode, OffsetAnswer | None]:
+        """ListOffsets for one partition, on its leader."""
+        error, partition = self._leader_of(topic, partition_id, current_leader_epoch)
+        if error is not ErrorCode.none or partition is None:
+            return error, None
         try:
             return ErrorCode.none, offset_for_timestamp(
                 partition.log,
@@ -303,9 +312,20 @@ class ReplicaManager:
                 isolation_committed=True,
                 leader_epoch=partition.leader_epoch,
             )
-        except StorageError as error:
-            log.error("list_offsets_storage_failed", topic=topic, error=str(error))
+        except StorageError as storage_error:
+            log.error("list_offsets_storage_failed", topic=topic, error=str(storage_error))
             return ErrorCode.kafka_storage_error, None
+
+    def end_offset_for_epoch(
+        self, topic: str, partition_id: int, current_leader_epoch: int, leader_epoch: int
+    ) -> tuple[ErrorCode, int, int]:
+        """OffsetForLeaderEpoch on the leader: (error, epoch, end offset), the largest epoch
+        at or below `leader_epoch` and where it ends (-1, -1 when there is none)."""
+        error, partition = self._leader_of(topic, partition_id, current_leader_epoch)
+        if error is not ErrorCode.none or partition is None:
+            return error, -1, -1
+        epoch, end_offset = partition.log.end_offset_for_epoch(leader_epoch)
+        return ErrorCode.none, epoch, end_offset
 
     # -- fetch ------------------------------------------------------------------------------------
 
@@ -358,17 +378,14 @@ class ReplicaManager:
     def _read(
         self, replica_id: int, request: FetchPartition, budget: int, *, first: bool
     ) -> FetchResult:
-        partition = self.partitions.get((request.topic, request.partition_id))
+        error, partition = self._leader_of(
+            request.topic, request.partition_id, request.current_leader_epoch
+        )
         if partition is None or partition.state is None:
-            return FetchResult(ErrorCode.unknown_topic_or_partition)
+            return FetchResult(error)
         leader = (partition.state.leader, partition.leader_epoch)
-        if not partition.is_leader:
-            return FetchResult(ErrorCode.not_leader_or_follower, leader=leader)
-        if request.current_leader_epoch >= 0:
-            if request.current_leader_epoch < partition.leader_epoch:
-                return FetchResult(ErrorCode.fenced_leader_epoch, leader=leader)
-            if request.current_leader_epoch > partition.leader_epoch:
-                return FetchResult(ErrorCode.unknown_leader_epoch, leader=leader)
+        if error is not ErrorCode.none:
+            return FetchResult(error, leader=leader)
         replica_log = partition.log
         is_follower = replica_id >= 0
         if is_follower and request.last_fetched_epoch >= 0:

@@ -17,7 +17,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as PythonTopicPartition
 from kio.schema.errors import ErrorCode
 
-from broker.data_apis import PRODUCE_KEY
+from broker.data_apis import OFFSET_FOR_LEADER_EPOCH_KEY, PRODUCE_KEY
 from net.client import NodeConnection
 from net.protocol import field_entity_type, make_entity, request_schema
 from net.records import Record, encode_batch
@@ -196,5 +196,47 @@ async def test_produce_errors_over_the_wire(node: Cluster) -> None:
         # Nothing of the refused appends reached the log: the next offset is still 0.
         accepted = await connection.send(request(1, "plain", 0, encode_batch([Record(b"v")])))
         assert accepted.responses[0].partition_responses[0].base_offset == 0
+    finally:
+        await connection.close()
+
+
+async def test_offset_for_leader_epoch(node: Cluster) -> None:
+    await asyncio.to_thread(create_topic, node, "epochs", 1)
+    await asyncio.to_thread(produce_with_librdkafka, node, "epochs", [(0, "a"), (0, "b")])
+    schema: Any = request_schema(OFFSET_FOR_LEADER_EPOCH_KEY, 4)
+    topic_type = field_entity_type(schema, "topics")
+    partition_type = field_entity_type(topic_type, "partitions")
+
+    async def ask(topic: str, current_leader_epoch: int, leader_epoch: int) -> Any:
+        request = make_entity(
+            schema,
+            replica_id=-1,
+            topics=(
+                make_entity(
+                    topic_type,
+                    topic=topic,
+                    partitions=(
+                        make_entity(
+                            partition_type,
+                            partition=0,
+                            current_leader_epoch=current_leader_epoch,
+                            leader_epoch=leader_epoch,
+                        ),
+                    ),
+                ),
+            ),
+        )
+        response: Any = await connection.send(request)
+        answer = response.topics[0].partitions[0]
+        return ErrorCode(answer.error_code), answer.leader_epoch, answer.end_offset
+
+    connection = NodeConnection("127.0.0.1", node.nodes[1].broker_port or 0)
+    try:
+        # The topic's only leader epoch is 0, which ends at the log end; an epoch the leader
+        # never had, newer than its latest, is undefined (Kafka's LeaderEpochFileCache).
+        assert await ask("epochs", 0, 0) == (ErrorCode.none, 0, 2)
+        assert await ask("epochs", -1, 7) == (ErrorCode.none, -1, -1)
+        assert await ask("epochs", 3, 0) == (ErrorCode.unknown_leader_epoch, -1, -1)
+        assert await ask("nowhere", -1, 0) == (ErrorCode.unknown_topic_or_partition, -1, -1)
     finally:
         await connection.close()
