@@ -116,3 +116,74 @@ async def test_a_stalled_follower_leaves_the_isr_and_rejoins(tmp_path: Path) -> 
         assert [value for _, _, value in read] == ["before", "after"]
     finally:
         cluster.stop_all()
+
+
+@pytest.mark.timeout(150)
+async def test_leader_killed_during_an_acks_all_stream_loses_no_acknowledged_message(
+    tmp_path: Path,
+) -> None:
+    cluster = Cluster.combined(
+        tmp_path,
+        3,
+        **{"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"},
+    )
+    cluster.start_all()
+    try:
+        await asyncio.to_thread(cluster.wait_for, "brokers unfenced", cluster.brokers_unfenced)
+        settings = {"min.insync.replicas": "2"}
+        await asyncio.to_thread(
+            create_topic, cluster, "stream", 1, replication_factor=3, **settings
+        )
+        leader = partition_state(cluster, 1, "stream")["leader"]
+        acknowledged: list[str] = []
+        failed: list[str] = []
+
+        def stream() -> None:
+            producer = Producer(
+                {
+                    "bootstrap.servers": cluster.bootstrap,
+                    "acks": "all",
+                    "linger.ms": 2,
+                    "message.timeout.ms": 60000,
+                }
+            )
+
+            def delivered(error: KafkaError | None, message: Any) -> None:
+                value = message.value().decode()
+                (failed if error is not None else acknowledged).append(value)
+
+            for index in range(3000):
+                producer.produce("stream", f"m-{index:05d}".encode(), on_delivery=delivered)
+                producer.poll(0)
+                if index % 100 == 0:
+                    producer.flush(60)
+            producer.flush(90)
+
+        streaming = asyncio.create_task(asyncio.to_thread(stream))
+        while len(acknowledged) < 800:
+            await asyncio.sleep(0.01)
+        cluster.kill(leader)
+        await asyncio.wait_for(streaming, 120)
+        assert failed == []
+        survivors = cluster.running()
+
+        def new_leader() -> int | None:
+            state = partition_state(cluster, survivors[0], "stream")
+            return state["leader"] if state["leader"] not in (-1, leader) else None
+
+        await asyncio.to_thread(cluster.wait_for, "a new leader", new_leader, 30.0)
+        read = await asyncio.to_thread(kcat_consume, cluster, "stream")
+        values = [value for _, _, value in read]
+        # Every acknowledged message survived (without idempotence, a retry may add a copy).
+        assert set(acknowledged) <= set(values)
+
+        # The killed broker comes back, catches up, and the ISR heals to all three.
+        cluster.start(leader)
+        await asyncio.to_thread(
+            cluster.wait_for,
+            "ISR healed",
+            lambda: sorted(partition_state(cluster, survivors[0], "stream")["isr"]) == [1, 2, 3],
+            60.0,
+        )
+    finally:
+        cluster.stop_all()
