@@ -7,7 +7,7 @@ watermark from its followers' fetch offsets); the client listener's APIs (`kafka
 Metadata, DescribeCluster and admin requests forwarded to the active controller;
 `data_apis`: Produce, Fetch, ListOffsets, with `offsets` answering ListOffsets on a log);
 followers pulling from their leaders (`replica_fetcher`); leaders' ISR change requests
-(`isr_changes`).
-Still to come: idempotent-producer state,
-DescribeConfigs and the group coordinator.
+(`isr_changes`); idempotent producers (`producer_state`, and `producer_ids` for
+InitProducerId).
+Still to come: DescribeConfigs and the group coordinator.
 """

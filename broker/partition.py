@@ -18,8 +18,10 @@ from uuid import UUID
 
 import structlog
 
+from broker.producer_state import ProducerStateManager
 from controller.partition_state import PartitionState
-from storage.log import AppendInfo, Log
+from net.record_batch import iter_batches
+from storage.log import Log
 
 log = structlog.get_logger(__name__)
 
@@ -51,6 +53,7 @@ class Partition:
         self.partition_id = partition_id
         self.broker_id = broker_id
         self.log = replica_log
+        self.producers = ProducerStateManager.rebuilt(header for _, header in replica_log.batches())
         self.state: PartitionState | None = None
         self.followers: dict[int, FollowerState] = {}
         # An ISR this leader asked the controller for, until the metadata log answers (a new
@@ -124,13 +127,30 @@ class Partition:
 
     # -- leader ---------------------------------------------------------------------------------
 
-    def append_as_leader(self, records: memoryview | bytes) -> AppendInfo:
+    def append_as_leader(self, records: memoryview | bytes) -> int:
+        """Append a producer's batches in this leader's epoch; the first offset they got.
+
+        A single batch that repeats one of its producer's last five is not written again: the
+        offset it got the first time is returned. Raises ProducerStateError for a batch its
+        producer's state refuses (nothing is written then), and the log's errors.
+        """
         if not self.is_leader:
             raise NotLeaderError
+        headers = [header for _, header in iter_batches(records)]
+        if len(headers) == 1:
+            duplicate = self.producers.find_duplicate(headers[0])
+            if duplicate is not None:
+                return duplicate.first_offset
+        for header in headers:
+            self.producers.check(header)
         info = self.log.append(records, self.leader_epoch)
+        offset = info.first_offset
+        for header in headers:
+            self.producers.update(header, offset)
+            offset += header.last_offset_delta + 1
         self.maybe_advance_high_watermark()
         self._wake()
-        return info
+        return info.first_offset
 
     def isr_size(self) -> int:
         return 0 if self.state is None else len(self.state.isr)
@@ -208,6 +228,8 @@ class Partition:
         watermark is min(own LEO, the leader's high watermark)."""
         if records:
             self.log.append_as_follower(records)
+            for _, header in iter_batches(records):
+                self.producers.update(header, header.base_offset)
         self.log.update_high_watermark(min(self.log.log_end_offset, leader_high_watermark))
         self._wake()
 
@@ -229,8 +251,21 @@ class Partition:
                 old_log_end_offset=self.log.log_end_offset,
                 new_log_end_offset=offset,
             )
-            self.log.truncate_to(offset)
+            self.truncate_to(offset)
         return self.log.log_end_offset
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove the batches at or above `offset`; the producer state forgets them too."""
+        self.log.truncate_to(offset)
+        self._rebuild_producer_state()
+
+    def restart_at(self, offset: int) -> None:
+        """Empty the log and continue it at `offset` (the leader deleted what lies before)."""
+        self.log.truncate_fully_and_start_at(offset)
+        self._rebuild_producer_state()
+
+    def _rebuild_producer_state(self) -> None:
+        self.producers = ProducerStateManager.rebuilt(header for _, header in self.log.batches())
 
     # -- waiting ----------------------------------------------------------------------------------
 

@@ -179,10 +179,10 @@ class ReplicaFetcher:
         replica_log = partition.log
         if replica_log.log_end_offset < answer.log_start_offset:
             # The leader deleted what we would fetch next: start again at its log start.
-            replica_log.truncate_fully_and_start_at(answer.log_start_offset)
+            partition.restart_at(answer.log_start_offset)
         else:
             # Ahead of the leader: what is above its high watermark was never committed.
-            replica_log.truncate_to(max(answer.high_watermark, replica_log.log_start_offset))
+            partition.truncate_to(max(answer.high_watermark, replica_log.log_start_offset))
         log.warning(
             "replica_fetch_offset_out_of_range",
             topic=partition.topic,

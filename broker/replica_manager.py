@@ -28,6 +28,7 @@ from broker.isr_changes import IsrChangeSender
 from broker.metadata_api import CLIENT_LISTENER
 from broker.offsets import OffsetAnswer, offset_for_timestamp
 from broker.partition import NotLeaderError, Partition
+from broker.producer_state import ProducerStateError
 from broker.replica_fetcher import ReplicaFetcherManager
 from controller.image import MetadataImage, MetadataReplayer
 from kraft.messages import Entry, SnapshotId
@@ -252,9 +253,11 @@ class ReplicaManager:
                 message=f"ISR {partition.isr_size()} is below min.insync.replicas",
             )
         try:
-            info = partition.append_as_leader(records)
+            first_offset = partition.append_as_leader(records)
         except NotLeaderError:
             return ProduceResult(ErrorCode.not_leader_or_follower)
+        except ProducerStateError as error:
+            return ProduceResult(error.error_code, message=str(error))
         except RecordBatchTooLargeError as error:
             return ProduceResult(ErrorCode.message_too_large, message=str(error))
         except CorruptBatchError as error:
@@ -264,7 +267,7 @@ class ReplicaManager:
         except StorageError as error:
             log.error("produce_storage_failed", topic=topic, error=str(error))
             return ProduceResult(ErrorCode.kafka_storage_error, message=str(error))
-        return ProduceResult(ErrorCode.none, info.first_offset, partition.log.log_start_offset)
+        return ProduceResult(ErrorCode.none, first_offset, partition.log.log_start_offset)
 
     async def _until_replicated(
         self, partition: Partition, required: int, deadline: float, appended: ProduceResult

@@ -23,6 +23,7 @@ from broker.isr_changes import IsrChangeSender
 from broker.kafka_apis import BrokerApis
 from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager
 from broker.metadata_api import CLIENT_LISTENER
+from broker.producer_ids import InitProducerIdApi, ProducerIdBlocks
 from broker.replica_manager import ReplicaManager
 from controller.broker_lifecycle import LifecycleConfig
 from controller.client import ControllerClient
@@ -192,6 +193,9 @@ class BrokerRole:
             config.node_id, config.cluster_id, lambda: replayer.image, self._controller
         ).register(registry)
         DataApis(self.replicas).register(registry)
+        InitProducerIdApi(
+            ProducerIdBlocks(self._controller, config.node_id, lambda: self.lifecycle.broker_epoch)
+        ).register(registry)
         self._server = KafkaServer(
             registry,
             host=listener.host,

@@ -7,6 +7,7 @@ import asyncio
 import datetime
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from kafka import TopicPartition as PythonTopicPartition
 from kio.schema.errors import ErrorCode
 
 from broker.data_apis import OFFSET_FOR_LEADER_EPOCH_KEY, PRODUCE_KEY
+from broker.producer_ids import INIT_PRODUCER_ID_KEY
 from net.client import NodeConnection
 from net.protocol import field_entity_type, make_entity, request_schema
 from net.records import Record, encode_batch
@@ -114,7 +116,7 @@ def test_librdkafka_writes_and_kcat_and_kafka_python_read(node: Cluster) -> None
 
 async def test_kafka_python_writes_and_aiokafka_reads(node: Cluster) -> None:
     await asyncio.to_thread(create_topic, node, "events", 2)
-    producer = KafkaProducer(bootstrap_servers=node.bootstrap, acks="all", enable_idempotence=False)
+    producer = KafkaProducer(bootstrap_servers=node.bootstrap, acks="all")
     try:
         for i in range(50):
             producer.send("events", value=f"event-{i}".encode(), partition=i % 2)
@@ -150,24 +152,9 @@ def test_acks_all_below_min_insync_replicas_is_refused(node: Cluster) -> None:
 
 async def test_produce_errors_over_the_wire(node: Cluster) -> None:
     await asyncio.to_thread(create_topic, node, "plain", 1)
-    schema: Any = request_schema(PRODUCE_KEY, 9)
-    topic_type = field_entity_type(schema, "topic_data")
-    partition_type = field_entity_type(topic_type, "partition_data")
 
     def request(acks: int, topic: str, partition: int, records: bytes) -> Any:
-        return make_entity(
-            schema,
-            transactional_id=None,
-            acks=acks,
-            timeout=datetime.timedelta(seconds=5),
-            topic_data=(
-                make_entity(
-                    topic_type,
-                    name=topic,
-                    partition_data=(make_entity(partition_type, index=partition, records=records),),
-                ),
-            ),
-        )
+        return produce_request(topic, records, acks, partition)
 
     connection = NodeConnection("127.0.0.1", node.nodes[1].broker_port or 0)
     try:
@@ -240,3 +227,122 @@ async def test_offset_for_leader_epoch(node: Cluster) -> None:
         assert await ask("nowhere", -1, 0) == (ErrorCode.unknown_topic_or_partition, -1, -1)
     finally:
         await connection.close()
+
+
+def test_idempotent_producers_of_every_client(node: Cluster) -> None:
+    create_topic(node, "idempotent", 2)
+    python_producer = KafkaProducer(bootstrap_servers=node.bootstrap, enable_idempotence=True)
+    try:
+        for i in range(20):
+            python_producer.send("idempotent", value=f"python-{i}".encode(), partition=0)
+        python_producer.flush(30)
+    finally:
+        python_producer.close()
+    producer = Producer({"bootstrap.servers": node.bootstrap, "enable.idempotence": True})
+    failures: list[Any] = []
+    for i in range(20):
+        producer.produce(
+            "idempotent",
+            f"librdkafka-{i}".encode(),
+            partition=1,
+            on_delivery=lambda error, _: failures.append(error) if error else None,
+        )
+    assert producer.flush(30) == 0
+    assert failures == []
+    read = kcat_consume(node, "idempotent")
+    assert [v for p, _, v in read if p == 0] == [f"python-{i}" for i in range(20)]
+    assert [v for p, _, v in read if p == 1] == [f"librdkafka-{i}" for i in range(20)]
+
+
+async def init_producer_id(connection: NodeConnection) -> tuple[int, int]:
+    schema: Any = request_schema(INIT_PRODUCER_ID_KEY, 4)
+    response: Any = await connection.send(
+        make_entity(
+            schema,
+            transactional_id=None,
+            transaction_timeout=datetime.timedelta(seconds=60),
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    )
+    assert response.error_code == ErrorCode.none
+    return response.producer_id, response.producer_epoch
+
+
+def produce_request(topic: str, records: bytes, acks: int = -1, partition: int = 0) -> Any:
+    schema: Any = request_schema(PRODUCE_KEY, 9)
+    topic_type = field_entity_type(schema, "topic_data")
+    partition_type = field_entity_type(topic_type, "partition_data")
+    return make_entity(
+        schema,
+        transactional_id=None,
+        acks=acks,
+        timeout=datetime.timedelta(seconds=10),
+        topic_data=(
+            make_entity(
+                topic_type,
+                name=topic,
+                partition_data=(make_entity(partition_type, index=partition, records=records),),
+            ),
+        ),
+    )
+
+
+async def produce_answer(connection: NodeConnection, topic: str, records: bytes) -> Any:
+    response: Any = await connection.send(produce_request(topic, records))
+    answer = response.responses[0].partition_responses[0]
+    return ErrorCode(answer.error_code), answer.base_offset
+
+
+async def test_a_retried_batch_is_written_once_even_across_a_restart(tmp_path: Path) -> None:
+    cluster = Cluster.combined(tmp_path, 1)
+    cluster.start_all()
+    try:
+        await asyncio.to_thread(cluster.wait_for, "broker unfenced", cluster.brokers_unfenced)
+        await asyncio.to_thread(create_topic, cluster, "once", 1)
+        connection = NodeConnection("127.0.0.1", cluster.nodes[1].broker_port or 0)
+        try:
+            producer_id, epoch = await init_producer_id(connection)
+            other_id, _ = await init_producer_id(connection)
+            assert other_id != producer_id
+
+            def batch(sequence: int, *values: bytes) -> bytes:
+                return encode_batch(
+                    [Record(value) for value in values],
+                    producer_id=producer_id,
+                    producer_epoch=epoch,
+                    base_sequence=sequence,
+                )
+
+            first = batch(0, b"a", b"b")
+            assert await produce_answer(connection, "once", first) == (ErrorCode.none, 0)
+            assert await produce_answer(connection, "once", first) == (ErrorCode.none, 0)
+            assert await produce_answer(connection, "once", batch(2, b"c")) == (ErrorCode.none, 2)
+            gap = await produce_answer(connection, "once", batch(9, b"x"))
+            assert gap[0] == ErrorCode.out_of_order_sequence_number
+        finally:
+            await connection.close()
+
+        assert cluster.terminate(1) == 0
+        cluster.start(1)
+        await asyncio.to_thread(cluster.wait_for, "broker back", cluster.brokers_unfenced)
+        connection = NodeConnection("127.0.0.1", cluster.nodes[1].broker_port or 0)
+        try:
+
+            async def retried() -> Any:
+                return await produce_answer(connection, "once", batch(2, b"c"))
+
+            deadline = asyncio.get_running_loop().time() + 20
+            answer = await retried()
+            while answer[0] != ErrorCode.none and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.2)
+                answer = await retried()
+            # The restarted leader rebuilt the producer state: still a duplicate.
+            assert answer == (ErrorCode.none, 2)
+            assert await produce_answer(connection, "once", batch(3, b"d")) == (ErrorCode.none, 3)
+        finally:
+            await connection.close()
+        read = await asyncio.to_thread(kcat_consume, cluster, "once")
+        assert [v for _, _, v in read] == ["a", "b", "c", "d"]
+    finally:
+        cluster.stop_all()
