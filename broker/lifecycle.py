@@ -99,8 +99,17 @@ class BrokerLifecycleManager:
     async def _run(self) -> None:
         while True:
             await self._register()
-            while await self._heartbeat():
+            while await self._heartbeat_or_retry():
                 await asyncio.sleep(self._interval_s)
+
+    async def _heartbeat_or_retry(self) -> bool:
+        # The session must outlive any one failed exchange: a lost heartbeat task would get
+        # the broker fenced while it runs.
+        try:
+            return await self._heartbeat()
+        except Exception:
+            log.exception("broker_heartbeat_failed", broker_epoch=self.broker_epoch)
+            return True
 
     async def _register(self) -> None:
         identity = self._identity

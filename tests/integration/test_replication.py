@@ -177,7 +177,9 @@ async def test_leader_killed_during_an_acks_all_stream_loses_no_acknowledged_mes
         # Every acknowledged message survived (without idempotence, a retry may add a copy).
         assert set(acknowledged) <= set(values)
 
-        # The killed broker comes back, catches up, and the ISR heals to all three.
+        # The killed broker comes back, truncates what the new leader's epoch does not have
+        # (its log diverged: it took records the others never got), catches up, and the ISR
+        # heals to all three with identical logs.
         cluster.start(leader)
         await asyncio.to_thread(
             cluster.wait_for,
@@ -185,5 +187,10 @@ async def test_leader_killed_during_an_acks_all_stream_loses_no_acknowledged_mes
             lambda: sorted(partition_state(cluster, survivors[0], "stream")["isr"]) == [1, 2, 3],
             60.0,
         )
+
+        def identical() -> bool:
+            return len({segment_bytes(cluster, n, "stream", 0) for n in (1, 2, 3)}) == 1
+
+        await asyncio.to_thread(cluster.wait_for, "identical replicas", identical, 10.0)
     finally:
         cluster.stop_all()
