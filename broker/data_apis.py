@@ -14,7 +14,7 @@ record bytes as the log stores them.
 from __future__ import annotations
 
 import contextlib
-import datetime
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -29,7 +29,7 @@ from broker.replica_manager import (
 )
 from net.api_registry import ApiRegistry, PreEncodedResponse, RequestContext
 from net.fetch_response import encode_fetch_response
-from net.protocol import field_entity_type, make_entity, response_schema
+from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
 
 PRODUCE_KEY = 0
 FETCH_KEY = 1
@@ -41,7 +41,6 @@ LIST_OFFSETS_VERSIONS = (1, 10)
 OFFSET_FOR_LEADER_EPOCH_VERSIONS = (2, 4)
 # Fetch names topics by id from this version on.
 _TOPIC_IDS_FROM = 13
-_NO_THROTTLE = datetime.timedelta(0)
 _VALID_ACKS = (-1, 0, 1)
 
 
@@ -95,18 +94,7 @@ class DataApis:
                 end_offset=end_offset,
             )
 
-        return make_entity(
-            schema,
-            throttle_time=_NO_THROTTLE,
-            topics=tuple(
-                make_entity(
-                    topic_type,
-                    topic=topic.topic,
-                    partitions=tuple(answer(topic.topic, p) for p in topic.partitions),
-                )
-                for topic in request.topics
-            ),
-        )
+        return _per_partition(schema, topic_type, "topic", request.topics, answer)
 
     # -- ListOffsets ------------------------------------------------------------------------------
 
@@ -132,18 +120,7 @@ class DataApis:
                 leader_epoch=-1 if found is None else found.leader_epoch,
             )
 
-        return make_entity(
-            schema,
-            throttle_time=_NO_THROTTLE,
-            topics=tuple(
-                make_entity(
-                    topic_type,
-                    name=topic.name,
-                    partitions=tuple(answer(topic.name, p) for p in topic.partitions),
-                )
-                for topic in request.topics
-            ),
-        )
+        return _per_partition(schema, topic_type, "name", request.topics, answer)
 
     # -- Produce ----------------------------------------------------------------------------------
 
@@ -186,7 +163,7 @@ class DataApis:
                 make_entity(topic_type, name=name, partition_responses=tuple(answers))
                 for name, answers in by_topic.items()
             ),
-            throttle_time=_NO_THROTTLE,
+            throttle_time=NO_THROTTLE,
         )
 
     # -- Fetch ------------------------------------------------------------------------------------
@@ -236,6 +213,29 @@ class DataApis:
         return PreEncodedResponse(encode_fetch_response(_fetch_response(version, asked, results)))
 
 
+def _per_partition(
+    schema: type,
+    topic_type: type,
+    name_field: str,
+    topics: Any,
+    answer: Callable[[str, Any], Any],
+) -> Any:
+    """A response with one `answer(topic name, asked partition)` per partition asked, grouped
+    by topic as the request grouped them (topics named by `name_field`)."""
+    return make_entity(
+        schema,
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            make_entity(
+                topic_type,
+                **{name_field: getattr(topic, name_field)},
+                partitions=tuple(answer(getattr(topic, name_field), p) for p in topic.partitions),
+            )
+            for topic in topics
+        ),
+    )
+
+
 def _fetch_response(
     version: int, asked: list[tuple[str | None, UUID | None, Any]], results: list[FetchResult]
 ) -> Any:
@@ -273,7 +273,7 @@ def _fetch_response(
         by_topic.setdefault((name, topic_id), []).append(make_entity(partition_type, **values))
     return make_entity(
         schema,
-        throttle_time=_NO_THROTTLE,
+        throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         session_id=0,
         responses=tuple(

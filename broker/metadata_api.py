@@ -14,7 +14,6 @@ Pure: a function of the image, this broker's id and the request. As Kafka's KRaf
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -22,14 +21,13 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from controller.image import MetadataImage, TopicImage
-from net.protocol import field_entity_type, make_entity, response_schema
+from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
 
 METADATA_KEY = 3
 DESCRIBE_CLUSTER_KEY = 60
 METADATA_VERSIONS = (0, 12)
 DESCRIBE_CLUSTER_VERSIONS = (0, 1)
 
-_NO_THROTTLE = datetime.timedelta(0)
 _ZERO_UUID = uuid.UUID(int=0)
 # Kafka's "not requested" value of the authorized-operations fields.
 _NO_AUTHORIZED_OPERATIONS = -(2**31)
@@ -108,7 +106,7 @@ def metadata_response(image: MetadataImage, broker_id: int, version: int, reques
         topics = (_asked_topic(image, item, known, topic_entity) for item in asked)
     return make_entity(
         schema,
-        throttle_time=_NO_THROTTLE,
+        throttle_time=NO_THROTTLE,
         brokers=tuple(
             make_entity(broker_type, node_id=node_id, host=host, port=port, rack=rack)
             for node_id, host, port, rack in live
@@ -140,7 +138,7 @@ def describe_cluster_response(
     broker_type = field_entity_type(schema, "brokers")
     return make_entity(
         schema,
-        throttle_time=_NO_THROTTLE,
+        throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         error_message=None,
         endpoint_type=1,

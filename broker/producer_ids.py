@@ -10,7 +10,6 @@ are not supported: a transactional id is refused with INVALID_REQUEST.
 from __future__ import annotations
 
 import asyncio
-import datetime
 from collections.abc import Callable
 from typing import Any
 
@@ -20,13 +19,12 @@ from kio.schema.errors import ErrorCode
 from controller.client import ControllerClient, NoControllerError
 from controller.wire import ALLOCATE_PRODUCER_IDS_KEY
 from net.api_registry import ApiRegistry, RequestContext
-from net.protocol import make_entity, request_schema, response_schema
+from net.protocol import NO_THROTTLE, make_entity, request_schema, response_schema
 
 log = structlog.get_logger(__name__)
 
 INIT_PRODUCER_ID_KEY = 22
 INIT_PRODUCER_ID_VERSIONS = (0, 4)
-_NO_THROTTLE = datetime.timedelta(0)
 
 
 class ProducerIdBlocks:
@@ -88,7 +86,7 @@ class InitProducerIdApi:
         def answer(error: ErrorCode, producer_id: int = -1, epoch: int = -1) -> Any:
             return make_entity(
                 schema,
-                throttle_time=_NO_THROTTLE,
+                throttle_time=NO_THROTTLE,
                 error_code=error,
                 producer_id=producer_id,
                 producer_epoch=epoch,

@@ -8,7 +8,6 @@ fields a version lacks), so the served ranges below are the single list of what 
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 from uuid import UUID
@@ -38,7 +37,7 @@ from controller.topics import (
     NewTopic,
     PartitionsIncrease,
 )
-from net.protocol import field_entity_type, make_entity, response_schema
+from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
 
 # Kafka's api keys of the controller's own APIs.
 CREATE_TOPICS_KEY = 19
@@ -70,7 +69,6 @@ SERVED = (
     ServedVersions(ALLOCATE_PRODUCER_IDS_KEY, 0, 0),
 )
 
-_NO_THROTTLE = datetime.timedelta(0)
 
 # ElectLeaders v0 has no election type: it is always a preferred election.
 _DEFAULT_ELECTION_TYPE = ElectionType.PREFERRED
@@ -115,7 +113,7 @@ def registration_response(version: int, outcome: RegistrationOutcome) -> Any:
     return _response(
         BROKER_REGISTRATION_KEY,
         version,
-        throttle_time=_NO_THROTTLE,
+        throttle_time=NO_THROTTLE,
         error_code=outcome.error,
         broker_epoch=outcome.broker_epoch,
     )
@@ -139,7 +137,7 @@ def heartbeat_response(version: int, outcome: HeartbeatOutcome) -> Any:
     return _response(
         BROKER_HEARTBEAT_KEY,
         version,
-        throttle_time=_NO_THROTTLE,
+        throttle_time=NO_THROTTLE,
         error_code=outcome.error,
         is_caught_up=outcome.is_caught_up,
         is_fenced=outcome.is_fenced,
@@ -203,7 +201,7 @@ def alter_partition_response(version: int, outcome: AlterPartitionBatchOutcome) 
     return _response(
         ALTER_PARTITION_KEY,
         version,
-        throttle_time=_NO_THROTTLE,
+        throttle_time=NO_THROTTLE,
         error_code=outcome.error,
         topics=tuple(
             make_entity(topic_type, topic_id=topic_id, partitions=tuple(partitions))
@@ -223,7 +221,7 @@ def producer_ids_response(version: int, outcome: ProducerIdsOutcome) -> Any:
     return _response(
         ALLOCATE_PRODUCER_IDS_KEY,
         version,
-        throttle_time=_NO_THROTTLE,
+        throttle_time=NO_THROTTLE,
         error_code=outcome.error,
         producer_id_start=outcome.producer_id_start,
         producer_id_len=outcome.producer_id_len,
@@ -286,7 +284,7 @@ def create_topics_response(version: int, results: Sequence[CreateTopicResult]) -
     return _response(
         CREATE_TOPICS_KEY,
         version,
-        throttle_time=_NO_THROTTLE,
+        throttle_time=NO_THROTTLE,
         topics=tuple(topic(r) for r in results),
     )
 
@@ -312,7 +310,7 @@ def delete_topics_response(version: int, results: Sequence[DeleteTopicResult]) -
     return _response(
         DELETE_TOPICS_KEY,
         version,
-        throttle_time=_NO_THROTTLE,
+        throttle_time=NO_THROTTLE,
         responses=tuple(
             make_entity(
                 result_type,
@@ -358,7 +356,7 @@ def create_partitions_response(version: int, results: Sequence[CreatePartitionsR
     return _response(
         CREATE_PARTITIONS_KEY,
         version,
-        throttle_time=_NO_THROTTLE,
+        throttle_time=NO_THROTTLE,
         results=tuple(
             make_entity(
                 result_type,
@@ -412,7 +410,7 @@ def elect_leaders_response(
     return _response(
         ELECT_LEADERS_KEY,
         version,
-        throttle_time=_NO_THROTTLE,
+        throttle_time=NO_THROTTLE,
         error_code=error,
         replica_election_results=tuple(
             make_entity(topic_type, topic=topic, partition_result=tuple(partitions))

@@ -64,6 +64,10 @@ _JOIN_LIMIT = 64 * 1024
 _NO_TAGGED_FIELDS = b"\x00"
 
 
+# The throttle time of every response: this node never throttles.
+NO_THROTTLE = datetime.timedelta(0)
+
+
 class ProtocolError(ValueError):
     """Bytes that do not form a valid Kafka message."""
 
