@@ -13,6 +13,7 @@ end offset moves, or when the replica stops leading.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -20,7 +21,7 @@ import structlog
 
 from broker.producer_state import ProducerStateManager
 from controller.partition_state import PartitionState
-from net.record_batch import iter_batches
+from net.record_batch import BatchHeader
 from storage.log import Log
 
 log = structlog.get_logger(__name__)
@@ -28,6 +29,14 @@ log = structlog.get_logger(__name__)
 
 class NotLeaderError(Exception):
     """This replica does not lead the partition (in the epoch asked)."""
+
+
+class _DuplicateBatchError(Exception):
+    """A producer's retried batch: it was written at `first_offset` already."""
+
+    def __init__(self, first_offset: int) -> None:
+        super().__init__(first_offset)
+        self.first_offset = first_offset
 
 
 @dataclass(slots=True)
@@ -136,16 +145,24 @@ class Partition:
         """
         if not self.is_leader:
             raise NotLeaderError
-        headers = [header for _, header in iter_batches(records)]
-        if len(headers) == 1:
-            duplicate = self.producers.find_duplicate(headers[0])
-            if duplicate is not None:
-                return duplicate.first_offset
-        for header in headers:
-            self.producers.check(header)
-        info = self.log.append(records, self.leader_epoch)
+        validated: list[BatchHeader] = []
+
+        def check_producers(headers: Sequence[BatchHeader]) -> None:
+            # After the log validated the batches (CRC included), before it writes them.
+            if len(headers) == 1:
+                duplicate = self.producers.find_duplicate(headers[0])
+                if duplicate is not None:
+                    raise _DuplicateBatchError(duplicate.first_offset)
+            for header in headers:
+                self.producers.check(header)
+            validated.extend(headers)
+
+        try:
+            info = self.log.append(records, self.leader_epoch, before_write=check_producers)
+        except _DuplicateBatchError as duplicate:
+            return duplicate.first_offset
         offset = info.first_offset
-        for header in headers:
+        for header in validated:
             self.producers.update(header, offset)
             offset += header.last_offset_delta + 1
         self.maybe_advance_high_watermark()
@@ -227,8 +244,9 @@ class Partition:
         """Append what the leader sent (keeping its offsets and epochs); the follower's high
         watermark is min(own LEO, the leader's high watermark)."""
         if records:
-            self.log.append_as_follower(records)
-            for _, header in iter_batches(records):
+            appended: list[BatchHeader] = []
+            self.log.append_as_follower(records, before_write=appended.extend)
+            for header in appended:
                 self.producers.update(header, header.base_offset)
         self.log.update_high_watermark(min(self.log.log_end_offset, leader_high_watermark))
         self._wake()

@@ -17,7 +17,7 @@ import os
 import shutil
 import struct
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -312,6 +312,7 @@ class Log:
         leader_epoch: int,
         *,
         log_append_time_ms: int | None = None,
+        before_write: Callable[[Sequence[BatchHeader]], None] | None = None,
     ) -> AppendInfo:
         """Append batches from a producer, as the leader of `leader_epoch`.
 
@@ -319,12 +320,16 @@ class Log:
         without decoding its records; offsets are assigned from the log end offset by
         rewriting base offsets, and the partition leader epoch is stamped. With
         `log_append_time_ms`, batches become LogAppendTime with that max timestamp. Any invalid
-        batch refuses the whole append and nothing is written.
+        batch refuses the whole append and nothing is written. `before_write` sees the
+        validated headers (as sent) before anything is written; what it raises refuses the
+        append, which writes nothing.
         """
         if self._offline:
             self._check_online()
         view = memoryview(records)
         headers = self._validate(view, from_producer=True)
+        if before_write is not None:
+            before_write(headers)
         next_offset = self._log_end_offset
         buffers: list[Buffer] = []
         placements: list[BatchPlacement] = []
@@ -354,15 +359,23 @@ class Log:
             self._assign_epoch(leader_epoch, self._log_end_offset)
         return self._write(buffers, placements, position, headers)
 
-    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+    def append_as_follower(
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        before_write: Callable[[Sequence[BatchHeader]], None] | None = None,
+    ) -> AppendInfo:
         """Append batches replicated from the leader, keeping their offsets and leader epochs.
 
         Every batch is validated; the first must start at or after the log end offset and
-        offsets must increase. Nothing is written if any batch is refused.
+        offsets must increase. Nothing is written if any batch is refused. `before_write` sees
+        the validated headers first, as in `append`.
         """
         self._check_online()
         view = memoryview(records)
         headers = self._validate(view, from_producer=False)
+        if before_write is not None:
+            before_write(headers)
         expected = self._log_end_offset
         placements = []
         for header in headers:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import crc32c
 import pytest
 
 from net.record_batch import (
+    BatchHeader,
     CorruptBatchError,
     InvalidBatchError,
     UnsupportedMagicError,
@@ -99,6 +101,29 @@ def test_a_corrupt_batch_is_refused_and_nothing_is_written(tmp_path: Path) -> No
     assert log.log_end_offset == 0
     assert log.size_in_bytes == 0
     assert log.leader_epoch_cache.entries == []
+
+
+def test_before_write_sees_validated_headers_and_can_refuse_the_append(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    seen: list[list[int]] = []
+
+    def refuse(headers: Sequence[BatchHeader]) -> None:
+        seen.append([header.record_count for header in headers])
+        raise LookupError("refused by the caller")
+
+    batches = make_batch(2, tag=1) + make_batch(3, tag=2)
+    with pytest.raises(LookupError):
+        log.append(batches, leader_epoch=0, before_write=refuse)
+    assert seen == [[2, 3]]
+    assert (log.log_end_offset, log.size_in_bytes) == (0, 0)
+    # A corrupt batch is refused before the caller is asked anything.
+    corrupt = bytearray(make_batch(1, tag=3))
+    corrupt[-1] ^= 0xFF
+    with pytest.raises(CorruptBatchError):
+        log.append(bytes(corrupt), leader_epoch=0, before_write=refuse)
+    assert seen == [[2, 3]]
+    log.append(batches, leader_epoch=0, before_write=lambda headers: seen.append([]))
+    assert log.log_end_offset == 5
 
 
 def test_old_magic_and_inconsistent_batches_are_refused(tmp_path: Path) -> None:
