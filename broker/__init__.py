@@ -1,7 +1,7 @@
 """The data plane.
 
 Owns, so far: the broker's lifecycle with the controller (`lifecycle`: registration with the
-clean-shutdown epoch, heartbeats, controlled shutdown); the hosted replicas kept in line with
+clean-shutdown epoch, heartbeats); the hosted replicas kept in line with
 the metadata log (`replica_manager`, `partition`: roles, leader epochs, the leader's high
 watermark from its followers' fetch offsets); the client listener's APIs (`kafka_apis`:
 Metadata, DescribeCluster and admin requests forwarded to the active controller;

@@ -4,8 +4,8 @@ As Kafka's BrokerLifecycleManager (KIP-631): the broker registers with a fresh i
 its advertised listeners, its rack and the broker epoch its clean-shutdown marker holds (or -1),
 retrying until the active controller accepts; then it heartbeats every
 `broker.heartbeat.interval.ms`, reporting the offset of the last metadata entry it applied, and
-the controller unfences it once it has caught up to its own registration. On SIGTERM it asks
-for controlled shutdown through the same heartbeats until the controller lets it go.
+the controller unfences it once it has caught up to its own registration. (Controlled shutdown
+through the same heartbeats comes with the node's SIGTERM handling.)
 
 A heartbeat answered with STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED means the controller
 no longer knows this registration (a newer incarnation replaced it, or the log was lost): the
@@ -66,29 +66,10 @@ class BrokerLifecycleManager:
         self.incarnation_id = uuid.uuid4()
         self.broker_epoch = -1
         self.fenced = True
-        self._unfenced = asyncio.Event()
-        self._want_shutdown = False
-        self._released = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
-
-    async def wait_unfenced(self) -> None:
-        await self._unfenced.wait()
-
-    async def controlled_shutdown(self, timeout_s: float) -> bool:
-        """Ask the controller to move this broker's leaderships away; True once it allowed
-        the broker to stop, False if `timeout_s` passed first."""
-        self._want_shutdown = True
-        log.info("broker_controlled_shutdown_requested", broker_epoch=self.broker_epoch)
-        try:
-            await asyncio.wait_for(self._released.wait(), timeout_s)
-        except TimeoutError:
-            log.warning("broker_controlled_shutdown_timed_out", broker_epoch=self.broker_epoch)
-            return False
-        log.info("broker_controlled_shutdown_completed", broker_epoch=self.broker_epoch)
-        return True
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -153,7 +134,6 @@ class BrokerLifecycleManager:
                     self._identity.broker_id,
                     self.broker_epoch,
                     self._applied_offset(),
-                    want_shut_down=self._want_shutdown,
                 ),
                 deadline_s=self._interval_s * 2,
             )
@@ -174,10 +154,4 @@ class BrokerLifecycleManager:
                 broker_epoch=self.broker_epoch,
                 metadata_offset=self._applied_offset(),
             )
-        if self.fenced:
-            self._unfenced.clear()
-        else:
-            self._unfenced.set()
-        if response.should_shut_down:
-            self._released.set()
         return True

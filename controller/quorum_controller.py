@@ -144,10 +144,6 @@ class QuorumController:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    @property
-    def is_active(self) -> bool:
-        return self._active is not None
-
     # -- RaftListener -----------------------------------------------------------------------
 
     def on_commit(self, entries: Sequence[Entry]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.error
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,15 @@ async def test_clients_see_the_brokers_and_create_topics_through_any_broker(
         python_admin.delete_topics(["payments"])
     finally:
         python_admin.close()
+    # The admin API reads the same image: the topic with its id and partitions, 404 otherwise.
+    orders = cluster.nodes[3].get("/v1/topics/orders")
+    assert orders["topic_id"] == cluster.nodes[1].get("/v1/topics/orders")["topic_id"]
+    assert orders["topic_id"] != "00000000-0000-0000-0000-000000000000"
+    assert [p["partition"] for p in orders["partitions"]] == list(range(6))
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        cluster.nodes[3].get("/v1/topics/nowhere")
+    assert missing.value.code == 404
+    assert json.loads(missing.value.read())["error"] == "not_found"
     await asyncio.to_thread(
         cluster.wait_for,
         "payments deleted",
