@@ -8,6 +8,10 @@ older than what was applied is ignored.
 
 Waiters (acks=all produce, long-polling fetches) are woken when the high watermark or the log
 end offset moves, or when the replica stops leading.
+
+The idempotent-producer state is snapshotted in the log directory when the log rolls and when
+the replica is closed; opening (or truncating) the log loads the newest snapshot within it and
+replays only the batches after that one.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from uuid import UUID
 
 import structlog
 
+from broker.producer_snapshots import ProducerSnapshots
 from broker.producer_state import ProducerStateManager
 from controller.partition_state import PartitionState
 from net.record_batch import BatchHeader
@@ -62,7 +67,11 @@ class Partition:
         self.partition_id = partition_id
         self.broker_id = broker_id
         self.log = replica_log
-        self.producers = ProducerStateManager.rebuilt(header for _, header in replica_log.batches())
+        self._snapshots = ProducerSnapshots(replica_log.directory)
+        # Both set by _load_producer_state, as after every truncation.
+        self.producers: ProducerStateManager
+        self._active_segment_base: int
+        self._load_producer_state()
         self.state: PartitionState | None = None
         self.followers: dict[int, FollowerState] = {}
         # An ISR this leader asked the controller for, until the metadata log answers (a new
@@ -165,6 +174,7 @@ class Partition:
         for header in validated:
             self.producers.update(header, offset)
             offset += header.last_offset_delta + 1
+        self._snapshot_if_rolled()
         self.maybe_advance_high_watermark()
         self._wake()
         return info.first_offset
@@ -246,8 +256,8 @@ class Partition:
         if records:
             appended: list[BatchHeader] = []
             self.log.append_as_follower(records, before_write=appended.extend)
-            for header in appended:
-                self.producers.update(header, header.base_offset)
+            self.producers.replay(appended)
+            self._snapshot_if_rolled()
         self.log.update_high_watermark(min(self.log.log_end_offset, leader_high_watermark))
         self._wake()
 
@@ -275,15 +285,58 @@ class Partition:
     def truncate_to(self, offset: int) -> None:
         """Remove the batches at or above `offset`; the producer state forgets them too."""
         self.log.truncate_to(offset)
-        self._rebuild_producer_state()
+        self._load_producer_state()
 
     def restart_at(self, offset: int) -> None:
         """Empty the log and continue it at `offset` (the leader deleted what lies before)."""
         self.log.truncate_fully_and_start_at(offset)
-        self._rebuild_producer_state()
+        # As Kafka does: the producers of a log this replica no longer shares are forgotten.
+        self._snapshots.delete_all()
+        self._load_producer_state()
 
-    def _rebuild_producer_state(self) -> None:
-        self.producers = ProducerStateManager.rebuilt(header for _, header in self.log.batches())
+    # -- producer state ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Snapshot the producer state at the log end offset, so the next open of this log
+        replays nothing. The partition stays usable; a failed write is logged, not raised."""
+        if self.log.offline:
+            # Reopened with recovery, which may cut the log below the snapshot's offset.
+            return
+        self._write_snapshot()
+
+    def _load_producer_state(self) -> None:
+        """The state at the log end: the newest snapshot within the log, then the batches
+        after it. Snapshots above the log end count batches the log lost (recovery or
+        truncation cut them); those below its start, batches it no longer holds."""
+        end = self.log.log_end_offset
+        self._snapshots.delete_above(end)
+        self._snapshots.delete_below(self.log.log_start_offset)
+        found = self._snapshots.latest(at_or_below=end)
+        start, self.producers = found if found is not None else (0, ProducerStateManager())
+        self.producers.replay(header for _, header in self.log.batches(start))
+        self._active_segment_base = self.log.active_segment_base_offset
+
+    def _snapshot_if_rolled(self) -> None:
+        # Called once the state includes the appended batches, so the snapshot is at the end.
+        base = self.log.active_segment_base_offset
+        if base != self._active_segment_base:
+            self._active_segment_base = base
+            self._write_snapshot()
+
+    def _write_snapshot(self) -> None:
+        offset = self.log.log_end_offset
+        try:
+            self._snapshots.write(offset, self.producers)
+            self._snapshots.delete_below(self.log.log_start_offset)
+        except OSError as error:
+            # Only an optimisation: the next open replays more of the log instead.
+            log.warning(
+                "producer_snapshot_write_failed",
+                topic=self.topic,
+                partition=self.partition_id,
+                offset=offset,
+                error=str(error),
+            )
 
     # -- waiting ----------------------------------------------------------------------------------
 

@@ -12,16 +12,27 @@ ProducerStateManager does:
   else OUT_OF_ORDER_SEQUENCE_NUMBER. A producer id the replica has never seen may start at any
   sequence (its earlier batches may have been deleted by retention).
 - Every replica (leader or follower) updates the state from the batches it appends, so the
-  state moves with leadership; a replica opening its log rebuilds it from the batch headers.
+  state moves with leadership; a replica opening its log loads a snapshot of it
+  (`to_snapshot` / `from_snapshot`, kept by broker/producer_snapshots.py) and replays the batch
+  headers after it.
+
+Snapshot layout (big-endian), a CRC32C of the body guarding it:
+
+    version: int16, crc: uint32, body:
+      producer count: uint32, then per producer (by producer id):
+        producer id: int64, epoch: int16, batch count: uint8, then per batch:
+          first sequence: int32, last sequence: int32, first offset: int64, last offset: int64
 """
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import crc32c
 from kio.schema.errors import ErrorCode
 
 from net.record_batch import BatchHeader
@@ -30,6 +41,11 @@ from net.record_batch import BatchHeader
 BATCHES_RETAINED = 5
 NO_PRODUCER_ID = -1
 _SEQUENCE_WRAP = 2**31
+SNAPSHOT_VERSION = 1
+_SNAPSHOT_HEADER = struct.Struct(">hI")
+_SNAPSHOT_COUNT = struct.Struct(">I")
+_SNAPSHOT_PRODUCER = struct.Struct(">qhB")
+_SNAPSHOT_BATCH = struct.Struct(">iiqq")
 
 
 class ProducerStateError(Exception):
@@ -38,6 +54,10 @@ class ProducerStateError(Exception):
     def __init__(self, error_code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.error_code = error_code
+
+
+class CorruptSnapshotError(Exception):
+    """Bytes that are not a producer-state snapshot this version wrote whole."""
 
 
 class WrittenBatch(NamedTuple):
@@ -130,10 +150,48 @@ class ProducerStateManager:
             )
         )
 
-    @classmethod
-    def rebuilt(cls, headers: Iterable[BatchHeader]) -> ProducerStateManager:
-        """The state after the batches of a log, in offset order."""
-        state = cls()
+    def replay(self, headers: Iterable[BatchHeader]) -> None:
+        """Update the state with batches of a log, in offset order (they keep their offsets)."""
         for header in headers:
-            state.update(header, header.base_offset)
+            self.update(header, header.base_offset)
+
+    def to_snapshot(self) -> bytes:
+        """The state as bytes that `from_snapshot` reads back; equal states give equal bytes."""
+        parts = [_SNAPSHOT_COUNT.pack(len(self._producers))]
+        for producer_id, entry in sorted(self._producers.items()):
+            parts.append(_SNAPSHOT_PRODUCER.pack(producer_id, entry.epoch, len(entry.batches)))
+            parts.extend(_SNAPSHOT_BATCH.pack(*batch) for batch in entry.batches)
+        body = b"".join(parts)
+        return _SNAPSHOT_HEADER.pack(SNAPSHOT_VERSION, crc32c.crc32c(body)) + body
+
+    @classmethod
+    def from_snapshot(cls, data: bytes) -> ProducerStateManager:
+        """The state `to_snapshot` wrote. Raises CorruptSnapshotError for an unknown version,
+        a CRC mismatch, or a body cut short or running on."""
+        if len(data) < _SNAPSHOT_HEADER.size:
+            raise CorruptSnapshotError(f"{len(data)} bytes is shorter than a snapshot header")
+        version, crc = _SNAPSHOT_HEADER.unpack_from(data)
+        if version != SNAPSHOT_VERSION:
+            raise CorruptSnapshotError(f"unknown snapshot version {version}")
+        body = memoryview(data)[_SNAPSHOT_HEADER.size :]
+        if crc32c.crc32c(body) != crc:
+            raise CorruptSnapshotError("snapshot CRC mismatch")
+        state = cls()
+        try:
+            (count,) = _SNAPSHOT_COUNT.unpack_from(body)
+            position = _SNAPSHOT_COUNT.size
+            for _ in range(count):
+                producer_id, epoch, batches = _SNAPSHOT_PRODUCER.unpack_from(body, position)
+                position += _SNAPSHOT_PRODUCER.size
+                if batches > BATCHES_RETAINED:
+                    # The deque would silently drop the extra ones: not something we wrote.
+                    raise CorruptSnapshotError(f"producer {producer_id} has {batches} batches")
+                entry = state._producers[producer_id] = ProducerEntry(epoch)
+                for _ in range(batches):
+                    entry.batches.append(WrittenBatch(*_SNAPSHOT_BATCH.unpack_from(body, position)))
+                    position += _SNAPSHOT_BATCH.size
+        except struct.error as error:
+            raise CorruptSnapshotError(f"snapshot cut short: {error}") from error
+        if position != len(body):
+            raise CorruptSnapshotError(f"{len(body) - position} bytes after the snapshot")
         return state

@@ -184,7 +184,8 @@ class ReplicaManager:
             self._expiration = asyncio.create_task(self._expire_lagging_followers())
 
     async def stop(self) -> None:
-        """Stop fetching from the leaders and checking ISRs."""
+        """Stop fetching from the leaders and checking ISRs, then close every hosted replica
+        (snapshotting its producer state)."""
         if self._expiration is not None:
             self._expiration.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -192,6 +193,8 @@ class ReplicaManager:
         if self._isr_changes is not None:
             await self._isr_changes.stop()
         await self._fetchers.stop()
+        for partition in self.partitions.values():
+            partition.close()
 
     async def _expire_lagging_followers(self) -> None:
         """Kafka's isr-expiration task: every half lag time, leaders drop followers that have

@@ -292,6 +292,11 @@ class Log:
         return list(self._base_offsets)
 
     @property
+    def active_segment_base_offset(self) -> int:
+        """The base offset of the segment appends go to; it changes when the log rolls."""
+        return self._base_offsets[-1]
+
+    @property
     def latest_epoch(self) -> int | None:
         return self.leader_epoch_cache.latest_epoch
 
@@ -545,11 +550,13 @@ class Log:
         index = max(bisect.bisect_right(self._base_offsets, offset) - 1, 0)
         return iter(self._segments[index:])
 
-    def batches(self) -> Iterator[tuple[FileSlice, BatchHeader]]:
-        """Every batch of the log with its header, oldest first (tools and tests)."""
-        for segment in list(self._segments):
+    def batches(self, start_offset: int = 0) -> Iterator[tuple[FileSlice, BatchHeader]]:
+        """Every batch of the log holding an offset >= `start_offset`, with its header, oldest
+        first (rebuilding state from the log, tools and tests)."""
+        for segment in self._segments_from(start_offset):
             for position, header in segment.batches():
-                yield FileSlice(segment.file, position, header.size), header
+                if header.last_offset >= start_offset:
+                    yield FileSlice(segment.file, position, header.size), header
 
     def lookup_timestamp(self, timestamp: int) -> TimestampLookup | None:
         """The first batch, at or after the log start offset, whose max timestamp is >=
@@ -769,6 +776,10 @@ def _discover_segments(directory: Path) -> list[int]:
 
 def _delete_segment_files(directory: Path, base_offset: int) -> None:
     for path in directory.glob(f"{base_offset:020d}.*"):
+        if path.suffix == ".snapshot":
+            # The broker's producer-state snapshot at this offset is not the segment's: it may
+            # be the newest state there is (its owner drops those above the log end itself).
+            continue
         path.unlink()
         durability.record_unlink(path)
 

@@ -1,0 +1,82 @@
+"""Snapshots of a partition's producer state, kept in its log directory beside the segments.
+
+`<offset as 20 digits>.snapshot` holds the producer state after every batch below that offset
+(the layout is `ProducerStateManager.to_snapshot`'s). A replica opening its log loads the
+newest one at or below its log end offset and replays only the batches after it, instead of
+every batch header of the log (Kafka's ProducerStateManager does the same). Snapshots are an
+optimisation: a missing or corrupt one only means replaying more of the log.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import structlog
+
+from broker.producer_state import CorruptSnapshotError, ProducerStateManager
+from storage.atomic_file import remove_durably, write_atomically
+
+SNAPSHOT_SUFFIX = ".snapshot"
+# The newest is what a reopen uses; the one before it is what a truncation below the newest,
+# or a newest one found corrupt, falls back to.
+SNAPSHOTS_RETAINED = 2
+
+log = structlog.get_logger(__name__)
+
+
+class ProducerSnapshots:
+    """The producer-state snapshot files of the log in `directory`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def path(self, offset: int) -> Path:
+        """The file of the snapshot at `offset`."""
+        return self.directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+    def offsets(self) -> list[int]:
+        """The offsets of the snapshots on disk, oldest first."""
+        return sorted(
+            int(path.stem)
+            for path in self.directory.iterdir()
+            if path.suffix == SNAPSHOT_SUFFIX and path.stem.isdigit()
+        )
+
+    def write(self, offset: int, state: ProducerStateManager) -> None:
+        """Save `state` as the state after every batch below `offset`, atomically and durably,
+        then delete all but the newest SNAPSHOTS_RETAINED snapshots. Raises OSError."""
+        write_atomically(self.path(offset), state.to_snapshot())
+        for old in self.offsets()[:-SNAPSHOTS_RETAINED]:
+            remove_durably(self.path(old))
+
+    def latest(self, at_or_below: int) -> tuple[int, ProducerStateManager] | None:
+        """The newest readable snapshot at or below `at_or_below` with its offset; None if
+        there is none. A corrupt one is logged and deleted, and the next older one tried."""
+        for offset in reversed(self.offsets()):
+            if offset > at_or_below:
+                continue
+            path = self.path(offset)
+            try:
+                return offset, ProducerStateManager.from_snapshot(path.read_bytes())
+            except CorruptSnapshotError as error:
+                log.warning("producer_snapshot_corrupt", path=str(path), error=str(error))
+                remove_durably(path)
+        return None
+
+    def delete_above(self, offset: int) -> None:
+        """Delete the snapshots above `offset` (the log was truncated to end there)."""
+        for found in self.offsets():
+            if found > offset:
+                remove_durably(self.path(found))
+
+    def delete_below(self, offset: int) -> None:
+        """Delete the snapshots below `offset` (the log start offset: their state describes
+        batches the log no longer holds)."""
+        for found in self.offsets():
+            if found < offset:
+                remove_durably(self.path(found))
+
+    def delete_all(self) -> None:
+        """Delete every snapshot (the log was emptied and restarted)."""
+        for found in self.offsets():
+            remove_durably(self.path(found))

@@ -1,0 +1,271 @@
+"""Producer-state snapshots kept with a real log: written on roll and on close, loaded on open
+and after truncation, so a restarted replica replays only the batches after the snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+
+from broker.partition import Partition
+from broker.producer_snapshots import SNAPSHOTS_RETAINED, ProducerSnapshots
+from broker.producer_state import ProducerStateManager, WrittenBatch
+from broker.replica_manager import ReplicaManager
+from controller.image import MetadataReplayer
+from controller.partition_state import PartitionState
+from net.record_batch import BatchHeader, read_header
+from net.records import Record, encode_batch
+from storage.log import Log, LogConfig
+from storage.log_manager import LogManager, TopicPartition
+from storage.segment import FileSlice
+
+BROKER = 1
+PRODUCER = 7
+# Two of these batches fill a segment: the third rolls the log.
+CONFIG = LogConfig(segment_bytes=160)
+
+
+def batch(sequence: int, producer_id: int = PRODUCER, epoch: int = 0) -> bytes:
+    return encode_batch(
+        [Record(f"v{sequence}".encode())],
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+        now_ms=1_000,
+    )
+
+
+def open_partition(directory: Path, *, leader: int = BROKER) -> Partition:
+    partition = Partition("t", UUID(int=1), 0, BROKER, Log.open(directory, CONFIG))
+    partition.apply(PartitionState(replicas=(1, 2), isr=(1, 2), leader=leader, leader_epoch=3))
+    return partition
+
+
+def count_scans(replica_log: Log, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """From now on, the base offsets of the batches anything reads with `replica_log.batches`."""
+    scanned: list[int] = []
+    full_scan = replica_log.batches
+
+    def counting(start_offset: int = 0) -> Iterator[tuple[FileSlice, BatchHeader]]:
+        for found in full_scan(start_offset):
+            scanned.append(found[1].base_offset)
+            yield found
+
+    monkeypatch.setattr(replica_log, "batches", counting)
+    return scanned
+
+
+def reopen(partition: Partition, monkeypatch: pytest.MonkeyPatch) -> tuple[Partition, list[int]]:
+    """The partition opened again from its directory, and the base offsets of the batches
+    it read from the log while opening."""
+    partition.log.close()
+    replica_log = Log.open(partition.log.directory, CONFIG, clean_shutdown=True)
+    scanned = count_scans(replica_log, monkeypatch)
+    reopened = Partition("t", UUID(int=1), 0, BROKER, replica_log)
+    monkeypatch.undo()
+    reopened.apply(PartitionState(replicas=(1, 2), isr=(1, 2), leader=BROKER, leader_epoch=3))
+    return reopened, scanned
+
+
+def replayed(replica_log: Log) -> bytes:
+    """The producer state rebuilt from every batch of the log, as a snapshot."""
+    state = ProducerStateManager()
+    state.replay(header for _, header in replica_log.batches())
+    return state.to_snapshot()
+
+
+def produce(partition: Partition, sequences: range, producer_id: int = PRODUCER) -> list[int]:
+    return [partition.append_as_leader(batch(s, producer_id)) for s in sequences]
+
+
+def test_a_cleanly_closed_partition_reopens_without_reading_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    partition = open_partition(tmp_path / "t-0")
+    offsets = produce(partition, range(9))
+    produce(partition, range(3), producer_id=8)
+    assert len(partition.log.segment_base_offsets) > 3
+    partition.close()
+    snapshots = ProducerSnapshots(partition.log.directory)
+    assert snapshots.offsets()[-1] == partition.log.log_end_offset == 12
+    before = partition.producers.to_snapshot()
+
+    reopened, scanned = reopen(partition, monkeypatch)
+
+    assert scanned == []
+    assert reopened.producers.to_snapshot() == before == replayed(reopened.log)
+    # A retry of the last batch answers the offset it got the first time, writing nothing.
+    assert reopened.append_as_leader(batch(8)) == offsets[8]
+    assert reopened.producers.find_duplicate(read_header(batch(4))) == WrittenBatch(
+        4, 4, offsets[4], offsets[4]
+    )
+    assert reopened.log.log_end_offset == 12
+    assert reopened.append_as_leader(batch(9)) == 12
+
+
+def test_without_a_clean_close_the_tail_after_the_last_roll_snapshot_is_replayed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    partition = open_partition(tmp_path / "t-0")
+    offsets = produce(partition, range(8))
+    snapshots = ProducerSnapshots(partition.log.directory)
+    # Each written once the batch that rolled the log is in the state.
+    assert snapshots.offsets() == [5, 7]
+    before = partition.producers.to_snapshot()
+
+    reopened, scanned = reopen(partition, monkeypatch)
+
+    assert scanned == [7]
+    assert reopened.producers.to_snapshot() == before
+    assert reopened.append_as_leader(batch(7)) == offsets[7]
+    assert reopened.append_as_leader(batch(3)) == offsets[3]
+    assert reopened.log.log_end_offset == 8
+
+
+def test_a_follower_snapshots_when_its_log_rolls(tmp_path: Path) -> None:
+    partition = open_partition(tmp_path / "t-0", leader=2)
+    for offset in range(5):
+        partition.append_from_leader(
+            encode_batch(
+                [Record(b"v")],
+                base_offset=offset,
+                partition_leader_epoch=3,
+                producer_id=PRODUCER,
+                producer_epoch=0,
+                base_sequence=offset,
+                now_ms=1_000,
+            ),
+            leader_high_watermark=offset,
+        )
+    snapshots = ProducerSnapshots(partition.log.directory)
+    # Written after the roll's append: the state after offsets 0..2, and after 0..4.
+    assert snapshots.offsets() == [3, 5]
+    loaded = snapshots.latest(at_or_below=4)
+    assert loaded is not None
+    offset, state = loaded
+    assert offset == 3
+    assert state.find_duplicate(read_header(batch(2))) == WrittenBatch(2, 2, 2, 2)
+    assert state.find_duplicate(read_header(batch(3))) is None
+
+
+def test_truncation_below_a_snapshot_removes_it_and_forgets_the_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    partition = open_partition(tmp_path / "t-0")
+    produce(partition, range(8))
+    snapshots = ProducerSnapshots(partition.log.directory)
+    assert snapshots.offsets() == [5, 7]
+
+    scanned = count_scans(partition.log, monkeypatch)
+    partition.truncate_to(6)
+    monkeypatch.undo()
+
+    assert snapshots.offsets() == [5]
+    # Rebuilt from the remaining snapshot, not from offset 0.
+    assert scanned == [5]
+    assert partition.producers.to_snapshot() == replayed(partition.log)
+    assert partition.producers.find_duplicate(read_header(batch(6))) is None
+    assert partition.producers.find_duplicate(read_header(batch(5))) == WrittenBatch(5, 5, 5, 5)
+    # The producer resends what was truncated: it continues the sequence, it is not a retry.
+    assert partition.append_as_leader(batch(6)) == 6
+
+
+def test_restarting_the_log_elsewhere_drops_every_snapshot(tmp_path: Path) -> None:
+    partition = open_partition(tmp_path / "t-0", leader=2)
+    produce_as = open_partition(tmp_path / "source")
+    for sequence in range(5):
+        produce_as.append_as_leader(batch(sequence))
+        records = produce_as.log.read(sequence, 1 << 20).records
+        assert records is not None
+        partition.append_from_leader(records.read(), sequence)
+    snapshots = ProducerSnapshots(partition.log.directory)
+    assert snapshots.offsets()
+
+    partition.restart_at(20)
+
+    assert snapshots.offsets() == []
+    assert len(partition.producers) == 0
+
+
+def test_a_corrupt_newest_snapshot_falls_back_to_the_older_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    partition = open_partition(tmp_path / "t-0")
+    produce(partition, range(7))
+    snapshots = ProducerSnapshots(partition.log.directory)
+    older, newest = snapshots.offsets()
+    damaged = bytearray(snapshots.path(newest).read_bytes())
+    damaged[-1] ^= 0xFF
+    snapshots.path(newest).write_bytes(bytes(damaged))
+    before = partition.producers.to_snapshot()
+
+    reopened, scanned = reopen(partition, monkeypatch)
+
+    assert snapshots.offsets() == [older]
+    assert scanned == list(range(older, 7))
+    assert reopened.producers.to_snapshot() == before
+
+
+def test_snapshots_below_the_log_start_or_beyond_the_newest_few_are_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    partition = open_partition(tmp_path / "t-0")
+    produce(partition, range(9))
+    snapshots = ProducerSnapshots(partition.log.directory)
+    assert len(snapshots.offsets()) == SNAPSHOTS_RETAINED
+    older, _ = snapshots.offsets()
+    partition.log.update_high_watermark(partition.log.log_end_offset)
+    partition.log.delete_records(older + 1)
+
+    reopened, _ = reopen(partition, monkeypatch)
+
+    assert min(snapshots.offsets()) >= reopened.log.log_start_offset == older + 1
+
+
+def test_an_unclean_open_dropping_an_empty_segment_keeps_the_snapshot_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "t-0"
+    partition = open_partition(directory)
+    produce(partition, range(4))
+    partition.log.roll()
+    end = partition.log.log_end_offset
+    partition.close()
+    partition.log.close()
+    # Unclean: the empty active segment goes, and with it nothing of the producer state.
+    replica_log = Log.open(directory, CONFIG)
+    assert replica_log.segment_base_offsets[-1] < end == replica_log.log_end_offset
+    assert ProducerSnapshots(directory).offsets()[-1] == end
+    scanned = count_scans(replica_log, monkeypatch)
+    reopened = Partition("t", UUID(int=1), 0, BROKER, replica_log)
+    reopened.apply(PartitionState(replicas=(1,), isr=(1,), leader=BROKER, leader_epoch=3))
+    assert scanned == []
+    assert reopened.append_as_leader(batch(3)) == 3
+
+
+def test_log_batches_from_an_offset_include_the_batch_holding_it(tmp_path: Path) -> None:
+    replica_log = Log.open(tmp_path / "t-0", CONFIG)
+    for _ in range(4):
+        replica_log.append(encode_batch([Record(b"a"), Record(b"b")], now_ms=1_000), leader_epoch=0)
+    assert len(replica_log.segment_base_offsets) == 2
+    assert [h.base_offset for _, h in replica_log.batches()] == [0, 2, 4, 6]
+    assert [h.base_offset for _, h in replica_log.batches(3)] == [2, 4, 6]
+    assert [h.base_offset for _, h in replica_log.batches(4)] == [4, 6]
+    assert [h.base_offset for _, h in replica_log.batches(8)] == []
+
+
+async def test_stopping_the_replica_manager_snapshots_every_partition(tmp_path: Path) -> None:
+    logs = LogManager.open([tmp_path / "data"], CONFIG)
+    manager = ReplicaManager(BROKER, logs, MetadataReplayer(), CONFIG, 1)
+    partition = Partition(
+        "t", UUID(int=1), 0, BROKER, logs.get_or_create_log(TopicPartition("t", 0), CONFIG)
+    )
+    partition.apply(PartitionState(replicas=(1,), isr=(1,), leader=BROKER, leader_epoch=0))
+    manager.partitions[("t", 0)] = partition
+    produce(partition, range(1))
+
+    await manager.stop()
+
+    assert ProducerSnapshots(partition.log.directory).offsets() == [1]
