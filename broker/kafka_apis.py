@@ -1,9 +1,10 @@
 """The client listener's APIs on a broker.
 
-Served from the broker's metadata image: Metadata and DescribeCluster. Forwarded to the active
-controller, as KRaft brokers do (KIP-590), so that a Kafka admin client may talk to any broker
-and the answer is the controller's: CreateTopics, DeleteTopics, CreatePartitions and
-ElectLeaders. When no controller answers in time, those requests get REQUEST_TIMED_OUT.
+Served from the broker's metadata image and settings: Metadata, DescribeCluster and
+DescribeConfigs. Forwarded to the active controller, as KRaft brokers do (KIP-590), so that a
+Kafka admin client may talk to any broker and the answer is the controller's: CreateTopics,
+DeleteTopics, CreatePartitions and ElectLeaders. When no controller answers in time, those
+requests get REQUEST_TIMED_OUT.
 """
 
 from __future__ import annotations
@@ -13,6 +14,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.configs import (
+    DESCRIBE_CONFIGS_KEY,
+    DESCRIBE_CONFIGS_VERSIONS,
+    BrokerSettings,
+    describe_configs_response,
+)
 from broker.metadata_api import (
     DESCRIBE_CLUSTER_KEY,
     DESCRIBE_CLUSTER_VERSIONS,
@@ -46,6 +53,7 @@ class BrokerApis:
         cluster_id: str,
         image: Callable[[], MetadataImage],
         controller: ControllerClient,
+        settings: BrokerSettings,
         *,
         forward_timeout_s: float = 30.0,
     ) -> None:
@@ -54,6 +62,7 @@ class BrokerApis:
         self._image = image
         self._controller = controller
         self._forward_timeout_s = forward_timeout_s
+        self._settings = settings
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(
@@ -67,6 +76,12 @@ class BrokerApis:
             self._on_describe_cluster,
             min_version=DESCRIBE_CLUSTER_VERSIONS[0],
             max_version=DESCRIBE_CLUSTER_VERSIONS[1],
+        )
+        registry.register(
+            DESCRIBE_CONFIGS_KEY,
+            self._on_describe_configs,
+            min_version=DESCRIBE_CONFIGS_VERSIONS[0],
+            max_version=DESCRIBE_CONFIGS_VERSIONS[1],
         )
         for served in wire.SERVED:
             if served.api_key in _FORWARDED:
@@ -85,6 +100,11 @@ class BrokerApis:
     def _on_describe_cluster(self, context: RequestContext, request: Any) -> Any:
         return describe_cluster_response(
             self._image(), self._broker_id, self._cluster_id, context.header.api_version
+        )
+
+    def _on_describe_configs(self, context: RequestContext, request: Any) -> Any:
+        return describe_configs_response(
+            self._image(), self._settings, context.header.api_version, request
         )
 
     async def _forward(self, context: RequestContext, request: Any) -> Any:

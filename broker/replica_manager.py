@@ -24,6 +24,7 @@ from uuid import UUID
 import structlog
 from kio.schema.errors import ErrorCode
 
+from broker.configs import topic_log_config
 from broker.isr_changes import IsrChangeSender
 from broker.metadata_api import CLIENT_LISTENER
 from broker.offsets import OffsetAnswer, offset_for_timestamp
@@ -127,8 +128,10 @@ class ReplicaManager:
         if image is old:
             return
         for topic_id, topic in image.topics.items():
-            if old.topics.get(topic_id) is topic:
+            configs = image.topic_configs(topic.name)
+            if old.topics.get(topic_id) is topic and old.topic_configs(topic.name) == configs:
                 continue
+            log_config = topic_log_config(self._log_config, configs)
             for partition_id, state in topic.partitions.items():
                 key = (topic.name, partition_id)
                 partition = self.partitions.get(key)
@@ -141,12 +144,14 @@ class ReplicaManager:
                     partition = None
                 if partition is None:
                     replica_log = self._logs.get_or_create_log(
-                        TopicPartition(topic.name, partition_id), self._log_config
+                        TopicPartition(topic.name, partition_id), log_config
                     )
                     partition = Partition(
                         topic.name, topic_id, partition_id, self.broker_id, replica_log
                     )
                     self.partitions[key] = partition
+                # A log reopened at start-up got the broker's settings.
+                partition.log.config = log_config
                 partition.apply(state, _now_ms())
                 if partition.is_leader or not state.has_leader:
                     self._fetchers.unfollow(partition)

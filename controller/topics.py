@@ -38,7 +38,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum, IntEnum
+from enum import IntEnum
 from typing import Generic, TypeVar
 from uuid import UUID
 
@@ -84,43 +84,66 @@ class ConfigSource(IntEnum):
     DEFAULT_CONFIG = 5
 
 
-class _ConfigType(Enum):
-    INT = "int"
-    LONG = "long"
-    BOOLEAN = "boolean"
-    STRING = "string"
-    LIST = "list"
+class ConfigType(IntEnum):
+    """A config's data type, numbered as DescribeConfigs v3+ `ConfigType` is."""
+
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    LONG = 5
+    LIST = 7
+    PASSWORD = 9
 
 
 @dataclass(frozen=True, slots=True)
-class _TopicConfigDef:
+class TopicConfigDef:
     """One topic config as Kafka's LogConfig defines it: type, default, valid values."""
 
-    type: _ConfigType
+    type: ConfigType
     default: str
+    # The broker setting that gives every topic its value (Kafka's synonym).
+    broker_synonym: str
     at_least: int | None = None
     choices: frozenset[str] = frozenset()
 
 
 # The topic configs this broker implements, with Kafka's defaults and validators.
-_TOPIC_CONFIGS: Mapping[str, _TopicConfigDef] = {
-    "cleanup.policy": _TopicConfigDef(
-        _ConfigType.LIST, "delete", choices=frozenset({"delete", "compact"})
+TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
+    "cleanup.policy": TopicConfigDef(
+        ConfigType.LIST, "delete", "log.cleanup.policy", choices=frozenset({"delete", "compact"})
     ),
-    "delete.retention.ms": _TopicConfigDef(_ConfigType.LONG, "86400000", at_least=0),
-    "flush.messages": _TopicConfigDef(_ConfigType.LONG, str(2**63 - 1), at_least=1),
-    "flush.ms": _TopicConfigDef(_ConfigType.LONG, str(2**63 - 1), at_least=0),
-    "max.message.bytes": _TopicConfigDef(_ConfigType.INT, "1048588", at_least=0),
-    "message.timestamp.type": _TopicConfigDef(
-        _ConfigType.STRING, "CreateTime", choices=frozenset({"CreateTime", "LogAppendTime"})
+    "delete.retention.ms": TopicConfigDef(
+        ConfigType.LONG, "86400000", "log.cleaner.delete.retention.ms", at_least=0
     ),
-    "min.insync.replicas": _TopicConfigDef(_ConfigType.INT, "1", at_least=1),
-    "retention.bytes": _TopicConfigDef(_ConfigType.LONG, "-1"),
-    "retention.ms": _TopicConfigDef(_ConfigType.LONG, "604800000", at_least=-1),
+    "flush.messages": TopicConfigDef(
+        ConfigType.LONG, str(2**63 - 1), "log.flush.interval.messages", at_least=1
+    ),
+    "flush.ms": TopicConfigDef(
+        ConfigType.LONG, str(2**63 - 1), "log.flush.interval.ms", at_least=0
+    ),
+    "max.message.bytes": TopicConfigDef(ConfigType.INT, "1048588", "message.max.bytes", at_least=0),
+    # KIP-937, with Kafka 4's defaults: no bound in the past, one hour in the future.
+    "message.timestamp.after.max.ms": TopicConfigDef(
+        ConfigType.LONG, "3600000", "log.message.timestamp.after.max.ms", at_least=0
+    ),
+    "message.timestamp.before.max.ms": TopicConfigDef(
+        ConfigType.LONG, str(2**63 - 1), "log.message.timestamp.before.max.ms", at_least=0
+    ),
+    "message.timestamp.type": TopicConfigDef(
+        ConfigType.STRING,
+        "CreateTime",
+        "log.message.timestamp.type",
+        choices=frozenset({"CreateTime", "LogAppendTime"}),
+    ),
+    "min.insync.replicas": TopicConfigDef(ConfigType.INT, "1", "min.insync.replicas", at_least=1),
+    "retention.bytes": TopicConfigDef(ConfigType.LONG, "-1", "log.retention.bytes"),
+    "retention.ms": TopicConfigDef(ConfigType.LONG, "604800000", "log.retention.ms", at_least=-1),
     # Kafka 3.x's lower bound (LegacyRecord.RECORD_OVERHEAD_V0), as `log.segment.bytes` has.
-    "segment.bytes": _TopicConfigDef(_ConfigType.INT, "1073741824", at_least=14),
-    "segment.ms": _TopicConfigDef(_ConfigType.LONG, "604800000", at_least=1),
-    "unclean.leader.election.enable": _TopicConfigDef(_ConfigType.BOOLEAN, "false"),
+    "segment.bytes": TopicConfigDef(ConfigType.INT, "1073741824", "log.segment.bytes", at_least=14),
+    "segment.ms": TopicConfigDef(ConfigType.LONG, "604800000", "log.roll.ms", at_least=1),
+    "unclean.leader.election.enable": TopicConfigDef(
+        ConfigType.BOOLEAN, "false", "unclean.leader.election.enable"
+    ),
 }
 
 
@@ -255,7 +278,7 @@ def _unified_name(name: str) -> str:
 
 def validate_topic_config(name: str, value: str) -> None:
     """Checks one topic config as Kafka's LogConfig does; TopicError with INVALID_CONFIG."""
-    definition = _TOPIC_CONFIGS.get(name)
+    definition = TOPIC_CONFIGS.get(name)
     if definition is None:
         raise TopicError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
     problem = _config_value_problem(definition, value.strip())
@@ -266,22 +289,22 @@ def validate_topic_config(name: str, value: str) -> None:
         )
 
 
-def _config_value_problem(definition: _TopicConfigDef, value: str) -> str | None:
+def _config_value_problem(definition: TopicConfigDef, value: str) -> str | None:
     """Why `value` (trimmed, as Kafka's ConfigDef trims) is not valid, or None."""
     match definition.type:
-        case _ConfigType.INT | _ConfigType.LONG:
-            low, high = _INT32_RANGE if definition.type is _ConfigType.INT else _INT64_RANGE
+        case ConfigType.INT | ConfigType.LONG:
+            low, high = _INT32_RANGE if definition.type is ConfigType.INT else _INT64_RANGE
             if not _JAVA_INTEGER.fullmatch(value) or not low <= int(value) <= high:
                 return f"Not a number of type {definition.type.name}"
             if definition.at_least is not None and int(value) < definition.at_least:
                 return f"Value must be at least {definition.at_least}"
-        case _ConfigType.BOOLEAN:
+        case ConfigType.BOOLEAN:
             if value.lower() not in ("true", "false"):
                 return "Expected value to be either true or false"
-        case _ConfigType.STRING:
+        case ConfigType.STRING:
             if value not in definition.choices:
                 return f"String must be one of: {', '.join(sorted(definition.choices))}"
-        case _ConfigType.LIST:
+        case ConfigType.LIST:
             # An empty value or item ("", "delete,") is refused: it names no policy.
             items = [item.strip() for item in value.split(",")]
             if any(item not in definition.choices for item in items):
@@ -289,13 +312,13 @@ def _config_value_problem(definition: _TopicConfigDef, value: str) -> str | None
     return None
 
 
-def _effective_configs(
+def effective_topic_configs(
     overrides: Mapping[str, str], defaults: TopicDefaults
 ) -> tuple[TopicConfigEntry, ...]:
     """Every implemented topic config with its value and source, sorted by name (as Kafka's
-    CreateTopics v5+ response lists them)."""
+    CreateTopics v5+ response and DescribeConfigs list them)."""
     entries = []
-    for name in sorted(_TOPIC_CONFIGS):
+    for name in sorted(TOPIC_CONFIGS):
         if name in overrides:
             entries.append(
                 TopicConfigEntry(name, overrides[name], ConfigSource.DYNAMIC_TOPIC_CONFIG)
@@ -306,7 +329,7 @@ def _effective_configs(
             )
         else:
             entries.append(
-                TopicConfigEntry(name, _TOPIC_CONFIGS[name].default, ConfigSource.DEFAULT_CONFIG)
+                TopicConfigEntry(name, TOPIC_CONFIGS[name].default, ConfigSource.DEFAULT_CONFIG)
             )
     return tuple(entries)
 
@@ -474,7 +497,7 @@ def _create_topic(
         topic_id=topic_id,
         num_partitions=len(partitions),
         replication_factor=len(partitions[0].replicas),
-        configs=_effective_configs(configs, defaults),
+        configs=effective_topic_configs(configs, defaults),
     )
     return records, result
 

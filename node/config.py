@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import typing
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -29,7 +30,9 @@ from pydantic import (
     model_validator,
 )
 
+from broker.configs import BrokerConfigEntry
 from controller.partition_change import UncleanRecoveryStrategy
+from controller.topics import ConfigSource, ConfigType
 from storage.log import LogConfig
 
 ENV_PREFIX = "KRAFT_"
@@ -266,6 +269,61 @@ class NodeConfig(BaseModel):
             retention_bytes=self.log_retention_bytes,
             max_message_bytes=self.message_max_bytes,
         )
+
+    def broker_config_entries(self) -> tuple[BrokerConfigEntry, ...]:
+        """Every setting as DescribeConfigs reports it, in Kafka's spelling: keys set in any
+        source are STATIC_BROKER_CONFIG, the others DEFAULT_CONFIG; "no limit" is -1."""
+        entries = []
+        for name, field in sorted(type(self).model_fields.items(), key=lambda f: str(f[1].alias)):
+            assert field.alias is not None
+            value = getattr(self, name)
+            sensitive = field.alias in _SENSITIVE_KEYS
+            entries.append(
+                BrokerConfigEntry(
+                    field.alias,
+                    _kafka_spelling(field.alias, value, field.annotation),
+                    ConfigSource.STATIC_BROKER_CONFIG
+                    if name in self.model_fields_set
+                    else ConfigSource.DEFAULT_CONFIG,
+                    ConfigType.PASSWORD if sensitive else _config_type(value, field.annotation),
+                    sensitive=sensitive,
+                )
+            )
+        return tuple(entries)
+
+
+_SENSITIVE_KEYS = frozenset({"admin.token"})
+
+
+def _kafka_spelling(key: str, value: object, annotation: object) -> str | None:
+    if value is None:
+        return "-1" if _is_optional_long(annotation) else None
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, StrEnum):
+        return value.value
+    if isinstance(value, Endpoint):
+        if key in ("listeners", "advertised.listeners"):
+            return f"PLAINTEXT://{value}"
+        return f"http://{value}" if key == "admin.listener" else str(value)
+    if isinstance(value, list):
+        return ",".join(
+            f"{item.node_id}@{item.endpoint}" if isinstance(item, Voter) else str(item)
+            for item in value
+        )
+    return str(value)
+
+
+def _is_optional_long(annotation: object) -> bool:
+    return any(int in typing.get_args(arg) for arg in typing.get_args(annotation))
+
+
+def _config_type(value: object, annotation: object) -> ConfigType:
+    if isinstance(value, bool):
+        return ConfigType.BOOLEAN
+    if isinstance(value, int) or _is_optional_long(annotation):
+        return ConfigType.LONG
+    return ConfigType.LIST if isinstance(value, list) else ConfigType.STRING
 
 
 KNOWN_KEYS = frozenset(

@@ -18,6 +18,7 @@ from aiohttp import web
 
 from admin.app import create_app
 from admin.models import Quorum, ReplicaProgress
+from broker.configs import BrokerSettings
 from broker.data_apis import DataApis
 from broker.isr_changes import IsrChangeSender
 from broker.kafka_apis import BrokerApis
@@ -66,6 +67,34 @@ def raft_config(config: NodeConfig) -> RaftConfig:
     )
 
 
+# Kafka's "never" for the flush settings.
+_LONG_MAX = 2**63 - 1
+
+
+def topic_defaults(config: NodeConfig) -> TopicDefaults:
+    """What topics take from the node's settings: the broker-level values of topic configs
+    (`log.segment.bytes` for `segment.bytes`, ...) are every topic's defaults."""
+    return TopicDefaults(
+        num_partitions=config.num_partitions,
+        replication_factor=config.default_replication_factor,
+        configs={
+            "min.insync.replicas": str(config.min_insync_replicas),
+            "unclean.leader.election.enable": str(config.unclean_leader_election_enable).lower(),
+            "segment.bytes": str(config.log_segment_bytes),
+            "segment.ms": str(config.log_roll_ms),
+            "retention.ms": str(-1 if config.log_retention_ms is None else config.log_retention_ms),
+            "retention.bytes": str(
+                -1 if config.log_retention_bytes is None else config.log_retention_bytes
+            ),
+            "max.message.bytes": str(config.message_max_bytes),
+            "flush.messages": str(
+                _LONG_MAX if (n := config.log_flush_interval_messages) is None else n
+            ),
+            "flush.ms": str(_LONG_MAX if (n := config.log_flush_interval_ms) is None else n),
+        },
+    )
+
+
 def controller_config(config: NodeConfig) -> ControllerConfig:
     """The controller's rules from the node's configuration: broker-level values of topic
     configs are the defaults of every topic."""
@@ -81,25 +110,7 @@ def controller_config(config: NodeConfig) -> ControllerConfig:
                 unclean_recovery_strategy=config.unclean_recovery_strategy,
             ),
         ),
-        topic_defaults=TopicDefaults(
-            num_partitions=config.num_partitions,
-            replication_factor=config.default_replication_factor,
-            configs={
-                "min.insync.replicas": str(config.min_insync_replicas),
-                "unclean.leader.election.enable": str(
-                    config.unclean_leader_election_enable
-                ).lower(),
-                "segment.bytes": str(config.log_segment_bytes),
-                "segment.ms": str(config.log_roll_ms),
-                "retention.ms": str(
-                    -1 if config.log_retention_ms is None else config.log_retention_ms
-                ),
-                "retention.bytes": str(
-                    -1 if config.log_retention_bytes is None else config.log_retention_bytes
-                ),
-                "max.message.bytes": str(config.message_max_bytes),
-            },
-        ),
+        topic_defaults=topic_defaults(config),
         auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
         leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_seconds * 1000,
     )
@@ -190,7 +201,11 @@ class BrokerRole:
         )
         registry = ApiRegistry()
         BrokerApis(
-            config.node_id, config.cluster_id, lambda: replayer.image, self._controller
+            config.node_id,
+            config.cluster_id,
+            lambda: replayer.image,
+            self._controller,
+            BrokerSettings(config.node_id, topic_defaults(config), config.broker_config_entries()),
         ).register(registry)
         DataApis(self.replicas).register(registry)
         InitProducerIdApi(

@@ -12,14 +12,17 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from confluent_kafka import KafkaError, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
-from kafka import KafkaConsumer, KafkaProducer
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as PythonTopicPartition
+from kafka.admin import ConfigResource as PythonConfigResource
+from kafka.admin import ConfigResourceType as PythonConfigResourceType
 from kio.schema.errors import ErrorCode
 
 from broker.data_apis import OFFSET_FOR_LEADER_EPOCH_KEY, PRODUCE_KEY
 from broker.producer_ids import INIT_PRODUCER_ID_KEY
+from controller.topics import ConfigSource
 from net.client import NodeConnection
 from net.protocol import field_entity_type, make_entity, request_schema
 from net.records import Record, encode_batch
@@ -346,3 +349,56 @@ async def test_a_retried_batch_is_written_once_even_across_a_restart(tmp_path: P
         assert [v for _, _, v in read] == ["a", "b", "c", "d"]
     finally:
         cluster.stop_all()
+
+
+def test_describe_configs_and_topic_storage_settings(node: Cluster) -> None:
+    create_topic(node, "configured", 1, **{"segment.bytes": "2048", "retention.ms": "3600000"})
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    topic = ConfigResource(ConfigResource.Type.TOPIC, "configured")
+    broker = ConfigResource(ConfigResource.Type.BROKER, "1")
+    described = {
+        resource.name: future.result(timeout=10)
+        for resource, future in admin.describe_configs([topic, broker]).items()
+    }
+    topic_configs = described["configured"]
+    assert topic_configs["segment.bytes"].value == "2048"
+    assert topic_configs["segment.bytes"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert topic_configs["segment.ms"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert topic_configs["message.timestamp.type"].value == "CreateTime"
+    broker_configs = described["1"]
+    assert broker_configs["node.id"].value == "1"
+    assert broker_configs["node.id"].is_read_only
+    assert broker_configs["process.roles"].value == "broker,controller"
+
+    # kafka-python asks with an older version; a missing topic is refused.
+    python_admin = KafkaAdminClient(bootstrap_servers=node.bootstrap)
+    try:
+        described_by_python = python_admin.describe_configs(
+            [PythonConfigResource(PythonConfigResourceType.TOPIC, "configured")],
+            config_filter="all",
+        )
+        retention = described_by_python["topic"]["configured"]["retention.ms"]
+        assert (retention["value"], retention["config_source"]) == (
+            "3600000",
+            "DYNAMIC_TOPIC_CONFIG",
+        )
+    finally:
+        python_admin.close()
+    missing = ConfigResource(ConfigResource.Type.TOPIC, "no-such-topic")
+    with pytest.raises(KafkaException) as refused:
+        admin.describe_configs([missing])[missing].result(timeout=10)
+    assert refused.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+    # The topic's segment.bytes, not the broker's, decides when its log rolls; a batch larger
+    # than a segment is refused.
+    producer = Producer({"bootstrap.servers": node.bootstrap, "batch.size": 1000})
+    delivered: list[Any] = []
+    for _ in range(40):
+        producer.produce("configured", b"x" * 500, on_delivery=lambda e, m: delivered.append(e))
+    producer.produce("configured", b"y" * 3000, on_delivery=lambda e, m: delivered.append(e))
+    assert producer.flush(30) == 0
+    assert delivered[:40] == [None] * 40
+    assert delivered[40].code() == KafkaError.MSG_SIZE_TOO_LARGE
+    segments = list((node.nodes[1].data_dir / "configured-0").glob("*.log"))
+    assert len(segments) >= 8
+    assert all(path.stat().st_size <= 2048 for path in segments)

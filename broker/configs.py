@@ -1,0 +1,216 @@
+"""Configs as a broker sees them: DescribeConfigs answers, and a topic's storage settings.
+
+Pure: functions of the metadata image, this node's settings and the request.
+
+- A topic's configs are every topic config the broker implements, each with its effective
+  value and where it comes from: the topic's own override (DYNAMIC_TOPIC_CONFIG), this broker's
+  setting of the synonym (`log.segment.bytes` for `segment.bytes`, STATIC_BROKER_CONFIG), or
+  Kafka's default (DEFAULT_CONFIG). A topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION.
+- A broker's configs are this node's settings; none can be changed at run time, so all are
+  read-only, and a secret (`admin.token`) is sensitive and its value withheld. Another broker's
+  id is INVALID_REQUEST (clients send those requests to that broker); the empty name (the
+  cluster-wide dynamic defaults) has no configs, since there are no dynamic broker configs.
+- Any other resource type is INVALID_REQUEST.
+- A topic's replicas store their data with the broker's storage settings overridden by the
+  topic's (`topic_log_config`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from controller.image import MetadataImage
+from controller.records import ConfigResourceType
+from controller.topics import (
+    TOPIC_CONFIGS,
+    ConfigSource,
+    ConfigType,
+    TopicDefaults,
+    effective_topic_configs,
+)
+from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
+from storage.log import LogConfig
+
+DESCRIBE_CONFIGS_KEY = 32
+DESCRIBE_CONFIGS_VERSIONS = (1, 4)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfigEntry:
+    """One setting of this node as DescribeConfigs reports it."""
+
+    name: str
+    value: str | None
+    source: ConfigSource
+    config_type: ConfigType
+    sensitive: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSettings:
+    """What DescribeConfigs reports of this broker: its id, the values topics take from its
+    settings, and its settings themselves."""
+
+    broker_id: int
+    topic_defaults: TopicDefaults
+    configs: Sequence[BrokerConfigEntry]
+
+
+@dataclass(frozen=True, slots=True)
+class _Described:
+    name: str
+    value: str | None
+    source: ConfigSource
+    config_type: ConfigType
+    sensitive: bool
+    # (name, value, source) from the effective one down to Kafka's default.
+    synonyms: tuple[tuple[str, str | None, ConfigSource], ...]
+
+
+class _ResourceError(Exception):
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+def describe_configs_response(
+    image: MetadataImage, broker: BrokerSettings, version: int, request: Any
+) -> Any:
+    """The DescribeConfigsResponse of `version` to `request`, one result per resource asked."""
+    schema = response_schema(DESCRIBE_CONFIGS_KEY, version)
+    assert schema is not None
+    result_type = field_entity_type(schema, "results")
+    config_type = field_entity_type(result_type, "configs")
+    synonym_type = field_entity_type(config_type, "synonyms")
+    results: list[Any] = []
+    for resource in request.resources:
+        keys = resource.configuration_keys
+        error_code, message = ErrorCode.none, None
+        entries: list[_Described] = []
+        try:
+            described = _describe(image, broker, resource.resource_type, resource.resource_name)
+            entries = [entry for entry in described if keys is None or entry.name in keys]
+        except _ResourceError as error:
+            error_code, message = error.error_code, str(error)
+        configs: tuple[Any, ...] = tuple(
+            make_entity(
+                config_type,
+                name=entry.name,
+                value=entry.value,
+                read_only=resource.resource_type == ConfigResourceType.BROKER,
+                config_source=entry.source,
+                is_sensitive=entry.sensitive,
+                synonyms=tuple(
+                    make_entity(synonym_type, name=name, value=value, source=source)
+                    for name, value, source in entry.synonyms
+                )
+                if request.include_synonyms
+                else (),
+                config_type=entry.config_type,
+                documentation=None,
+            )
+            for entry in entries
+        )
+        results.append(
+            make_entity(
+                result_type,
+                error_code=error_code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                configs=configs,
+            )
+        )
+    return make_entity(schema, throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+def _describe(
+    image: MetadataImage, broker: BrokerSettings, resource_type: int, resource_name: str
+) -> list[_Described]:
+    if resource_type == ConfigResourceType.TOPIC:
+        if image.topic(resource_name) is None:
+            raise _ResourceError(
+                ErrorCode.unknown_topic_or_partition, f"Topic {resource_name} does not exist"
+            )
+        return _topic_configs(image.topic_configs(resource_name), broker.topic_defaults)
+    if resource_type == ConfigResourceType.BROKER:
+        if resource_name == "":
+            return []
+        if resource_name != str(broker.broker_id):
+            raise _ResourceError(
+                ErrorCode.invalid_request,
+                f"Unexpected broker id, expected {broker.broker_id} or empty string, but received "
+                f"{resource_name}",
+            )
+        return [
+            _Described(
+                entry.name,
+                None if entry.sensitive else entry.value,
+                entry.source,
+                entry.config_type,
+                entry.sensitive,
+                ((entry.name, None if entry.sensitive else entry.value, entry.source),),
+            )
+            for entry in broker.configs
+        ]
+    raise _ResourceError(ErrorCode.invalid_request, f"Unsupported resource type {resource_type}")
+
+
+def _topic_configs(overrides: Mapping[str, str], defaults: TopicDefaults) -> list[_Described]:
+    described = []
+    for entry in effective_topic_configs(overrides, defaults):
+        definition = TOPIC_CONFIGS[entry.name]
+        synonyms: list[tuple[str, str | None, ConfigSource]] = []
+        if entry.name in overrides:
+            synonyms.append((entry.name, overrides[entry.name], ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        if entry.name in defaults.configs:
+            synonyms.append(
+                (
+                    definition.broker_synonym,
+                    defaults.configs[entry.name],
+                    ConfigSource.STATIC_BROKER_CONFIG,
+                )
+            )
+        synonyms.append(
+            (definition.broker_synonym, definition.default, ConfigSource.DEFAULT_CONFIG)
+        )
+        described.append(
+            _Described(
+                entry.name, entry.value, entry.source, definition.type, False, tuple(synonyms)
+            )
+        )
+    return described
+
+
+def _limit_or_none(value: str) -> int | None:
+    """Kafka spells "no limit" as -1 (retention) or Long.MAX_VALUE (flush); LogConfig as None."""
+    number = int(value)
+    return None if number < 0 or number == 2**63 - 1 else number
+
+
+# Topic config -> (LogConfig field, its value from the config's text).
+_LOG_CONFIG_FIELDS: Mapping[str, tuple[str, Any]] = {
+    "segment.bytes": ("segment_bytes", int),
+    "segment.ms": ("segment_ms", int),
+    "flush.messages": ("flush_messages", _limit_or_none),
+    "flush.ms": ("flush_ms", _limit_or_none),
+    "retention.ms": ("retention_ms", _limit_or_none),
+    "retention.bytes": ("retention_bytes", _limit_or_none),
+    "max.message.bytes": ("max_message_bytes", int),
+}
+
+
+def topic_log_config(broker_log_config: LogConfig, overrides: Mapping[str, str]) -> LogConfig:
+    """The storage settings of a topic's replicas: the broker's, with the topic's overrides
+    (already validated by the controller) on top."""
+    changes = {
+        field: parse(overrides[name].strip())
+        for name, (field, parse) in _LOG_CONFIG_FIELDS.items()
+        if name in overrides
+    }
+    return dataclasses.replace(broker_log_config, **changes) if changes else broker_log_config
