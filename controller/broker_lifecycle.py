@@ -289,9 +289,11 @@ class BrokerLifecycle:
                 batch.remove_broker(broker_id, fence_broker)
             else:
                 # Unclean until caught up on every replica it hosts (5.2 Unclean Exclusion);
-                # set first, so the partition moves below already treat it as unclean.
+                # set first, so the partition moves below already treat it as unclean. Without
+                # the ELR, as in Kafka, the flag has no use: a plain fenced replica, which an
+                # ISR it is still in may elect again.
                 hosted = set(batch.hosted_by(broker_id))
-                if hosted:
+                if hosted and self._config.partition_defaults.eligible_leader_replicas_enable:
                     self._unclean[broker_id] = hosted
                 else:
                     self._unclean.pop(broker_id, None)

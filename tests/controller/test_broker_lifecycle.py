@@ -433,6 +433,24 @@ def test_an_unclean_broker_rejoins_the_isr_once_marked_caught_up() -> None:
     assert shape(outcome.change.state) == (2, (1, 2), (), ())
 
 
+def test_without_the_elr_an_unclean_last_isr_member_leads_again_when_unfenced() -> None:
+    """Kafka without KIP-966: the last ISR member stays in the ISR while down and is elected
+    again on return, whatever its shutdown (the reference's "data diverge" scenario)."""
+    cluster = Cluster(
+        LifecycleConfig(TIMEOUT_MS, PartitionConfig(eligible_leader_replicas_enable=False))
+    )
+    cluster.start(1, 2)
+    cluster.create_partitions(PartitionState(replicas=(1, 2), isr=(1, 2), leader=1))
+    cluster.heartbeat(1, want_fence=True)
+    assert shape(cluster.partition()) == (2, (2,), (), ())
+    cluster.heartbeat(2, want_fence=True)
+    assert shape(cluster.partition()) == (NO_LEADER, (2,), (), ())
+    cluster.register(2)
+    assert cluster.lifecycle.unclean_at(P0) == frozenset()
+    cluster.heartbeat(2)
+    assert shape(cluster.partition()) == (2, (2,), (), ())
+
+
 # Errors.
 
 

@@ -1,9 +1,10 @@
-"""The "data loss" scenario of hw-leo-leader-epoch.txt on real processes (SIGKILL, restarts).
+"""The two scenarios of hw-leo-leader-epoch.txt on real processes (SIGKILL, restarts).
 
-A follower that restarts keeps what it had beyond its (stale) high watermark, so
-when the leader then dies and it takes over, no committed message is lost.
-The "data diverge" resolution (a returning old leader truncating its unreplicated tail where
-the new leader's epoch begins) is exercised by the leader failover test of test_replication.py.
+- Data loss: a follower that restarts keeps what it had beyond its (stale) high watermark, so
+  when the leader then dies and it takes over, no committed message is lost.
+- Data diverge: both replicas crash and the one missing the other's last message returns first
+  and leads in a new epoch; the other returns, truncates its orphaned message where the
+  leader's epoch begins, and the logs end up byte-identical.
 
 Three combined nodes; the partition lives on the two that do not lead the metadata quorum, so
 the quorum keeps a majority while one of them is down.
@@ -28,12 +29,12 @@ pytestmark = pytest.mark.timeout(150)
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    cluster = Cluster.combined(
-        tmp_path,
-        3,
-        **{"broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "500"},
-    )
+def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """Three combined nodes with short broker sessions, plus a test's own settings (indirect
+    parametrization)."""
+    settings = {"broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "500"}
+    settings.update(getattr(request, "param", {}))
+    cluster = Cluster.combined(tmp_path, 3, **settings)
     cluster.start_all()
     try:
         cluster.wait_for("brokers unfenced", cluster.brokers_unfenced)
@@ -115,3 +116,53 @@ async def test_data_loss_scenario_a_restarted_follower_keeps_committed_messages(
     cluster.start(leader)
     await asyncio.to_thread(wait_for_isr, cluster, observer, "loss", sorted([leader, follower]))
     assert segment_bytes(cluster, leader, "loss", 0) == segment_bytes(cluster, follower, "loss", 0)
+
+
+@pytest.mark.parametrize("cluster", [{"eligible.leader.replicas.enable": "false"}], indirect=True)
+async def test_data_diverge_scenario_the_returning_replica_truncates_its_orphaned_tail(
+    cluster: Cluster,
+) -> None:
+    """Both replicas crash; B, which lacks A's last message, returns first and leads.
+
+    Without the ELR (the reference's setting) the last ISR member stays in the ISR while it is
+    down, and leads again when it returns, even after an unclean shutdown.
+    """
+    a, b, observer = await asyncio.to_thread(two_replica_topic, cluster, "diverge")
+    await asyncio.to_thread(produce, cluster, "diverge", ["m1"], "all")
+    # B stops fetching (its parked fetch is answered empty after the follower's wait), so A
+    # alone takes m2 (acks=1): A's log is m1 m2, B's is m1.
+    cluster.pause(b)
+    await asyncio.sleep(1.5)
+    await asyncio.to_thread(produce, cluster, "diverge", ["m2"], "1")
+    cluster.kill(a)
+    cluster.resume(b)
+    await asyncio.to_thread(wait_for_leader, cluster, observer, "diverge", b)
+    # B crashes too. It comes back first and, as the last replica in the ISR, leads again in
+    # a new leader epoch, and takes m3 at the offset where A has m2.
+    cluster.kill(b)
+    cluster.start(b)
+    await asyncio.to_thread(
+        cluster.wait_for,
+        "B leads again",
+        lambda: (
+            (state := partition_state(cluster, observer, "diverge"))["leader"] == b
+            and state["leader_epoch"] >= 2
+        ),
+        30.0,
+    )
+    await asyncio.to_thread(produce, cluster, "diverge", ["m3"], "1")
+    assert b"m2" in segment_bytes(cluster, a, "diverge", 0)
+
+    # A returns as a follower: the leader epochs show where the logs part, A drops m2 and
+    # takes m3; the ISR heals and the logs are byte-identical.
+    cluster.start(a)
+    await asyncio.to_thread(wait_for_isr, cluster, observer, "diverge", sorted([a, b]))
+    await asyncio.to_thread(
+        cluster.wait_for,
+        "identical replicas",
+        lambda: segment_bytes(cluster, a, "diverge", 0) == segment_bytes(cluster, b, "diverge", 0),
+        10.0,
+    )
+    assert b"m2" not in segment_bytes(cluster, a, "diverge", 0)
+    read = await asyncio.to_thread(kcat_consume, cluster, "diverge")
+    assert [(offset, value) for _, offset, value in read] == [(0, "m1"), (1, "m3")]
