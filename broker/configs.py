@@ -34,6 +34,7 @@ from controller.topics import (
     effective_topic_configs,
 )
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
+from net.record_batch import TimestampType
 from storage.log import LogConfig
 
 DESCRIBE_CONFIGS_KEY = 32
@@ -202,6 +203,14 @@ _LOG_CONFIG_FIELDS: Mapping[str, tuple[str, Any]] = {
     "retention.ms": ("retention_ms", _limit_or_none),
     "retention.bytes": ("retention_bytes", _limit_or_none),
     "max.message.bytes": ("max_message_bytes", int),
+    "message.timestamp.type": (
+        "message_timestamp_type",
+        lambda value: (
+            TimestampType.LOG_APPEND_TIME if value == "LogAppendTime" else TimestampType.CREATE_TIME
+        ),
+    ),
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", _limit_or_none),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", _limit_or_none),
 }
 
 

@@ -14,6 +14,7 @@ record bytes as the log stores them.
 from __future__ import annotations
 
 import contextlib
+import datetime
 from collections.abc import Callable
 from typing import Any
 from uuid import UUID
@@ -30,6 +31,7 @@ from broker.replica_manager import (
 from net.api_registry import ApiRegistry, PreEncodedResponse, RequestContext
 from net.fetch_response import encode_fetch_response
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
+from net.record_batch import NO_TIMESTAMP
 
 PRODUCE_KEY = 0
 FETCH_KEY = 1
@@ -39,6 +41,7 @@ PRODUCE_VERSIONS = (3, 10)
 FETCH_VERSIONS = (4, 16)
 LIST_OFFSETS_VERSIONS = (1, 10)
 OFFSET_FOR_LEADER_EPOCH_VERSIONS = (2, 4)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 # Fetch names topics by id from this version on.
 _TOPIC_IDS_FROM = 13
 _VALID_ACKS = (-1, 0, 1)
@@ -151,7 +154,9 @@ class DataApis:
                     index=index,
                     error_code=answer.error,
                     base_offset=answer.base_offset,
-                    log_append_time=None,
+                    log_append_time=None
+                    if answer.log_append_time_ms == NO_TIMESTAMP
+                    else _datetime_of(answer.log_append_time_ms),
                     log_start_offset=answer.log_start_offset,
                     record_errors=(),
                     error_message=answer.message,
@@ -283,3 +288,8 @@ def _fetch_response(
             for (name, topic_id), partitions in by_topic.items()
         ),
     )
+
+
+def _datetime_of(timestamp_ms: int) -> datetime.datetime:
+    """The UTC datetime of a millisecond timestamp, exactly (no float rounding)."""
+    return _EPOCH + datetime.timedelta(milliseconds=timestamp_ms)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from net.record_batch import NO_PARTITION_LEADER_EPOCH, BatchHeader, iter_batches
+from net.record_batch import NO_PARTITION_LEADER_EPOCH, NO_TIMESTAMP, BatchHeader, iter_batches
 from net.records import Record, decode_batch
 from storage.log import Log
 
@@ -36,7 +36,6 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
 
 UNKNOWN_OFFSET = -1
-NO_TIMESTAMP = -1
 
 # How much a timestamp search reads at a time past the batch the time index pointed at; it
 # only goes on when the records of that batch at or after the log start are all too old.

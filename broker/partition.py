@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 from uuid import UUID
 
 import structlog
@@ -26,7 +27,7 @@ import structlog
 from broker.producer_snapshots import ProducerSnapshots
 from broker.producer_state import ProducerStateManager
 from controller.partition_state import PartitionState
-from net.record_batch import BatchHeader
+from net.record_batch import NO_TIMESTAMP, BatchHeader, TimestampType
 from storage.log import Log
 
 log = structlog.get_logger(__name__)
@@ -42,6 +43,14 @@ class _DuplicateBatchError(Exception):
     def __init__(self, first_offset: int) -> None:
         super().__init__(first_offset)
         self.first_offset = first_offset
+
+
+class LeaderAppend(NamedTuple):
+    """Where a producer's batches went, and their LogAppendTime (NO_TIMESTAMP for CreateTime
+    topics and for duplicates)."""
+
+    first_offset: int
+    log_append_time_ms: int
 
 
 @dataclass(slots=True)
@@ -145,8 +154,9 @@ class Partition:
 
     # -- leader ---------------------------------------------------------------------------------
 
-    def append_as_leader(self, records: memoryview | bytes) -> int:
-        """Append a producer's batches in this leader's epoch; the first offset they got.
+    def append_as_leader(self, records: memoryview | bytes) -> LeaderAppend:
+        """Append a producer's batches in this leader's epoch: the first offset they got, and
+        the time the log stamped them with if the topic uses LogAppendTime.
 
         A single batch that repeats one of its producer's last five is not written again: the
         offset it got the first time is returned. Raises ProducerStateError for a batch its
@@ -169,7 +179,7 @@ class Partition:
         try:
             info = self.log.append(records, self.leader_epoch, before_write=check_producers)
         except _DuplicateBatchError as duplicate:
-            return duplicate.first_offset
+            return LeaderAppend(duplicate.first_offset, NO_TIMESTAMP)
         offset = info.first_offset
         for header in validated:
             self.producers.update(header, offset)
@@ -177,7 +187,9 @@ class Partition:
         self._snapshot_if_rolled()
         self.maybe_advance_high_watermark()
         self._wake()
-        return info.first_offset
+        if self.log.config.message_timestamp_type is TimestampType.LOG_APPEND_TIME:
+            return LeaderAppend(info.first_offset, info.max_timestamp)
+        return LeaderAppend(info.first_offset, NO_TIMESTAMP)
 
     def isr_size(self) -> int:
         return 0 if self.state is None else len(self.state.isr)

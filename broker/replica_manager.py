@@ -33,8 +33,9 @@ from broker.producer_state import ProducerStateError
 from broker.replica_fetcher import ReplicaFetcherManager
 from controller.image import MetadataImage, MetadataReplayer
 from kraft.messages import Entry, SnapshotId
-from net.record_batch import CorruptBatchError, RecordBatchError
+from net.record_batch import NO_TIMESTAMP, CorruptBatchError, RecordBatchError
 from storage.errors import (
+    InvalidTimestampError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     StorageError,
@@ -54,6 +55,7 @@ class ProduceResult:
     base_offset: int = -1
     log_start_offset: int = -1
     message: str | None = None
+    log_append_time_ms: int = NO_TIMESTAMP
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,13 +263,13 @@ class ReplicaManager:
                 message=f"ISR {partition.isr_size()} is below min.insync.replicas",
             )
         try:
-            first_offset = partition.append_as_leader(records)
+            appended = partition.append_as_leader(records)
         except NotLeaderError:
             return ProduceResult(ErrorCode.not_leader_or_follower)
         except ProducerStateError as error:
             return ProduceResult(error.error_code, message=str(error))
-        except RecordBatchTooLargeError as error:
-            return ProduceResult(ErrorCode.message_too_large, message=str(error))
+        except (RecordBatchTooLargeError, InvalidTimestampError) as error:
+            return ProduceResult(ErrorCode(error.error_code), message=str(error))
         except CorruptBatchError as error:
             return ProduceResult(ErrorCode.corrupt_message, message=str(error))
         except RecordBatchError as error:
@@ -275,7 +277,12 @@ class ReplicaManager:
         except StorageError as error:
             log.error("produce_storage_failed", topic=topic, error=str(error))
             return ProduceResult(ErrorCode.kafka_storage_error, message=str(error))
-        return ProduceResult(ErrorCode.none, first_offset, partition.log.log_start_offset)
+        return ProduceResult(
+            ErrorCode.none,
+            appended.first_offset,
+            partition.log.log_start_offset,
+            log_append_time_ms=appended.log_append_time_ms,
+        )
 
     async def _until_replicated(
         self, partition: Partition, required: int, deadline: float, appended: ProduceResult

@@ -19,7 +19,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -33,6 +33,7 @@ from pydantic import (
 from broker.configs import BrokerConfigEntry
 from controller.partition_change import UncleanRecoveryStrategy
 from controller.topics import ConfigSource, ConfigType
+from net.record_batch import TimestampType
 from storage.log import LogConfig
 
 ENV_PREFIX = "KRAFT_"
@@ -198,6 +199,15 @@ class NodeConfig(BaseModel):
     )
     log_flush_interval_ms: OptionalLong = Field(default=None, alias="log.flush.interval.ms")
     message_max_bytes: int = Field(default=1024 * 1024 + 12, alias="message.max.bytes", ge=0)
+    log_message_timestamp_type: Literal["CreateTime", "LogAppendTime"] = Field(
+        default="CreateTime", alias="log.message.timestamp.type"
+    )
+    log_message_timestamp_before_max_ms: OptionalLong = Field(
+        default=None, alias="log.message.timestamp.before.max.ms"
+    )
+    log_message_timestamp_after_max_ms: OptionalLong = Field(
+        default=3600 * 1000, alias="log.message.timestamp.after.max.ms"
+    )
 
     broker_session_timeout_ms: int = Field(default=9_000, alias="broker.session.timeout.ms", ge=1)
     broker_heartbeat_interval_ms: int = Field(
@@ -268,6 +278,11 @@ class NodeConfig(BaseModel):
             retention_ms=self.log_retention_ms,
             retention_bytes=self.log_retention_bytes,
             max_message_bytes=self.message_max_bytes,
+            message_timestamp_type=TimestampType.LOG_APPEND_TIME
+            if self.log_message_timestamp_type == "LogAppendTime"
+            else TimestampType.CREATE_TIME,
+            message_timestamp_before_max_ms=self.log_message_timestamp_before_max_ms,
+            message_timestamp_after_max_ms=self.log_message_timestamp_after_max_ms,
         )
 
     def broker_config_entries(self) -> tuple[BrokerConfigEntry, ...]:

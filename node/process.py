@@ -67,13 +67,15 @@ def raft_config(config: NodeConfig) -> RaftConfig:
     )
 
 
-# Kafka's "never" for the flush settings.
-_LONG_MAX = 2**63 - 1
-
-
 def topic_defaults(config: NodeConfig) -> TopicDefaults:
     """What topics take from the node's settings: the broker-level values of topic configs
     (`log.segment.bytes` for `segment.bytes`, ...) are every topic's defaults."""
+
+    def no_limit_as(value: int | None, spelling: int) -> str:
+        # Kafka spells "no limit" -1 (retention) or Long.MAX_VALUE (flush, timestamps).
+        return str(spelling if value is None else value)
+
+    long_max = 2**63 - 1
     return TopicDefaults(
         num_partitions=config.num_partitions,
         replication_factor=config.default_replication_factor,
@@ -82,15 +84,18 @@ def topic_defaults(config: NodeConfig) -> TopicDefaults:
             "unclean.leader.election.enable": str(config.unclean_leader_election_enable).lower(),
             "segment.bytes": str(config.log_segment_bytes),
             "segment.ms": str(config.log_roll_ms),
-            "retention.ms": str(-1 if config.log_retention_ms is None else config.log_retention_ms),
-            "retention.bytes": str(
-                -1 if config.log_retention_bytes is None else config.log_retention_bytes
-            ),
+            "retention.ms": no_limit_as(config.log_retention_ms, -1),
+            "retention.bytes": no_limit_as(config.log_retention_bytes, -1),
             "max.message.bytes": str(config.message_max_bytes),
-            "flush.messages": str(
-                _LONG_MAX if (n := config.log_flush_interval_messages) is None else n
+            "flush.messages": no_limit_as(config.log_flush_interval_messages, long_max),
+            "flush.ms": no_limit_as(config.log_flush_interval_ms, long_max),
+            "message.timestamp.type": config.log_message_timestamp_type,
+            "message.timestamp.before.max.ms": no_limit_as(
+                config.log_message_timestamp_before_max_ms, long_max
             ),
-            "flush.ms": str(_LONG_MAX if (n := config.log_flush_interval_ms) is None else n),
+            "message.timestamp.after.max.ms": no_limit_as(
+                config.log_message_timestamp_after_max_ms, long_max
+            ),
         },
     )
 

@@ -21,6 +21,19 @@ class RecordBatchTooLargeError(StorageError):
     error_code = 10  # MESSAGE_TOO_LARGE
 
 
+class SegmentOverflowError(RecordBatchTooLargeError):
+    """An append larger than a whole segment (`segment.bytes`) may hold."""
+
+    error_code = 18  # RECORD_LIST_TOO_LARGE
+
+
+class InvalidTimestampError(StorageError):
+    """A producer's CreateTime timestamp lies further in the past or future than the log's
+    `message.timestamp.before.max.ms` / `message.timestamp.after.max.ms` allow."""
+
+    error_code = 32  # INVALID_TIMESTAMP
+
+
 class UnexpectedAppendOffsetError(StorageError):
     """A replicated batch does not continue the log: its offsets are below the log end offset
     or not increasing."""

@@ -26,9 +26,11 @@ import structlog
 
 from net.record_batch import (
     LOG_OVERHEAD,
+    NO_TIMESTAMP,
     BatchHeader,
     InvalidBatchError,
     RecordBatchError,
+    TimestampType,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
@@ -36,9 +38,11 @@ from net.record_batch import (
 )
 from storage import durability
 from storage.errors import (
+    InvalidTimestampError,
     LogOfflineError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
+    SegmentOverflowError,
     StorageIOError,
     UnexpectedAppendOffsetError,
 )
@@ -86,6 +90,11 @@ class LogConfig:
     retention_ms: int | None = 7 * _DAY_MS
     retention_bytes: int | None = None
     max_message_bytes: int = 1024 * 1024 + 12
+    # KIP-937, with Kafka 4's defaults; None: no bound. LogAppendTime replaces the producer's
+    # timestamps with the broker's clock, so the bounds apply to CreateTime only.
+    message_timestamp_type: TimestampType = TimestampType.CREATE_TIME
+    message_timestamp_before_max_ms: int | None = None
+    message_timestamp_after_max_ms: int | None = 3600 * 1000
 
     def __post_init__(self) -> None:
         checks = {
@@ -97,6 +106,10 @@ class LogConfig:
             "retention.ms": self.retention_ms is None or self.retention_ms >= 0,
             "retention.bytes": self.retention_bytes is None or self.retention_bytes >= 0,
             "max.message.bytes": self.max_message_bytes >= 0,
+            "message.timestamp.before.max.ms": self.message_timestamp_before_max_ms is None
+            or self.message_timestamp_before_max_ms >= 0,
+            "message.timestamp.after.max.ms": self.message_timestamp_after_max_ms is None
+            or self.message_timestamp_after_max_ms >= 0,
         }
         for key, valid in checks.items():
             if not valid:
@@ -324,8 +337,11 @@ class Log:
         Each batch is validated (header, CRC32C, offset delta against record count, size)
         without decoding its records; offsets are assigned from the log end offset by
         rewriting base offsets, and the partition leader epoch is stamped. With
-        `log_append_time_ms`, batches become LogAppendTime with that max timestamp. Any invalid
-        batch refuses the whole append and nothing is written. `before_write` sees the
+        `log_append_time_ms` (the log's clock when its `message_timestamp_type` is
+        LogAppendTime), batches become LogAppendTime with that max timestamp; otherwise their
+        CreateTime timestamps must lie within the log's bounds around its clock
+        (InvalidTimestampError). Any invalid batch refuses the whole append and nothing is
+        written. `before_write` sees the
         validated headers (as sent) before anything is written; what it raises refuses the
         append, which writes nothing.
         """
@@ -333,6 +349,11 @@ class Log:
             self._check_online()
         view = memoryview(records)
         headers = self._validate(view, from_producer=True)
+        if self.config.message_timestamp_type is TimestampType.LOG_APPEND_TIME:
+            if log_append_time_ms is None:
+                log_append_time_ms = self._clock()
+        elif log_append_time_ms is None:
+            self._check_timestamps(headers)
         if before_write is not None:
             before_write(headers)
         next_offset = self._log_end_offset
@@ -434,10 +455,30 @@ class Log:
             headers.append(header)
             position += size
         if position > self.config.segment_bytes:
-            raise RecordBatchTooLargeError(
+            raise SegmentOverflowError(
                 f"append of {position} bytes exceeds segment.bytes {self.config.segment_bytes}"
             )
         return headers
+
+    def _check_timestamps(self, headers: Sequence[BatchHeader]) -> None:
+        # From the headers alone: a batch's first and max timestamps bound its records'
+        # (producers write records in time order), as Kafka checks each record.
+        before_max = self.config.message_timestamp_before_max_ms
+        after_max = self.config.message_timestamp_after_max_ms
+        if before_max is None and after_max is None:
+            return
+        now = self._clock()
+        earliest = -(2**63) if before_max is None else now - before_max
+        latest = 2**63 if after_max is None else now + after_max
+        for header in headers:
+            if header.timestamp_type is TimestampType.LOG_APPEND_TIME:
+                continue
+            for timestamp in (header.base_timestamp, header.max_timestamp):
+                if timestamp != NO_TIMESTAMP and not earliest <= timestamp <= latest:
+                    raise InvalidTimestampError(
+                        f"timestamp {timestamp} of the batch at offset delta 0 is out of the "
+                        f"accepted range [{earliest}, {latest}] around the broker's clock {now}"
+                    )
 
     def _write(
         self,

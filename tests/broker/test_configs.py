@@ -19,6 +19,7 @@ from controller.image import MetadataImage
 from controller.records import Config, ConfigResourceType, Topic
 from controller.topics import ConfigSource, ConfigType, TopicDefaults
 from net.protocol import field_entity_type, make_entity, request_schema
+from net.record_batch import TimestampType
 from storage.log import LogConfig
 
 IMAGE = MetadataImage.from_records(
@@ -155,6 +156,9 @@ def test_topic_log_config_applies_the_overrides_on_the_brokers_settings() -> Non
             "flush.messages": str(2**63 - 1),
             "max.message.bytes": " 500 ",
             "cleanup.policy": "delete",
+            "message.timestamp.type": "LogAppendTime",
+            "message.timestamp.after.max.ms": str(2**63 - 1),
+            "message.timestamp.before.max.ms": "60000",
         },
     )
     assert (config.segment_bytes, config.retention_ms, config.retention_bytes) == (
@@ -164,3 +168,8 @@ def test_topic_log_config_applies_the_overrides_on_the_brokers_settings() -> Non
     )
     assert (config.flush_messages, config.max_message_bytes) == (None, 500)
     assert config.segment_ms == broker.segment_ms
+    assert config.message_timestamp_type is TimestampType.LOG_APPEND_TIME
+    assert (config.message_timestamp_after_max_ms, config.message_timestamp_before_max_ms) == (
+        None,
+        60_000,
+    )

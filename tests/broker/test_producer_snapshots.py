@@ -77,7 +77,7 @@ def replayed(replica_log: Log) -> bytes:
 
 
 def produce(partition: Partition, sequences: range, producer_id: int = PRODUCER) -> list[int]:
-    return [partition.append_as_leader(batch(s, producer_id)) for s in sequences]
+    return [partition.append_as_leader(batch(s, producer_id)).first_offset for s in sequences]
 
 
 def test_a_cleanly_closed_partition_reopens_without_reading_its_log(
@@ -97,12 +97,12 @@ def test_a_cleanly_closed_partition_reopens_without_reading_its_log(
     assert scanned == []
     assert reopened.producers.to_snapshot() == before == replayed(reopened.log)
     # A retry of the last batch answers the offset it got the first time, writing nothing.
-    assert reopened.append_as_leader(batch(8)) == offsets[8]
+    assert reopened.append_as_leader(batch(8)).first_offset == offsets[8]
     assert reopened.producers.find_duplicate(read_header(batch(4))) == WrittenBatch(
         4, 4, offsets[4], offsets[4]
     )
     assert reopened.log.log_end_offset == 12
-    assert reopened.append_as_leader(batch(9)) == 12
+    assert reopened.append_as_leader(batch(9)).first_offset == 12
 
 
 def test_without_a_clean_close_the_tail_after_the_last_roll_snapshot_is_replayed(
@@ -119,8 +119,8 @@ def test_without_a_clean_close_the_tail_after_the_last_roll_snapshot_is_replayed
 
     assert scanned == [7]
     assert reopened.producers.to_snapshot() == before
-    assert reopened.append_as_leader(batch(7)) == offsets[7]
-    assert reopened.append_as_leader(batch(3)) == offsets[3]
+    assert reopened.append_as_leader(batch(7)).first_offset == offsets[7]
+    assert reopened.append_as_leader(batch(3)).first_offset == offsets[3]
     assert reopened.log.log_end_offset == 8
 
 
@@ -169,7 +169,7 @@ def test_truncation_below_a_snapshot_removes_it_and_forgets_the_batches(
     assert partition.producers.find_duplicate(read_header(batch(6))) is None
     assert partition.producers.find_duplicate(read_header(batch(5))) == WrittenBatch(5, 5, 5, 5)
     # The producer resends what was truncated: it continues the sequence, it is not a retry.
-    assert partition.append_as_leader(batch(6)) == 6
+    assert partition.append_as_leader(batch(6)).first_offset == 6
 
 
 def test_restarting_the_log_elsewhere_drops_every_snapshot(tmp_path: Path) -> None:
@@ -242,7 +242,7 @@ def test_an_unclean_open_dropping_an_empty_segment_keeps_the_snapshot_there(
     reopened = Partition("t", UUID(int=1), 0, BROKER, replica_log)
     reopened.apply(PartitionState(replicas=(1,), isr=(1,), leader=BROKER, leader_epoch=3))
     assert scanned == []
-    assert reopened.append_as_leader(batch(3)) == 3
+    assert reopened.append_as_leader(batch(3)).first_offset == 3
 
 
 def test_log_batches_from_an_offset_include_the_batch_holding_it(tmp_path: Path) -> None:

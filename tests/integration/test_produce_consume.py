@@ -6,13 +6,20 @@ from __future__ import annotations
 import asyncio
 import datetime
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import (
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    KafkaError,
+    KafkaException,
+    Producer,
+)
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as PythonTopicPartition
@@ -398,7 +405,46 @@ def test_describe_configs_and_topic_storage_settings(node: Cluster) -> None:
     producer.produce("configured", b"y" * 3000, on_delivery=lambda e, m: delivered.append(e))
     assert producer.flush(30) == 0
     assert delivered[:40] == [None] * 40
-    assert delivered[40].code() == KafkaError.MSG_SIZE_TOO_LARGE
+    assert delivered[40].code() == KafkaError.RECORD_LIST_TOO_LARGE
     segments = list((node.nodes[1].data_dir / "configured-0").glob("*.log"))
     assert len(segments) >= 8
     assert all(path.stat().st_size <= 2048 for path in segments)
+
+
+def test_timestamps_log_append_time_and_bounds(node: Cluster) -> None:
+    create_topic(node, "appended", 1, **{"message.timestamp.type": "LogAppendTime"})
+    create_topic(node, "bounded", 1, **{"message.timestamp.before.max.ms": "60000"})
+    producer = Producer({"bootstrap.servers": node.bootstrap, "linger.ms": 0})
+    delivered: dict[bytes, Any] = {}
+
+    def report(error: KafkaError | None, message: Any) -> None:
+        delivered[message.value()] = error or message.timestamp()
+
+    now_ms = int(time.time() * 1000)
+    hour = 3600 * 1000
+    # One batch each: a batch is refused whole.
+    for topic, value, timestamp in [
+        ("appended", b"stamped", now_ms - 10 * hour),
+        ("bounded", b"future", now_ms + 2 * hour),
+        ("bounded", b"old", now_ms - 2 * 60_000),
+        ("bounded", b"recent", now_ms - 1000),
+    ]:
+        producer.produce(topic, value, timestamp=timestamp, on_delivery=report)
+        assert producer.flush(30) == 0
+
+    # The broker's clock replaces the producer's timestamp, and says so in its answer.
+    stamp_type, stamped_at = delivered[b"stamped"]
+    assert stamp_type == TIMESTAMP_LOG_APPEND_TIME
+    assert abs(stamped_at - now_ms) < 60_000
+    assert delivered[b"future"].code() == KafkaError.INVALID_TIMESTAMP
+    assert delivered[b"old"].code() == KafkaError.INVALID_TIMESTAMP
+    assert delivered[b"recent"] == (TIMESTAMP_CREATE_TIME, now_ms - 1000)
+
+    consumer = KafkaConsumer(bootstrap_servers=node.bootstrap, consumer_timeout_ms=5000)
+    try:
+        consumer.assign([PythonTopicPartition("appended", 0), PythonTopicPartition("bounded", 0)])
+        consumer.seek_to_beginning()
+        read = {record.value: (record.timestamp_type, record.timestamp) for record in consumer}
+    finally:
+        consumer.close()
+    assert read == {b"stamped": (1, stamped_at), b"recent": (0, now_ms - 1000)}

@@ -13,12 +13,14 @@ from net.record_batch import (
     BatchHeader,
     CorruptBatchError,
     InvalidBatchError,
+    TimestampType,
     UnsupportedMagicError,
     iter_batches,
     read_header,
 )
 from net.records import Record, decode_batch, encode_batch
 from storage.errors import (
+    InvalidTimestampError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     UnexpectedAppendOffsetError,
@@ -166,6 +168,43 @@ def test_log_append_time_rewrites_timestamp_and_crc(tmp_path: Path) -> None:
     header, _ = decode_batch(result.records.read())
     assert header.max_timestamp == 99_000
     assert header.timestamp_type.name == "LOG_APPEND_TIME"
+
+
+def test_a_log_append_time_log_stamps_its_own_clock(tmp_path: Path) -> None:
+    clock = [1_000_000]
+    log = open_log(
+        tmp_path,
+        clock,
+        message_timestamp_type=TimestampType.LOG_APPEND_TIME,  # type: ignore[arg-type]
+    )
+    # Its producers' timestamps are replaced, so no bound applies to them.
+    info = log.append(make_batch(2, timestamp=10**15), leader_epoch=0)
+    assert info.max_timestamp == 1_000_000
+    result = log.read(0, 1 << 20)
+    assert result.records is not None
+    header, _ = decode_batch(result.records.read())
+    assert (header.max_timestamp, header.timestamp_type) == (
+        1_000_000,
+        TimestampType.LOG_APPEND_TIME,
+    )
+
+
+def test_create_time_timestamps_must_lie_within_the_bounds(tmp_path: Path) -> None:
+    hour = 3600 * 1000
+    now = 100 * hour
+    log = open_log(tmp_path, [now], message_timestamp_before_max_ms=2 * hour)
+    log.append(make_batch(timestamp=now + hour), leader_epoch=0)
+    log.append(make_batch(timestamp=now - 2 * hour), leader_epoch=0)
+    for refused in (now + hour + 1, now - 2 * hour - 1):
+        with pytest.raises(InvalidTimestampError) as error:
+            log.append(make_batch(1, tag=1) + make_batch(timestamp=refused), leader_epoch=0)
+        assert error.value.error_code == 32
+    assert log.log_end_offset == 2
+    # Without bounds anything goes; a batch with no timestamp always does.
+    unbounded = open_log(tmp_path / "unbounded", [now], message_timestamp_after_max_ms=None)
+    unbounded.append(make_batch(timestamp=now * 1000), leader_epoch=0)
+    log.append(make_batch(timestamp=-1), leader_epoch=0)
+    assert (unbounded.log_end_offset, log.log_end_offset) == (1, 3)
 
 
 def test_follower_append_keeps_offsets_and_epochs(tmp_path: Path) -> None:
