@@ -4,12 +4,17 @@ watermark moves once every ISR member has a record, and the replicas' logs are i
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import TopicPartition as AioTopicPartition
 from confluent_kafka import KafkaError, Producer
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as PythonTopicPartition
 
 from tests.integration.cluster import Cluster
 from tests.integration.test_produce_consume import (
@@ -199,3 +204,102 @@ async def test_leader_killed_during_an_idempotent_stream_keeps_every_message_exa
         await asyncio.to_thread(cluster.wait_for, "identical replicas", identical, 10.0)
     finally:
         cluster.stop_all()
+
+
+async def test_every_client_reads_what_the_others_wrote_with_three_replicas(
+    cluster: Cluster,
+) -> None:
+    """librdkafka, kcat, kafka-python and aiokafka write at once to a 3-partition RF=3 topic;
+    kcat, kafka-python and aiokafka each read all of it: the same log per partition, with every
+    writer's messages in the order it sent them."""
+    await asyncio.to_thread(create_topic, cluster, "mixed", 3, replication_factor=3)
+    count = 60
+
+    def values(writer: str, partition: int) -> list[str]:
+        return [f"{writer}-{i}" for i in range(count) if i % 3 == partition]
+
+    def write_librdkafka() -> None:
+        produce_with_librdkafka(
+            cluster, "mixed", [(i % 3, f"librdkafka-{i}") for i in range(count)]
+        )
+
+    def write_kcat() -> None:
+        for partition in range(3):
+            subprocess.run(
+                ["kcat", "-P", "-b", cluster.bootstrap, "-t", "mixed", "-p", str(partition)],
+                input="\n".join(values("kcat", partition)) + "\n",
+                text=True,
+                timeout=60,
+                check=True,
+            )
+
+    def write_kafka_python() -> None:
+        producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+        try:
+            for i in range(count):
+                producer.send("mixed", value=f"kafka-python-{i}".encode(), partition=i % 3)
+            producer.flush(30)
+        finally:
+            producer.close()
+
+    async def write_aiokafka() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+        await producer.start()
+        try:
+            for i in range(count):
+                await producer.send("mixed", f"aiokafka-{i}".encode(), partition=i % 3)
+            await producer.flush()
+        finally:
+            await producer.stop()
+
+    await asyncio.wait_for(
+        asyncio.gather(
+            asyncio.to_thread(write_librdkafka),
+            asyncio.to_thread(write_kcat),
+            asyncio.to_thread(write_kafka_python),
+            write_aiokafka(),
+        ),
+        120,
+    )
+    writers = ("librdkafka", "kcat", "kafka-python", "aiokafka")
+    total = count * len(writers)
+
+    by_kcat: dict[int, list[str]] = {0: [], 1: [], 2: []}
+    for partition, offset, value in await asyncio.to_thread(kcat_consume, cluster, "mixed"):
+        assert offset == len(by_kcat[partition])
+        by_kcat[partition].append(value)
+
+    def read_kafka_python() -> dict[int, list[str]]:
+        consumer = KafkaConsumer(
+            bootstrap_servers=cluster.bootstrap, enable_auto_commit=False, consumer_timeout_ms=5000
+        )
+        try:
+            consumer.assign([PythonTopicPartition("mixed", p) for p in range(3)])
+            consumer.seek_to_beginning()
+            read: dict[int, list[str]] = {0: [], 1: [], 2: []}
+            for record in consumer:
+                read[record.partition].append(record.value.decode())
+            return read
+        finally:
+            consumer.close()
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        partitions = [AioTopicPartition("mixed", p) for p in range(3)]
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        by_aiokafka: dict[int, list[str]] = {0: [], 1: [], 2: []}
+        while sum(len(v) for v in by_aiokafka.values()) < total:
+            batch = await asyncio.wait_for(consumer.getmany(timeout_ms=1000), 10)
+            for tp, records in batch.items():
+                by_aiokafka[tp.partition].extend(r.value.decode() for r in records)
+    finally:
+        await consumer.stop()
+
+    assert await asyncio.to_thread(read_kafka_python) == by_kcat
+    assert by_aiokafka == by_kcat
+    for partition, log in by_kcat.items():
+        for writer in writers:
+            assert [v for v in log if v.rsplit("-", 1)[0] == writer] == values(writer, partition)
+    assert sum(len(log) for log in by_kcat.values()) == total
