@@ -459,10 +459,17 @@ def make_entity(entity_type: type[_Entity], **values: Any) -> _Entity:
     Lets version-spanning code build any version of a message from one set of values; fields
     left out take their schema defaults (and must have one).
     """
-    names = {entity_field.name for entity_field in dataclasses.fields(entity_type)}  # type: ignore[arg-type]
+    names = _field_names(entity_type)  # type: ignore[arg-type]
     return entity_type(**{name: value for name, value in values.items() if name in names})
 
 
+@functools.cache
+def _field_names(entity_type: type) -> frozenset[str]:
+    # make_entity runs for every entity of every response: the fields of a class never change.
+    return frozenset(entity_field.name for entity_field in dataclasses.fields(entity_type))
+
+
+@functools.cache
 def field_entity_type(entity_type: type, field_name: str) -> type:
     """The entity class of a nested (or array-of-entities) field of `entity_type`."""
     for entity_field in dataclasses.fields(entity_type):

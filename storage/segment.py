@@ -6,6 +6,7 @@ served. A segment never decodes records: it walks batch headers to find batch bo
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -117,6 +118,12 @@ class Segment:
         self._bytes_since_index_entry = 0
         self._walked_to = 0
         self._name_synced = False
+        # The batches after the last offset index entry (that batch included), which a lookup
+        # would otherwise walk header by header: their base offset, last offsets and
+        # positions. Consumers and followers at the end of the log look up there all the time.
+        self._tail_base_offset = -1
+        self._tail_last_offsets: list[int] = []
+        self._tail_positions: list[int] = []
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -154,6 +161,7 @@ class Segment:
         if last_time is not None:
             self.max_timestamp = last_time[0]
             self.offset_of_max_timestamp = self.base_offset + last_time[1]
+        self._clear_tail()
         try:
             headers = self._walk(position)
             for index, (batch_position, header) in enumerate(headers):
@@ -170,6 +178,7 @@ class Segment:
         return self._walked_to == self.size
 
     def _observe_tail_batch(self, position: int, header: BatchHeader) -> None:
+        self._add_to_tail(position, header.base_offset, header.last_offset)
         self.next_offset = header.next_offset
         self._walked_to = position + header.size
         if header.max_timestamp > self.max_timestamp:
@@ -183,9 +192,10 @@ class Segment:
         self.next_offset = self.base_offset
         self.max_timestamp = -1
         self._bytes_since_index_entry = 0
+        self._clear_tail()
         position = 0
         for batch_position, header in self._walk(0):
-            self._index_batch(batch_position, header.base_offset, header.size, header.max_timestamp)
+            self._index_batch(batch_position, header)
             self.next_offset = header.next_offset
             position = batch_position + header.size
         if position != self.size:
@@ -205,6 +215,7 @@ class Segment:
         self.next_offset = self.base_offset
         self.max_timestamp = -1
         self._bytes_since_index_entry = 0
+        self._clear_tail()
         expected = max(start_offset, self.base_offset)
         position = 0
         try:
@@ -213,9 +224,7 @@ class Segment:
                     header.last_offset - self.base_offset > MAX_RELATIVE_OFFSET
                 ):
                     break
-                self._index_batch(
-                    batch_position, header.base_offset, header.size, header.max_timestamp
-                )
+                self._index_batch(batch_position, header)
                 epoch_cache.assign(header.partition_leader_epoch, header.base_offset, persist=False)
                 expected = self.next_offset = header.next_offset
                 position = batch_position + header.size
@@ -300,14 +309,25 @@ class Segment:
             self.first_append_ms = now_ms
         position = start
         for placement in placements:
-            self._index_batch(
-                position, placement.base_offset, placement.size, placement.max_timestamp
+            self._index(
+                position,
+                placement.base_offset,
+                placement.next_offset - 1,
+                placement.size,
+                placement.max_timestamp,
             )
             position += placement.size
         self.size = position
         self.next_offset = placements[-1].next_offset
 
-    def _index_batch(self, position: int, base_offset: int, size: int, max_timestamp: int) -> None:
+    def _index_batch(self, position: int, header: BatchHeader) -> None:
+        self._index(
+            position, header.base_offset, header.last_offset, header.size, header.max_timestamp
+        )
+
+    def _index(
+        self, position: int, base_offset: int, last_offset: int, size: int, max_timestamp: int
+    ) -> None:
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
             self.offset_of_max_timestamp = base_offset
@@ -315,7 +335,20 @@ class Segment:
             self.offset_index.append(base_offset - self.base_offset, position)
             self._maybe_append_time_entry()
             self._bytes_since_index_entry = 0
+            self._clear_tail()
         self._bytes_since_index_entry += size
+        self._add_to_tail(position, base_offset, last_offset)
+
+    def _clear_tail(self) -> None:
+        self._tail_base_offset = -1
+        self._tail_last_offsets = []
+        self._tail_positions = []
+
+    def _add_to_tail(self, position: int, base_offset: int, last_offset: int) -> None:
+        if not self._tail_positions:
+            self._tail_base_offset = base_offset
+        self._tail_last_offsets.append(last_offset)
+        self._tail_positions.append(position)
 
     def _maybe_append_time_entry(self) -> None:
         last = self.time_index.last
@@ -351,6 +384,12 @@ class Segment:
 
     def find(self, offset: int) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >= `offset`."""
+        if self._tail_positions and offset >= self._tail_base_offset:
+            index = bisect.bisect_left(self._tail_last_offsets, offset)
+            if index == len(self._tail_positions):
+                return None
+            position = self._tail_positions[index]
+            return position, read_header(self.file.pread(HEADER_SIZE, position), 0)
         for attempt in range(2):
             entry = self.offset_index.floor(offset - self.base_offset)
             start = 0 if entry is None else entry[1]
@@ -454,6 +493,7 @@ class Segment:
             self.offset_of_max_timestamp = self.base_offset + last_time[1]
         entry = self.offset_index.last
         walk_from = 0 if entry is None else entry[1]
+        self._clear_tail()
         for position, header in self._walk(walk_from):
             self._observe_tail_batch(position, header)
         self._bytes_since_index_entry = self.size - walk_from

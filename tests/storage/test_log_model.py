@@ -168,6 +168,15 @@ class LogMachine(RuleBasedStateMachine):
             middle = self.batches[len(self.batches) // 2]
             from_middle = read_values(self.log, max(middle.base_offset, self.log_start))
             assert from_middle == expected[len(expected) - len(from_middle) :]
+            # From inside a batch, and from each of the last batches' last offsets (what a
+            # consumer at the end of the log asks for).
+            for batch in [middle, *self.batches[-3:]]:
+                for offset in (batch.base_offset + len(batch.values) // 2, batch.next_offset - 1):
+                    if offset >= self.log_start:
+                        assert (
+                            read_values(self.log, offset)
+                            == expected[len(expected) - (self.log_end - offset) :]
+                        )
 
 
 LogMachine.TestCase.settings = settings(
