@@ -17,6 +17,8 @@ replays only the batches after that one.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -91,6 +93,10 @@ class Partition:
         # records of the current epoch, so it cannot join the ISR yet.
         self.leader_epoch_start_offset = 0
         self._changed = asyncio.Event()
+        # acks=all produces waiting for the high watermark to reach an offset: a heap of
+        # (offset, arrival, future), so an advance releases only the ones it satisfies.
+        self._high_watermark_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
 
     # -- role -----------------------------------------------------------------------------------
 
@@ -150,6 +156,8 @@ class Partition:
             self.pending_isr = None
         if self.is_leader:
             self.maybe_advance_high_watermark()
+        else:
+            self._release_high_watermark_waiters(release_all=True)
         self._wake()
 
     # -- leader ---------------------------------------------------------------------------------
@@ -257,6 +265,7 @@ class Partition:
         if candidate <= self.log.high_watermark:
             return False
         self.log.update_high_watermark(candidate)
+        self._release_high_watermark_waiters()
         self._wake()
         return True
 
@@ -351,6 +360,24 @@ class Partition:
             )
 
     # -- waiting ----------------------------------------------------------------------------------
+
+    def until_high_watermark(self, offset: int) -> asyncio.Future[None]:
+        """A future done once the high watermark reaches `offset`, or once this replica stops
+        leading (the caller tells which). Cancelling it is how a waiter gives up."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.log.high_watermark >= offset or not self.is_leader:
+            waiter.set_result(None)
+        else:
+            heapq.heappush(self._high_watermark_waiters, (offset, next(self._arrivals), waiter))
+        return waiter
+
+    def _release_high_watermark_waiters(self, *, release_all: bool = False) -> None:
+        waiters = self._high_watermark_waiters
+        high_watermark = self.log.high_watermark
+        while waiters and (release_all or waiters[0][0] <= high_watermark):
+            waiter = heapq.heappop(waiters)[2]
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def wait_for_change(self) -> None:
         """Until the high watermark, the log end offset or the role changes."""

@@ -287,15 +287,14 @@ class ReplicaManager:
     async def _until_replicated(
         self, partition: Partition, required: int, deadline: float, appended: ProduceResult
     ) -> ProduceResult:
-        loop = asyncio.get_running_loop()
-        while partition.log.high_watermark < required:
-            if not partition.is_leader:
-                return ProduceResult(ErrorCode.not_leader_or_follower)
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return ProduceResult(ErrorCode.request_timed_out)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(partition.wait_for_change(), remaining)
+        remaining = deadline - asyncio.get_running_loop().time()
+        try:
+            async with asyncio.timeout(remaining):
+                await partition.until_high_watermark(required)
+        except TimeoutError:
+            return ProduceResult(ErrorCode.request_timed_out)
+        if partition.log.high_watermark < required:
+            return ProduceResult(ErrorCode.not_leader_or_follower)
         return appended
 
     # -- offsets ----------------------------------------------------------------------------------
