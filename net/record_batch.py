@@ -57,7 +57,7 @@ _MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 _new_header = tuple.__new__
 
 _COMPRESSION_MASK = 0x07
-_TIMESTAMP_TYPE_BIT = 0x08
+LOG_APPEND_TIME_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
 _CONTROL_BIT = 0x20
 _DELETE_HORIZON_BIT = 0x40
@@ -138,7 +138,7 @@ class BatchHeader(NamedTuple):
 
     @property
     def timestamp_type(self) -> TimestampType:
-        if self.attributes & _TIMESTAMP_TYPE_BIT:
+        if self.attributes & LOG_APPEND_TIME_BIT:
             return TimestampType.LOG_APPEND_TIME
         return TimestampType.CREATE_TIME
 
@@ -165,7 +165,7 @@ def batch_attributes(
     """The attributes int16 of a batch with these properties; BatchHeader's properties invert it."""
     attributes = int(compression)
     if timestamp_type == TimestampType.LOG_APPEND_TIME:
-        attributes |= _TIMESTAMP_TYPE_BIT
+        attributes |= LOG_APPEND_TIME_BIT
     if is_transactional:
         attributes |= _TRANSACTIONAL_BIT
     if is_control:
@@ -260,7 +260,7 @@ def set_partition_leader_epoch(buffer: bytearray | memoryview, position: int, ep
 def set_log_append_time(buffer: bytearray | memoryview, position: int, timestamp_ms: int) -> None:
     """Mark a batch LogAppendTime with `timestamp_ms` as its max timestamp and recompute its CRC."""
     attributes = _INT16.unpack_from(buffer, position + _ATTRIBUTES_AT)[0]
-    _INT16.pack_into(buffer, position + _ATTRIBUTES_AT, attributes | _TIMESTAMP_TYPE_BIT)
+    _INT16.pack_into(buffer, position + _ATTRIBUTES_AT, attributes | LOG_APPEND_TIME_BIT)
     _INT64.pack_into(buffer, position + _MAX_TIMESTAMP_AT, timestamp_ms)
     end = position + LOG_OVERHEAD + _INT32.unpack_from(buffer, position + 8)[0]
     crc = crc32c.crc32c(memoryview(buffer)[position + CRC_START : end])

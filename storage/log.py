@@ -25,6 +25,7 @@ from typing import NamedTuple
 import structlog
 
 from net.record_batch import (
+    LOG_APPEND_TIME_BIT,
     LOG_OVERHEAD,
     NO_TIMESTAMP,
     BatchHeader,
@@ -64,6 +65,7 @@ log = structlog.get_logger(__name__)
 _OFFSET_PREFIX = struct.Struct(">qii")
 _PREFIX_SIZE = _OFFSET_PREFIX.size
 _DAY_MS = 24 * 3600 * 1000
+_LATEST_TIMESTAMP = 2**63 - 1
 # Builds a NamedTuple from a tuple without its Python-level __new__: appends make two per call,
 # and that __new__ costs more than the CRC of a 1 KiB batch.
 _new_tuple = tuple.__new__
@@ -341,19 +343,19 @@ class Log:
         LogAppendTime), batches become LogAppendTime with that max timestamp; otherwise their
         CreateTime timestamps must lie within the log's bounds around its clock
         (InvalidTimestampError). Any invalid batch refuses the whole append and nothing is
-        written. `before_write` sees the
-        validated headers (as sent) before anything is written; what it raises refuses the
-        append, which writes nothing.
+        written. `before_write` sees the validated headers (as sent) before anything is
+        written; what it raises refuses the append, which writes nothing.
         """
         if self._offline:
             self._check_online()
         view = memoryview(records)
         headers = self._validate(view, from_producer=True)
+        now = self._clock()
         if self.config.message_timestamp_type is TimestampType.LOG_APPEND_TIME:
             if log_append_time_ms is None:
-                log_append_time_ms = self._clock()
+                log_append_time_ms = now
         elif log_append_time_ms is None:
-            self._check_timestamps(headers)
+            self._check_timestamps(headers, now)
         if before_write is not None:
             before_write(headers)
         next_offset = self._log_end_offset
@@ -383,7 +385,7 @@ class Log:
         latest_epoch = self.leader_epoch_cache.latest_epoch
         if latest_epoch is None or leader_epoch > latest_epoch:
             self._assign_epoch(leader_epoch, self._log_end_offset)
-        return self._write(buffers, placements, position, headers)
+        return self._write(buffers, placements, position, headers, now)
 
     def append_as_follower(
         self,
@@ -418,7 +420,7 @@ class Log:
             )
         for header in headers:
             self._assign_epoch(header.partition_leader_epoch, header.base_offset)
-        return self._write([view], placements, len(view), headers)
+        return self._write([view], placements, len(view), headers, self._clock())
 
     def _assign_epoch(self, epoch: int, start_offset: int) -> None:
         try:
@@ -460,25 +462,22 @@ class Log:
             )
         return headers
 
-    def _check_timestamps(self, headers: Sequence[BatchHeader]) -> None:
+    def _check_timestamps(self, headers: Sequence[BatchHeader], now: int) -> None:
         # From the headers alone: a batch's first and max timestamps bound its records'
         # (producers write records in time order), as Kafka checks each record.
         before_max = self.config.message_timestamp_before_max_ms
         after_max = self.config.message_timestamp_after_max_ms
-        if before_max is None and after_max is None:
-            return
-        now = self._clock()
-        earliest = -(2**63) if before_max is None else now - before_max
-        latest = 2**63 if after_max is None else now + after_max
+        earliest = -_LATEST_TIMESTAMP - 1 if before_max is None else now - before_max
+        latest = _LATEST_TIMESTAMP if after_max is None else now + after_max
         for header in headers:
-            if header.timestamp_type is TimestampType.LOG_APPEND_TIME:
-                continue
-            for timestamp in (header.base_timestamp, header.max_timestamp):
-                if timestamp != NO_TIMESTAMP and not earliest <= timestamp <= latest:
-                    raise InvalidTimestampError(
-                        f"timestamp {timestamp} of the batch at offset delta 0 is out of the "
-                        f"accepted range [{earliest}, {latest}] around the broker's clock {now}"
-                    )
+            first, last = header.base_timestamp, header.max_timestamp
+            if ((first != NO_TIMESTAMP and first < earliest) or last > latest) and not (
+                header.attributes & LOG_APPEND_TIME_BIT
+            ):
+                raise InvalidTimestampError(
+                    f"timestamps {first}..{last} of a batch are out of the accepted range "
+                    f"[{earliest}, {latest}] around the broker's clock {now}"
+                )
 
     def _write(
         self,
@@ -486,8 +485,8 @@ class Log:
         placements: list[BatchPlacement],
         size: int,
         headers: list[BatchHeader],
+        now: int,
     ) -> AppendInfo:
-        now = self._clock()
         first_offset = placements[0].base_offset
         last_offset = placements[-1].next_offset - 1
         segment = self._segments[-1]

@@ -335,9 +335,14 @@ class Segment:
             self.offset_index.append(base_offset - self.base_offset, position)
             self._maybe_append_time_entry()
             self._bytes_since_index_entry = 0
-            self._clear_tail()
+            self._tail_last_offsets = []
+            self._tail_positions = []
         self._bytes_since_index_entry += size
-        self._add_to_tail(position, base_offset, last_offset)
+        # _add_to_tail, inline: this runs once per appended batch.
+        if not self._tail_positions:
+            self._tail_base_offset = base_offset
+        self._tail_last_offsets.append(last_offset)
+        self._tail_positions.append(position)
 
     def _clear_tail(self) -> None:
         self._tail_base_offset = -1
