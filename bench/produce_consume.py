@@ -1,6 +1,6 @@
 """Data-plane benchmark: produce and consume through real brokers with confluent-kafka.
 
-    python -m bench.produce_consume [--count 1000000] [--size 100] [--rate 5000]
+    python -m bench.produce_consume [--count 1000000] [--size 100] [--rates 1000,5000]
 
 Two setups, each on fresh `kraft serve` processes on 127.0.0.1:
 1. one node, a one-partition topic of replication factor 1, acks=1;
@@ -8,9 +8,11 @@ Two setups, each on fresh `kraft serve` processes on 127.0.0.1:
 
 For each: produce throughput and delivery latency (librdkafka's per-message latency, p50/p99;
 the producer is saturated, so this includes client queueing), consume throughput from offset
-0, end-to-end latency (produce call to consumer receipt) of a run paced at `--rate`, and the
-CPU seconds the broker processes used per million messages produced and consumed. Prints one
-JSON line per setup. Every process is killed at the end.
+0, end-to-end latency (produce call to consumer receipt) of runs paced at each of `--rates`
+(linger.ms=0, so about one message per produce request: past what the leader can answer one
+request at a time, the latency is queueing), and the CPU seconds the broker processes used per
+million messages produced and consumed. Prints one JSON line per setup. Every process is
+killed at the end.
 """
 
 from __future__ import annotations
@@ -147,20 +149,23 @@ def run(nodes: int, acks: str, args: argparse.Namespace, root: Path) -> dict[str
     try:
         cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, 60.0)
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        for topic in ("throughput", "latency"):
+        topics = ["throughput", *(f"latency-{rate}" for rate in args.rates)]
+        for topic in topics:
             admin.create_topics([NewTopic(topic, 1, nodes)])[topic].result(30)
-        cluster.wait_for(
-            "topics led",
-            lambda: all(
-                admin.list_topics(t, timeout=5).topics[t].partitions[0].leader >= 0
-                for t in ("throughput", "latency")
-            ),
-        )
+
+        def led(topic: str) -> bool:
+            partitions = admin.list_topics(topic, timeout=5).topics[topic].partitions
+            return 0 in partitions and partitions[0].leader >= 0
+
+        cluster.wait_for("topics led", lambda: all(led(topic) for topic in topics))
         cpu_before = cpu_seconds(cluster)
         produced = produce(cluster.bootstrap, "throughput", args.count, b"x" * args.size, acks)
         consumed = consume(cluster.bootstrap, "throughput", args.count)
         cpu = cpu_seconds(cluster) - cpu_before
-        latency = end_to_end(cluster.bootstrap, "latency", acks, args.rate, args.rate * 5)
+        latency = [
+            end_to_end(cluster.bootstrap, f"latency-{rate}", acks, rate, rate * 5)
+            for rate in args.rates
+        ]
         return {
             "bench": "produce_consume",
             "nodes": nodes,
@@ -181,7 +186,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--rate", type=int, default=5_000)
+    parser.add_argument(
+        "--rates",
+        type=lambda text: [int(rate) for rate in text.split(",")],
+        default=[1_000, 5_000],
+        help="messages per second of the end-to-end latency runs, comma-separated",
+    )
     args = parser.parse_args()
     for nodes, acks in ((1, "1"), (3, "all")):
         with tempfile.TemporaryDirectory(prefix="bench-produce-consume-") as directory:
