@@ -99,6 +99,26 @@ def kcat_consume(cluster: Cluster, topic: str) -> list[tuple[int, int, str]]:
     ]
 
 
+async def aiokafka_read(
+    cluster: Cluster, topic: str, partitions: int, count: int
+) -> dict[int, list[str]]:
+    """The first `count` values of `topic` read with aiokafka, by partition."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        assigned = [TopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(assigned)
+        await consumer.seek_to_beginning(*assigned)
+        values: dict[int, list[str]] = {p: [] for p in range(partitions)}
+        while sum(len(v) for v in values.values()) < count:
+            batch = await asyncio.wait_for(consumer.getmany(timeout_ms=1000), 10)
+            for tp, records in batch.items():
+                values[tp.partition].extend(r.value.decode() for r in records)
+        return values
+    finally:
+        await consumer.stop()
+
+
 def test_librdkafka_writes_and_kcat_and_kafka_python_read(node: Cluster) -> None:
     create_topic(node, "orders", 3)
     messages = [(i % 3, f"order-{i}") for i in range(300)]
@@ -133,21 +153,9 @@ async def test_kafka_python_writes_and_aiokafka_reads(node: Cluster) -> None:
         producer.flush(30)
     finally:
         producer.close()
-    consumer = AIOKafkaConsumer(bootstrap_servers=node.bootstrap, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        partitions = [TopicPartition("events", p) for p in range(2)]
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
-        values: dict[int, list[str]] = {0: [], 1: []}
-        while sum(len(v) for v in values.values()) < 50:
-            batch = await asyncio.wait_for(consumer.getmany(timeout_ms=1000), 10)
-            for tp, records in batch.items():
-                values[tp.partition].extend(r.value.decode() for r in records)
-        assert values[0] == [f"event-{i}" for i in range(0, 50, 2)]
-        assert values[1] == [f"event-{i}" for i in range(1, 50, 2)]
-    finally:
-        await consumer.stop()
+    values = await aiokafka_read(node, "events", 2, 50)
+    assert values[0] == [f"event-{i}" for i in range(0, 50, 2)]
+    assert values[1] == [f"event-{i}" for i in range(1, 50, 2)]
 
 
 def test_acks_all_below_min_insync_replicas_is_refused(node: Cluster) -> None:

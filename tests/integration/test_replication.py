@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka import TopicPartition as AioTopicPartition
+from aiokafka import AIOKafkaProducer
 from confluent_kafka import KafkaError, Producer
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as PythonTopicPartition
 
 from tests.integration.cluster import Cluster
 from tests.integration.test_produce_consume import (
+    aiokafka_read,
     create_topic,
     kcat_consume,
     produce_with_librdkafka,
@@ -283,20 +283,7 @@ async def test_every_client_reads_what_the_others_wrote_with_three_replicas(
         finally:
             consumer.close()
 
-    consumer = AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        partitions = [AioTopicPartition("mixed", p) for p in range(3)]
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
-        by_aiokafka: dict[int, list[str]] = {0: [], 1: [], 2: []}
-        while sum(len(v) for v in by_aiokafka.values()) < total:
-            batch = await asyncio.wait_for(consumer.getmany(timeout_ms=1000), 10)
-            for tp, records in batch.items():
-                by_aiokafka[tp.partition].extend(r.value.decode() for r in records)
-    finally:
-        await consumer.stop()
-
+    by_aiokafka = await aiokafka_read(cluster, "mixed", 3, total)
     assert await asyncio.to_thread(read_kafka_python) == by_kcat
     assert by_aiokafka == by_kcat
     for partition, log in by_kcat.items():
