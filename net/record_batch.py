@@ -60,7 +60,7 @@ _COMPRESSION_MASK = 0x07
 LOG_APPEND_TIME_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
 _CONTROL_BIT = 0x20
-_DELETE_HORIZON_BIT = 0x40
+DELETE_HORIZON_BIT = 0x40
 
 
 class Compression(IntEnum):
@@ -152,7 +152,7 @@ class BatchHeader(NamedTuple):
 
     @property
     def has_delete_horizon(self) -> bool:
-        return bool(self.attributes & _DELETE_HORIZON_BIT)
+        return bool(self.attributes & DELETE_HORIZON_BIT)
 
 
 def batch_attributes(

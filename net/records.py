@@ -29,6 +29,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import cramjam
 import crc32c
@@ -197,6 +198,12 @@ _COMPRESSORS: dict[Compression, Callable[[bytes], bytes]] = {
     Compression.ZSTD: lambda records: bytes(cramjam.zstd.compress(records, level=_ZSTD_LEVEL)),
 }
 
+
+def compress(compression: Compression, records: bytes) -> bytes:
+    """The records of a batch compressed with `compression` (as they are, for NONE)."""
+    return records if compression is Compression.NONE else _COMPRESSORS[compression](records)
+
+
 # gzip.decompress reads concatenated members, as GZIPInputStream does; cramjam's zstd reads
 # frames with or without a content size, and concatenated frames.
 _DECOMPRESSORS: dict[Compression, Callable[[memoryview], bytes]] = {
@@ -207,7 +214,8 @@ _DECOMPRESSORS: dict[Compression, Callable[[memoryview], bytes]] = {
 }
 
 
-def _encode_headers(headers: tuple[Header, ...]) -> bytes:
+def encode_headers(headers: tuple[Header, ...]) -> bytes:
+    """The headers field of a record: a varint count, then each key and value."""
     fields = [_varint(len(headers))]
     for header in headers:
         key = header.key.encode()
@@ -280,7 +288,7 @@ def encode_batch(
         else:
             length = len(value)
             value_length = varints[length] if length < cached else encode_varint(length)
-        headers = _encode_headers(record.headers) if record.headers else no_headers
+        headers = encode_headers(record.headers) if record.headers else no_headers
         size = (
             len(record_attributes)
             + len(timestamp_field)
@@ -305,32 +313,80 @@ def encode_batch(
             )
         )
 
-    payload = b"".join(parts)
-    if compression != Compression.NONE:
-        payload = _COMPRESSORS[compression](payload)
     attributes = batch_attributes(
         compression, timestamp_type, is_transactional=is_transactional, is_control=is_control
     )
-    batch_length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
-    last_offset_delta = len(records) - 1
-    fields_after_crc = (
-        attributes,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        len(records),
+    return seal_batch(
+        BatchFields(
+            base_offset,
+            partition_leader_epoch,
+            attributes,
+            len(records) - 1,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            len(records),
+        ),
+        compress(compression, b"".join(parts)),
     )
+
+
+class BatchFields(NamedTuple):
+    """The header fields of a RecordBatch v2 that its writer chooses (the length, magic and
+    CRC follow from them and the payload)."""
+
+    base_offset: int
+    partition_leader_epoch: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+
+def seal_batch(fields: BatchFields, payload: bytes) -> bytes:
+    """A RecordBatch v2 with these header fields around `payload` (its records, already
+    compressed as the attributes say), with its length and CRC32C."""
+    batch_length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
+    after_crc = fields[2:]
     unsealed = HEADER_STRUCT.pack(
-        base_offset, batch_length, partition_leader_epoch, MAGIC_V2, 0, *fields_after_crc
+        fields.base_offset, batch_length, fields.partition_leader_epoch, MAGIC_V2, 0, *after_crc
     )
     crc = crc32c.crc32c(payload, crc32c.crc32c(unsealed[CRC_START:]))
     header = HEADER_STRUCT.pack(
-        base_offset, batch_length, partition_leader_epoch, MAGIC_V2, crc, *fields_after_crc
+        fields.base_offset, batch_length, fields.partition_leader_epoch, MAGIC_V2, crc, *after_crc
     )
     return header + payload
+
+
+def encode_record(
+    *,
+    timestamp_delta: int,
+    offset_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    encoded_headers: bytes,
+) -> bytes:
+    """One record of a batch: its length, attributes, deltas, key, value and headers (already
+    encoded with `encode_headers`)."""
+    body = b"".join(
+        (
+            _RECORD_ATTRIBUTES,
+            _encode_varint(timestamp_delta),
+            _encode_varint(offset_delta),
+            _NULL_LENGTH if key is None else _encode_varint(len(key)),
+            key or b"",
+            _NULL_LENGTH if value is None else _encode_varint(len(value)),
+            value or b"",
+            encoded_headers,
+        )
+    )
+    return _encode_varint(len(body)) + body
 
 
 def decode_batch(

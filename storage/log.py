@@ -25,6 +25,7 @@ from typing import NamedTuple
 import structlog
 
 from net.record_batch import (
+    HEADER_SIZE,
     LOG_APPEND_TIME_BIT,
     LOG_OVERHEAD,
     NO_TIMESTAMP,
@@ -32,12 +33,14 @@ from net.record_batch import (
     InvalidBatchError,
     RecordBatchError,
     TimestampType,
+    read_header,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
     validate_batch,
 )
 from storage import durability
+from storage.cleaner_checkpoint import lower_first_dirty_offset
 from storage.errors import (
     InvalidTimestampError,
     LogOfflineError,
@@ -49,13 +52,18 @@ from storage.errors import (
 )
 from storage.leader_epoch_cache import LeaderEpochCache
 from storage.segment import (
+    CLEANED_SUFFIX,
+    INDEX_SUFFIX,
     LOG_SUFFIX,
     MAX_RELATIVE_OFFSET,
     MAX_SEGMENT_BYTES,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
     BatchPlacement,
     Buffer,
     FileSlice,
     Segment,
+    segment_file_name,
 )
 
 log = structlog.get_logger(__name__)
@@ -199,9 +207,12 @@ class Log:
         After a clean shutdown the segments are trusted as they are. Otherwise every segment
         from the one holding `recovery_point` on is validated batch by batch (CRC included) and
         the log is cut at the first bad batch; what survives is fsynced before the log is used.
+        A segment swap of the cleaner that a crash interrupted is first rolled back (not yet
+        committed) or finished (committed): see `replace_segments`.
         """
         config = config or LogConfig()
         directory.mkdir(parents=True, exist_ok=True)
+        _finish_interrupted_swaps(directory)
         base_offsets = _discover_segments(directory)
         cached_epochs = LeaderEpochCache.load(directory)
         epoch_cache = cached_epochs or LeaderEpochCache.empty(directory)
@@ -305,6 +316,12 @@ class Log:
     @property
     def segment_base_offsets(self) -> list[int]:
         return list(self._base_offsets)
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """The segments, oldest first, the last one active: for storage's own maintenance (the
+        cleaner) to read. They change only through the Log."""
+        return tuple(self._segments)
 
     @property
     def active_segment_base_offset(self) -> int:
@@ -671,6 +688,8 @@ class Log:
 
     def _after_truncation(self) -> None:
         self._log_end_offset = self._segments[-1].next_offset
+        # What is appended from here on is new: the cleaner must scan it as dirty.
+        lower_first_dirty_offset(self.directory, self._log_end_offset)
         self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
         self._high_watermark = min(self._high_watermark, self._log_end_offset)
         self._recovery_point = min(self._recovery_point, self._log_end_offset)
@@ -737,6 +756,60 @@ class Log:
         segment = self._segments.pop(0)
         self._base_offsets.pop(0)
         segment.delete()
+
+    # -- compaction ---------------------------------------------------------------------------
+
+    def replace_segments(self, cleaned: Path, replaced: Sequence[Segment]) -> Segment:
+        """Swap the sealed segments `replaced` (consecutive, oldest first) for the one the
+        cleaner wrote and fsynced at `cleaned`, `<base offset of the first>.log.cleaned`, which
+        holds the same offset range and ends with the same batch (Kafka's replaceSegments).
+
+        Renaming `cleaned` to `.log.swap` commits the swap; the old files are then unlinked and
+        the swap file takes its final name, and the new segment's indexes are rebuilt. A crash
+        before the commit leaves the old segments (Log.open deletes the `.cleaned` file), one
+        after it the new segment (Log.open finishes the swap). A disk error once the swap has
+        begun takes the log offline: only a reopen knows which of the two is on disk.
+        """
+        self._check_online()
+        first = next(
+            (index for index, segment in enumerate(self._segments) if segment is replaced[0]), -1
+        )
+        end = first + len(replaced)
+        base_offset = replaced[0].base_offset
+        final = self.directory / segment_file_name(base_offset, LOG_SUFFIX)
+        if (
+            first < 0
+            or end >= len(self._segments)
+            or any(a is not b for a, b in zip(self._segments[first:end], replaced, strict=True))
+            or cleaned != final.with_name(final.name + CLEANED_SUFFIX)
+        ):
+            raise ValueError(f"{cleaned} cannot replace segments of {self.directory}")
+        swap = final.with_name(final.name + SWAP_SUFFIX)
+        try:
+            _rename_durably(cleaned, swap)
+            for segment in replaced:
+                segment.delete()
+            durability.sync_directory(self.directory)
+            _rename_durably(swap, final)
+            segment = Segment.open_existing(
+                self.directory, base_offset, self.config.index_interval_bytes
+            )
+            segment.offset_index.sync()
+            segment.time_index.sync()
+        except (OSError, RecordBatchError) as error:
+            self._offline = True
+            log.error("log_segment_swap_failed", directory=str(self.directory), error=str(error))
+            raise LogOfflineError(f"segment swap in {self.directory} failed: {error}") from error
+        self._segments[first:end] = [segment]
+        self._base_offsets[first:end] = [base_offset]
+        log.info(
+            "log_segments_replaced",
+            directory=str(self.directory),
+            base_offset=base_offset,
+            replaced=len(replaced),
+            size=segment.size,
+        )
+        return segment
 
     # -- durability ---------------------------------------------------------------------------
 
@@ -812,6 +885,66 @@ def _discover_segments(directory: Path) -> list[int]:
         ):
             path.unlink()
     return sorted(bases)
+
+
+def _finish_interrupted_swaps(directory: Path) -> None:
+    """Roll back or finish what a crash left of `replace_segments` (Kafka's LogLoader does the
+    same): a `.cleaned` file was never committed and goes; a `.swap` file was, so the segments
+    whose base offsets lie in its offset range (the ones it replaces, not all unlinked yet) go,
+    and it takes its final name."""
+    _unlink_durably(
+        directory,
+        [path for path in directory.iterdir() if path.name.endswith(LOG_SUFFIX + CLEANED_SUFFIX)],
+    )
+    for swap in sorted(directory.glob("*" + LOG_SUFFIX + SWAP_SUFFIX)):
+        stem = swap.name.removesuffix(LOG_SUFFIX + SWAP_SUFFIX)
+        if not stem.isdigit():
+            continue
+        base_offset = int(stem)
+        end_offset = _next_offset_of(swap, base_offset)
+        _unlink_durably(
+            directory,
+            [
+                path
+                for path in directory.iterdir()
+                if path.suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+                and path.stem.isdigit()
+                and base_offset <= int(path.stem) < end_offset
+            ],
+        )
+        _rename_durably(swap, directory / segment_file_name(base_offset, LOG_SUFFIX))
+        log.warning("log_segment_swap_finished", directory=str(directory), base_offset=base_offset)
+
+
+def _next_offset_of(path: Path, base_offset: int) -> int:
+    """The offset after the last batch of a log file that was fsynced whole (a swap file)."""
+    next_offset = base_offset
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        position = 0
+        while position < size:
+            header = read_header(os.pread(fd, HEADER_SIZE, position))
+            next_offset = header.next_offset
+            position += header.size
+    finally:
+        os.close(fd)
+    return next_offset
+
+
+def _unlink_durably(directory: Path, paths: list[Path]) -> None:
+    for path in paths:
+        path.unlink()
+    if paths:
+        durability.sync_directory(directory)
+    for path in paths:
+        durability.record_unlink(path)
+
+
+def _rename_durably(source: Path, target: Path) -> None:
+    os.replace(source, target)
+    durability.sync_directory(target.parent)
+    durability.record_rename(source, target)
 
 
 def _delete_segment_files(directory: Path, base_offset: int) -> None:

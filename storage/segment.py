@@ -31,6 +31,10 @@ from storage.leader_epoch_cache import LeaderEpochCache
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+# A segment log file being written by the cleaner, not yet part of the log (Kafka's names).
+CLEANED_SUFFIX = ".cleaned"
+# A cleaned segment log file committed to replace older segments, not yet renamed into place.
+SWAP_SUFFIX = ".swap"
 # Relative offsets and positions are stored as uint32 in the indexes, as in Kafka.
 MAX_RELATIVE_OFFSET = 2**31 - 1
 MAX_SEGMENT_BYTES = 2**31 - 1

@@ -1,0 +1,436 @@
+"""Log compaction (`cleanup.policy=compact`), as Kafka's LogCleaner does it.
+
+A clean keeps, for every key, only the record with the highest offset, in the cleanable part of
+a log: its sealed segments wholly below the high watermark (the active segment, and data that
+may still be truncated, are never touched). It runs in two passes:
+
+1. Map: read the dirty part, from the first dirty offset (the cleaner checkpoint) to the end of
+   the cleanable part, and note the latest offset of every key there.
+2. Rewrite: copy the cleanable segments from the start of the log, in groups that fit one
+   segment, dropping every record whose key has a later offset in the map, records without a
+   key, and tombstones whose delete horizon has passed. Each group becomes one segment, swapped
+   in crash-safely by `Log.replace_segments`; then the checkpoint moves to the end of the part.
+
+Offsets never change: a rewritten batch keeps its base offset, its last offset (so its offset
+range, and the producer's last sequence, stay whole), its partition leader epoch and its producer
+id, epoch and base sequence; records keep their offsets, so a compacted log has gaps. A batch
+whose records all go is dropped, except the last batch of an active producer and the last batch
+of each group, which stay as batches without records. Compressed batches are decompressed,
+filtered and compressed again with their codec.
+
+Tombstones (null values) follow KIP-534: the first clean that keeps one stamps its batch with a
+delete horizon (now + `delete.retention.ms`, in the base timestamp, with the delete-horizon
+attribute bit); cleans after the horizon drop it. Control and transactional batches are copied
+as they are: storage keeps no record of aborted transactions, so it could not tell which
+transactional records may supersede others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from net.record_batch import (
+    DELETE_HORIZON_BIT,
+    NO_PRODUCER_ID,
+    BatchHeader,
+    Compression,
+    CorruptBatchError,
+    TimestampType,
+    batch_attributes,
+)
+
+# encode_batch numbers records consecutively; the cleaner re-encodes them at their own
+# offsets, from the record and batch encoders encode_batch itself is built from.
+from net.records import (
+    BatchFields,
+    compress,
+    decode_batch,
+    encode_headers,
+    encode_record,
+    seal_batch,
+)
+from storage import durability
+from storage.cleaner_checkpoint import read_first_dirty_offset, write_first_dirty_offset
+from storage.log import Log
+from storage.segment import (
+    CLEANED_SUFFIX,
+    LOG_SUFFIX,
+    MAX_RELATIVE_OFFSET,
+    Segment,
+    segment_file_name,
+)
+
+logger = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CleanStats:
+    """What one clean did.
+
+    `first_dirty_offset` to `end_offset` is the part read to map keys (empty when nothing was
+    dirty); `end_offset` is the new cleaner checkpoint. Counts cover the rewrite.
+    """
+
+    first_dirty_offset: int
+    end_offset: int
+    dirty_segments_read: int
+    keys_mapped: int
+    segments_replaced: int
+    segments_written: int
+    batches_removed: int
+    records_removed: int
+    bytes_before: int
+    bytes_after: int
+
+
+@dataclass(frozen=True, slots=True)
+class _DecodedRecord:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    encoded_headers: bytes
+
+
+class _GroupWriter:
+    """Writes one group's cleaned segment and counts what it removed."""
+
+    def __init__(self, log: Log, group: Sequence[Segment]) -> None:
+        self.path = log.directory / segment_file_name(
+            group[0].base_offset, LOG_SUFFIX + CLEANED_SUFFIX
+        )
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.size = 0
+        self.changed = len(group) > 1
+        self.batches_removed = 0
+        self.records_removed = 0
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
+        self.size += len(data)
+
+
+def clean(
+    log: Log,
+    *,
+    now_ms: int,
+    delete_retention_ms: int,
+    active_producers: Mapping[int, int] | None = None,
+) -> CleanStats:
+    """Compact the cleanable part of `log` (see the module docstring) and return what it did.
+
+    `now_ms` is the clock tombstone horizons are set and judged by; `delete_retention_ms` is the
+    topic's `delete.retention.ms`. `active_producers` maps each producer id the broker still
+    tracks to the last offset of its last batch, whose batch is kept (possibly empty) so the
+    producer's sequence survives; None counts every producer id in the log as active.
+
+    The caller owns the log, as for any Log call. Nothing is rewritten when nothing is dirty and
+    no tombstone horizon has passed. A disk error while writing a cleaned segment raises
+    OSError and leaves the log as it was; one during a swap takes the log offline (see
+    `Log.replace_segments`).
+    """
+    segments = log.segments
+    cleanable = _cleanable_segments(segments, log.high_watermark)
+    start = log.log_start_offset
+    end = cleanable[-1].next_offset if cleanable else start
+    checkpoint = read_first_dirty_offset(log.directory)
+    # As Kafka: a checkpoint outside the log (retention moved the start past it, or the log was
+    # truncated below it) means the whole log is dirty.
+    first_dirty = (
+        checkpoint
+        if checkpoint is not None and start <= checkpoint <= log.log_end_offset
+        else start
+    )
+    dirty = [segment for segment in cleanable if segment.next_offset > first_dirty]
+    latest_offsets = _map_latest_offsets(dirty, first_dirty)
+    nothing_to_do = not dirty and not _has_passed_horizon(cleanable, now_ms)
+    if nothing_to_do or not cleanable:
+        return CleanStats(first_dirty, max(first_dirty, end), 0, 0, 0, 0, 0, 0, 0, 0)
+    if active_producers is None:
+        active_producers = _last_offsets_of_producers(segments)
+    replaced = written = batches_removed = records_removed = bytes_before = bytes_after = 0
+    for group in _group_by_size(cleanable, log.config.segment_bytes):
+        writer = _GroupWriter(log, group)
+        try:
+            _write_cleaned(
+                writer,
+                group,
+                latest_offsets=latest_offsets,
+                active_producers=active_producers,
+                now_ms=now_ms,
+                delete_retention_ms=delete_retention_ms,
+            )
+            if writer.changed and writer.size:
+                durability.sync_file(writer.fd, writer.path)
+        except Exception:
+            os.close(writer.fd)
+            with contextlib.suppress(OSError):
+                writer.path.unlink()
+            raise
+        os.close(writer.fd)
+        if not (writer.changed and writer.size):
+            writer.path.unlink()
+            continue
+        # Kafka keeps the newest modification time, which time-based decisions may read.
+        modified = max(os.stat(segment.log_path).st_mtime_ns for segment in group)
+        os.utime(writer.path, ns=(modified, modified))
+        bytes_before += sum(segment.size for segment in group)
+        bytes_after += writer.size
+        log.replace_segments(writer.path, group)
+        replaced += len(group)
+        written += 1
+        batches_removed += writer.batches_removed
+        records_removed += writer.records_removed
+    if end > first_dirty:
+        write_first_dirty_offset(log.directory, end)
+    stats = CleanStats(
+        first_dirty_offset=first_dirty,
+        end_offset=max(first_dirty, end),
+        dirty_segments_read=len(dirty),
+        keys_mapped=len(latest_offsets),
+        segments_replaced=replaced,
+        segments_written=written,
+        batches_removed=batches_removed,
+        records_removed=records_removed,
+        bytes_before=bytes_before,
+        bytes_after=bytes_after,
+    )
+    logger.info("log_cleaned", directory=str(log.directory), stats=stats)
+    return stats
+
+
+def _cleanable_segments(segments: Sequence[Segment], high_watermark: int) -> list[Segment]:
+    """The sealed segments, from the oldest, whose offsets all lie below the high watermark."""
+    cleanable = []
+    for segment, following in itertools.pairwise(segments):
+        if following.base_offset > high_watermark:
+            break
+        cleanable.append(segment)
+    return cleanable
+
+
+def _batches(segment: Segment) -> Iterator[tuple[BatchHeader, bytes]]:
+    for position, header in segment.batches():
+        yield header, segment.file.pread(header.size, position)
+
+
+def _is_compactable(header: BatchHeader) -> bool:
+    return not (header.is_control or header.is_transactional)
+
+
+def _decode(data: bytes) -> list[_DecodedRecord]:
+    _, records = decode_batch(data)
+    decoded = []
+    for record in records:
+        if record.offset is None or record.timestamp is None:
+            raise CorruptBatchError("a decoded record lacks its offset or timestamp")
+        decoded.append(
+            _DecodedRecord(
+                record.offset,
+                record.timestamp,
+                record.key,
+                record.value,
+                encode_headers(record.headers),
+            )
+        )
+    return decoded
+
+
+def _map_latest_offsets(dirty: Sequence[Segment], first_dirty: int) -> dict[bytes, int]:
+    """The latest offset of every key from `first_dirty` on, in the dirty segments."""
+    latest: dict[bytes, int] = {}
+    for segment in dirty:
+        for header, data in _batches(segment):
+            if header.last_offset < first_dirty or not _is_compactable(header):
+                continue
+            for record in _decode(data):
+                if record.key is not None and record.offset >= first_dirty:
+                    latest[record.key] = record.offset
+    return latest
+
+
+def _has_passed_horizon(segments: Sequence[Segment], now_ms: int) -> bool:
+    """Whether some batch holds tombstones that a clean at `now_ms` would drop."""
+    return any(
+        header.has_delete_horizon and now_ms >= header.base_timestamp
+        for segment in segments
+        for _, header in segment.batches()
+    )
+
+
+def _last_offsets_of_producers(segments: Sequence[Segment]) -> dict[int, int]:
+    last: dict[int, int] = {}
+    for segment in segments:
+        for _, header in segment.batches():
+            if header.producer_id != NO_PRODUCER_ID:
+                last[header.producer_id] = header.last_offset
+    return last
+
+
+def _group_by_size(segments: Sequence[Segment], max_size: int) -> list[list[Segment]]:
+    """Consecutive segments whose sizes add up to at most `max_size` and whose offsets fit the
+    index's relative offsets (Kafka's groupSegmentsBySize, by the sizes before cleaning)."""
+    groups: list[list[Segment]] = []
+    for segment in segments:
+        if groups:
+            group = groups[-1]
+            if (
+                sum(member.size for member in group) + segment.size <= max_size
+                and segment.next_offset - 1 - group[0].base_offset <= MAX_RELATIVE_OFFSET
+            ):
+                group.append(segment)
+                continue
+        groups.append([segment])
+    return groups
+
+
+def _write_cleaned(
+    writer: _GroupWriter,
+    group: Sequence[Segment],
+    *,
+    latest_offsets: Mapping[bytes, int],
+    active_producers: Mapping[int, int],
+    now_ms: int,
+    delete_retention_ms: int,
+) -> None:
+    group_end = group[-1].next_offset
+    for segment in group:
+        for header, data in _batches(segment):
+            if not _is_compactable(header):
+                writer.write(data)
+                continue
+            records = _decode(data)
+            horizon = header.base_timestamp if header.has_delete_horizon else None
+            kept = [
+                record for record in records if _retains(record, latest_offsets, horizon, now_ms)
+            ]
+            writer.records_removed += len(records) - len(kept)
+            stamps_horizon = horizon is None and any(record.value is None for record in kept)
+            if kept and len(kept) == len(records) and not stamps_horizon:
+                writer.write(data)
+                continue
+            if kept:
+                if stamps_horizon:
+                    horizon = now_ms + delete_retention_ms
+                cleaned = _retained_batch(header, kept, horizon)
+            # The last batch of an active producer keeps its sequence for the producer state
+            # (as Kafka); the group's last batch keeps the segment ending where the next one
+            # starts, which recovery checks and by which an interrupted swap is finished.
+            elif (
+                header.producer_id != NO_PRODUCER_ID
+                and active_producers.get(header.producer_id) == header.last_offset
+            ) or header.next_offset == group_end:
+                cleaned = _empty_batch(header)
+            else:
+                writer.batches_removed += 1
+                writer.changed = True
+                continue
+            if cleaned != data:
+                writer.changed = True
+            writer.write(cleaned)
+
+
+def _retains(
+    record: _DecodedRecord,
+    latest_offsets: Mapping[bytes, int],
+    horizon: int | None,
+    now_ms: int,
+) -> bool:
+    """Kafka's shouldRetainRecord: the key's latest record, unless a tombstone past its
+    batch's delete horizon; records without a key are dropped."""
+    if record.key is None:
+        return False
+    if record.offset < latest_offsets.get(record.key, -1):
+        return False
+    return record.value is not None or horizon is None or now_ms < horizon
+
+
+def _retained_batch(
+    header: BatchHeader, kept: Sequence[_DecodedRecord], horizon: int | None
+) -> bytes:
+    """`header`'s batch holding only `kept`, encoded as Kafka's filterTo does: base and last
+    offsets, epoch, producer fields and codec kept; base timestamp the first record's, or the
+    delete horizon (KIP-534), from which record timestamps are deltas."""
+    base_timestamp = kept[0].timestamp if horizon is None else horizon
+    if header.timestamp_type is TimestampType.LOG_APPEND_TIME:
+        max_timestamp = header.max_timestamp
+    else:
+        max_timestamp = max(record.timestamp for record in kept)
+    payload = b"".join(
+        _encode_record(record, header.base_offset, base_timestamp) for record in kept
+    )
+    payload = compress(header.compression, payload)
+    attributes = header.attributes & ~DELETE_HORIZON_BIT
+    if horizon is not None:
+        attributes |= DELETE_HORIZON_BIT
+    return _seal(
+        header,
+        attributes=attributes,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        record_count=len(kept),
+        payload=payload,
+    )
+
+
+def _empty_batch(header: BatchHeader) -> bytes:
+    """`header`'s batch without records (Kafka's writeEmptyHeader): its offset range, epoch
+    and producer fields, uncompressed, timestamped with its max timestamp."""
+    attributes = batch_attributes(
+        Compression.NONE,
+        header.timestamp_type,
+        is_transactional=header.is_transactional,
+        is_control=header.is_control,
+    )
+    return _seal(
+        header,
+        attributes=attributes,
+        base_timestamp=header.max_timestamp,
+        max_timestamp=header.max_timestamp,
+        record_count=0,
+        payload=b"",
+    )
+
+
+def _seal(
+    header: BatchHeader,
+    *,
+    attributes: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    record_count: int,
+    payload: bytes,
+) -> bytes:
+    return seal_batch(
+        BatchFields(
+            header.base_offset,
+            header.partition_leader_epoch,
+            attributes,
+            header.last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence,
+            record_count,
+        ),
+        payload,
+    )
+
+
+def _encode_record(record: _DecodedRecord, base_offset: int, base_timestamp: int) -> bytes:
+    return encode_record(
+        timestamp_delta=record.timestamp - base_timestamp,
+        offset_delta=record.offset - base_offset,
+        key=record.key,
+        value=record.value,
+        encoded_headers=record.encoded_headers,
+    )
