@@ -513,7 +513,11 @@ class Log:
                 or now - (segment.first_append_ms or now) >= self.config.segment_ms
                 or last_offset - segment.base_offset > MAX_RELATIVE_OFFSET
             ):
-                segment = self._roll(first_offset)
+                # The new segment starts where the log ends, even when a follower's batch (of a
+                # compacted leader) starts past it: segments stay contiguous, which is how
+                # recovery tells a crash's cut from the log's own end.
+                gap_fits = last_offset - self._log_end_offset <= MAX_RELATIVE_OFFSET
+                segment = self._roll(self._log_end_offset if gap_fits else first_offset)
             segment.append(buffers, placements, size, now)
         except LogOfflineError:
             self._offline = True

@@ -411,3 +411,26 @@ def test_missing_leader_epoch_checkpoint_is_rebuilt_from_batches(tmp_path: Path)
         (3, 0),
         (7, 2),
     ]
+
+
+def test_a_follower_rolling_at_an_offset_gap_keeps_its_segments_through_recovery(
+    tmp_path: Path,
+) -> None:
+    # A compacted leader's batches leave offset gaps; the follower rolls at one.
+    batch = make_batch(1, value_size=100)
+    follower = open_log(tmp_path, segment_bytes=len(batch) * 2)
+    for base_offset in (0, 1, 5, 9, 20):
+        shifted = bytearray(batch)
+        shifted[0:8] = base_offset.to_bytes(8, "big")
+        follower.append_as_follower(bytes(shifted))
+    assert follower.log_end_offset == 21
+    # Each new segment starts where the log ended, not at its first batch.
+    assert follower.segment_base_offsets == [0, 2, 10]
+    expected = read_values(follower)
+    follower.close()
+
+    # An unclean open recovers every segment: the gaps are not taken for a crash's cut.
+    reopened = open_log(tmp_path, segment_bytes=len(batch) * 2)
+    assert reopened.log_end_offset == 21
+    assert read_values(reopened) == expected and len(expected) == 5
+    assert read_values(reopened, 6) == expected[3:]
