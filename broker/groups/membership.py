@@ -325,7 +325,7 @@ class _StaticReplacementWrite:
 _FollowUp = _AssignmentWrite | _StaticReplacementWrite | None
 
 # How Kafka answers a failed group metadata write (appendGroupMetadataErrorToResponseError).
-_WRITE_ERROR_ANSWERS: dict[ErrorCode, ErrorCode] = {
+WRITE_ERROR_ANSWERS: dict[ErrorCode, ErrorCode] = {
     ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
     ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
     ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
@@ -603,6 +603,34 @@ class ClassicGroup(Generic[K]):
             self._static_replacement_written(follow_up, error, now_ms)
         return self._step()
 
+    def validate_offset_commit(
+        self, member_id: str, group_instance_id: str | None, generation_id: int, now_ms: int
+    ) -> ErrorCode:
+        """Whether an OffsetCommit from this member at this generation may be stored (Kafka's
+        ClassicGroup.validateOffsetCommit); a member's commit also renews its session.
+
+        A commit with a negative generation and no member is a simple consumer's: accepted
+        while the group is Empty, UNKNOWN_MEMBER_ID otherwise.
+        """
+        if self._state is GroupState.DEAD:
+            return ErrorCode.coordinator_not_available
+        if generation_id < 0 and self._state is GroupState.EMPTY:
+            return ErrorCode.none
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            error = self._member_error(member_id, group_instance_id)
+            if error is not None:
+                return error
+            if generation_id != self._generation_id:
+                return ErrorCode.illegal_generation
+        elif self._state is not GroupState.EMPTY:
+            return ErrorCode.unknown_member_id
+        if self._state is GroupState.COMPLETING_REBALANCE:
+            return ErrorCode.rebalance_in_progress
+        member = self._members.get(member_id)
+        if member is not None:
+            self._renew_session(member, now_ms)
+        return ErrorCode.none
+
     def unload(self, now_ms: int) -> GroupStep[K]:
         """This broker stops coordinating the group: Dead, waiting requests NOT_COORDINATOR."""
         for member_id, key in self._join_waiters.items():
@@ -802,7 +830,7 @@ class ClassicGroup(Generic[K]):
                 self._answer(
                     key,
                     JoinAnswer(
-                        _WRITE_ERROR_ANSWERS.get(error, error),
+                        WRITE_ERROR_ANSWERS.get(error, error),
                         UNKNOWN_MEMBER_ID,
                         self._generation_id,
                         self._protocol_type,
@@ -1011,7 +1039,7 @@ class ClassicGroup(Generic[K]):
         ):
             return
         if error is not ErrorCode.none:
-            self._reset_and_propagate_assignment(_WRITE_ERROR_ANSWERS.get(error, error), now_ms)
+            self._reset_and_propagate_assignment(WRITE_ERROR_ANSWERS.get(error, error), now_ms)
             self._maybe_prepare_rebalance_or_complete_join(now_ms)
             return
         for member in self._members.values():

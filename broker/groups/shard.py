@@ -1,0 +1,371 @@
+"""What the leader of one `__consumer_offsets` partition coordinates: its groups and offsets.
+
+Pure, like the group state machine it drives: requests and written-record outcomes in, answers
+and records to write out; time is an input. The asyncio coordinator around it appends the
+records to the partition (acks=all) and reports each outcome with `write_completed`.
+
+- Loading: a broker that becomes the partition's leader replays the partition's records
+  (`replay`), then `activate`s: every group comes back from its last metadata record, with its
+  committed offsets. Until then the coordinator answers COORDINATOR_LOAD_IN_PROGRESS.
+- Groups: JoinGroup, SyncGroup, Heartbeat and LeaveGroup go to the group's ClassicGroup. A
+  JoinGroup without a member id creates the group; any other request for a group that does not
+  exist is UNKNOWN_MEMBER_ID, and creates nothing (as Kafka).
+- Offsets: an OffsetCommit is checked against the group as Kafka does (a simple consumer's
+  commit, generation -1 and no member, is accepted while the group is Empty or absent), its
+  records are written, and only once they are durable does the store hold them and the commit
+  get its answer. A metadata string longer than `offset.metadata.max.bytes` is
+  OFFSET_METADATA_TOO_LARGE for its partition alone.
+- Retention: `tick` tombstones the offsets of member-less groups past retention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+from uuid import UUID, uuid4
+
+from kio.schema.errors import ErrorCode
+
+from broker.groups.membership import (
+    WRITE_ERROR_ANSWERS,
+    Answer,
+    ClassicGroup,
+    GroupConfig,
+    GroupStep,
+    HeartbeatAnswer,
+    HeartbeatRequest,
+    JoinAnswer,
+    JoinRequest,
+    LeaveAnswer,
+    LeavingMember,
+    SyncAnswer,
+    SyncRequest,
+)
+from broker.groups.offsets import OffsetStore, TopicPartitionKey
+from broker.groups.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_record,
+    encode_key,
+    encode_value,
+)
+
+K = TypeVar("K")
+
+Record = tuple[bytes, bytes | None]
+
+# How Kafka answers an offset commit whose write failed (OffsetMetadataManager).
+_COMMIT_WRITE_ERROR_ANSWERS = {
+    **WRITE_ERROR_ANSWERS,
+    ErrorCode.message_too_large: ErrorCode.invalid_commit_offset_size,
+    ErrorCode.record_list_too_large: ErrorCode.invalid_commit_offset_size,
+    ErrorCode.invalid_fetch_size: ErrorCode.invalid_commit_offset_size,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetToCommit:
+    """One partition of an OffsetCommit request."""
+
+    topic: str
+    partition: int
+    offset: int
+    metadata: str | None = None
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class CommitAnswer:
+    """An OffsetCommit's answer: the error of each partition asked for, in request order."""
+
+    errors: tuple[tuple[TopicPartitionKey, ErrorCode], ...]
+
+
+ShardAnswer = Answer | CommitAnswer
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """Records to append to the partition, then report with `write_completed(write_id)`."""
+
+    write_id: int
+    records: tuple[Record, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShardStep(Generic[K]):
+    """What one input produced: answers to send now and writes to make, in order."""
+
+    answers: tuple[tuple[K, ShardAnswer], ...] = ()
+    writes: tuple[Write, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _GroupWrite:
+    group_id: str
+    group_write_id: int
+    value: GroupMetadataValue
+
+
+@dataclass(frozen=True, slots=True)
+class _CommitWrite(Generic[K]):
+    key: K
+    written: tuple[tuple[OffsetCommitKey, OffsetCommitValue], ...]
+    errors: tuple[tuple[TopicPartitionKey, ErrorCode], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _TombstoneWrite:
+    keys: tuple[OffsetCommitKey, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShardConfig:
+    """The coordinator settings, with Kafka's defaults: offsets.retention.minutes (7 days),
+    offset.metadata.max.bytes, and the groups' own settings."""
+
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    offset_metadata_max_bytes: int = 4096
+    group: GroupConfig = field(default_factory=GroupConfig)
+
+
+class CoordinatorShard(Generic[K]):
+    """The groups and committed offsets of one `__consumer_offsets` partition."""
+
+    def __init__(
+        self, config: ShardConfig | None = None, new_uuid: Callable[[], UUID] = uuid4
+    ) -> None:
+        self._config = config or ShardConfig()
+        self._new_uuid = new_uuid
+        self.offsets = OffsetStore()
+        self._groups: dict[str, ClassicGroup[K]] = {}
+        self._loaded_metadata: dict[str, GroupMetadataValue] = {}
+        self.active = False
+        self._writes: dict[int, _GroupWrite | _CommitWrite[K] | _TombstoneWrite] = {}
+        self._next_write_id = 0
+
+    # --- loading -------------------------------------------------------------------------------
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """One record of the partition, in log order, while loading. Raises
+        CorruptOffsetsRecordError for bytes that are no such record."""
+        decoded_key, decoded_value = decode_record(key, value)
+        self.offsets.apply(decoded_key, decoded_value)
+        if isinstance(decoded_key, GroupMetadataKey):
+            if decoded_value is None:
+                self._loaded_metadata.pop(decoded_key.group, None)
+            else:
+                assert isinstance(decoded_value, GroupMetadataValue)
+                self._loaded_metadata[decoded_key.group] = decoded_value
+
+    def activate(self, now_ms: int) -> None:
+        """Loading is over: every group comes back from its last metadata record."""
+        for group_id, value in self._loaded_metadata.items():
+            self._groups[group_id] = ClassicGroup.load(
+                group_id, value, now_ms, self._config.group, self._new_uuid
+            )
+        self._loaded_metadata.clear()
+        self.active = True
+
+    # --- groups --------------------------------------------------------------------------------
+
+    def group(self, group_id: str) -> ClassicGroup[K] | None:
+        """The group, if this partition holds it."""
+        return self._groups.get(group_id)
+
+    def group_ids(self) -> list[str]:
+        """Every group this partition holds (with members, metadata or offsets), sorted."""
+        return sorted(set(self._groups) | set(self.offsets.groups()))
+
+    def join(self, key: K, group_id: str, request: JoinRequest, now_ms: int) -> ShardStep[K]:
+        """A JoinGroupRequest (the answer may come from a later input)."""
+        group = self._groups.get(group_id)
+        if group is None:
+            if request.member_id:
+                return ShardStep(((key, JoinAnswer(ErrorCode.unknown_member_id, "")),))
+            group = self._groups[group_id] = ClassicGroup(
+                group_id, self._config.group, self._new_uuid
+            )
+        return self._from_group(group.join(key, request, now_ms))
+
+    def sync(self, key: K, group_id: str, request: SyncRequest, now_ms: int) -> ShardStep[K]:
+        """A SyncGroupRequest (the answer may come from a later input)."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return ShardStep(((key, SyncAnswer(ErrorCode.unknown_member_id)),))
+        return self._from_group(group.sync(key, request, now_ms))
+
+    def heartbeat(
+        self, key: K, group_id: str, request: HeartbeatRequest, now_ms: int
+    ) -> ShardStep[K]:
+        """A HeartbeatRequest."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return ShardStep(((key, HeartbeatAnswer(ErrorCode.unknown_member_id)),))
+        return self._from_group(group.heartbeat(key, request, now_ms))
+
+    def leave(
+        self, key: K, group_id: str, members: Iterable[LeavingMember], now_ms: int
+    ) -> ShardStep[K]:
+        """A LeaveGroupRequest."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return ShardStep(((key, LeaveAnswer(ErrorCode.unknown_member_id)),))
+        return self._from_group(group.leave(key, members, now_ms))
+
+    # --- offsets -------------------------------------------------------------------------------
+
+    def commit_offsets(
+        self,
+        key: K,
+        group_id: str,
+        *,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: Sequence[OffsetToCommit],
+        now_ms: int,
+        unknown_group_error: ErrorCode = ErrorCode.illegal_generation,
+    ) -> ShardStep[K]:
+        """An OffsetCommitRequest; answered once its records are written.
+
+        `unknown_group_error`: what a member's commit to a group that does not exist gets
+        (ILLEGAL_GENERATION before OffsetCommit v9, GROUP_ID_NOT_FOUND from v9, as Kafka)."""
+        group = self._groups.get(group_id)
+        if group is None:
+            if generation_id >= 0 or member_id or group_instance_id is not None:
+                return self._commit_refused(key, offsets, unknown_group_error)
+            # A simple consumer's commit: Kafka keeps an Empty group for it.
+            group = self._groups[group_id] = ClassicGroup(
+                group_id, self._config.group, self._new_uuid
+            )
+        error = group.validate_offset_commit(member_id, group_instance_id, generation_id, now_ms)
+        if error is not ErrorCode.none:
+            return self._commit_refused(key, offsets, error)
+        errors: list[tuple[TopicPartitionKey, ErrorCode]] = []
+        written: list[tuple[OffsetCommitKey, OffsetCommitValue]] = []
+        for item in offsets:
+            metadata = item.metadata or ""
+            if len(metadata.encode()) > self._config.offset_metadata_max_bytes:
+                errors.append(((item.topic, item.partition), ErrorCode.offset_metadata_too_large))
+                continue
+            errors.append(((item.topic, item.partition), ErrorCode.none))
+            written.append(
+                (
+                    OffsetCommitKey(group_id, item.topic, item.partition),
+                    OffsetCommitValue(item.offset, metadata, now_ms, item.leader_epoch),
+                )
+            )
+        if not written:
+            return ShardStep(((key, CommitAnswer(tuple(errors))),))
+        write = self._new_write(
+            _CommitWrite(key, tuple(written), tuple(errors)),
+            tuple((encode_key(k), encode_value(v)) for k, v in written),
+        )
+        return ShardStep(writes=(write,))
+
+    def _commit_refused(
+        self, key: K, offsets: Sequence[OffsetToCommit], error: ErrorCode
+    ) -> ShardStep[K]:
+        answer = CommitAnswer(tuple(((o.topic, o.partition), error) for o in offsets))
+        return ShardStep(((key, answer),))
+
+    def committed(
+        self, group_id: str, partitions: Iterable[TopicPartitionKey] | None = None
+    ) -> dict[TopicPartitionKey, OffsetCommitValue]:
+        """The group's committed offsets (OffsetFetch): of `partitions`, or all when None."""
+        return self.offsets.committed(group_id, partitions)
+
+    # --- time and writes -----------------------------------------------------------------------
+
+    def tick(self, now_ms: int) -> ShardStep[K]:
+        """Timers of every group, and the retention of offsets."""
+        answers: list[tuple[K, ShardAnswer]] = []
+        writes: list[Write] = []
+        for group in list(self._groups.values()):
+            deadline = group.next_deadline_ms()
+            if deadline is not None and deadline <= now_ms:
+                step = self._from_group(group.tick(now_ms))
+                answers.extend(step.answers)
+                writes.extend(step.writes)
+        expired = tuple(self.offsets.expired(now_ms, self._config.offsets_retention_ms))
+        if expired:
+            writes.append(
+                self._new_write(
+                    _TombstoneWrite(expired), tuple((encode_key(k), None) for k in expired)
+                )
+            )
+        return ShardStep(tuple(answers), tuple(writes))
+
+    def next_deadline_ms(self) -> int | None:
+        """When `tick` next has group work to do (retention is checked on any tick)."""
+        deadlines = [group.next_deadline_ms() for group in self._groups.values()]
+        return min((d for d in deadlines if d is not None), default=None)
+
+    def write_completed(self, write_id: int, error: ErrorCode, now_ms: int) -> ShardStep[K]:
+        """The outcome of a `Write`: ErrorCode.none once its records are durable."""
+        pending = self._writes.pop(write_id, None)
+        if isinstance(pending, _GroupWrite):
+            if error is ErrorCode.none:
+                # Whether the group has members decides when its offsets may expire.
+                self.offsets.apply(GroupMetadataKey(pending.group_id), pending.value)
+            group = self._groups.get(pending.group_id)
+            if group is None:
+                return ShardStep()
+            return self._from_group(group.write_completed(pending.group_write_id, error, now_ms))
+        if isinstance(pending, _CommitWrite):
+            if error is not ErrorCode.none:
+                failed = _COMMIT_WRITE_ERROR_ANSWERS.get(error, error)
+                answer = CommitAnswer(
+                    tuple((tp, failed if e is ErrorCode.none else e) for tp, e in pending.errors)
+                )
+                return ShardStep(((pending.key, answer),))
+            for key, value in pending.written:
+                self.offsets.apply(key, value)
+            return ShardStep(((pending.key, CommitAnswer(pending.errors)),))
+        if isinstance(pending, _TombstoneWrite) and error is ErrorCode.none:
+            for key in pending.keys:
+                self.offsets.apply(key, None)
+        return ShardStep()
+
+    def unload(self, now_ms: int) -> ShardStep[K]:
+        """This broker stops leading the partition: groups go Dead, waiters NOT_COORDINATOR,
+        and commits still being written are answered NOT_COORDINATOR."""
+        answers: list[tuple[K, ShardAnswer]] = []
+        for group in self._groups.values():
+            answers.extend(group.unload(now_ms).answers)
+        for pending in self._writes.values():
+            if isinstance(pending, _CommitWrite):
+                answers.append(
+                    (
+                        pending.key,
+                        CommitAnswer(
+                            tuple((tp, ErrorCode.not_coordinator) for tp, _ in pending.errors)
+                        ),
+                    )
+                )
+        self._writes.clear()
+        self._groups.clear()
+        self.active = False
+        return ShardStep(tuple(answers))
+
+    def _from_group(self, step: GroupStep[K]) -> ShardStep[K]:
+        writes = tuple(
+            self._new_write(
+                _GroupWrite(write.group_id, write.write_id, write.value),
+                ((encode_key(GroupMetadataKey(write.group_id)), encode_value(write.value)),),
+            )
+            for write in step.writes
+        )
+        return ShardStep(tuple(step.answers), writes)
+
+    def _new_write(
+        self, pending: _GroupWrite | _CommitWrite[K] | _TombstoneWrite, records: tuple[Record, ...]
+    ) -> Write:
+        write_id = self._next_write_id
+        self._next_write_id += 1
+        self._writes[write_id] = pending
+        return Write(write_id, records)
