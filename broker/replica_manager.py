@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -110,6 +110,8 @@ class ReplicaManager:
         self._applied = MetadataImage.EMPTY
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._fetchers = ReplicaFetcherManager(broker_id, self._client_address)
+        # Called with a hosted partition whose leadership (or leader epoch) changed.
+        self.leadership_listeners: list[Callable[[Partition], None]] = []
 
     # -- RaftListener ---------------------------------------------------------------------------
 
@@ -154,7 +156,11 @@ class ReplicaManager:
                     self.partitions[key] = partition
                 # A log reopened at start-up got the broker's settings.
                 partition.log.config = log_config
+                led = (partition.is_leader, partition.leader_epoch)
                 partition.apply(state, _now_ms())
+                if (partition.is_leader, partition.leader_epoch) != led:
+                    for listener in self.leadership_listeners:
+                        listener(partition)
                 if partition.is_leader or not state.has_leader:
                     self._fetchers.unfollow(partition)
                 else:
@@ -166,6 +172,11 @@ class ReplicaManager:
 
     def _remove(self, key: tuple[str, int]) -> None:
         partition = self.partitions.pop(key)
+        if partition.is_leader:
+            # A deleted replica leads nothing any more: its listeners hear so.
+            partition.state = None
+            for listener in self.leadership_listeners:
+                listener(partition)
         self._fetchers.unfollow(partition)
         self._logs.delete_log(TopicPartition(*key))
         log.info(

@@ -209,6 +209,27 @@ class NodeConfig(BaseModel):
         default=3600 * 1000, alias="log.message.timestamp.after.max.ms"
     )
 
+    offsets_topic_num_partitions: int = Field(
+        default=50, alias="offsets.topic.num.partitions", ge=1
+    )
+    offsets_topic_replication_factor: int = Field(
+        default=3, alias="offsets.topic.replication.factor", ge=1
+    )
+    offsets_retention_minutes: int = Field(
+        default=7 * 24 * 60, alias="offsets.retention.minutes", ge=1
+    )
+    offsets_commit_timeout_ms: int = Field(default=5_000, alias="offsets.commit.timeout.ms", ge=1)
+    offset_metadata_max_bytes: int = Field(default=4096, alias="offset.metadata.max.bytes", ge=0)
+    group_initial_rebalance_delay_ms: int = Field(
+        default=3_000, alias="group.initial.rebalance.delay.ms", ge=0
+    )
+    group_min_session_timeout_ms: int = Field(
+        default=6_000, alias="group.min.session.timeout.ms", ge=1
+    )
+    group_max_session_timeout_ms: int = Field(
+        default=1_800_000, alias="group.max.session.timeout.ms", ge=1
+    )
+
     broker_session_timeout_ms: int = Field(default=9_000, alias="broker.session.timeout.ms", ge=1)
     broker_heartbeat_interval_ms: int = Field(
         default=2_000, alias="broker.heartbeat.interval.ms", ge=1

@@ -20,6 +20,15 @@ from admin.app import create_app
 from admin.models import Quorum, ReplicaProgress
 from broker.configs import BrokerSettings
 from broker.data_apis import DataApis
+from broker.groups.apis import GroupApis
+from broker.groups.coordinator import (
+    OFFSETS_TOPIC,
+    OFFSETS_TOPIC_CONFIGS,
+    CoordinatorConfig,
+    GroupCoordinator,
+)
+from broker.groups.membership import GroupConfig
+from broker.groups.shard import ShardConfig
 from broker.isr_changes import IsrChangeSender
 from broker.kafka_apis import BrokerApis
 from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager
@@ -27,7 +36,7 @@ from broker.metadata_api import CLIENT_LISTENER
 from broker.producer_ids import InitProducerIdApi, ProducerIdBlocks
 from broker.replica_manager import ReplicaManager
 from controller.broker_lifecycle import LifecycleConfig
-from controller.client import ControllerClient
+from controller.client import ControllerClient, NoControllerError, create_topics_request
 from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_change import PartitionConfig
 from controller.quorum_controller import ControllerConfig, QuorumController
@@ -97,6 +106,24 @@ def topic_defaults(config: NodeConfig) -> TopicDefaults:
                 config.log_message_timestamp_after_max_ms, long_max
             ),
         },
+    )
+
+
+def coordinator_config(config: NodeConfig) -> CoordinatorConfig:
+    """The group coordinator's settings from the node's configuration."""
+    return CoordinatorConfig(
+        offsets_topic_partitions=config.offsets_topic_num_partitions,
+        offsets_topic_replication_factor=config.offsets_topic_replication_factor,
+        commit_timeout_ms=config.offsets_commit_timeout_ms,
+        shard=ShardConfig(
+            offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+            offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+            group=GroupConfig(
+                initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+                min_session_timeout_ms=config.group_min_session_timeout_ms,
+                max_session_timeout_ms=config.group_max_session_timeout_ms,
+            ),
+        ),
     )
 
 
@@ -204,6 +231,13 @@ class BrokerRole:
             ),
             replica_lag_time_max_ms=config.replica_lag_time_max_ms,
         )
+        self.groups = GroupCoordinator(
+            config.node_id,
+            self.replicas,
+            lambda: replayer.image,
+            self._create_offsets_topic,
+            coordinator_config(config),
+        )
         registry = ApiRegistry()
         BrokerApis(
             config.node_id,
@@ -213,6 +247,7 @@ class BrokerRole:
             BrokerSettings(config.node_id, topic_defaults(config), config.broker_config_entries()),
         ).register(registry)
         DataApis(self.replicas).register(registry)
+        GroupApis(self.groups, lambda: replayer.image).register(registry)
         InitProducerIdApi(
             ProducerIdBlocks(self._controller, config.node_id, lambda: self.lifecycle.broker_epoch)
         ).register(registry)
@@ -224,6 +259,17 @@ class BrokerRole:
             connections_max_idle_ms=config.connections_max_idle_ms,
         )
 
+    async def _create_offsets_topic(self, partitions: int, replication_factor: int) -> None:
+        request = create_topics_request(
+            [(OFFSETS_TOPIC, partitions, replication_factor)], configs=OFFSETS_TOPIC_CONFIGS
+        )
+        try:
+            await self._controller.send(request, deadline_s=30.0)
+        except NoControllerError:
+            log.warning("offsets_topic_creation_failed", reason="no active controller")
+        else:
+            log.info("offsets_topic_requested", partitions=partitions)
+
     async def start(self) -> None:
         await self._server.start()
         self.lifecycle.start()
@@ -234,6 +280,7 @@ class BrokerRole:
         """Stops serving; the broker epoch to write in the clean-shutdown marker (None if the
         broker never registered)."""
         await self.lifecycle.stop()
+        await self.groups.stop()
         await self.replicas.stop()
         await self._server.close(timeout=1.0)
         await self._controller.close()

@@ -1,0 +1,181 @@
+"""The group APIs on the client listener: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
+LeaveGroup, OffsetCommit and OffsetFetch, translated by `wire` and answered by the
+`GroupCoordinator`.
+
+A group id that is empty, or too long to be stored in `__consumer_offsets` (its records spell
+it with an int16 length), is INVALID_GROUP_ID for every API but FindCoordinator, as in Kafka;
+nothing is stored for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.groups import wire
+from broker.groups.coordinator import CoordinatorUnavailableError, GroupCoordinator
+from broker.groups.membership import HeartbeatAnswer, LeaveAnswer, SyncAnswer
+from broker.groups.shard import OffsetToCommit
+from broker.metadata_api import CLIENT_LISTENER
+from controller.image import MetadataImage
+from net.api_registry import ApiRegistry, RequestContext
+
+_MAX_GROUP_ID_BYTES = 0x7FFF
+# OffsetCommit v9 answers a member's commit to a group that does not exist GROUP_ID_NOT_FOUND.
+_COMMIT_GROUP_ID_NOT_FOUND = 9
+
+
+def _invalid_group_id(group_id: str | None) -> bool:
+    return not group_id or len(group_id.encode()) > _MAX_GROUP_ID_BYTES
+
+
+class GroupApis:
+    """The handlers of the group APIs; `image` gives the current metadata image."""
+
+    def __init__(self, coordinator: GroupCoordinator, image: Callable[[], MetadataImage]) -> None:
+        self._coordinator = coordinator
+        self._image = image
+
+    def register(self, registry: ApiRegistry) -> None:
+        handlers = {
+            wire.FIND_COORDINATOR_KEY: (self._on_find_coordinator, wire.FIND_COORDINATOR_VERSIONS),
+            wire.JOIN_GROUP_KEY: (self._on_join, wire.JOIN_GROUP_VERSIONS),
+            wire.SYNC_GROUP_KEY: (self._on_sync, wire.SYNC_GROUP_VERSIONS),
+            wire.HEARTBEAT_KEY: (self._on_heartbeat, wire.HEARTBEAT_VERSIONS),
+            wire.LEAVE_GROUP_KEY: (self._on_leave, wire.LEAVE_GROUP_VERSIONS),
+            wire.OFFSET_COMMIT_KEY: (self._on_offset_commit, wire.OFFSET_COMMIT_VERSIONS),
+            wire.OFFSET_FETCH_KEY: (self._on_offset_fetch, wire.OFFSET_FETCH_VERSIONS),
+        }
+        for api_key, (handler, (min_version, max_version)) in handlers.items():
+            registry.register(api_key, handler, min_version=min_version, max_version=max_version)
+
+    # --- FindCoordinator -----------------------------------------------------------------------
+
+    def _on_find_coordinator(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        keys = wire.find_coordinator_keys(version, request)
+        refused = wire.find_coordinator_key_type_error(version, request)
+        return wire.find_coordinator_response(
+            version, [self._coordinator_answer(key, refused) for key in keys]
+        )
+
+    def _coordinator_answer(self, key: str, refused: ErrorCode) -> wire.Coordinator:
+        if refused is not ErrorCode.none:
+            return wire.Coordinator(key, refused, message="only group coordinators exist here")
+        error, node_id = self._coordinator.coordinator_of(key)
+        if error is not ErrorCode.none:
+            return wire.Coordinator(key, error)
+        broker = self._image().brokers.get(node_id)
+        endpoint = None
+        if broker is not None and not broker.fenced:
+            endpoint = next((e for e in broker.listeners if e.name == CLIENT_LISTENER), None)
+        if endpoint is None:
+            return wire.Coordinator(key, ErrorCode.coordinator_not_available)
+        return wire.Coordinator(key, ErrorCode.none, node_id, endpoint.host, endpoint.port)
+
+    # --- membership ----------------------------------------------------------------------------
+
+    async def _on_join(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        client_host = context.peer.rsplit(":", 1)[0]
+        group_id, join = wire.join_request(
+            version, request, context.header.client_id or "", client_host
+        )
+        if _invalid_group_id(group_id):
+            return wire.join_error(version, ErrorCode.invalid_group_id)
+        return wire.join_response(version, await self._coordinator.join(group_id, join))
+
+    async def _on_sync(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        group_id, sync = wire.sync_request(version, request)
+        if _invalid_group_id(group_id):
+            return wire.sync_response(version, SyncAnswer(ErrorCode.invalid_group_id))
+        return wire.sync_response(version, await self._coordinator.sync(group_id, sync))
+
+    async def _on_heartbeat(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        group_id, heartbeat = wire.heartbeat_request(version, request)
+        if _invalid_group_id(group_id):
+            return wire.heartbeat_response(version, HeartbeatAnswer(ErrorCode.invalid_group_id))
+        answer = await self._coordinator.heartbeat(group_id, heartbeat)
+        return wire.heartbeat_response(version, answer)
+
+    async def _on_leave(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        group_id, members = wire.leave_request(version, request)
+        if _invalid_group_id(group_id):
+            return wire.leave_response(version, LeaveAnswer(ErrorCode.invalid_group_id))
+        return wire.leave_response(version, await self._coordinator.leave(group_id, members))
+
+    # --- offsets -------------------------------------------------------------------------------
+
+    async def _on_offset_commit(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        commit = wire.offset_commit_request(version, request)
+        offsets = [
+            OffsetToCommit(o.topic, o.partition, o.offset, o.metadata, o.leader_epoch)
+            for o in commit.offsets
+        ]
+        errors: dict[str, dict[int, ErrorCode]] = {}
+        if _invalid_group_id(commit.group_id):
+            for item in offsets:
+                errors.setdefault(item.topic, {})[item.partition] = ErrorCode.invalid_group_id
+            return wire.offset_commit_response(version, errors)
+        answer = await self._coordinator.commit_offsets(
+            commit.group_id,
+            member_id=commit.member_id,
+            group_instance_id=commit.group_instance_id,
+            generation_id=commit.generation_id,
+            offsets=offsets,
+            unknown_group_error=ErrorCode.group_id_not_found
+            if version >= _COMMIT_GROUP_ID_NOT_FOUND
+            else ErrorCode.illegal_generation,
+        )
+        for (topic, partition), error in answer.errors:
+            errors.setdefault(topic, {})[partition] = error
+        return wire.offset_commit_response(version, errors)
+
+    def _on_offset_fetch(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        fetch = wire.offset_fetch_request(version, request)
+        return wire.offset_fetch_response(
+            version, [self._group_offsets(group) for group in fetch.groups]
+        )
+
+    def _group_offsets(self, group: wire.OffsetFetchGroup) -> wire.GroupOffsets:
+        asked = (
+            None
+            if group.partitions is None
+            else [(topic, p) for topic, ps in group.partitions.items() for p in ps]
+        )
+        if _invalid_group_id(group.group_id):
+            return self._fetch_error(group.group_id, ErrorCode.invalid_group_id, asked)
+        try:
+            committed = self._coordinator.committed_offsets(group.group_id, asked)
+        except CoordinatorUnavailableError as error:
+            return self._fetch_error(group.group_id, error.error_code, asked)
+        if asked is None:
+            asked = sorted(committed)
+        return wire.GroupOffsets(
+            group.group_id,
+            ErrorCode.none,
+            tuple(
+                wire.FetchedOffset(topic, partition)
+                if (value := committed.get((topic, partition))) is None
+                else wire.FetchedOffset(
+                    topic, partition, value.offset, value.leader_epoch, value.metadata
+                )
+                for topic, partition in asked
+            ),
+        )
+
+    @staticmethod
+    def _fetch_error(
+        group_id: str, error: ErrorCode, asked: list[tuple[str, int]] | None
+    ) -> wire.GroupOffsets:
+        # Versions before 2 carry the error on each partition asked for.
+        return wire.GroupOffsets(
+            group_id, error, tuple(wire.FetchedOffset(t, p) for t, p in asked or ())
+        )

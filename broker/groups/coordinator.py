@@ -1,0 +1,334 @@
+"""The group coordinator: the asyncio driver of the `__consumer_offsets` partitions this broker
+leads, each a `CoordinatorShard`.
+
+- The coordinator of a group is the leader of partition `offsets_partition_for(group id)`. The
+  topic is created (compacted, `offsets.topic.num.partitions` partitions) the first time a
+  client looks a coordinator up; until it has a leader the answer is COORDINATOR_NOT_AVAILABLE.
+- A broker that becomes a partition's leader loads its records into a new shard before it
+  answers for its groups; one that stops leading it unloads the shard (its waiting requests
+  get NOT_COORDINATOR, and later requests too).
+- A shard's writes are appended to the partition in order, as its leader with acks=all; the
+  shard hears each outcome. Its timers (sessions, rebalances, retention) run on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import structlog
+from kio.schema.errors import ErrorCode
+
+from broker.groups.membership import (
+    HeartbeatAnswer,
+    HeartbeatRequest,
+    JoinAnswer,
+    JoinRequest,
+    LeaveAnswer,
+    LeavingMember,
+    SyncAnswer,
+    SyncRequest,
+)
+from broker.groups.partitioning import offsets_partition_for
+from broker.groups.records import CorruptOffsetsRecordError, OffsetCommitValue
+from broker.groups.shard import (
+    CommitAnswer,
+    CoordinatorShard,
+    OffsetToCommit,
+    ShardAnswer,
+    ShardConfig,
+    ShardStep,
+)
+from broker.partition import Partition
+from broker.replica_manager import ReplicaManager
+from controller.image import MetadataImage
+from net.records import Record, decode_batches, encode_batch
+
+OFFSETS_TOPIC = "__consumer_offsets"
+# Kafka's offsets topic settings besides compaction: 100 MiB segments.
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)}
+_LOAD_READ_BYTES = 1024 * 1024
+# How often offsets past retention are looked for (offsets.retention.check.interval.ms).
+_RETENTION_CHECK_MS = 600_000
+
+log = structlog.get_logger(__name__)
+
+AnswerT = TypeVar("AnswerT", bound=ShardAnswer)
+Waiter = asyncio.Future[ShardAnswer]
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorConfig:
+    """offsets.topic.num.partitions, offsets.topic.replication.factor (capped by the brokers
+    there are), offsets.commit.timeout.ms, and the shards' settings."""
+
+    offsets_topic_partitions: int = 50
+    offsets_topic_replication_factor: int = 3
+    commit_timeout_ms: int = 5_000
+    shard: ShardConfig = field(default_factory=ShardConfig)
+
+
+class CoordinatorUnavailableError(Exception):
+    """This broker cannot answer for the group: the error to give the client."""
+
+    def __init__(self, error_code: ErrorCode) -> None:
+        super().__init__(error_code.name)
+        self.error_code = error_code
+
+
+@dataclass(slots=True)
+class _Hosted:
+    shard: CoordinatorShard[Waiter]
+    timer: asyncio.TimerHandle | None = None
+
+
+class GroupCoordinator:
+    """The groups of the `__consumer_offsets` partitions broker `broker_id` leads."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        replicas: ReplicaManager,
+        image: Callable[[], MetadataImage],
+        create_offsets_topic: Callable[[int, int], Coroutine[Any, Any, None]],
+        config: CoordinatorConfig | None = None,
+    ) -> None:
+        """`create_offsets_topic(partitions, replication_factor)` asks the controller for the
+        topic (its errors are the controller's to log; the lookup is retried by clients)."""
+        self._broker_id = broker_id
+        self._replicas = replicas
+        self._image = image
+        self._create_offsets_topic = create_offsets_topic
+        self._config = config or CoordinatorConfig()
+        self._hosted: dict[int, _Hosted] = {}
+        self._creating: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        replicas.leadership_listeners.append(self._on_leadership)
+
+    # --- finding the coordinator ---------------------------------------------------------------
+
+    def coordinator_of(self, group_id: str) -> tuple[ErrorCode, int]:
+        """FindCoordinator: the broker that leads the group's partition, or why there is none
+        (the offsets topic is created on the first lookup)."""
+        topic = self._image().topic(OFFSETS_TOPIC)
+        if topic is None:
+            self._create_topic()
+            return ErrorCode.coordinator_not_available, -1
+        state = topic.partitions.get(offsets_partition_for(group_id, len(topic.partitions)))
+        if state is None or not state.has_leader:
+            return ErrorCode.coordinator_not_available, -1
+        return ErrorCode.none, state.leader
+
+    def _create_topic(self) -> None:
+        if self._creating is not None and not self._creating.done():
+            return
+        live = sum(1 for broker in self._image().brokers.values() if not broker.fenced)
+        replication_factor = max(1, min(self._config.offsets_topic_replication_factor, live))
+        self._creating = asyncio.create_task(
+            self._create_offsets_topic(self._config.offsets_topic_partitions, replication_factor)
+        )
+
+    # --- requests ------------------------------------------------------------------------------
+
+    async def join(self, group_id: str, request: JoinRequest) -> JoinAnswer:
+        try:
+            partition, hosted = self._shard_of(group_id)
+        except CoordinatorUnavailableError as error:
+            return JoinAnswer(error.error_code, request.member_id)
+        waiter = self._waiter()
+        self._run(partition, hosted.shard.join(waiter, group_id, request, _now_ms()))
+        return await self._answer(waiter, JoinAnswer)
+
+    async def sync(self, group_id: str, request: SyncRequest) -> SyncAnswer:
+        try:
+            partition, hosted = self._shard_of(group_id)
+        except CoordinatorUnavailableError as error:
+            return SyncAnswer(error.error_code)
+        waiter = self._waiter()
+        self._run(partition, hosted.shard.sync(waiter, group_id, request, _now_ms()))
+        return await self._answer(waiter, SyncAnswer)
+
+    async def heartbeat(self, group_id: str, request: HeartbeatRequest) -> HeartbeatAnswer:
+        try:
+            partition, hosted = self._shard_of(group_id)
+        except CoordinatorUnavailableError as error:
+            return HeartbeatAnswer(error.error_code)
+        waiter = self._waiter()
+        self._run(partition, hosted.shard.heartbeat(waiter, group_id, request, _now_ms()))
+        return await self._answer(waiter, HeartbeatAnswer)
+
+    async def leave(self, group_id: str, members: Sequence[LeavingMember]) -> LeaveAnswer:
+        try:
+            partition, hosted = self._shard_of(group_id)
+        except CoordinatorUnavailableError as error:
+            return LeaveAnswer(error.error_code)
+        waiter = self._waiter()
+        self._run(partition, hosted.shard.leave(waiter, group_id, members, _now_ms()))
+        return await self._answer(waiter, LeaveAnswer)
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        *,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: Sequence[OffsetToCommit],
+        unknown_group_error: ErrorCode = ErrorCode.illegal_generation,
+    ) -> CommitAnswer:
+        try:
+            partition, hosted = self._shard_of(group_id)
+        except CoordinatorUnavailableError as error:
+            return CommitAnswer(tuple(((o.topic, o.partition), error.error_code) for o in offsets))
+        waiter = self._waiter()
+        step = hosted.shard.commit_offsets(
+            waiter,
+            group_id,
+            member_id=member_id,
+            group_instance_id=group_instance_id,
+            generation_id=generation_id,
+            offsets=offsets,
+            now_ms=_now_ms(),
+            unknown_group_error=unknown_group_error,
+        )
+        self._run(partition, step)
+        return await self._answer(waiter, CommitAnswer)
+
+    def committed_offsets(
+        self, group_id: str, partitions: Sequence[tuple[str, int]] | None
+    ) -> dict[tuple[str, int], OffsetCommitValue]:
+        """OffsetFetch; raises CoordinatorUnavailableError when this broker cannot answer."""
+        _, hosted = self._shard_of(group_id)
+        return hosted.shard.committed(group_id, partitions)
+
+    def _shard_of(self, group_id: str) -> tuple[int, _Hosted]:
+        topic = self._image().topic(OFFSETS_TOPIC)
+        if topic is None:
+            raise CoordinatorUnavailableError(ErrorCode.coordinator_not_available)
+        partition = offsets_partition_for(group_id, len(topic.partitions))
+        hosted = self._hosted.get(partition)
+        if hosted is None:
+            raise CoordinatorUnavailableError(ErrorCode.not_coordinator)
+        return partition, hosted
+
+    @staticmethod
+    def _waiter() -> Waiter:
+        return asyncio.get_running_loop().create_future()
+
+    @staticmethod
+    async def _answer(waiter: Waiter, kind: type[AnswerT]) -> AnswerT:
+        answer = await waiter
+        assert isinstance(answer, kind)
+        return answer
+
+    # --- driving the shards --------------------------------------------------------------------
+
+    def _run(self, partition_id: int, step: ShardStep[Waiter]) -> None:
+        for waiter, answer in step.answers:
+            if not waiter.done():
+                waiter.set_result(answer)
+        for write in step.writes:
+            batch = encode_batch([Record(value=value, key=key) for key, value in write.records])
+            self._spawn(self._write(partition_id, write.write_id, batch))
+        self._schedule(partition_id)
+
+    async def _write(self, partition_id: int, write_id: int, batch: bytes) -> None:
+        (result,) = await self._replicas.produce(
+            -1, self._config.commit_timeout_ms, [(OFFSETS_TOPIC, partition_id, batch)]
+        )
+        hosted = self._hosted.get(partition_id)
+        if hosted is not None:
+            self._run(partition_id, hosted.shard.write_completed(write_id, result.error, _now_ms()))
+
+    def _schedule(self, partition_id: int) -> None:
+        hosted = self._hosted.get(partition_id)
+        if hosted is None:
+            return
+        if hosted.timer is not None:
+            hosted.timer.cancel()
+        deadline = hosted.shard.next_deadline_ms()
+        retention_check = _now_ms() + _RETENTION_CHECK_MS
+        at_ms = retention_check if deadline is None else min(deadline, retention_check)
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, (at_ms - _now_ms()) / 1000)
+        hosted.timer = loop.call_later(delay, self._tick, partition_id)
+
+    def _tick(self, partition_id: int) -> None:
+        hosted = self._hosted.get(partition_id)
+        if hosted is not None:
+            hosted.timer = None
+            self._run(partition_id, hosted.shard.tick(_now_ms()))
+
+    # --- leadership ----------------------------------------------------------------------------
+
+    def _on_leadership(self, partition: Partition) -> None:
+        if partition.topic != OFFSETS_TOPIC:
+            return
+        partition_id = partition.partition_id
+        hosted = self._hosted.pop(partition_id, None)
+        if hosted is not None:
+            if hosted.timer is not None:
+                hosted.timer.cancel()
+            self._run(partition_id, hosted.shard.unload(_now_ms()))
+            log.info("group_coordinator_unloaded", partition=partition_id)
+        if partition.is_leader:
+            self._load(partition)
+
+    def _load(self, partition: Partition) -> None:
+        """Replay the partition into a new shard (the leader's log is the truth now)."""
+        shard: CoordinatorShard[Waiter] = CoordinatorShard(self._config.shard)
+        replica_log = partition.log
+        offset = replica_log.log_start_offset
+        records = 0
+        while offset < replica_log.log_end_offset:
+            read = replica_log.read(offset, _LOAD_READ_BYTES)
+            if read.records is None:
+                break
+            for header, batch in decode_batches(read.records.read()):
+                for record in batch:
+                    if record.key is None or (record.offset or 0) < offset:
+                        continue
+                    try:
+                        shard.replay(record.key, record.value)
+                        records += 1
+                    except CorruptOffsetsRecordError as error:
+                        log.warning(
+                            "group_record_skipped",
+                            partition=partition.partition_id,
+                            offset=record.offset,
+                            error=str(error),
+                        )
+                offset = header.next_offset
+        shard.activate(_now_ms())
+        self._hosted[partition.partition_id] = _Hosted(shard)
+        self._schedule(partition.partition_id)
+        log.info(
+            "group_coordinator_loaded",
+            partition=partition.partition_id,
+            leader_epoch=partition.leader_epoch,
+            records=records,
+            groups=len(shard.group_ids()),
+        )
+
+    def _spawn(self, coroutine: Awaitable[None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def stop(self) -> None:
+        """Cancel the timers and the writes in flight."""
+        for hosted in self._hosted.values():
+            if hosted.timer is not None:
+                hosted.timer.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _now_ms() -> int:
+    # Wall-clock time: commit and state timestamps are written to the log and read by other
+    # brokers after failovers, as Kafka's are.
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,687 @@
+"""The classic group APIs on the wire: kio requests in, kio responses out.
+
+Pure translation between the Kafka messages of the classic consumer-group APIs and the types of
+`membership` (and the plain values the offset APIs carry); no coordinator logic. One function
+builds a response for every version served (`make_entity` drops the fields a version lacks),
+so the ranges below are the single list of what is spoken. Where versions differ, Kafka's own
+request and response classes decide how (each rule names its class):
+
+- JoinGroup v0 has no rebalance timeout: the session timeout is both (JoinGroupRequest).
+  Protocol names are nullable from v7 on; older answers carry "" instead (JoinGroupResponse).
+- LeaveGroup v0-2 name one member and answer with one error: the group-level one, else the
+  first member's that is not NONE (LeaveGroupResponse).
+- FindCoordinator v0-3 ask for one key, v4+ for a batch (FindCoordinatorRequest).
+- OffsetCommit: a null metadata is stored as "" (OffsetAndMetadata.NO_METADATA); v2-4 may ask
+  for an explicit retention, -1 meaning the broker's (OffsetCommitRequest.DEFAULT_RETENTION_TIME).
+- OffsetFetch: null topics (v2+) ask for every committed offset of the group; v8+ ask for
+  several groups. v0-1 have no group-level error, so it goes to every partition instead
+  (OffsetFetchResponse.Builder). An offset that is not committed is -1 with leader epoch -1 and
+  metadata "" (OffsetFetchResponse.INVALID_OFFSET, NO_METADATA).
+- DescribeGroups: a group that cannot be described has an empty state, protocol type and
+  protocol (DescribeGroupsResponse.groupError).
+- ListGroups: the v4+ states filter and the v5+ types filter match case-insensitively, and
+  every group here is a "classic" one (GroupMetadataManager.listGroups, Kafka 4).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.groups.membership import (
+    UNKNOWN_MEMBER_ID,
+    GroupDescription,
+    GroupState,
+    HeartbeatAnswer,
+    HeartbeatRequest,
+    JoinAnswer,
+    JoinRequest,
+    LeaveAnswer,
+    LeavingMember,
+    Protocol,
+    SyncAnswer,
+    SyncRequest,
+)
+from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
+
+OFFSET_COMMIT_KEY = 8
+OFFSET_FETCH_KEY = 9
+FIND_COORDINATOR_KEY = 10
+JOIN_GROUP_KEY = 11
+HEARTBEAT_KEY = 12
+LEAVE_GROUP_KEY = 13
+SYNC_GROUP_KEY = 14
+DESCRIBE_GROUPS_KEY = 15
+LIST_GROUPS_KEY = 16
+DELETE_GROUPS_KEY = 42
+OFFSET_DELETE_KEY = 47
+
+# The versions served, (oldest, newest): every version kio has a schema for, except the newest
+# OffsetCommit (v10), OffsetFetch (v10) and DescribeGroups (v6), which no client in
+# shared/notes/kafka-protocol-versions.md needs.
+FIND_COORDINATOR_VERSIONS = (0, 6)
+JOIN_GROUP_VERSIONS = (0, 9)
+SYNC_GROUP_VERSIONS = (0, 5)
+HEARTBEAT_VERSIONS = (0, 4)
+LEAVE_GROUP_VERSIONS = (0, 5)
+OFFSET_COMMIT_VERSIONS = (2, 9)
+OFFSET_FETCH_VERSIONS = (1, 9)
+DESCRIBE_GROUPS_VERSIONS = (0, 5)
+LIST_GROUPS_VERSIONS = (0, 5)
+DELETE_GROUPS_VERSIONS = (0, 2)
+OFFSET_DELETE_VERSIONS = (0, 0)
+
+# FindCoordinator's key types (Kafka's CoordinatorType); only groups have a coordinator here.
+GROUP_KEY_TYPE = 0
+# The "no offset" values of OffsetFetch answers and OffsetCommit requests.
+NO_OFFSET = -1
+NO_LEADER_EPOCH = -1
+NO_METADATA = ""
+
+# The first version of each message that has the field or behaviour named.
+_JOIN_REBALANCE_TIMEOUT = 1
+_JOIN_KNOWN_MEMBER_ID = 4
+_JOIN_INSTANCE_ID = 5
+_JOIN_NULLABLE_PROTOCOL = 7
+_JOIN_SKIP_ASSIGNMENT = 9
+_SYNC_INSTANCE_ID = 3
+_SYNC_PROTOCOL = 5
+_HEARTBEAT_INSTANCE_ID = 3
+_LEAVE_BATCH = 3
+_FIND_KEY_TYPE = 1
+_FIND_BATCH = 4
+_COMMIT_RETENTION_DROPPED = 5
+_COMMIT_LEADER_EPOCH = 6
+_COMMIT_INSTANCE_ID = 7
+_FETCH_GROUP_ERROR = 2
+_FETCH_REQUIRE_STABLE = 7
+_FETCH_BATCH = 8
+_LIST_STATES = 4
+_LIST_TYPES = 5
+
+# Kafka's "not requested" value of the authorized-operations fields.
+_NO_AUTHORIZED_OPERATIONS = -(2**31)
+# The only group type this broker has (ListGroups v5+ group_type).
+_CLASSIC_GROUP_TYPE = "classic"
+_ONE_MS = datetime.timedelta(milliseconds=1)
+
+
+def _ms(duration: datetime.timedelta) -> int:
+    return duration // _ONE_MS
+
+
+def _response(api_key: int, version: int, **values: Any) -> Any:
+    schema = response_schema(api_key, version)
+    assert schema is not None, f"no response schema for api {api_key} v{version}"
+    return make_entity(schema, throttle_time=NO_THROTTLE, **values)
+
+
+def _nested(api_key: int, version: int, *path: str) -> type:
+    """The entity class reached from the response through the fields of `path`."""
+    entity: type = response_schema(api_key, version)  # type: ignore[assignment]
+    for name in path:
+        entity = field_entity_type(entity, name)
+    return entity
+
+
+# --- FindCoordinator -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Coordinator:
+    """The answer for one key of a FindCoordinatorRequest: the coordinator, or an error.
+
+    An error answer keeps Kafka's "no node" (-1, "", -1); `message` is sent from v1 on.
+    """
+
+    key: str
+    error: ErrorCode
+    node_id: int = -1
+    host: str = ""
+    port: int = -1
+    message: str | None = None
+
+
+def find_coordinator_keys(version: int, request: Any) -> list[str]:
+    """The keys (group ids) a FindCoordinatorRequest asks about: one before v4, a batch after."""
+    if version < _FIND_BATCH:
+        return [request.key]
+    return list(request.coordinator_keys)
+
+
+def find_coordinator_key_type_error(version: int, request: Any) -> ErrorCode:
+    """NONE when the request asks for group coordinators, else the error to answer every key.
+
+    Transaction (1) and share (2) coordinators do not exist here: INVALID_REQUEST, which Kafka
+    answers for a coordinator type it does not run, and which clients fail on at once instead
+    of retrying as they would COORDINATOR_NOT_AVAILABLE.
+    """
+    key_type = request.key_type if version >= _FIND_KEY_TYPE else GROUP_KEY_TYPE
+    return ErrorCode.none if key_type == GROUP_KEY_TYPE else ErrorCode.invalid_request
+
+
+def find_coordinator_response(version: int, coordinators: Sequence[Coordinator]) -> Any:
+    """The FindCoordinatorResponse of `version`; before v4 `coordinators` holds exactly one."""
+    if version < _FIND_BATCH:
+        (only,) = coordinators
+        return _response(
+            FIND_COORDINATOR_KEY,
+            version,
+            error_code=only.error,
+            error_message=only.message,
+            node_id=only.node_id,
+            host=only.host,
+            port=only.port,
+        )
+    coordinator_type = _nested(FIND_COORDINATOR_KEY, version, "coordinators")
+    return _response(
+        FIND_COORDINATOR_KEY,
+        version,
+        coordinators=tuple(
+            make_entity(
+                coordinator_type,
+                key=c.key,
+                node_id=c.node_id,
+                host=c.host,
+                port=c.port,
+                error_code=c.error,
+                error_message=c.message,
+            )
+            for c in coordinators
+        ),
+    )
+
+
+# --- JoinGroup, SyncGroup, Heartbeat, LeaveGroup -------------------------------------------------
+
+
+def join_request(
+    version: int, request: Any, client_id: str, client_host: str
+) -> tuple[str, JoinRequest]:
+    """The group id and the machine's request of a JoinGroupRequest of `version`."""
+    session_timeout_ms = _ms(request.session_timeout)
+    return request.group_id, JoinRequest(
+        member_id=request.member_id,
+        client_id=client_id,
+        client_host=client_host,
+        protocol_type=request.protocol_type,
+        protocols=tuple(Protocol(p.name, p.metadata) for p in request.protocols),
+        session_timeout_ms=session_timeout_ms,
+        rebalance_timeout_ms=(
+            _ms(request.rebalance_timeout)
+            if version >= _JOIN_REBALANCE_TIMEOUT
+            else session_timeout_ms
+        ),
+        group_instance_id=request.group_instance_id if version >= _JOIN_INSTANCE_ID else None,
+        require_known_member_id=version >= _JOIN_KNOWN_MEMBER_ID,
+        supports_skip_assignment=version >= _JOIN_SKIP_ASSIGNMENT,
+    )
+
+
+def join_response(version: int, answer: JoinAnswer) -> Any:
+    """The JoinGroupResponse of `version` carrying `answer`."""
+    member_type = _nested(JOIN_GROUP_KEY, version, "members")
+    nullable = version >= _JOIN_NULLABLE_PROTOCOL
+    return _response(
+        JOIN_GROUP_KEY,
+        version,
+        error_code=answer.error,
+        generation_id=answer.generation_id,
+        protocol_type=answer.protocol_type,
+        protocol_name=answer.protocol_name if nullable else answer.protocol_name or "",
+        leader=answer.leader,
+        skip_assignment=answer.skip_assignment,
+        member_id=answer.member_id,
+        members=tuple(
+            make_entity(
+                member_type,
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                metadata=m.metadata,
+            )
+            for m in answer.members
+        ),
+    )
+
+
+def join_error(version: int, error: ErrorCode) -> Any:
+    """A JoinGroupResponse refusing the request with `error` and no member id, as Kafka's."""
+    return join_response(version, JoinAnswer(error, UNKNOWN_MEMBER_ID))
+
+
+def sync_request(version: int, request: Any) -> tuple[str, SyncRequest]:
+    """The group id and the machine's request of a SyncGroupRequest of `version`."""
+    protocol = version >= _SYNC_PROTOCOL
+    return request.group_id, SyncRequest(
+        member_id=request.member_id,
+        generation_id=request.generation_id,
+        assignments={a.member_id: a.assignment for a in request.assignments},
+        group_instance_id=request.group_instance_id if version >= _SYNC_INSTANCE_ID else None,
+        protocol_type=request.protocol_type if protocol else None,
+        protocol_name=request.protocol_name if protocol else None,
+    )
+
+
+def sync_response(version: int, answer: SyncAnswer) -> Any:
+    """The SyncGroupResponse of `version` carrying `answer`."""
+    return _response(
+        SYNC_GROUP_KEY,
+        version,
+        error_code=answer.error,
+        protocol_type=answer.protocol_type,
+        protocol_name=answer.protocol_name,
+        assignment=answer.assignment,
+    )
+
+
+def heartbeat_request(version: int, request: Any) -> tuple[str, HeartbeatRequest]:
+    """The group id and the machine's request of a HeartbeatRequest of `version`."""
+    return request.group_id, HeartbeatRequest(
+        member_id=request.member_id,
+        generation_id=request.generation_id,
+        group_instance_id=(
+            request.group_instance_id if version >= _HEARTBEAT_INSTANCE_ID else None
+        ),
+    )
+
+
+def heartbeat_response(version: int, answer: HeartbeatAnswer) -> Any:
+    """The HeartbeatResponse of `version` carrying `answer`."""
+    return _response(HEARTBEAT_KEY, version, error_code=answer.error)
+
+
+def leave_request(version: int, request: Any) -> tuple[str, list[LeavingMember]]:
+    """The group id and the members a LeaveGroupRequest of `version` removes."""
+    if version < _LEAVE_BATCH:
+        return request.group_id, [LeavingMember(request.member_id)]
+    return request.group_id, [
+        LeavingMember(m.member_id, m.group_instance_id) for m in request.members
+    ]
+
+
+def leave_response(version: int, answer: LeaveAnswer) -> Any:
+    """The LeaveGroupResponse of `version` carrying `answer`.
+
+    Before v3 there is one error: the group-level one, else the first member error that is not
+    NONE (Kafka's LeaveGroupResponse.getError).
+    """
+    if version < _LEAVE_BATCH:
+        error = answer.error
+        if error is ErrorCode.none:
+            error = next(
+                (m.error for m in answer.members if m.error is not ErrorCode.none), ErrorCode.none
+            )
+        return _response(LEAVE_GROUP_KEY, version, error_code=error)
+    member_type = _nested(LEAVE_GROUP_KEY, version, "members")
+    return _response(
+        LEAVE_GROUP_KEY,
+        version,
+        error_code=answer.error,
+        members=tuple(
+            make_entity(
+                member_type,
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                error_code=m.error,
+            )
+            for m in answer.members
+        ),
+    )
+
+
+# --- OffsetCommit, OffsetFetch, OffsetDelete -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    """One partition's offset of an OffsetCommitRequest."""
+
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommit:
+    """An OffsetCommitRequest.
+
+    `generation_id` is -1 (and `member_id` empty) for a commit from outside the group, as
+    simple consumers and admin clients send. `retention_ms` is an explicit retention asked by
+    v2-4, else None (the broker's offsets.retention.minutes).
+    """
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    retention_ms: int | None
+    offsets: tuple[CommittedOffset, ...]
+
+
+def offset_commit_request(version: int, request: Any) -> OffsetCommit:
+    """The commit an OffsetCommitRequest of `version` asks for."""
+    retention_ms: int | None = None
+    if version < _COMMIT_RETENTION_DROPPED:
+        asked = _ms(request.retention_time)
+        retention_ms = asked if asked >= 0 else None
+    return OffsetCommit(
+        group_id=request.group_id,
+        generation_id=request.generation_id_or_member_epoch,
+        member_id=request.member_id,
+        group_instance_id=request.group_instance_id if version >= _COMMIT_INSTANCE_ID else None,
+        retention_ms=retention_ms,
+        offsets=tuple(
+            CommittedOffset(
+                topic=topic.name,
+                partition=p.partition_index,
+                offset=p.committed_offset,
+                leader_epoch=(
+                    p.committed_leader_epoch if version >= _COMMIT_LEADER_EPOCH else NO_LEADER_EPOCH
+                ),
+                metadata=NO_METADATA if p.committed_metadata is None else p.committed_metadata,
+            )
+            for topic in request.topics
+            for p in topic.partitions
+        ),
+    )
+
+
+def offset_commit_response(version: int, errors: Mapping[str, Mapping[int, ErrorCode]]) -> Any:
+    """The OffsetCommitResponse of `version`: `errors` is topic -> partition -> error."""
+    topic_type = _nested(OFFSET_COMMIT_KEY, version, "topics")
+    partition_type = field_entity_type(topic_type, "partitions")
+    return _response(
+        OFFSET_COMMIT_KEY,
+        version,
+        topics=_partition_errors(topic_type, partition_type, errors),
+    )
+
+
+def _partition_errors(
+    topic_type: type, partition_type: type, errors: Mapping[str, Mapping[int, ErrorCode]]
+) -> tuple[Any, ...]:
+    return tuple(
+        make_entity(
+            topic_type,
+            name=topic,
+            partitions=tuple(
+                make_entity(partition_type, partition_index=partition, error_code=error)
+                for partition, error in partitions.items()
+            ),
+        )
+        for topic, partitions in errors.items()
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchGroup:
+    """One group of an OffsetFetchRequest: topic -> partitions, or None for all committed."""
+
+    group_id: str
+    partitions: Mapping[str, tuple[int, ...]] | None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetch:
+    """An OffsetFetchRequest: one group before v8, several from v8 on.
+
+    `require_stable` (v7+, KIP-447) asks to refuse partitions with pending transactional
+    commits with UNSTABLE_OFFSET_COMMIT.
+    """
+
+    groups: tuple[OffsetFetchGroup, ...]
+    require_stable: bool
+
+
+def offset_fetch_request(version: int, request: Any) -> OffsetFetch:
+    """The groups and partitions an OffsetFetchRequest of `version` asks about."""
+    require_stable = request.require_stable if version >= _FETCH_REQUIRE_STABLE else False
+    groups: tuple[OffsetFetchGroup, ...]
+    if version < _FETCH_BATCH:
+        groups = (OffsetFetchGroup(request.group_id, _fetched_partitions(request.topics)),)
+    else:
+        groups = tuple(
+            OffsetFetchGroup(group.group_id, _fetched_partitions(group.topics))
+            for group in request.groups
+        )
+    return OffsetFetch(groups, require_stable)
+
+
+def _fetched_partitions(topics: Any) -> dict[str, tuple[int, ...]] | None:
+    if topics is None:
+        return None
+    return {topic.name: tuple(topic.partition_indexes) for topic in topics}
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedOffset:
+    """One partition of an OffsetFetch answer; the defaults say "nothing committed"."""
+
+    topic: str
+    partition: int
+    offset: int = NO_OFFSET
+    leader_epoch: int = NO_LEADER_EPOCH
+    metadata: str = NO_METADATA
+    error: ErrorCode = ErrorCode.none
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOffsets:
+    """The OffsetFetch answer for one group: a group-level error, and the partitions' offsets.
+
+    Before v2 the group-level error is sent as the error of each of `offsets`, so an error
+    answer to those versions lists the partitions asked for.
+    """
+
+    group_id: str
+    error: ErrorCode
+    offsets: tuple[FetchedOffset, ...] = ()
+
+
+def offset_fetch_response(version: int, groups: Sequence[GroupOffsets]) -> Any:
+    """The OffsetFetchResponse of `version`; before v8 `groups` holds exactly one."""
+    if version < _FETCH_BATCH:
+        (group,) = groups
+        topic_type = _nested(OFFSET_FETCH_KEY, version, "topics")
+        override = group.error if version < _FETCH_GROUP_ERROR else ErrorCode.none
+        return _response(
+            OFFSET_FETCH_KEY,
+            version,
+            error_code=group.error,
+            topics=_fetched_topics(topic_type, group.offsets, override),
+        )
+    group_type = _nested(OFFSET_FETCH_KEY, version, "groups")
+    topic_type = field_entity_type(group_type, "topics")
+    return _response(
+        OFFSET_FETCH_KEY,
+        version,
+        groups=tuple(
+            make_entity(
+                group_type,
+                group_id=group.group_id,
+                topics=_fetched_topics(topic_type, group.offsets, ErrorCode.none),
+                error_code=group.error,
+            )
+            for group in groups
+        ),
+    )
+
+
+def _fetched_topics(
+    topic_type: type, offsets: Sequence[FetchedOffset], override: ErrorCode
+) -> tuple[Any, ...]:
+    """The topics of `offsets` in first-seen order; a non-NONE `override` replaces every error."""
+    partition_type = field_entity_type(topic_type, "partitions")
+    by_topic: dict[str, list[Any]] = {}
+    for o in offsets:
+        by_topic.setdefault(o.topic, []).append(
+            make_entity(
+                partition_type,
+                partition_index=o.partition,
+                committed_offset=o.offset,
+                committed_leader_epoch=o.leader_epoch,
+                metadata=o.metadata,
+                error_code=o.error if override is ErrorCode.none else override,
+            )
+        )
+    return tuple(
+        make_entity(topic_type, name=topic, partitions=tuple(partitions))
+        for topic, partitions in by_topic.items()
+    )
+
+
+def offset_delete_request(version: int, request: Any) -> tuple[str, dict[str, tuple[int, ...]]]:
+    """The group id and topic -> partitions whose offsets an OffsetDeleteRequest deletes."""
+    return request.group_id, {
+        topic.name: tuple(p.partition_index for p in topic.partitions) for topic in request.topics
+    }
+
+
+def offset_delete_response(
+    version: int, error: ErrorCode, errors: Mapping[str, Mapping[int, ErrorCode]]
+) -> Any:
+    """The OffsetDeleteResponse: a group-level error and topic -> partition -> error."""
+    topic_type = _nested(OFFSET_DELETE_KEY, version, "topics")
+    partition_type = field_entity_type(topic_type, "partitions")
+    return _response(
+        OFFSET_DELETE_KEY,
+        version,
+        error_code=error,
+        topics=_partition_errors(topic_type, partition_type, errors),
+    )
+
+
+# --- DescribeGroups, ListGroups, DeleteGroups ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GroupResult:
+    """A group's outcome in a DeleteGroups answer, or a DescribeGroups group that failed."""
+
+    group_id: str
+    error: ErrorCode
+
+
+def describe_groups_request(version: int, request: Any) -> list[str]:
+    """The group ids a DescribeGroupsRequest asks about, in order."""
+    return list(request.groups)
+
+
+def describe_groups_response(version: int, groups: Sequence[GroupDescription | GroupResult]) -> Any:
+    """The DescribeGroupsResponse of `version`: each group described, or its error.
+
+    Authorized operations (v3+) are always Kafka's "not requested" value: there are no ACLs.
+    """
+    group_type = _nested(DESCRIBE_GROUPS_KEY, version, "groups")
+    member_type = field_entity_type(group_type, "members")
+
+    def described(group: GroupDescription | GroupResult) -> Any:
+        if isinstance(group, GroupResult):
+            return make_entity(
+                group_type,
+                error_code=group.error,
+                group_id=group.group_id,
+                group_state="",
+                protocol_type="",
+                protocol_data="",
+                members=(),
+                authorized_operations=_NO_AUTHORIZED_OPERATIONS,
+            )
+        return make_entity(
+            group_type,
+            error_code=ErrorCode.none,
+            group_id=group.group_id,
+            group_state=str(group.state),
+            protocol_type=group.protocol_type,
+            protocol_data=group.protocol,
+            members=tuple(
+                make_entity(
+                    member_type,
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    member_metadata=m.metadata,
+                    member_assignment=m.assignment,
+                )
+                for m in group.members
+            ),
+            authorized_operations=_NO_AUTHORIZED_OPERATIONS,
+        )
+
+    return _response(DESCRIBE_GROUPS_KEY, version, groups=tuple(map(described, groups)))
+
+
+@dataclass(frozen=True, slots=True)
+class ListGroupsFilter:
+    """The filters of a ListGroupsRequest, lower-cased; empty ones admit every group."""
+
+    states: frozenset[str] = frozenset()
+    types: frozenset[str] = frozenset()
+
+    def admits(self, state: GroupState) -> bool:
+        """Whether a classic group in `state` is listed."""
+        return (not self.states or state.lower() in self.states) and (
+            not self.types or _CLASSIC_GROUP_TYPE in self.types
+        )
+
+
+def list_groups_filter(version: int, request: Any) -> ListGroupsFilter:
+    """The states (v4+) and types (v5+) a ListGroupsRequest of `version` lists groups of."""
+    states = request.states_filter if version >= _LIST_STATES else ()
+    types = request.types_filter if version >= _LIST_TYPES else ()
+    return ListGroupsFilter(
+        frozenset(s.lower() for s in states), frozenset(t.lower() for t in types)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    """A group as ListGroups lists it."""
+
+    group_id: str
+    protocol_type: str
+    state: GroupState
+
+
+def list_groups_response(version: int, error: ErrorCode, groups: Sequence[ListedGroup]) -> Any:
+    """The ListGroupsResponse of `version`; state from v4 on, group type "classic" from v5."""
+    listed_type = _nested(LIST_GROUPS_KEY, version, "groups")
+    return _response(
+        LIST_GROUPS_KEY,
+        version,
+        error_code=error,
+        groups=tuple(
+            make_entity(
+                listed_type,
+                group_id=g.group_id,
+                protocol_type=g.protocol_type,
+                group_state=str(g.state),
+                group_type=_CLASSIC_GROUP_TYPE,
+            )
+            for g in groups
+        ),
+    )
+
+
+def delete_groups_request(version: int, request: Any) -> list[str]:
+    """The group ids a DeleteGroupsRequest deletes, in order."""
+    return list(request.groups_names)
+
+
+def delete_groups_response(version: int, results: Sequence[GroupResult]) -> Any:
+    """The DeleteGroupsResponse of `version`: one error per group."""
+    result_type = _nested(DELETE_GROUPS_KEY, version, "results")
+    return _response(
+        DELETE_GROUPS_KEY,
+        version,
+        results=tuple(
+            make_entity(result_type, group_id=r.group_id, error_code=r.error) for r in results
+        ),
+    )
