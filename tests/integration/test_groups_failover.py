@@ -1,0 +1,199 @@
+"""Group coordination through failures, and bad group requests, on real `kraft serve` nodes.
+
+- The coordinator's broker is SIGKILLed: the new leader of the group's `__consumer_offsets`
+  partition loads the group's offsets, and a consumer resumes exactly where commits left it.
+- A member SIGKILLed (a `kcat -G` process) loses its partitions to the others once its session
+  times out.
+- Commits with a stale generation, an unknown member or an invalid group id get Kafka's errors,
+  and nothing is stored.
+"""
+
+from __future__ import annotations
+
+import datetime
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from kio.schema.errors import ErrorCode
+
+from broker.groups.partitioning import offsets_partition_for
+from broker.groups.wire import OFFSET_COMMIT_KEY, OFFSET_FETCH_KEY
+from net.client import NodeConnection
+from net.protocol import field_entity_type, make_entity, request_schema
+from tests.integration.cluster import Cluster
+from tests.integration.test_groups import group_consumer, shared_by
+from tests.integration.test_produce_consume import create_topic, produce_with_librdkafka
+
+pytestmark = pytest.mark.timeout(240)
+OFFSETS_PARTITIONS = 3
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    cluster = Cluster.combined(
+        tmp_path,
+        3,
+        **{
+            "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+            "group.initial.rebalance.delay.ms": "0",
+            "broker.session.timeout.ms": "4000",
+            "broker.heartbeat.interval.ms": "500",
+        },
+    )
+    cluster.start_all()
+    try:
+        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced)
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def offsets_leader(cluster: Cluster, observer: int, group: str) -> int:
+    partitions = cluster.nodes[observer].get("/v1/topics/__consumer_offsets")["partitions"]
+    partition = offsets_partition_for(group, OFFSETS_PARTITIONS)
+    leader: int = next(p for p in partitions if p["partition"] == partition)["leader"]
+    return leader
+
+
+def consume_and_commit(consumer: Consumer, count: int) -> list[str]:
+    seen: list[str] = []
+    deadline = time.monotonic() + 60
+    while len(seen) < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen.append(message.value().decode())
+            consumer.commit(message=message, asynchronous=False)
+    return seen
+
+
+def test_a_new_coordinator_loads_the_offsets_of_a_killed_one(cluster: Cluster) -> None:
+    create_topic(cluster, "orders", 2, replication_factor=3)
+    produce_with_librdkafka(cluster, "orders", [(i % 2, f"o-{i}") for i in range(40)])
+    first = group_consumer(cluster, "survivors")
+    first.subscribe(["orders"])
+    seen = consume_and_commit(first, 20)
+    first.close()
+    assert len(seen) == 20
+
+    coordinator = offsets_leader(cluster, 1, "survivors")
+    cluster.kill(coordinator)
+    observer = next(n for n in cluster.running())
+    cluster.wait_for(
+        "a new coordinator",
+        lambda: offsets_leader(cluster, observer, "survivors") not in (-1, coordinator),
+        30.0,
+    )
+    second = group_consumer(cluster, "survivors")
+    second.subscribe(["orders"])
+    try:
+        rest = consume_and_commit(second, 20)
+        assert second.poll(2.0) is None
+    finally:
+        second.close()
+    # Nothing read twice, nothing skipped: the new coordinator had every commit.
+    assert sorted(seen + rest) == sorted(f"o-{i}" for i in range(40))
+
+
+def test_a_killed_member_loses_its_partitions_after_its_session_times_out(
+    cluster: Cluster,
+) -> None:
+    create_topic(cluster, "jobs", 4, replication_factor=3)
+    # kcat's balanced consumer is a process of its own, so it can be SIGKILLed.
+    member = subprocess.Popen(
+        ["kcat", "-b", cluster.bootstrap, "-G", "workers", "-q", "-X", "session.timeout.ms=6000",
+         "-X", "heartbeat.interval.ms=500", "jobs"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    survivor = group_consumer(cluster, "workers")
+    try:
+        survivor.subscribe(["jobs"])
+
+        def shares() -> bool:
+            survivor.poll(0.1)
+            return 0 < len(survivor.assignment()) < 4
+
+        cluster.wait_for("the partitions shared with kcat", shares, 60.0)
+        member.send_signal(signal.SIGKILL)
+        member.wait(10)
+        killed_at = time.monotonic()
+        shared_by(cluster, [survivor], 4, "every partition with the survivor")
+        # Not before the session timeout: the killed member never said it left.
+        assert time.monotonic() - killed_at >= 4.0
+    finally:
+        if member.poll() is None:
+            member.kill()
+            member.wait(10)
+        survivor.close()
+
+
+async def test_bad_commits_get_kafkas_errors_and_store_nothing(cluster: Cluster) -> None:
+    create_topic(cluster, "audited", 1, replication_factor=3)
+    member = group_consumer(cluster, "auditors")
+    member.subscribe(["audited"])
+    shared_by(cluster, [member], 1, "the member owning the partition")
+    coordinator = offsets_leader(cluster, 1, "auditors")
+    connection = NodeConnection("127.0.0.1", cluster.nodes[coordinator].broker_port or 0)
+    try:
+
+        async def commit(group: str, generation: int, member_id: str) -> ErrorCode:
+            schema: Any = request_schema(OFFSET_COMMIT_KEY, 8)
+            topic_type = field_entity_type(schema, "topics")
+            partition_type = field_entity_type(topic_type, "partitions")
+            response: Any = await connection.send(
+                make_entity(
+                    schema,
+                    group_id=group,
+                    generation_id_or_member_epoch=generation,
+                    member_id=member_id,
+                    group_instance_id=None,
+                    topics=(
+                        make_entity(
+                            topic_type,
+                            name="audited",
+                            partitions=(
+                                make_entity(
+                                    partition_type,
+                                    partition_index=0,
+                                    committed_offset=99,
+                                    committed_leader_epoch=-1,
+                                    committed_metadata="",
+                                ),
+                            ),
+                        ),
+                    ),
+                )
+            )
+            return ErrorCode(response.topics[0].partitions[0].error_code)
+
+        member_id = member.memberid()
+        assert member_id
+        assert await commit("auditors", 999, member_id) is ErrorCode.illegal_generation
+        assert await commit("auditors", 1, "nobody") is ErrorCode.unknown_member_id
+        assert await commit("auditors", -1, "") is ErrorCode.unknown_member_id
+        assert await commit("", -1, "") is ErrorCode.invalid_group_id
+        assert await commit("x" * 40_000, -1, "") is ErrorCode.invalid_group_id
+
+        schema: Any = request_schema(OFFSET_FETCH_KEY, 7)
+        topic_type = field_entity_type(schema, "topics")
+        fetched: Any = await connection.send(
+            make_entity(
+                schema,
+                group_id="auditors",
+                topics=(make_entity(topic_type, name="audited", partition_indexes=(0,)),),
+                require_stable=False,
+            ),
+            timeout=datetime.timedelta(seconds=10).total_seconds(),
+        )
+        assert fetched.error_code == ErrorCode.none
+        assert fetched.topics[0].partitions[0].committed_offset == -1
+        assert member.committed([TopicPartition("audited", 0)], timeout=10)[0].offset < 0
+    finally:
+        await connection.close()
+        member.close()
