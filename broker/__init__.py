@@ -10,5 +10,5 @@ answering ListOffsets on a log); configs as a broker sees them (`configs`: Descr
 topic's storage settings); followers pulling from their leaders (`replica_fetcher`); leaders'
 ISR change requests (`isr_changes`); idempotent producers (`producer_state`, its snapshots
 beside the log in `producer_snapshots`, and `producer_ids` for InitProducerId).
-Still to come: the group coordinator.
+The group coordinator is the `groups` package.
 """
