@@ -1,6 +1,10 @@
 """The group APIs on the client listener: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup, OffsetCommit and OffsetFetch, translated by `wire` and answered by the
-`GroupCoordinator`.
+LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups and
+DeleteGroups, translated by `wire` and answered by the `GroupCoordinator`.
+
+DescribeGroups and DeleteGroups answer each group asked for on its own: a group another broker
+coordinates gets NOT_COORDINATOR, and the client asks that one. ListGroups lists the groups this
+broker coordinates.
 
 A group id that is empty, or too long to be stored in `__consumer_offsets` (its records spell
 it with an int16 length), is INVALID_GROUP_ID for every API but FindCoordinator, as in Kafka;
@@ -16,7 +20,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.groups import wire
 from broker.groups.coordinator import CoordinatorUnavailableError, GroupCoordinator
-from broker.groups.membership import HeartbeatAnswer, LeaveAnswer, SyncAnswer
+from broker.groups.membership import GroupDescription, HeartbeatAnswer, LeaveAnswer, SyncAnswer
 from broker.groups.shard import OffsetToCommit
 from broker.metadata_api import CLIENT_LISTENER
 from controller.image import MetadataImage
@@ -47,6 +51,10 @@ class GroupApis:
             wire.LEAVE_GROUP_KEY: (self._on_leave, wire.LEAVE_GROUP_VERSIONS),
             wire.OFFSET_COMMIT_KEY: (self._on_offset_commit, wire.OFFSET_COMMIT_VERSIONS),
             wire.OFFSET_FETCH_KEY: (self._on_offset_fetch, wire.OFFSET_FETCH_VERSIONS),
+            wire.OFFSET_DELETE_KEY: (self._on_offset_delete, wire.OFFSET_DELETE_VERSIONS),
+            wire.DESCRIBE_GROUPS_KEY: (self._on_describe_groups, wire.DESCRIBE_GROUPS_VERSIONS),
+            wire.LIST_GROUPS_KEY: (self._on_list_groups, wire.LIST_GROUPS_VERSIONS),
+            wire.DELETE_GROUPS_KEY: (self._on_delete_groups, wire.DELETE_GROUPS_VERSIONS),
         }
         for api_key, (handler, (min_version, max_version)) in handlers.items():
             registry.register(api_key, handler, min_version=min_version, max_version=max_version)
@@ -179,3 +187,49 @@ class GroupApis:
         return wire.GroupOffsets(
             group_id, error, tuple(wire.FetchedOffset(t, p) for t, p in asked or ())
         )
+
+    async def _on_offset_delete(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        group_id, topics = wire.offset_delete_request(version, request)
+        if _invalid_group_id(group_id):
+            return wire.offset_delete_response(version, ErrorCode.invalid_group_id, {})
+        partitions = [(topic, p) for topic, ps in topics.items() for p in ps]
+        answer = await self._coordinator.delete_offsets(group_id, partitions)
+        errors: dict[str, dict[int, ErrorCode]] = {}
+        for (topic, partition), error in answer.errors:
+            errors.setdefault(topic, {})[partition] = error
+        return wire.offset_delete_response(version, answer.error, errors)
+
+    # --- administration ------------------------------------------------------------------------
+
+    def _on_describe_groups(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        group_ids = wire.describe_groups_request(version, request)
+        return wire.describe_groups_response(version, [self._described(g) for g in group_ids])
+
+    def _described(self, group_id: str) -> GroupDescription | wire.GroupResult:
+        if _invalid_group_id(group_id):
+            return wire.GroupResult(group_id, ErrorCode.invalid_group_id)
+        try:
+            return self._coordinator.describe_group(group_id)
+        except CoordinatorUnavailableError as error:
+            return wire.GroupResult(group_id, error.error_code)
+
+    def _on_list_groups(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        admitted = wire.list_groups_filter(version, request)
+        groups = self._coordinator.list_groups(admitted)
+        return wire.list_groups_response(version, ErrorCode.none, groups)
+
+    async def _on_delete_groups(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        group_ids = wire.delete_groups_request(version, request)
+        valid = [g for g in group_ids if not _invalid_group_id(g)]
+        deleted = iter(await self._coordinator.delete_groups(valid))
+        results = [
+            wire.GroupResult(g, ErrorCode.invalid_group_id)
+            if _invalid_group_id(g)
+            else wire.GroupResult(*next(deleted))
+            for g in group_ids
+        ]
+        return wire.delete_groups_response(version, results)

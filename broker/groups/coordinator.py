@@ -9,6 +9,8 @@ leads, each a `CoordinatorShard`.
   get NOT_COORDINATOR, and later requests too).
 - A shard's writes are appended to the partition in order, as its leader with acks=all; the
   shard hears each outcome. Its timers (sessions, rebalances, retention) run on the event loop.
+- ListGroups is answered from every partition this broker leads: a broker lists the groups it
+  coordinates, as Kafka's does; clients ask every broker.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from broker.groups.membership import (
+    GroupDescription,
     HeartbeatAnswer,
     HeartbeatRequest,
     JoinAnswer,
@@ -37,11 +40,14 @@ from broker.groups.records import CorruptOffsetsRecordError, OffsetCommitValue
 from broker.groups.shard import (
     CommitAnswer,
     CoordinatorShard,
+    DeleteGroupsAnswer,
+    OffsetDeleteAnswer,
     OffsetToCommit,
     ShardAnswer,
     ShardConfig,
     ShardStep,
 )
+from broker.groups.wire import ListedGroup, ListGroupsFilter
 from broker.partition import Partition
 from broker.replica_manager import ReplicaManager
 from controller.image import MetadataImage
@@ -203,6 +209,56 @@ class GroupCoordinator:
         """OffsetFetch; raises CoordinatorUnavailableError when this broker cannot answer."""
         _, hosted = self._shard_of(group_id)
         return hosted.shard.committed(group_id, partitions)
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Sequence[tuple[str, int]]
+    ) -> OffsetDeleteAnswer:
+        """OffsetDelete: answered once the offsets' tombstones are written."""
+        try:
+            partition, hosted = self._shard_of(group_id)
+        except CoordinatorUnavailableError as error:
+            return OffsetDeleteAnswer(error.error_code)
+        waiter = self._waiter()
+        self._run(partition, hosted.shard.delete_offsets(waiter, group_id, partitions, _now_ms()))
+        return await self._answer(waiter, OffsetDeleteAnswer)
+
+    # --- administration ------------------------------------------------------------------------
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        """DescribeGroups for one group; raises CoordinatorUnavailableError when this broker
+        cannot answer for it."""
+        _, hosted = self._shard_of(group_id)
+        return hosted.shard.describe(group_id)
+
+    def list_groups(self, admitted: ListGroupsFilter) -> list[ListedGroup]:
+        """ListGroups: the groups of every partition this broker leads that `admitted` admits,
+        sorted by group id."""
+        listed = [g for hosted in self._hosted.values() for g in hosted.shard.listed(admitted)]
+        return sorted(listed, key=lambda g: g.group_id)
+
+    async def delete_groups(self, group_ids: Sequence[str]) -> list[tuple[str, ErrorCode]]:
+        """DeleteGroups: each group's error, in request order. The groups of one partition are
+        deleted together, each partition's once its tombstones are written."""
+        errors = [ErrorCode.none] * len(group_ids)
+        asked: dict[int, tuple[_Hosted, list[int]]] = {}
+        for index, group_id in enumerate(group_ids):
+            try:
+                partition, hosted = self._shard_of(group_id)
+            except CoordinatorUnavailableError as error:
+                errors[index] = error.error_code
+                continue
+            asked.setdefault(partition, (hosted, []))[1].append(index)
+        waiting: list[tuple[list[int], Waiter]] = []
+        for partition, (hosted, indexes) in asked.items():
+            waiter = self._waiter()
+            step = hosted.shard.delete_groups(waiter, [group_ids[i] for i in indexes], _now_ms())
+            self._run(partition, step)
+            waiting.append((indexes, waiter))
+        for indexes, waiter in waiting:
+            answer = await self._answer(waiter, DeleteGroupsAnswer)
+            for index, (_, group_error) in zip(indexes, answer.errors, strict=True):
+                errors[index] = group_error
+        return list(zip(group_ids, errors, strict=True))
 
     def _shard_of(self, group_id: str) -> tuple[int, _Hosted]:
         topic = self._image().topic(OFFSETS_TOPIC)

@@ -16,10 +16,17 @@ records to the partition (acks=all) and reports each outcome with `write_complet
   get its answer. A metadata string longer than `offset.metadata.max.bytes` is
   OFFSET_METADATA_TOO_LARGE for its partition alone.
 - Retention: `tick` tombstones the offsets of member-less groups past retention.
+- Administration, for classic groups as Kafka's GroupMetadataManager and OffsetMetadataManager
+  serve it: `describe` and `listed` read the groups (a group that only has committed offsets is
+  Empty with protocol type ""; one this partition does not know is described Dead, with no
+  error); `delete_groups` tombstones an Empty group's offsets and metadata and forgets it once
+  written (Dead meanwhile); `delete_offsets` (OffsetDelete) tombstones offsets of topics the
+  group's consumers are not subscribed to.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -32,6 +39,8 @@ from broker.groups.membership import (
     Answer,
     ClassicGroup,
     GroupConfig,
+    GroupDescription,
+    GroupState,
     GroupStep,
     HeartbeatAnswer,
     HeartbeatRequest,
@@ -52,6 +61,7 @@ from broker.groups.records import (
     encode_key,
     encode_value,
 )
+from broker.groups.wire import ListedGroup, ListGroupsFilter
 
 K = TypeVar("K")
 
@@ -84,7 +94,23 @@ class CommitAnswer:
     errors: tuple[tuple[TopicPartitionKey, ErrorCode], ...]
 
 
-ShardAnswer = Answer | CommitAnswer
+@dataclass(frozen=True, slots=True)
+class DeleteGroupsAnswer:
+    """A DeleteGroups answer: the error of each group asked for, in request order."""
+
+    errors: tuple[tuple[str, ErrorCode], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeleteAnswer:
+    """An OffsetDelete answer: a group-level error, else the error of each partition asked for,
+    in request order."""
+
+    error: ErrorCode
+    errors: tuple[tuple[TopicPartitionKey, ErrorCode], ...] = ()
+
+
+ShardAnswer = Answer | CommitAnswer | DeleteGroupsAnswer | OffsetDeleteAnswer
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +149,37 @@ class _TombstoneWrite:
 
 
 @dataclass(frozen=True, slots=True)
+class _DeletedGroup:
+    """A group Dead while its tombstones (of `offsets` and its metadata) are written."""
+
+    group_id: str
+    # What the group was, to bring it back if the write fails; None for offsets alone.
+    restore: GroupMetadataValue | None
+    offsets: tuple[OffsetCommitKey, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _GroupsDeletion(Generic[K]):
+    key: K
+    errors: tuple[tuple[str, ErrorCode], ...]
+    deleted: tuple[_DeletedGroup, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _OffsetsDeletion(Generic[K]):
+    key: K
+    keys: tuple[OffsetCommitKey, ...]
+    errors: tuple[tuple[TopicPartitionKey, ErrorCode], ...]
+
+
+# The protocol type of the consumer protocol, whose subscriptions list topics (ConsumerProtocol).
+CONSUMER_PROTOCOL_TYPE = "consumer"
+_MEMBER_STATES = frozenset(
+    {GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE, GroupState.STABLE}
+)
+
+
+@dataclass(frozen=True, slots=True)
 class ShardConfig:
     """The coordinator settings, with Kafka's defaults: offsets.retention.minutes (7 days),
     offset.metadata.max.bytes, and the groups' own settings."""
@@ -144,7 +201,16 @@ class CoordinatorShard(Generic[K]):
         self._groups: dict[str, ClassicGroup[K]] = {}
         self._loaded_metadata: dict[str, GroupMetadataValue] = {}
         self.active = False
-        self._writes: dict[int, _GroupWrite | _CommitWrite[K] | _TombstoneWrite] = {}
+        # The last metadata written of each group (what OffsetDelete knows subscriptions from).
+        self._written_metadata: dict[str, GroupMetadataValue] = {}
+        self._writes: dict[
+            int,
+            _GroupWrite
+            | _CommitWrite[K]
+            | _TombstoneWrite
+            | _GroupsDeletion[K]
+            | _OffsetsDeletion[K],
+        ] = {}
         self._next_write_id = 0
 
     # --- loading -------------------------------------------------------------------------------
@@ -167,6 +233,7 @@ class CoordinatorShard(Generic[K]):
             self._groups[group_id] = ClassicGroup.load(
                 group_id, value, now_ms, self._config.group, self._new_uuid
             )
+        self._written_metadata = dict(self._loaded_metadata)
         self._loaded_metadata.clear()
         self.active = True
 
@@ -279,6 +346,183 @@ class CoordinatorShard(Generic[K]):
         """The group's committed offsets (OffsetFetch): of `partitions`, or all when None."""
         return self.offsets.committed(group_id, partitions)
 
+    # --- administration ----------------------------------------------------------------------
+
+    def describe(self, group_id: str) -> GroupDescription:
+        """The DescribeGroups view of the group (Kafka's GroupMetadataManager.describeGroups).
+
+        A group with committed offsets alone is Empty with protocol type ""; a group this
+        partition does not know is Dead with no members, which Kafka answers without an error
+        (before DescribeGroups v6).
+        """
+        group = self._groups.get(group_id)
+        if group is not None:
+            return group.describe()
+        state = GroupState.EMPTY if self.offsets.committed(group_id) else GroupState.DEAD
+        return GroupDescription(group_id, state, "", "", ())
+
+    def listed(self, admitted: ListGroupsFilter) -> list[ListedGroup]:
+        """ListGroups: the groups of the partition that `admitted` admits, sorted by id.
+
+        A group with committed offsets alone is Empty with protocol type "" (Kafka holds such a
+        group as an Empty classic group); a group being deleted is not listed.
+        """
+        listed = []
+        for group_id in self.group_ids():
+            group = self._groups.get(group_id)
+            if group is None:
+                entry = ListedGroup(group_id, "", GroupState.EMPTY)
+            elif group.state is GroupState.DEAD:
+                continue
+            else:
+                entry = ListedGroup(group_id, group.protocol_type or "", group.state)
+            if admitted.admits(entry.state):
+                listed.append(entry)
+        return listed
+
+    def delete_groups(self, key: K, group_ids: Sequence[str], now_ms: int) -> ShardStep[K]:
+        """A DeleteGroupsRequest for groups of this partition; answered once written.
+
+        As Kafka's: a group with members is NON_EMPTY_GROUP, one that does not exist (or is
+        being deleted) GROUP_ID_NOT_FOUND. Every other group goes Dead at once, the tombstones
+        of its offsets and of its metadata are written in one batch, and the groups are
+        forgotten once it is durable; if it cannot be written they come back as they were and
+        get the write's error.
+        """
+        errors: list[tuple[str, ErrorCode]] = []
+        deleted: list[_DeletedGroup] = []
+        answers: list[tuple[K, ShardAnswer]] = []
+        for group_id in group_ids:
+            error = self._deletion_error(group_id)
+            errors.append((group_id, error))
+            if error is ErrorCode.none:
+                deletion, step = self._start_deletion(group_id, now_ms)
+                deleted.append(deletion)
+                answers.extend(step.answers)
+        if not deleted:
+            answers.append((key, DeleteGroupsAnswer(tuple(errors))))
+            return ShardStep(tuple(answers))
+        records: list[Record] = []
+        for d in deleted:
+            records.extend((encode_key(k), None) for k in d.offsets)
+            records.append((encode_key(GroupMetadataKey(d.group_id)), None))
+        write = self._new_write(_GroupsDeletion(key, tuple(errors), tuple(deleted)), tuple(records))
+        return ShardStep(tuple(answers), (write,))
+
+    def _deletion_error(self, group_id: str) -> ErrorCode:
+        """Kafka's ClassicGroup.validateDeleteGroup."""
+        group = self._groups.get(group_id)
+        if group is None:
+            has_offsets = bool(self.offsets.committed(group_id))
+            return ErrorCode.none if has_offsets else ErrorCode.group_id_not_found
+        if group.state is GroupState.DEAD:
+            return ErrorCode.group_id_not_found
+        if group.state in _MEMBER_STATES:
+            return ErrorCode.non_empty_group
+        return ErrorCode.none
+
+    def _start_deletion(self, group_id: str, now_ms: int) -> tuple[_DeletedGroup, GroupStep[K]]:
+        group = self._groups.get(group_id)
+        restore = None
+        if group is None:
+            # Offsets alone: a Dead group refuses commits until the deletion is written.
+            group = self._groups[group_id] = ClassicGroup(
+                group_id, self._config.group, self._new_uuid
+            )
+        else:
+            restore = GroupMetadataValue(
+                group.protocol_type or "", group.generation_id, None, None, ()
+            )
+        # Dead, a group answers its requests COORDINATOR_NOT_AVAILABLE: the client looks the
+        # coordinator up again, and by then the group is gone and may be created anew.
+        step = group.unload(now_ms)
+        offsets = tuple(self.offsets.deletions(group_id))
+        return _DeletedGroup(group_id, restore, offsets), step
+
+    def _groups_deleted(
+        self, pending: _GroupsDeletion[K], error: ErrorCode, now_ms: int
+    ) -> ShardStep[K]:
+        deleted = {d.group_id for d in pending.deleted}
+        if error is not ErrorCode.none:
+            for d in pending.deleted:
+                if d.restore is None:
+                    del self._groups[d.group_id]
+                else:
+                    self._groups[d.group_id] = ClassicGroup.load(
+                        d.group_id, d.restore, now_ms, self._config.group, self._new_uuid
+                    )
+            failed = WRITE_ERROR_ANSWERS.get(error, error)
+            errors = tuple((g, failed if g in deleted else e) for g, e in pending.errors)
+            return ShardStep(((pending.key, DeleteGroupsAnswer(errors)),))
+        for d in pending.deleted:
+            for key in d.offsets:
+                self.offsets.apply(key, None)
+            self.offsets.apply(GroupMetadataKey(d.group_id), None)
+            self._written_metadata.pop(d.group_id, None)
+            del self._groups[d.group_id]
+        return ShardStep(((pending.key, DeleteGroupsAnswer(pending.errors)),))
+
+    def delete_offsets(
+        self, key: K, group_id: str, partitions: Sequence[TopicPartitionKey], now_ms: int
+    ) -> ShardStep[K]:
+        """An OffsetDeleteRequest; answered once its tombstones are written.
+
+        As Kafka's (ClassicGroup.validateOffsetDelete, OffsetMetadataManager.deleteOffsets): a
+        group that does not exist is GROUP_ID_NOT_FOUND, a group with members that does not use
+        the consumer protocol NON_EMPTY_GROUP. A partition of a topic the group's consumers are
+        subscribed to is GROUP_SUBSCRIBED_TO_TOPIC; every other partition is NONE, and its
+        offset, if one is committed, is tombstoned.
+        """
+        group = self._groups.get(group_id)
+        unknown = not self.offsets.committed(group_id) if group is None else False
+        if unknown or (group is not None and group.state is GroupState.DEAD):
+            return ShardStep(((key, OffsetDeleteAnswer(ErrorCode.group_id_not_found)),))
+        if (
+            group is not None
+            and group.state in _MEMBER_STATES
+            and group.protocol_type != CONSUMER_PROTOCOL_TYPE
+        ):
+            return ShardStep(((key, OffsetDeleteAnswer(ErrorCode.non_empty_group)),))
+        subscribed = self._subscribed_topics(group)
+        committed = self.offsets.committed(group_id, partitions)
+        errors: list[tuple[TopicPartitionKey, ErrorCode]] = []
+        deleted: list[OffsetCommitKey] = []
+        for topic, partition in partitions:
+            if subscribed is None or topic in subscribed:
+                errors.append(((topic, partition), ErrorCode.group_subscribed_to_topic))
+                continue
+            errors.append(((topic, partition), ErrorCode.none))
+            if (topic, partition) in committed:
+                deleted.append(OffsetCommitKey(group_id, topic, partition))
+        if not deleted:
+            return ShardStep(((key, OffsetDeleteAnswer(ErrorCode.none, tuple(errors))),))
+        write = self._new_write(
+            _OffsetsDeletion(key, tuple(deleted), tuple(errors)),
+            tuple((encode_key(k), None) for k in deleted),
+        )
+        return ShardStep(writes=(write,))
+
+    def _subscribed_topics(self, group: ClassicGroup[K] | None) -> frozenset[str] | None:
+        """The topics the group's consumers are subscribed to, as the members of its last
+        written metadata say; None when that cannot be known, and Kafka then counts every
+        topic as subscribed (ClassicGroup.isSubscribedToTopic)."""
+        if (
+            group is None
+            or group.state not in _MEMBER_STATES
+            or group.protocol_type != CONSUMER_PROTOCOL_TYPE
+        ):
+            return frozenset()
+        written = self._written_metadata.get(group.group_id)
+        if written is None or not written.members:
+            return None
+        topics: set[str] = set()
+        for member in written.members:
+            member_topics = subscription_topics(member.subscription)
+            if member_topics is None:
+                return None
+            topics |= member_topics
+        return frozenset(topics)
+
     # --- time and writes -----------------------------------------------------------------------
 
     def tick(self, now_ms: int) -> ShardStep[K]:
@@ -312,6 +556,7 @@ class CoordinatorShard(Generic[K]):
             if error is ErrorCode.none:
                 # Whether the group has members decides when its offsets may expire.
                 self.offsets.apply(GroupMetadataKey(pending.group_id), pending.value)
+                self._written_metadata[pending.group_id] = pending.value
             group = self._groups.get(pending.group_id)
             if group is None:
                 return ShardStep()
@@ -326,6 +571,15 @@ class CoordinatorShard(Generic[K]):
             for key, value in pending.written:
                 self.offsets.apply(key, value)
             return ShardStep(((pending.key, CommitAnswer(pending.errors)),))
+        if isinstance(pending, _GroupsDeletion):
+            return self._groups_deleted(pending, error, now_ms)
+        if isinstance(pending, _OffsetsDeletion):
+            if error is not ErrorCode.none:
+                refused = OffsetDeleteAnswer(WRITE_ERROR_ANSWERS.get(error, error))
+                return ShardStep(((pending.key, refused),))
+            for key in pending.keys:
+                self.offsets.apply(key, None)
+            return ShardStep(((pending.key, OffsetDeleteAnswer(ErrorCode.none, pending.errors)),))
         if isinstance(pending, _TombstoneWrite) and error is ErrorCode.none:
             for key in pending.keys:
                 self.offsets.apply(key, None)
@@ -333,7 +587,7 @@ class CoordinatorShard(Generic[K]):
 
     def unload(self, now_ms: int) -> ShardStep[K]:
         """This broker stops leading the partition: groups go Dead, waiters NOT_COORDINATOR,
-        and commits still being written are answered NOT_COORDINATOR."""
+        and commits and deletions still being written are answered NOT_COORDINATOR."""
         answers: list[tuple[K, ShardAnswer]] = []
         for group in self._groups.values():
             answers.extend(group.unload(now_ms).answers)
@@ -347,8 +601,17 @@ class CoordinatorShard(Generic[K]):
                         ),
                     )
                 )
+            elif isinstance(pending, _GroupsDeletion):
+                deleted = {d.group_id for d in pending.deleted}
+                errors = tuple(
+                    (g, ErrorCode.not_coordinator if g in deleted else e) for g, e in pending.errors
+                )
+                answers.append((pending.key, DeleteGroupsAnswer(errors)))
+            elif isinstance(pending, _OffsetsDeletion):
+                answers.append((pending.key, OffsetDeleteAnswer(ErrorCode.not_coordinator)))
         self._writes.clear()
         self._groups.clear()
+        self._written_metadata.clear()
         self.active = False
         return ShardStep(tuple(answers))
 
@@ -363,9 +626,45 @@ class CoordinatorShard(Generic[K]):
         return ShardStep(tuple(step.answers), writes)
 
     def _new_write(
-        self, pending: _GroupWrite | _CommitWrite[K] | _TombstoneWrite, records: tuple[Record, ...]
+        self,
+        pending: _GroupWrite
+        | _CommitWrite[K]
+        | _TombstoneWrite
+        | _GroupsDeletion[K]
+        | _OffsetsDeletion[K],
+        records: tuple[Record, ...],
     ) -> Write:
         write_id = self._next_write_id
         self._next_write_id += 1
         self._writes[write_id] = pending
         return Write(write_id, records)
+
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+
+
+def subscription_topics(subscription: bytes) -> frozenset[str] | None:
+    """The topics of a consumer protocol Subscription, or None for bytes that are not one.
+
+    Every version starts as version 0 does (int16 version, then an int32 count of topics,
+    each an int16 length and UTF-8), which is all Kafka reads of it here (ClassicGroup.
+    computeSubscribedTopics); the user data and later fields are ignored.
+    """
+    try:
+        position = _INT16.size
+        (count,) = _INT32.unpack_from(subscription, position)
+        position += _INT32.size
+        if count < 0:
+            return None
+        topics = set()
+        for _ in range(count):
+            (length,) = _INT16.unpack_from(subscription, position)
+            position += _INT16.size
+            if length < 0 or position + length > len(subscription):
+                return None
+            topics.add(subscription[position : position + length].decode())
+            position += length
+    except (struct.error, UnicodeDecodeError):
+        return None
+    return frozenset(topics)

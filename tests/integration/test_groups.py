@@ -9,8 +9,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
-from kafka import KafkaConsumer
+from confluent_kafka import (
+    OFFSET_INVALID,
+    Consumer,
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+from kafka import KafkaAdminClient, KafkaConsumer
+from kafka import TopicPartition as KafkaTopicPartition
 
 from tests.integration.cluster import Cluster
 from tests.integration.test_produce_consume import create_topic, produce_with_librdkafka
@@ -113,3 +123,125 @@ def test_a_consumer_resumes_from_what_it_committed(node: Cluster) -> None:
     finally:
         second.close()
     assert sorted(seen + rest) == sorted(f"m-{i}" for i in range(40))
+
+
+def read_and_commit(consumer: Consumer, count: int) -> None:
+    """Poll until `count` messages are read, committing each synchronously."""
+    read = 0
+    deadline = time.monotonic() + 60
+    while read < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            read += 1
+            consumer.commit(message=message, asynchronous=False)
+    assert read == count
+
+
+def test_admin_clients_list_describe_and_delete_groups(node: Cluster) -> None:
+    create_topic(node, "administered", 2)
+    produce_with_librdkafka(node, "administered", [(i % 2, f"a-{i}") for i in range(10)])
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    consumer = group_consumer(node, "admins", **{"client.id": "described-client"})
+    try:
+        consumer.subscribe(["administered"])
+        shared_by(node, [consumer], 2, "the consumer owns both partitions")
+        read_and_commit(consumer, 10)
+
+        listed = admin.list_consumer_groups().result(timeout=30)
+        assert not listed.errors
+        states = {g.group_id: g.state for g in listed.valid}
+        assert states["admins"] == ConsumerGroupState.STABLE
+        stable = admin.list_consumer_groups(states={ConsumerGroupState.STABLE}).result(timeout=30)
+        assert "admins" in {g.group_id for g in stable.valid}
+        empty = admin.list_consumer_groups(states={ConsumerGroupState.EMPTY}).result(timeout=30)
+        assert "admins" not in {g.group_id for g in empty.valid}
+
+        described = admin.describe_consumer_groups(["admins"])["admins"].result(timeout=30)
+        assert described.state == ConsumerGroupState.STABLE
+        assert described.partition_assignor == "range"
+        (member,) = described.members
+        assert member.client_id == "described-client"
+        assert sorted(tp.partition for tp in member.assignment.topic_partitions) == [0, 1]
+
+        # kafka-python sees the same.
+        python_admin = KafkaAdminClient(bootstrap_servers=node.bootstrap)
+        try:
+            assert "admins" in {g["group_id"] for g in python_admin.list_groups()}
+            group = python_admin.describe_groups(["admins"])["admins"]
+            assert (group["group_state"], group["protocol_type"]) == ("Stable", "consumer")
+            assert [m["client_id"] for m in group["members"]] == ["described-client"]
+        finally:
+            python_admin.close()
+
+        # A group with a member is not deleted.
+        (refused,) = admin.delete_consumer_groups(["admins"]).values()
+        with pytest.raises(KafkaException) as raised:
+            refused.result(timeout=30)
+        assert raised.value.args[0].code() == KafkaError.NON_EMPTY_GROUP
+    finally:
+        consumer.close()
+
+    # Once it left, the group is Empty with its offsets, and may be deleted.
+    described = admin.describe_consumer_groups(["admins"])["admins"].result(timeout=30)
+    assert (described.state, described.members) == (ConsumerGroupState.EMPTY, [])
+    committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("admins")])
+    offsets = committed["admins"].result(timeout=30).topic_partitions
+    assert sum(tp.offset for tp in offsets) == 10
+    admin.delete_consumer_groups(["admins"])["admins"].result(timeout=30)
+
+    # Gone: no offsets, not listed, described as Dead, a second deletion finds nothing.
+    committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("admins")])
+    assert committed["admins"].result(timeout=30).topic_partitions == []
+    listed = admin.list_consumer_groups().result(timeout=30)
+    assert "admins" not in {g.group_id for g in listed.valid}
+    described = admin.describe_consumer_groups(["admins"])["admins"].result(timeout=30)
+    assert described.state == ConsumerGroupState.DEAD
+    with pytest.raises(KafkaException) as raised:
+        admin.delete_consumer_groups(["admins"])["admins"].result(timeout=30)
+    assert raised.value.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND
+
+    # A new consumer of the group starts over from auto.offset.reset.
+    again = group_consumer(node, "admins")
+    try:
+        again.subscribe(["administered"])
+        seen: list[str] = []
+        deadline = time.monotonic() + 60
+        while len(seen) < 10 and time.monotonic() < deadline:
+            message = again.poll(0.5)
+            if message is not None and message.error() is None:
+                seen.append(message.value().decode())
+        assert sorted(seen) == sorted(f"a-{i}" for i in range(10))
+    finally:
+        again.close()
+
+
+def test_offsets_of_topics_the_group_is_not_subscribed_to_may_be_deleted(node: Cluster) -> None:
+    create_topic(node, "followed", 1)
+    create_topic(node, "abandoned", 1)
+    consumer = group_consumer(node, "pruners")
+    python_admin = KafkaAdminClient(bootstrap_servers=node.bootstrap)
+    try:
+        consumer.subscribe(["followed"])
+        shared_by(node, [consumer], 1, "the consumer owns its partition")
+        consumer.commit(
+            offsets=[TopicPartition("followed", 0, 3), TopicPartition("abandoned", 0, 7)],
+            asynchronous=False,
+        )
+        errors = python_admin.delete_group_offsets(
+            "pruners",
+            [KafkaTopicPartition("followed", 0), KafkaTopicPartition("abandoned", 0)],
+        )
+        assert {tp.topic: error.__name__ for tp, error in errors.items()} == {
+            "followed": "GroupSubscribedToTopicError",
+            "abandoned": "NoError",
+        }
+        committed = consumer.committed(
+            [TopicPartition("followed", 0), TopicPartition("abandoned", 0)], timeout=10
+        )
+        assert [(tp.topic, tp.offset) for tp in committed] == [
+            ("followed", 3),
+            ("abandoned", OFFSET_INVALID),
+        ]
+    finally:
+        python_admin.close()
+        consumer.close()

@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
@@ -21,6 +21,7 @@ from kio.static.primitive import Interval, TZAware, TZAwareMicros, f64, i32Timed
 
 from net import legacy_produce
 from net.protocol import (
+    API_VERSIONS_KEY,
     InvalidRequestError,
     UnknownApiError,
     api_versions_error_frame,
@@ -111,6 +112,9 @@ def test_every_served_version_round_trips(api_key: int, version: int) -> None:
         client_id=st.none() | st.text(max_size=10),
     )
     def round_trip(request: Any, response: Any, correlation_id: int, client_id: str | None) -> None:
+        # An ApiVersions answer of UNSUPPORTED_VERSION is read as v0 whatever the version asked
+        # (KIP-511); the server writes those with `api_versions_error_frame`, never this way.
+        assume(api_key != API_VERSIONS_KEY or response.error_code != ErrorCode.unsupported_version)
         frame = b"".join(encode_request(request, correlation_id, client_id))
         assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
         header, decoded = decode_request(frame[4:])

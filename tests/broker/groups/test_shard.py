@@ -8,6 +8,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.groups.membership import (
     GroupConfig,
+    GroupDescription,
     GroupState,
     JoinAnswer,
     JoinRequest,
@@ -19,12 +20,16 @@ from broker.groups.membership import (
 from broker.groups.shard import (
     CommitAnswer,
     CoordinatorShard,
+    DeleteGroupsAnswer,
+    OffsetDeleteAnswer,
     OffsetToCommit,
     Record,
     ShardConfig,
     ShardStep,
     Write,
+    subscription_topics,
 )
+from broker.groups.wire import ListedGroup, ListGroupsFilter
 
 MINUTE = 60_000
 CONFIG = ShardConfig(
@@ -263,3 +268,253 @@ def test_a_commit_between_join_and_sync_is_rebalance_in_progress() -> None:
         generation=joined.generation_id,
     )
     assert errors == {("t", 0): ErrorCode.rebalance_in_progress}
+
+
+# --- DescribeGroups, ListGroups, DeleteGroups, OffsetDelete ---------------------------------------
+
+
+def subscription(*topics: str, version: int = 1) -> bytes:
+    """A consumer protocol Subscription naming `topics`, with user data after them."""
+    encoded = b"".join(len(t).to_bytes(2, "big") + t.encode() for t in topics)
+    return (
+        version.to_bytes(2, "big")
+        + len(topics).to_bytes(4, "big")
+        + encoded
+        + (3).to_bytes(4, "big")
+        + b"usr"
+    )
+
+
+def form_group(
+    coordinator: Coordinator, group: str, protocol_type: str, metadata: bytes, now: int
+) -> tuple[str, int]:
+    """A one-member group of `protocol_type`, Stable: its member id and generation."""
+    key = next(coordinator.keys)
+    request = JoinRequest(
+        "", "client-a", "host-a", protocol_type, (Protocol("range", metadata),), 30_000, 30_000,
+        require_known_member_id=False,
+    )  # fmt: skip
+    coordinator.run(coordinator.shard.join(key, group, request, now), now)
+    coordinator.run(coordinator.shard.tick(now), now)
+    joined = coordinator.answers[key]
+    assert isinstance(joined, JoinAnswer) and joined.error is ErrorCode.none
+    sync = SyncRequest(joined.member_id, joined.generation_id, {joined.member_id: b"assigned"})
+    coordinator.run(coordinator.shard.sync(next(coordinator.keys), group, sync, now), now)
+    return joined.member_id, joined.generation_id
+
+
+def delete_offsets(
+    coordinator: Coordinator, group: str, partitions: list[tuple[str, int]], now: int
+) -> object:
+    key = next(coordinator.keys)
+    coordinator.run(coordinator.shard.delete_offsets(key, group, partitions, now), now)
+    return coordinator.answers.get(key)
+
+
+def test_describe_shows_members_and_a_group_it_does_not_know_as_dead() -> None:
+    coordinator = Coordinator()
+    member, _ = form_group(coordinator, "g", "consumer", subscription("t"), 0)
+    coordinator.commit("solo", [OffsetToCommit("t", 0, 1)], 1)
+
+    described = coordinator.shard.describe("g")
+    assert (described.state, described.protocol_type, described.protocol) == (
+        GroupState.STABLE,
+        "consumer",
+        "range",
+    )
+    assert [(m.member_id, m.client_id, m.client_host, m.assignment) for m in described.members] == [
+        (member, "client-a", "host-a", b"assigned")
+    ]
+    # Kafka answers a group it does not know as Dead, without an error.
+    assert coordinator.shard.describe("nope") == GroupDescription(
+        "nope", GroupState.DEAD, "", "", ()
+    )
+    solo = coordinator.shard.describe("solo")
+    assert (solo.state, solo.protocol_type, solo.members) == (GroupState.EMPTY, "", ())
+
+
+def test_listed_includes_groups_with_offsets_alone_and_filters_by_state() -> None:
+    coordinator = Coordinator()
+    form_group(coordinator, "g", "consumer", subscription("t"), 0)
+    coordinator.commit("solo", [OffsetToCommit("t", 0, 1)], 1)
+    # After a load, "solo" is only committed offsets: still listed, Empty.
+    loaded: CoordinatorShard[int] = CoordinatorShard(CONFIG)
+    for key, value in coordinator.log:
+        loaded.replay(key, value)
+    loaded.activate(2)
+
+    every = [
+        ListedGroup("g", "consumer", GroupState.STABLE),
+        ListedGroup("solo", "", GroupState.EMPTY),
+    ]
+    assert coordinator.shard.listed(ListGroupsFilter()) == every
+    assert loaded.listed(ListGroupsFilter()) == every
+    assert loaded.listed(ListGroupsFilter(states=frozenset({"empty"}))) == every[1:]
+    assert loaded.listed(ListGroupsFilter(types=frozenset({"consumer"}))) == []
+
+
+def test_deleting_groups_refuses_non_empty_and_unknown_ones_and_answers_once_written() -> None:
+    coordinator = Coordinator()
+    member, generation = form_group(coordinator, "busy", "consumer", subscription("t"), 0)
+    coordinator.commit("busy", [OffsetToCommit("t", 0, 1)], 0, member=member, generation=generation)
+    coordinator.commit("idle", [OffsetToCommit("t", 0, 5), OffsetToCommit("u", 1, 6)], 1)
+    written_before = len(coordinator.log)
+
+    coordinator.hold_writes = True
+    key = next(coordinator.keys)
+    coordinator.run(coordinator.shard.delete_groups(key, ["busy", "idle", "nope"], 2), 2)
+    assert key not in coordinator.answers  # not durable yet
+    (write,) = coordinator.held
+    # Tombstones of both offsets and of the group's metadata, in one write.
+    assert [value for _, value in write.records] == [None, None, None]
+    assert coordinator.shard.describe("idle").state is GroupState.DEAD
+    assert coordinator.shard.listed(ListGroupsFilter()) == [
+        ListedGroup("busy", "consumer", GroupState.STABLE)
+    ]
+    # A Dead group takes no commit: the client looks its coordinator up again.
+    assert coordinator.commit("idle", [OffsetToCommit("t", 0, 9)], 3) == {
+        ("t", 0): ErrorCode.coordinator_not_available
+    }
+
+    coordinator.log.extend(write.records)
+    coordinator.run(coordinator.shard.write_completed(write.write_id, ErrorCode.none, 4), 4)
+    assert coordinator.answers[key] == DeleteGroupsAnswer(
+        (
+            ("busy", ErrorCode.non_empty_group),
+            ("idle", ErrorCode.none),
+            ("nope", ErrorCode.group_id_not_found),
+        )
+    )
+    assert committed(coordinator.shard, "idle") == {}
+    assert coordinator.shard.group("idle") is None
+    assert coordinator.shard.group_ids() == ["busy"]
+    assert len(coordinator.log) == written_before + 3
+
+    # A new leader reading the partition finds no trace of it.
+    loaded: CoordinatorShard[int] = CoordinatorShard(CONFIG)
+    for record_key, value in coordinator.log:
+        loaded.replay(record_key, value)
+    loaded.activate(5)
+    assert loaded.group_ids() == ["busy"]
+    assert loaded.describe("idle").state is GroupState.DEAD
+
+    # The group may then be created anew.
+    coordinator.hold_writes = False
+    assert coordinator.commit("idle", [OffsetToCommit("t", 0, 9)], 6) == {("t", 0): ErrorCode.none}
+
+
+def test_a_group_whose_deletion_fails_to_be_written_comes_back() -> None:
+    coordinator = Coordinator()
+    member, generation = form_group(coordinator, "g", "consumer", subscription("t"), 0)
+    coordinator.commit("g", [OffsetToCommit("t", 0, 1)], 0, member=member, generation=generation)
+    coordinator.run(
+        coordinator.shard.leave(next(coordinator.keys), "g", [LeavingMember(member)], 1), 1
+    )
+    coordinator.commit("solo", [OffsetToCommit("t", 0, 2)], 1)
+    emptied = coordinator.shard.group("g")
+    assert emptied is not None and emptied.state is GroupState.EMPTY
+    generation = emptied.generation_id
+    coordinator.hold_writes = True
+    key = next(coordinator.keys)
+    coordinator.run(coordinator.shard.delete_groups(key, ["g", "solo"], 2), 2)
+    (write,) = coordinator.held
+    step = coordinator.shard.write_completed(write.write_id, ErrorCode.not_leader_or_follower, 3)
+    coordinator.run(step, 3)
+    assert coordinator.answers[key] == DeleteGroupsAnswer(
+        (("g", ErrorCode.not_coordinator), ("solo", ErrorCode.not_coordinator))
+    )
+    group = coordinator.shard.group("g")
+    assert group is not None
+    assert (group.state, group.protocol_type, group.generation_id) == (
+        GroupState.EMPTY,
+        "consumer",
+        generation,
+    )
+    assert committed(coordinator.shard, "g") == {("t", 0): 1}
+    assert committed(coordinator.shard, "solo") == {("t", 0): 2}
+    assert coordinator.shard.describe("solo").state is GroupState.EMPTY
+
+
+def test_unloading_answers_deletions_being_written_not_coordinator() -> None:
+    coordinator = Coordinator()
+    coordinator.commit("solo", [OffsetToCommit("t", 0, 1)], 0)
+    coordinator.commit("other", [OffsetToCommit("t", 0, 1)], 0)
+    coordinator.hold_writes = True
+    groups_key = next(coordinator.keys)
+    coordinator.run(coordinator.shard.delete_groups(groups_key, ["solo", "nope"], 1), 1)
+    offsets_key = next(coordinator.keys)
+    coordinator.run(coordinator.shard.delete_offsets(offsets_key, "other", [("t", 0)], 1), 1)
+    assert len(coordinator.held) == 2
+    coordinator.run(coordinator.shard.unload(2), 2)
+    assert coordinator.answers[groups_key] == DeleteGroupsAnswer(
+        (("solo", ErrorCode.not_coordinator), ("nope", ErrorCode.group_id_not_found))
+    )
+    assert coordinator.answers[offsets_key] == OffsetDeleteAnswer(ErrorCode.not_coordinator)
+
+
+def test_offset_delete_refuses_topics_the_consumers_are_subscribed_to() -> None:
+    coordinator = Coordinator()
+    member, generation = form_group(coordinator, "g", "consumer", subscription("t", "v"), 0)
+    offsets = [OffsetToCommit("t", 0, 1), OffsetToCommit("u", 0, 2), OffsetToCommit("u", 1, 3)]
+    coordinator.commit("g", offsets, 0, member=member, generation=generation)
+
+    coordinator.hold_writes = True
+    key = next(coordinator.keys)
+    step = coordinator.shard.delete_offsets(key, "g", [("t", 0), ("u", 0), ("u", 7)], 1)
+    coordinator.run(step, 1)
+    assert key not in coordinator.answers
+    (write,) = coordinator.held
+    assert len(write.records) == 1  # ("u", 7) has no offset: nothing to tombstone
+    assert committed(coordinator.shard, "g") == {("t", 0): 1, ("u", 0): 2, ("u", 1): 3}
+    coordinator.log.extend(write.records)
+    coordinator.run(coordinator.shard.write_completed(write.write_id, ErrorCode.none, 2), 2)
+    assert coordinator.answers[key] == OffsetDeleteAnswer(
+        ErrorCode.none,
+        (
+            (("t", 0), ErrorCode.group_subscribed_to_topic),
+            (("u", 0), ErrorCode.none),
+            (("u", 7), ErrorCode.none),
+        ),
+    )
+    assert committed(coordinator.shard, "g") == {("t", 0): 1, ("u", 1): 3}
+
+    # Once the group is empty, nothing is subscribed.
+    coordinator.hold_writes = False
+    coordinator.run(
+        coordinator.shard.leave(next(coordinator.keys), "g", [LeavingMember(member)], 3), 3
+    )
+    assert delete_offsets(coordinator, "g", [("t", 0)], 4) == OffsetDeleteAnswer(
+        ErrorCode.none, ((("t", 0), ErrorCode.none),)
+    )
+    assert committed(coordinator.shard, "g") == {("u", 1): 3}
+
+
+def test_offset_delete_of_unknown_groups_non_consumer_groups_and_unreadable_subscriptions() -> None:
+    coordinator = Coordinator()
+    assert delete_offsets(coordinator, "nope", [("t", 0)], 0) == OffsetDeleteAnswer(
+        ErrorCode.group_id_not_found
+    )
+    form_group(coordinator, "connect", "connect", b"whatever", 0)
+    assert delete_offsets(coordinator, "connect", [("t", 0)], 0) == OffsetDeleteAnswer(
+        ErrorCode.non_empty_group
+    )
+    # A consumer group whose subscription cannot be read: every topic counts as subscribed.
+    form_group(coordinator, "odd", "consumer", b"\x00", 0)
+    assert delete_offsets(coordinator, "odd", [("t", 0)], 0) == OffsetDeleteAnswer(
+        ErrorCode.none, ((("t", 0), ErrorCode.group_subscribed_to_topic),)
+    )
+    # A group of offsets alone has no subscriptions.
+    coordinator.commit("solo", [OffsetToCommit("t", 0, 1)], 0)
+    assert delete_offsets(coordinator, "solo", [("t", 0)], 1) == OffsetDeleteAnswer(
+        ErrorCode.none, ((("t", 0), ErrorCode.none),)
+    )
+    assert committed(coordinator.shard, "solo") == {}
+
+
+def test_subscription_topics_reads_every_version_and_refuses_garbage() -> None:
+    assert subscription_topics(subscription("a", "b", version=0)) == {"a", "b"}
+    assert subscription_topics(subscription("a", version=3)) == {"a"}
+    assert subscription_topics(subscription()) == frozenset()
+    assert subscription_topics(b"") is None
+    assert subscription_topics(b"\x00\x01\x00\x00\x00\x02\x00\x01a") is None  # truncated
+    assert subscription_topics(b"\x00\x01\xff\xff\xff\xff") is None  # negative count
