@@ -110,8 +110,9 @@ class ReplicaManager:
         self._applied = MetadataImage.EMPTY
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._fetchers = ReplicaFetcherManager(broker_id, self._client_address)
-        # Called with a hosted partition whose leadership (or leader epoch) changed.
-        self.leadership_listeners: list[Callable[[Partition], None]] = []
+        # Called with a hosted partition whose leadership (or leader epoch) changed, and
+        # whether this broker leads it now (a deleted replica leads nothing).
+        self.leadership_listeners: list[Callable[[Partition, bool], None]] = []
 
     # -- RaftListener ---------------------------------------------------------------------------
 
@@ -160,7 +161,7 @@ class ReplicaManager:
                 partition.apply(state, _now_ms())
                 if (partition.is_leader, partition.leader_epoch) != led:
                     for listener in self.leadership_listeners:
-                        listener(partition)
+                        listener(partition, partition.is_leader)
                 if partition.is_leader or not state.has_leader:
                     self._fetchers.unfollow(partition)
                 else:
@@ -173,10 +174,8 @@ class ReplicaManager:
     def _remove(self, key: tuple[str, int]) -> None:
         partition = self.partitions.pop(key)
         if partition.is_leader:
-            # A deleted replica leads nothing any more: its listeners hear so.
-            partition.state = None
             for listener in self.leadership_listeners:
-                listener(partition)
+                listener(partition, False)
         self._fetchers.unfollow(partition)
         self._logs.delete_log(TopicPartition(*key))
         log.info(

@@ -320,7 +320,7 @@ class GroupCoordinator:
 
     # --- leadership ----------------------------------------------------------------------------
 
-    def _on_leadership(self, partition: Partition) -> None:
+    def _on_leadership(self, partition: Partition, leads: bool) -> None:
         if partition.topic != OFFSETS_TOPIC:
             return
         partition_id = partition.partition_id
@@ -330,7 +330,7 @@ class GroupCoordinator:
                 hosted.timer.cancel()
             self._run(partition_id, hosted.shard.unload(_now_ms()))
             log.info("group_coordinator_unloaded", partition=partition_id)
-        if partition.is_leader:
+        if leads:
             self._load(partition)
 
     def _load(self, partition: Partition) -> None:
