@@ -211,6 +211,12 @@ _LOG_CONFIG_FIELDS: Mapping[str, tuple[str, Any]] = {
     ),
     "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", _limit_or_none),
     "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", _limit_or_none),
+    "cleanup.policy": (
+        "cleanup_policy",
+        lambda value: frozenset(item.strip() for item in value.split(",")),
+    ),
+    "delete.retention.ms": ("delete_retention_ms", int),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", float),
 }
 
 

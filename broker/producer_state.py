@@ -150,6 +150,15 @@ class ProducerStateManager:
             )
         )
 
+    def last_offsets(self) -> dict[int, int]:
+        """Each producer's last written offset: the log cleaner keeps the batch ending there,
+        so the producer's sequence survives compaction."""
+        return {
+            producer_id: entry.batches[-1].last_offset
+            for producer_id, entry in self._producers.items()
+            if entry.batches
+        }
+
     def replay(self, headers: Iterable[BatchHeader]) -> None:
         """Update the state with batches of a log, in offset order (they keep their offsets)."""
         for header in headers:

@@ -91,6 +91,7 @@ class ConfigType(IntEnum):
     STRING = 2
     INT = 3
     LONG = 5
+    DOUBLE = 6
     LIST = 7
     PASSWORD = 9
 
@@ -134,6 +135,9 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
         "CreateTime",
         "log.message.timestamp.type",
         choices=frozenset({"CreateTime", "LogAppendTime"}),
+    ),
+    "min.cleanable.dirty.ratio": TopicConfigDef(
+        ConfigType.DOUBLE, "0.5", "log.cleaner.min.cleanable.ratio"
     ),
     "min.insync.replicas": TopicConfigDef(ConfigType.INT, "1", "min.insync.replicas", at_least=1),
     "retention.bytes": TopicConfigDef(ConfigType.LONG, "-1", "log.retention.bytes"),
@@ -298,6 +302,14 @@ def _config_value_problem(definition: TopicConfigDef, value: str) -> str | None:
                 return f"Not a number of type {definition.type.name}"
             if definition.at_least is not None and int(value) < definition.at_least:
                 return f"Value must be at least {definition.at_least}"
+        case ConfigType.DOUBLE:
+            # Kafka's only DOUBLE topic config is a ratio, validated between 0 and 1.
+            try:
+                number = float(value)
+            except ValueError:
+                return "Not a number of type DOUBLE"
+            if not 0 <= number <= 1:
+                return "Value must be between 0 and 1"
         case ConfigType.BOOLEAN:
             if value.lower() not in ("true", "false"):
                 return "Expected value to be either true or false"

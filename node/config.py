@@ -51,6 +51,13 @@ class Role(StrEnum):
     CONTROLLER = "controller"
 
 
+class CleanupPolicy(StrEnum):
+    """`log.cleanup.policy` items: Kafka's `cleanup.policy` values."""
+
+    DELETE = "delete"
+    COMPACT = "compact"
+
+
 class Endpoint(BaseModel):
     """A host and port to listen on or connect to."""
 
@@ -208,12 +215,35 @@ class NodeConfig(BaseModel):
     log_message_timestamp_after_max_ms: OptionalLong = Field(
         default=3600 * 1000, alias="log.message.timestamp.after.max.ms"
     )
+    log_cleanup_policy: Annotated[list[CleanupPolicy], BeforeValidator(_parse_list)] = Field(
+        default_factory=lambda: [CleanupPolicy.DELETE], alias="log.cleanup.policy", min_length=1
+    )
+    log_cleaner_enable: bool = Field(default=True, alias="log.cleaner.enable")
+    log_cleaner_backoff_ms: int = Field(default=15_000, alias="log.cleaner.backoff.ms", ge=1)
+    log_cleaner_delete_retention_ms: int = Field(
+        default=_DAY_MS, alias="log.cleaner.delete.retention.ms", ge=0
+    )
+    log_cleaner_min_cleanable_ratio: float = Field(
+        default=0.5, alias="log.cleaner.min.cleanable.ratio", ge=0, le=1
+    )
+    log_retention_check_interval_ms: int = Field(
+        default=300_000, alias="log.retention.check.interval.ms", ge=1
+    )
+    log_flush_scheduler_interval_ms: int = Field(
+        default=1_000, alias="log.flush.scheduler.interval.ms", ge=1
+    )
+    log_flush_offset_checkpoint_interval_ms: int = Field(
+        default=60_000, alias="log.flush.offset.checkpoint.interval.ms", ge=1
+    )
 
     offsets_topic_num_partitions: int = Field(
         default=50, alias="offsets.topic.num.partitions", ge=1
     )
     offsets_topic_replication_factor: int = Field(
         default=3, alias="offsets.topic.replication.factor", ge=1
+    )
+    offsets_topic_segment_bytes: int = Field(
+        default=100 * 1024 * 1024, alias="offsets.topic.segment.bytes", ge=14, le=2**31 - 1
     )
     offsets_retention_minutes: int = Field(
         default=7 * 24 * 60, alias="offsets.retention.minutes", ge=1
@@ -304,6 +334,9 @@ class NodeConfig(BaseModel):
             else TimestampType.CREATE_TIME,
             message_timestamp_before_max_ms=self.log_message_timestamp_before_max_ms,
             message_timestamp_after_max_ms=self.log_message_timestamp_after_max_ms,
+            cleanup_policy=frozenset(policy.value for policy in self.log_cleanup_policy),
+            delete_retention_ms=self.log_cleaner_delete_retention_ms,
+            min_cleanable_dirty_ratio=self.log_cleaner_min_cleanable_ratio,
         )
 
     def broker_config_entries(self) -> tuple[BrokerConfigEntry, ...]:
@@ -359,6 +392,8 @@ def _config_type(value: object, annotation: object) -> ConfigType:
         return ConfigType.BOOLEAN
     if isinstance(value, int) or _is_optional_long(annotation):
         return ConfigType.LONG
+    if isinstance(value, float):
+        return ConfigType.DOUBLE
     return ConfigType.LIST if isinstance(value, list) else ConfigType.STRING
 
 

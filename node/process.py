@@ -23,15 +23,16 @@ from broker.data_apis import DataApis
 from broker.groups.apis import GroupApis
 from broker.groups.coordinator import (
     OFFSETS_TOPIC,
-    OFFSETS_TOPIC_CONFIGS,
     CoordinatorConfig,
     GroupCoordinator,
+    offsets_topic_configs,
 )
 from broker.groups.membership import GroupConfig
 from broker.groups.shard import ShardConfig
 from broker.isr_changes import IsrChangeSender
 from broker.kafka_apis import BrokerApis
 from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager
+from broker.log_maintenance import LogMaintenance, MaintenanceConfig
 from broker.metadata_api import CLIENT_LISTENER
 from broker.producer_ids import InitProducerIdApi, ProducerIdBlocks
 from broker.replica_manager import ReplicaManager
@@ -105,7 +106,21 @@ def topic_defaults(config: NodeConfig) -> TopicDefaults:
             "message.timestamp.after.max.ms": no_limit_as(
                 config.log_message_timestamp_after_max_ms, long_max
             ),
+            "cleanup.policy": ",".join(policy.value for policy in config.log_cleanup_policy),
+            "delete.retention.ms": str(config.log_cleaner_delete_retention_ms),
+            "min.cleanable.dirty.ratio": str(config.log_cleaner_min_cleanable_ratio),
         },
+    )
+
+
+def maintenance_config(config: NodeConfig) -> MaintenanceConfig:
+    """How often the broker flushes, checkpoints, enforces retention and compacts its logs."""
+    return MaintenanceConfig(
+        flush_interval_ms=config.log_flush_scheduler_interval_ms,
+        checkpoint_interval_ms=config.log_flush_offset_checkpoint_interval_ms,
+        retention_check_interval_ms=config.log_retention_check_interval_ms,
+        cleaner_enabled=config.log_cleaner_enable,
+        cleaner_backoff_ms=config.log_cleaner_backoff_ms,
     )
 
 
@@ -231,6 +246,8 @@ class BrokerRole:
             ),
             replica_lag_time_max_ms=config.replica_lag_time_max_ms,
         )
+        self._offsets_topic_segment_bytes = config.offsets_topic_segment_bytes
+        self.maintenance = LogMaintenance(logs, self.replicas, maintenance_config(config))
         self.groups = GroupCoordinator(
             config.node_id,
             self.replicas,
@@ -261,7 +278,8 @@ class BrokerRole:
 
     async def _create_offsets_topic(self, partitions: int, replication_factor: int) -> None:
         request = create_topics_request(
-            [(OFFSETS_TOPIC, partitions, replication_factor)], configs=OFFSETS_TOPIC_CONFIGS
+            [(OFFSETS_TOPIC, partitions, replication_factor)],
+            configs=offsets_topic_configs(self._offsets_topic_segment_bytes),
         )
         try:
             await self._controller.send(request, deadline_s=30.0)
@@ -274,6 +292,7 @@ class BrokerRole:
         await self._server.start()
         self.lifecycle.start()
         self.replicas.start()
+        self.maintenance.start()
         log.info("broker_listening", listener=str(self._listener))
 
     async def stop(self) -> int | None:
@@ -281,6 +300,7 @@ class BrokerRole:
         broker never registered)."""
         await self.lifecycle.stop()
         await self.groups.stop()
+        await self.maintenance.stop()
         await self.replicas.stop()
         await self._server.close(timeout=1.0)
         await self._controller.close()

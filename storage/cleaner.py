@@ -28,10 +28,12 @@ transactional records may supersede others.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import structlog
 
@@ -87,6 +89,9 @@ class CleanStats:
     records_removed: int
     bytes_before: int
     bytes_after: int
+    # When tombstones kept by this clean may go (the earliest delete horizon in the log): a
+    # clean is due then even if nothing new is dirty. None: no tombstone waits.
+    next_delete_horizon_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,15 +106,17 @@ class _DecodedRecord:
 class _GroupWriter:
     """Writes one group's cleaned segment and counts what it removed."""
 
-    def __init__(self, log: Log, group: Sequence[Segment]) -> None:
-        self.path = log.directory / segment_file_name(
-            group[0].base_offset, LOG_SUFFIX + CLEANED_SUFFIX
-        )
+    def __init__(self, directory: Path, group: Sequence[Segment]) -> None:
+        self.path = directory / segment_file_name(group[0].base_offset, LOG_SUFFIX + CLEANED_SUFFIX)
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self.size = 0
         self.changed = len(group) > 1
         self.batches_removed = 0
         self.records_removed = 0
+        self.earliest_delete_horizon: int | None = None
+
+    def note_delete_horizon(self, horizon: int | None) -> None:
+        self.earliest_delete_horizon = _earliest(self.earliest_delete_horizon, horizon)
 
     def write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -137,36 +144,105 @@ def clean(
     OSError and leaves the log as it was; one during a swap takes the log offline (see
     `Log.replace_segments`).
     """
-    segments = log.segments
-    cleanable = _cleanable_segments(segments, log.high_watermark)
-    start = log.log_start_offset
-    end = cleanable[-1].next_offset if cleanable else start
-    checkpoint = read_first_dirty_offset(log.directory)
-    # As Kafka: a checkpoint outside the log (retention moved the start past it, or the log was
-    # truncated below it) means the whole log is dirty.
-    first_dirty = (
-        checkpoint
-        if checkpoint is not None and start <= checkpoint <= log.log_end_offset
-        else start
+    log_clean = LogClean(
+        log,
+        now_ms=now_ms,
+        delete_retention_ms=delete_retention_ms,
+        active_producers=active_producers,
     )
-    dirty = [segment for segment in cleanable if segment.next_offset > first_dirty]
-    latest_offsets = _map_latest_offsets(dirty, first_dirty)
-    nothing_to_do = not dirty and not _has_passed_horizon(cleanable, now_ms)
-    if nothing_to_do or not cleanable:
-        return CleanStats(first_dirty, max(first_dirty, end), 0, 0, 0, 0, 0, 0, 0, 0)
-    if active_producers is None:
-        active_producers = _last_offsets_of_producers(segments)
-    replaced = written = batches_removed = records_removed = bytes_before = bytes_after = 0
-    for group in _group_by_size(cleanable, log.config.segment_bytes):
-        writer = _GroupWriter(log, group)
+    for group in log_clean.prepare():
+        log_clean.swap(log_clean.write(group))
+    return log_clean.finish()
+
+
+def dirty_ratio(log: Log) -> float:
+    """The share of the cleanable part's bytes (sealed segments below the high watermark) in
+    segments holding dirty offsets, as Kafka's cleaner ranks logs; 0 when nothing is cleanable.
+    Reads no segment data: the broker decides by this whether a clean is worth its cost."""
+    cleanable = _cleanable_segments(log.segments, log.high_watermark)
+    total = sum(segment.size for segment in cleanable)
+    if not total:
+        return 0.0
+    first_dirty = _first_dirty_offset(log)
+    dirty = sum(segment.size for segment in cleanable if segment.next_offset > first_dirty)
+    return dirty / total
+
+
+@dataclass(frozen=True, slots=True)
+class CleanedGroup:
+    """A group of segments and the cleaned segment written for it (None: it had nothing to
+    remove, so it stays as it is)."""
+
+    group: tuple[Segment, ...]
+    path: Path | None
+    size_before: int = 0
+    size_after: int = 0
+    batches_removed: int = 0
+    records_removed: int = 0
+
+
+class LogClean:
+    """One clean of one log, in steps so that a broker can run the file work off its event loop.
+
+    The constructor, `swap` and `finish` run where the log's owner runs (they read and change
+    the log); `prepare` and `write` only read the sealed segments the constructor listed (the
+    Segment objects keep their files readable even if the log deletes them meanwhile) and write
+    `.cleaned` files, so they may run in another thread. A clean whose log was truncated, or
+    whose segments were replaced or deleted, meanwhile swaps nothing and writes no checkpoint.
+    """
+
+    def __init__(
+        self,
+        log: Log,
+        *,
+        now_ms: int,
+        delete_retention_ms: int,
+        active_producers: Mapping[int, int] | None = None,
+    ) -> None:
+        self._log = log
+        self._now_ms = now_ms
+        self._delete_retention_ms = delete_retention_ms
+        self._active_producers = active_producers
+        self._directory = log.directory
+        self._segment_bytes = log.config.segment_bytes
+        self._truncations = log.truncations
+        self._segments = log.segments
+        self._cleanable = _cleanable_segments(self._segments, log.high_watermark)
+        self._first_dirty = _first_dirty_offset(log)
+        self._end = self._cleanable[-1].next_offset if self._cleanable else log.log_start_offset
+        self._dirty: list[Segment] = []
+        self._latest_offsets: dict[bytes, int] = {}
+        self._swapped: list[CleanedGroup] = []
+        self._next_delete_horizon: int | None = None
+        self._void = False
+
+    def prepare(self) -> list[tuple[Segment, ...]]:
+        """Map the latest offset of each dirty key; the groups of segments to rewrite, in order
+        (none when nothing is dirty and no tombstone horizon has passed)."""
+        self._dirty = [s for s in self._cleanable if s.next_offset > self._first_dirty]
+        self._latest_offsets = _map_latest_offsets(self._dirty, self._first_dirty)
+        horizon = _earliest_delete_horizon(self._cleanable)
+        self._next_delete_horizon = horizon
+        if not self._dirty and (horizon is None or self._now_ms < horizon):
+            return []
+        self._next_delete_horizon = None
+        if self._active_producers is None:
+            self._active_producers = _last_offsets_of_producers(self._segments)
+        return [tuple(group) for group in _group_by_size(self._cleanable, self._segment_bytes)]
+
+    def write(self, group: tuple[Segment, ...]) -> CleanedGroup:
+        """Write and fsync the cleaned segment of `group` (one of `prepare`'s). A disk error
+        raises OSError and leaves no file behind."""
+        assert self._active_producers is not None, "prepare() first"
+        writer = _GroupWriter(self._directory, group)
         try:
             _write_cleaned(
                 writer,
                 group,
-                latest_offsets=latest_offsets,
-                active_producers=active_producers,
-                now_ms=now_ms,
-                delete_retention_ms=delete_retention_ms,
+                latest_offsets=self._latest_offsets,
+                active_producers=self._active_producers,
+                now_ms=self._now_ms,
+                delete_retention_ms=self._delete_retention_ms,
             )
             if writer.changed and writer.size:
                 durability.sync_file(writer.fd, writer.path)
@@ -176,35 +252,87 @@ def clean(
                 writer.path.unlink()
             raise
         os.close(writer.fd)
+        self._next_delete_horizon = _earliest(
+            self._next_delete_horizon, writer.earliest_delete_horizon
+        )
         if not (writer.changed and writer.size):
             writer.path.unlink()
-            continue
+            return CleanedGroup(group, None)
         # Kafka keeps the newest modification time, which time-based decisions may read.
         modified = max(os.stat(segment.log_path).st_mtime_ns for segment in group)
         os.utime(writer.path, ns=(modified, modified))
-        bytes_before += sum(segment.size for segment in group)
-        bytes_after += writer.size
-        log.replace_segments(writer.path, group)
-        replaced += len(group)
-        written += 1
-        batches_removed += writer.batches_removed
-        records_removed += writer.records_removed
-    if end > first_dirty:
-        write_first_dirty_offset(log.directory, end)
-    stats = CleanStats(
-        first_dirty_offset=first_dirty,
-        end_offset=max(first_dirty, end),
-        dirty_segments_read=len(dirty),
-        keys_mapped=len(latest_offsets),
-        segments_replaced=replaced,
-        segments_written=written,
-        batches_removed=batches_removed,
-        records_removed=records_removed,
-        bytes_before=bytes_before,
-        bytes_after=bytes_after,
-    )
-    logger.info("log_cleaned", directory=str(log.directory), stats=stats)
-    return stats
+        return CleanedGroup(
+            group,
+            writer.path,
+            size_before=sum(segment.size for segment in group),
+            size_after=writer.size,
+            batches_removed=writer.batches_removed,
+            records_removed=writer.records_removed,
+        )
+
+    def swap(self, cleaned: CleanedGroup) -> bool:
+        """Put the cleaned segment in place of its group; False (and the file removed) when
+        the log changed under the clean, which then swaps nothing more."""
+        if cleaned.path is None:
+            return not self._void
+        if not self._void and self._log.truncations == self._truncations:
+            try:
+                self._log.replace_segments(cleaned.path, cleaned.group)
+            except ValueError:
+                pass
+            else:
+                self._swapped.append(cleaned)
+                return True
+        self.abandon(cleaned)
+        return False
+
+    def abandon(self, cleaned: CleanedGroup) -> None:
+        """Give the clean up: remove the cleaned segment; nothing more is swapped in, and the
+        checkpoint does not move."""
+        if not self._void:
+            logger.info("log_clean_abandoned", directory=str(self._directory))
+        self._void = True
+        if cleaned.path is not None:
+            with contextlib.suppress(OSError):
+                cleaned.path.unlink()
+
+    def finish(self) -> CleanStats:
+        """Move the cleaner checkpoint past the cleaned part (unless the clean was void) and
+        return what the clean did."""
+        if self._log.truncations != self._truncations:
+            self._void = True
+        if not self._void and self._dirty and self._end > self._first_dirty:
+            write_first_dirty_offset(self._directory, self._end)
+        stats = CleanStats(
+            first_dirty_offset=self._first_dirty,
+            end_offset=max(self._first_dirty, self._end),
+            dirty_segments_read=len(self._dirty),
+            keys_mapped=len(self._latest_offsets),
+            segments_replaced=sum(len(cleaned.group) for cleaned in self._swapped),
+            segments_written=len(self._swapped),
+            batches_removed=sum(cleaned.batches_removed for cleaned in self._swapped),
+            records_removed=sum(cleaned.records_removed for cleaned in self._swapped),
+            bytes_before=sum(cleaned.size_before for cleaned in self._swapped),
+            bytes_after=sum(cleaned.size_after for cleaned in self._swapped),
+            next_delete_horizon_ms=self._next_delete_horizon,
+        )
+        if stats.segments_written:
+            logger.info("log_cleaned", directory=str(self._directory), **dataclasses.asdict(stats))
+        return stats
+
+
+def _earliest(first: int | None, second: int | None) -> int | None:
+    return first if second is None else second if first is None else min(first, second)
+
+
+def _first_dirty_offset(log: Log) -> int:
+    checkpoint = read_first_dirty_offset(log.directory)
+    # As Kafka: a checkpoint outside the log (retention moved the start past it, or the log was
+    # truncated below it) means the whole log is dirty.
+    start = log.log_start_offset
+    if checkpoint is not None and start <= checkpoint <= log.log_end_offset:
+        return checkpoint
+    return start
 
 
 def _cleanable_segments(segments: Sequence[Segment], high_watermark: int) -> list[Segment]:
@@ -257,12 +385,16 @@ def _map_latest_offsets(dirty: Sequence[Segment], first_dirty: int) -> dict[byte
     return latest
 
 
-def _has_passed_horizon(segments: Sequence[Segment], now_ms: int) -> bool:
-    """Whether some batch holds tombstones that a clean at `now_ms` would drop."""
-    return any(
-        header.has_delete_horizon and now_ms >= header.base_timestamp
-        for segment in segments
-        for _, header in segment.batches()
+def _earliest_delete_horizon(segments: Sequence[Segment]) -> int | None:
+    """The earliest delete horizon of the batches holding tombstones, if any has one."""
+    return min(
+        (
+            header.base_timestamp
+            for segment in segments
+            for _, header in segment.batches()
+            if header.has_delete_horizon
+        ),
+        default=None,
     )
 
 
@@ -316,10 +448,15 @@ def _write_cleaned(
             stamps_horizon = horizon is None and any(record.value is None for record in kept)
             if kept and len(kept) == len(records) and not stamps_horizon:
                 writer.write(data)
+                writer.note_delete_horizon(horizon)
                 continue
             if kept:
                 if stamps_horizon:
                     horizon = now_ms + delete_retention_ms
+                # A rewritten batch keeps a horizon only while it holds tombstones.
+                if not any(record.value is None for record in kept):
+                    horizon = None
+                writer.note_delete_horizon(horizon)
                 cleaned = _retained_batch(header, kept, horizon)
             # The last batch of an active producer keeps its sequence for the producer state
             # (as Kafka); the group's last batch keeps the segment ending where the next one

@@ -89,7 +89,10 @@ class LogConfig:
 
     `flush_messages` / `flush_ms` of None mean "never by count / by time": the log is then
     fsynced only when a segment rolls (Kafka's default), and durability comes from replication.
-    `retention_ms` / `retention_bytes` of None mean unlimited.
+    `retention_ms` / `retention_bytes` of None mean unlimited, and apply only when
+    `cleanup_policy` holds "delete"; with "compact" the broker's cleaner compacts the log (see
+    `storage.cleaner`), keeping tombstones `delete_retention_ms` and cleaning once the dirty part
+    is `min_cleanable_dirty_ratio` of the cleanable part.
     """
 
     segment_bytes: int = 1024 * 1024 * 1024
@@ -105,6 +108,13 @@ class LogConfig:
     message_timestamp_type: TimestampType = TimestampType.CREATE_TIME
     message_timestamp_before_max_ms: int | None = None
     message_timestamp_after_max_ms: int | None = 3600 * 1000
+    cleanup_policy: frozenset[str] = frozenset({"delete"})
+    delete_retention_ms: int = _DAY_MS
+    min_cleanable_dirty_ratio: float = 0.5
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
 
     def __post_init__(self) -> None:
         checks = {
@@ -120,6 +130,10 @@ class LogConfig:
             or self.message_timestamp_before_max_ms >= 0,
             "message.timestamp.after.max.ms": self.message_timestamp_after_max_ms is None
             or self.message_timestamp_after_max_ms >= 0,
+            "cleanup.policy": bool(self.cleanup_policy)
+            and self.cleanup_policy <= {"delete", "compact"},
+            "delete.retention.ms": self.delete_retention_ms >= 0,
+            "min.cleanable.dirty.ratio": 0 <= self.min_cleanable_dirty_ratio <= 1,
         }
         for key, valid in checks.items():
             if not valid:
@@ -187,6 +201,7 @@ class Log:
         self._unflushed_messages = 0
         self._last_flush_ms = clock()
         self._offline = False
+        self._truncations = 0
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -690,7 +705,14 @@ class Log:
         self._after_truncation()
         log.info("log_truncated_fully", directory=str(self.directory), log_start_offset=offset)
 
+    @property
+    def truncations(self) -> int:
+        """How many times the log was truncated since it was opened: work done on a snapshot of
+        its segments (the cleaner's) is void if this changed meanwhile."""
+        return self._truncations
+
     def _after_truncation(self) -> None:
+        self._truncations += 1
         self._log_end_offset = self._segments[-1].next_offset
         # What is appended from here on is new: the cleaner must scan it as dirty.
         lower_first_dirty_offset(self.directory, self._log_end_offset)
@@ -718,8 +740,11 @@ class Log:
 
     def enforce_retention(self, now_ms: int | None = None) -> int:
         """Delete the oldest segments beyond `retention.ms` or `retention.bytes`, never the
-        active segment nor data at or above the high watermark. Returns how many went."""
+        active segment nor data at or above the high watermark, when the cleanup policy holds
+        "delete". Returns how many went."""
         self._check_online()
+        if "delete" not in self.config.cleanup_policy:
+            return 0
         now = self._clock() if now_ms is None else now_ms
         retention_ms = self.config.retention_ms
         retention_bytes = self.config.retention_bytes

@@ -55,7 +55,6 @@ from net.records import Record, decode_batches, encode_batch
 
 OFFSETS_TOPIC = "__consumer_offsets"
 # Kafka's offsets topic settings besides compaction: 100 MiB segments.
-OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)}
 _LOAD_READ_BYTES = 1024 * 1024
 # How often offsets past retention are looked for (offsets.retention.check.interval.ms).
 _RETENTION_CHECK_MS = 600_000
@@ -64,6 +63,12 @@ log = structlog.get_logger(__name__)
 
 AnswerT = TypeVar("AnswerT", bound=ShardAnswer)
 Waiter = asyncio.Future[ShardAnswer]
+
+
+def offsets_topic_configs(segment_bytes: int) -> dict[str, str]:
+    """The configs `__consumer_offsets` is created with: always compacted, in segments of
+    `offsets.topic.segment.bytes` (Kafka's default 100 MiB) so that it is cleaned early."""
+    return {"cleanup.policy": "compact", "segment.bytes": str(segment_bytes)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -381,6 +381,8 @@ def test_bad_manual_assignments_are_refused(assignments: list[tuple[int, list[in
         ("cleanup.policy", "both"),
         ("cleanup.policy", ""),
         ("cleanup.policy", "delete,"),
+        ("min.cleanable.dirty.ratio", "1.5"),
+        ("min.cleanable.dirty.ratio", "half"),
         ("message.timestamp.type", "createtime"),
         ("no.such.config", "1"),
         ("log.retention.ms", "1000"),  # a broker key, not a topic key
@@ -410,6 +412,7 @@ def test_a_null_config_value_is_refused() -> None:
         ("unclean.leader.election.enable", "TRUE"),
         ("cleanup.policy", "compact, delete"),
         ("cleanup.policy", "delete"),
+        ("min.cleanable.dirty.ratio", "0.01"),
         ("message.timestamp.type", "LogAppendTime"),
         ("max.message.bytes", "+100"),
     ],

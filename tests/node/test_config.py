@@ -81,6 +81,28 @@ def test_a_whole_configuration_can_come_from_the_environment() -> None:
     assert config.advertised_listener == Endpoint(host="broker-2", port=9092)
 
 
+def test_log_cleaner_and_maintenance_keys_reach_the_log_config(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, BASE), [], {})
+    defaults = config.log_config()
+    assert defaults.cleanup_policy == {"delete"}
+    assert (defaults.delete_retention_ms, defaults.min_cleanable_dirty_ratio) == (86_400_000, 0.5)
+    assert (config.log_cleaner_enable, config.log_cleaner_backoff_ms) == (True, 15_000)
+    config = load_config(
+        write(tmp_path, BASE),
+        [
+            "log.cleanup.policy=compact, delete",
+            "log.cleaner.delete.retention.ms=1000",
+            "log.cleaner.min.cleanable.ratio=0.25",
+            "log.retention.check.interval.ms=500",
+        ],
+        {},
+    )
+    assert config.log_config().cleanup_policy == {"compact", "delete"}
+    assert config.log_config().delete_retention_ms == 1000
+    assert config.log_config().min_cleanable_dirty_ratio == 0.25
+    assert config.log_retention_check_interval_ms == 500
+
+
 @pytest.mark.parametrize(
     ("extra", "named"),
     [
@@ -96,6 +118,8 @@ def test_a_whole_configuration_can_come_from_the_environment() -> None:
         ("log.retentoin.ms=1000\n", "log.retentoin.ms"),
         ("node.id=4\n", "not in controller.quorum.voters"),
         ("broker.heartbeat.interval.ms=10000\n", "broker.heartbeat.interval.ms"),
+        ("log.cleanup.policy=shred\n", "log.cleanup.policy"),
+        ("log.cleaner.min.cleanable.ratio=1.5\n", "log.cleaner.min.cleanable.ratio"),
     ],
 )
 def test_bad_values_and_unknown_keys_are_named(tmp_path: Path, extra: str, named: str) -> None:

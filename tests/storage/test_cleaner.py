@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from net.record_batch import Compression, iter_batches
 from net.records import Record, decode_batch, encode_batch
 from storage import durability
-from storage.cleaner import CleanStats, clean
+from storage.cleaner import CleanStats, LogClean, clean, dirty_ratio
 from storage.cleaner_checkpoint import CHECKPOINT_NAME, read_first_dirty_offset
 from storage.log import Log, LogConfig
 from storage.segment import CLEANED_SUFFIX, SWAP_SUFFIX
@@ -174,19 +175,22 @@ def test_tombstones_are_kept_until_delete_retention_has_passed_since_their_clean
     log.append(batch(("b", "2")), leader_epoch=0)
     log.update_high_watermark(log.log_end_offset)
 
-    clean(log, now_ms=10_000, delete_retention_ms=500)
+    stats = clean(log, now_ms=10_000, delete_retention_ms=500)
     assert entries(log) == [(1, b"b", b"1"), (2, b"a", None), (3, b"b", b"2")]
     tombstone_batch = next(header for _, header in log.batches() if header.base_offset == 2)
     assert tombstone_batch.has_delete_horizon
     assert tombstone_batch.base_timestamp == 10_500
+    assert stats.next_delete_horizon_ms == 10_500
 
     # Nothing dirty and the horizon not reached: nothing to do.
     stats = clean(log, now_ms=10_499, delete_retention_ms=500)
     assert stats.segments_written == 0
+    assert stats.next_delete_horizon_ms == 10_500
     assert entries(log) == [(1, b"b", b"1"), (2, b"a", None), (3, b"b", b"2")]
 
     stats = clean(log, now_ms=10_500, delete_retention_ms=500)
     assert stats.records_removed == 1
+    assert stats.next_delete_horizon_ms is None
     assert entries(log) == [(1, b"b", b"1"), (3, b"b", b"2")]
     # The tombstone's batch was the last of the cleaned range: it stays, without records.
     assert [(header.base_offset, header.record_count) for _, header in log.batches()] == [
@@ -311,6 +315,88 @@ def test_truncation_below_the_checkpoint_makes_new_appends_dirty(tmp_path: Path)
     assert read_first_dirty_offset(tmp_path) == 3
     log.truncate_to(2)
     assert read_first_dirty_offset(tmp_path) == 2
+
+
+# -- a clean in steps, with the log changing between them ---------------------------------
+
+
+def three_sealed_segments(directory: Path) -> Log:
+    log = open_log(directory)
+    append_segments(log, [[batch(("a", "1"))], [batch(("a", "2"))], [batch(("b", "1"))]])
+    log.update_high_watermark(log.log_end_offset)
+    return log
+
+
+def test_a_clean_in_steps_does_what_clean_does(tmp_path: Path) -> None:
+    log = three_sealed_segments(tmp_path)
+    log_clean = LogClean(log, now_ms=2_000, delete_retention_ms=DAY_MS)
+    groups = log_clean.prepare()
+    assert [[segment.base_offset for segment in group] for group in groups] == [[0, 1, 2]]
+    cleaned = log_clean.write(groups[0])
+    assert cleaned.path is not None and cleaned.path.exists()
+    assert log_clean.swap(cleaned)
+    stats = log_clean.finish()
+    assert (stats.segments_written, stats.records_removed) == (1, 1)
+    assert entries(log) == [(1, b"a", b"2"), (2, b"b", b"1")]
+    assert read_first_dirty_offset(tmp_path) == 3
+
+
+def test_a_truncation_during_a_clean_voids_it(tmp_path: Path) -> None:
+    log = three_sealed_segments(tmp_path)
+    log_clean = LogClean(log, now_ms=2_000, delete_retention_ms=DAY_MS)
+    cleaned = log_clean.write(log_clean.prepare()[0])
+    # A follower truncates and re-appends: the same offsets now hold other records.
+    log.truncate_to(1)
+    append_segments(log, [[batch(("a", "other"))], [batch(("c", "1"))]])
+    log.update_high_watermark(log.log_end_offset)
+
+    assert not log_clean.swap(cleaned)
+    stats = log_clean.finish()
+    assert cleaned.path is not None and not cleaned.path.exists()
+    assert stats.segments_written == 0
+    assert entries(log) == [(0, b"a", b"1"), (1, b"a", b"other"), (2, b"c", b"1")]
+    assert read_first_dirty_offset(tmp_path) is None
+
+
+def test_segments_deleted_during_a_clean_void_it(tmp_path: Path) -> None:
+    log = three_sealed_segments(tmp_path)
+    log_clean = LogClean(log, now_ms=2_000, delete_retention_ms=DAY_MS)
+    cleaned = log_clean.write(log_clean.prepare()[0])
+    log.delete_records(1)
+
+    assert not log_clean.swap(cleaned)
+    log_clean.finish()
+    assert entries(log) == [(1, b"a", b"2"), (2, b"b", b"1")]
+    assert [segment.base_offset for segment in log.segments] == [1, 2, 3]
+    assert read_first_dirty_offset(tmp_path) is None
+    assert_reads_agree(log)
+
+
+def test_dirty_ratio_is_the_dirty_share_of_the_cleanable_bytes(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    assert dirty_ratio(log) == 0.0
+    append_segments(log, [[batch(("a", "1"))], [batch(("a", "2"))]])
+    assert dirty_ratio(log) == 0.0  # above the high watermark: not cleanable yet
+    log.update_high_watermark(log.log_end_offset)
+    assert dirty_ratio(log) == 1.0
+    clean(log, now_ms=2_000, delete_retention_ms=DAY_MS)
+    assert dirty_ratio(log) == 0.0
+    append_segments(log, [[batch(("b", "1"))]])
+    log.update_high_watermark(log.log_end_offset)
+    sizes = [segment.size for segment in log.segments[:-1]]
+    assert dirty_ratio(log) == pytest.approx(sizes[-1] / sum(sizes))
+
+
+def test_retention_leaves_a_compact_only_log_alone(tmp_path: Path) -> None:
+    compact = LogConfig(
+        segment_bytes=100_000, retention_ms=1, cleanup_policy=frozenset({"compact"})
+    )
+    log = open_log(tmp_path, compact)
+    append_segments(log, [[batch(("a", "1"))], [batch(("a", "2"))]])
+    log.update_high_watermark(log.log_end_offset)
+    assert log.enforce_retention(now_ms=10 * DAY_MS) == 0
+    log.config = dataclasses.replace(compact, cleanup_policy=frozenset({"compact", "delete"}))
+    assert log.enforce_retention(now_ms=10 * DAY_MS) == 2
 
 
 # -- crash safety ---------------------------------------------------------------------------

@@ -1,0 +1,157 @@
+"""Log compaction in a running broker: the background cleaner compacts a `cleanup.policy=compact`
+topic (newest record per key, tombstones gone after `delete.retention.ms`) while a real client
+reads it correctly, and compacts `__consumer_offsets`, whose compacted log still gives a
+restarted coordinator every committed offset."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from tests.integration.cluster import Cluster
+from tests.integration.test_produce_consume import create_topic
+
+pytestmark = pytest.mark.timeout(180)
+
+KEYS = 20
+ROUNDS = 30
+TOMBSTONED = {f"k{index}" for index in range(5)}
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    cluster = Cluster.combined(
+        tmp_path_factory.mktemp("compaction"),
+        1,
+        **{
+            "log.cleaner.backoff.ms": "200",
+            "offsets.topic.num.partitions": "1",
+            "offsets.topic.segment.bytes": "2048",
+            "group.initial.rebalance.delay.ms": "0",
+        },
+    )
+    cluster.start_all()
+    try:
+        cluster.wait_for("broker unfenced", cluster.brokers_unfenced)
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def read_all(cluster: Cluster, topic: str) -> list[tuple[int, str, str | None]]:
+    """Every record of partition 0 from the start to the end: offset, key, value."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": "compaction-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        records: list[tuple[int, str, str | None]] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error() is not None:
+                break  # end of the partition
+            value = message.value()
+            text = None if value is None else value.decode()
+            records.append((message.offset(), message.key().decode(), text))
+        return records
+    finally:
+        consumer.close()
+
+
+def produce(cluster: Cluster, topic: str, records: list[tuple[str, str | None]]) -> None:
+    # Small batches: a batch may not be larger than the topic's tiny segments.
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "batch.size": 600})
+    for key, value in records:
+        producer.produce(topic, key=key.encode(), value=None if value is None else value.encode())
+    assert producer.flush(30) == 0
+
+
+def test_a_compacted_topic_keeps_the_newest_record_of_each_key(node: Cluster) -> None:
+    create_topic(
+        node,
+        "compacted",
+        1,
+        **{
+            "cleanup.policy": "compact",
+            "segment.bytes": "2048",
+            "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": "1000",
+        },
+    )
+    updates = [(f"k{key}", f"v{round}") for round in range(ROUNDS) for key in range(KEYS)]
+    tombstones: list[tuple[str, str | None]] = [(key, None) for key in sorted(TOMBSTONED)]
+    # Distinct keys, never compacted away: they push the updates out of the active segment.
+    fillers: list[tuple[str, str | None]] = [(f"filler{i}", "x" * 40) for i in range(150)]
+    produce(node, "compacted", [*updates, *tombstones, *fillers])
+    produced = len(updates) + len(tombstones) + len(fillers)
+
+    def compacted() -> list[tuple[int, str, str | None]] | None:
+        records = read_all(node, "compacted")
+        keys = [key for _, key, _ in records if key.startswith("k")]
+        return records if sorted(keys) == sorted(set(keys)) else None
+
+    records = node.wait_for("every key once", compacted, 60.0)
+    offsets = [offset for offset, _, _ in records]
+    assert offsets == sorted(set(offsets))
+    assert offsets[-1] == produced - 1  # offsets are kept: the last record is where it was
+    latest = {key: value for _, key, value in records if key.startswith("k")}
+    for index in range(KEYS):
+        key = f"k{index}"
+        if key not in TOMBSTONED:
+            assert latest[key] == f"v{ROUNDS - 1}"
+        else:
+            assert latest.get(key) is None  # a tombstone, or nothing once it went
+    assert [key for _, key, _ in records if key.startswith("filler")] == [key for key, _ in fillers]
+
+    # After delete.retention.ms the tombstones themselves go, though nothing new is written.
+    def tombstones_gone() -> bool:
+        return not TOMBSTONED & {key for _, key, _ in read_all(node, "compacted")}
+
+    node.wait_for("tombstones removed", tombstones_gone, 30.0)
+
+
+def offsets_log_size(cluster: Cluster) -> int:
+    directory = cluster.nodes[1].data_dir / "__consumer_offsets-0"
+    return sum(path.stat().st_size for path in Path(directory).glob("*.log"))
+
+
+def test_the_offsets_topic_is_compacted_and_still_gives_every_commit(node: Cluster) -> None:
+    create_topic(node, "tracked", 2)
+    committer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "committer"})
+    commits = 300
+    try:
+        for offset in range(1, commits + 1):
+            committer.commit(
+                offsets=[TopicPartition("tracked", 0, offset), TopicPartition("tracked", 1, 7)],
+                asynchronous=False,
+            )
+    finally:
+        committer.close()
+
+    # Each commit appended a record of ~100 bytes per partition; compaction leaves a few.
+    node.wait_for("offsets topic compacted", lambda: offsets_log_size(node) < 8 * 2048, 60.0)
+
+    # A coordinator that loads the compacted partition finds the last commit of each.
+    node.kill(1)
+    node.start(1)
+    node.wait_for("broker unfenced", node.brokers_unfenced)
+    reader = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "committer"})
+    try:
+        committed = reader.committed(
+            [TopicPartition("tracked", 0), TopicPartition("tracked", 1)], timeout=30
+        )
+    finally:
+        reader.close()
+    assert [(tp.partition, tp.offset) for tp in committed] == [(0, commits), (1, 7)]
