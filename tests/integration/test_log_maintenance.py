@@ -1,4 +1,5 @@
-"""Log compaction in a running broker: the background cleaner compacts a `cleanup.policy=compact`
+"""The broker's log maintenance in a running node: retention deletes old segments of a
+`cleanup.policy=delete` topic, and the background cleaner compacts a `cleanup.policy=compact`
 topic (newest record per key, tombstones gone after `delete.retention.ms`) while a real client
 reads it correctly, and compacts `__consumer_offsets`, whose compacted log still gives a
 restarted coordinator every committed offset."""
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from tests.integration.cluster import Cluster
 from tests.integration.test_produce_consume import create_topic
@@ -29,6 +30,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         1,
         **{
             "log.cleaner.backoff.ms": "200",
+            "log.retention.check.interval.ms": "200",
             "offsets.topic.num.partitions": "1",
             "offsets.topic.segment.bytes": "2048",
             "group.initial.rebalance.delay.ms": "0",
@@ -53,7 +55,7 @@ def read_all(cluster: Cluster, topic: str) -> list[tuple[int, str, str | None]]:
         }
     )
     try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         records: list[tuple[int, str, str | None]] = []
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -76,6 +78,28 @@ def produce(cluster: Cluster, topic: str, records: list[tuple[str, str | None]])
     for key, value in records:
         producer.produce(topic, key=key.encode(), value=None if value is None else value.encode())
     assert producer.flush(30) == 0
+
+
+def test_retention_deletes_old_segments_and_moves_the_log_start(node: Cluster) -> None:
+    create_topic(node, "expiring", 1, **{"segment.bytes": "2048", "retention.ms": "1500"})
+    produce(node, "expiring", [(f"old{i}", "x" * 40) for i in range(200)])
+    consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "retention-reader"})
+    try:
+
+        def log_start() -> int:
+            low, _ = consumer.get_watermark_offsets(TopicPartition("expiring", 0), timeout=10)
+            return int(low)
+
+        assert log_start() == 0
+        time.sleep(1.5)
+        # New records keep the active segment, and the segments they roll, young.
+        produce(node, "expiring", [(f"new{i}", "y" * 40) for i in range(20)])
+        node.wait_for("old segments deleted", lambda: log_start() > 150, 30.0)
+        records = read_all(node, "expiring")
+        assert records[0][0] == log_start()
+        assert [key for _, key, _ in records][-20:] == [f"new{i}" for i in range(20)]
+    finally:
+        consumer.close()
 
 
 def test_a_compacted_topic_keeps_the_newest_record_of_each_key(node: Cluster) -> None:
