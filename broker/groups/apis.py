@@ -137,6 +137,7 @@ class GroupApis:
             group_instance_id=commit.group_instance_id,
             generation_id=commit.generation_id,
             offsets=offsets,
+            retention_ms=commit.retention_ms,
             unknown_group_error=ErrorCode.group_id_not_found
             if version >= _COMMIT_GROUP_ID_NOT_FOUND
             else ErrorCode.illegal_generation,

@@ -188,6 +188,7 @@ class GroupCoordinator:
         group_instance_id: str | None,
         generation_id: int,
         offsets: Sequence[OffsetToCommit],
+        retention_ms: int | None = None,
         unknown_group_error: ErrorCode = ErrorCode.illegal_generation,
     ) -> CommitAnswer:
         try:
@@ -203,6 +204,7 @@ class GroupCoordinator:
             generation_id=generation_id,
             offsets=offsets,
             now_ms=_now_ms(),
+            retention_ms=retention_ms,
             unknown_group_error=unknown_group_error,
         )
         self._run(partition, step)

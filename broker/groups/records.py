@@ -24,6 +24,7 @@ from dataclasses import dataclass
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
+_EXPIRING_OFFSET_COMMIT_VALUE_VERSION = 1
 GROUP_METADATA_VALUE_VERSION = 3
 _MAX_VALUE_VERSION = 3
 
@@ -129,7 +130,15 @@ def encode_key(key: OffsetsKey) -> bytes:
 
 
 def encode_value(value: OffsetsValue) -> bytes:
-    """The record value of `value`, at version 3."""
+    """The record value of `value`, at version 3; an offset commit with an explicit expiry at
+    version 1, the only one that holds it (as Kafka writes one)."""
+    if isinstance(value, OffsetCommitValue) and value.expire_timestamp_ms >= 0:
+        writer = _Writer(_EXPIRING_OFFSET_COMMIT_VALUE_VERSION)
+        writer.int64(value.offset)
+        writer.string(value.metadata)
+        writer.int64(value.commit_timestamp_ms)
+        writer.int64(value.expire_timestamp_ms)
+        return writer.result()
     if isinstance(value, OffsetCommitValue):
         writer = _Writer(OFFSET_COMMIT_VALUE_VERSION)
         writer.int64(value.offset)

@@ -295,10 +295,13 @@ class CoordinatorShard(Generic[K]):
         generation_id: int,
         offsets: Sequence[OffsetToCommit],
         now_ms: int,
+        retention_ms: int | None = None,
         unknown_group_error: ErrorCode = ErrorCode.illegal_generation,
     ) -> ShardStep[K]:
         """An OffsetCommitRequest; answered once its records are written.
 
+        `retention_ms`: the retention OffsetCommit v2-4 may ask for, stored as the offsets'
+        expiry (None: `offsets.retention.minutes` after the group empties, KIP-211).
         `unknown_group_error`: what a member's commit to a group that does not exist gets
         (ILLEGAL_GENERATION before OffsetCommit v9, GROUP_ID_NOT_FOUND from v9, as Kafka)."""
         group = self._groups.get(group_id)
@@ -314,6 +317,7 @@ class CoordinatorShard(Generic[K]):
             return self._commit_refused(key, offsets, error)
         errors: list[tuple[TopicPartitionKey, ErrorCode]] = []
         written: list[tuple[OffsetCommitKey, OffsetCommitValue]] = []
+        expire_timestamp_ms = -1 if retention_ms is None else now_ms + retention_ms
         for item in offsets:
             metadata = item.metadata or ""
             if len(metadata.encode()) > self._config.offset_metadata_max_bytes:
@@ -323,7 +327,9 @@ class CoordinatorShard(Generic[K]):
             written.append(
                 (
                     OffsetCommitKey(group_id, item.topic, item.partition),
-                    OffsetCommitValue(item.offset, metadata, now_ms, item.leader_epoch),
+                    OffsetCommitValue(
+                        item.offset, metadata, now_ms, item.leader_epoch, expire_timestamp_ms
+                    ),
                 )
             )
         if not written:

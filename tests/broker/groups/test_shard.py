@@ -87,6 +87,7 @@ class Coordinator:
         *,
         member: str = "",
         generation: int = -1,
+        retention_ms: int | None = None,
     ) -> dict[tuple[str, int], ErrorCode] | None:
         key = next(self.keys)
         step = self.shard.commit_offsets(
@@ -97,6 +98,7 @@ class Coordinator:
             generation_id=generation,
             offsets=offsets,
             now_ms=now,
+            retention_ms=retention_ms,
         )
         self.run(step, now)
         answer = self.answers.get(key)
@@ -218,6 +220,23 @@ def test_offsets_of_a_group_that_emptied_expire_and_are_tombstoned() -> None:
     coordinator.run(shard.tick(36_000), 36_000)
     assert committed(shard, "g") == {}
     assert coordinator.log[-1][1] is None  # the tombstone
+
+
+def test_an_explicit_retention_expires_the_offsets_then_and_survives_a_reload() -> None:
+    coordinator = Coordinator()
+    coordinator.commit("old-client", [OffsetToCommit("t", 0, 3)], 1_000, retention_ms=5_000)
+    # Stored as Kafka stores it: an OffsetCommitValue v1, with the expire timestamp.
+    assert coordinator.log[-1][1] is not None and coordinator.log[-1][1][:2] == b"\x00\x01"
+    reloaded = CoordinatorShard[int](CONFIG)
+    for record_key, record_value in coordinator.log:
+        reloaded.replay(record_key, record_value)
+    reloaded.activate(0)
+    for shard in (coordinator.shard, reloaded):
+        # Its own expiry, not offsets.retention.minutes (10 minutes) after the commit.
+        assert shard.tick(5_999).writes == ()
+        assert committed(shard, "old-client") == {("t", 0): 3}
+        expired = shard.tick(6_000).writes
+        assert [record[1] for write in expired for record in write.records] == [None]
 
 
 def test_requests_for_unknown_groups_create_nothing_and_unload_answers_waiters() -> None:
