@@ -28,6 +28,7 @@ from broker.replica_manager import (
     ProduceResult,
     ReplicaManager,
 )
+from controller.topics import INTERNAL_TOPICS
 from net.api_registry import ApiRegistry, PreEncodedResponse, RequestContext
 from net.fetch_response import encode_fetch_response
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
@@ -139,7 +140,10 @@ class DataApis:
             answers = [ProduceResult(ErrorCode.invalid_required_acks)] * len(partitions)
         else:
             timeout_ms = round(request.timeout.total_seconds() * 1000)
-            answers = await self._replicas.produce(acks, timeout_ms, partitions)
+            if any(topic in INTERNAL_TOPICS for topic, _, _ in partitions):
+                answers = await self._produce_except_internal(acks, timeout_ms, partitions)
+            else:
+                answers = await self._replicas.produce(acks, timeout_ms, partitions)
         if acks == 0:
             return None
         schema = response_schema(PRODUCE_KEY, version)
@@ -170,6 +174,23 @@ class DataApis:
             ),
             throttle_time=NO_THROTTLE,
         )
+
+    async def _produce_except_internal(
+        self, acks: int, timeout_ms: int, partitions: list[tuple[str, int, Any]]
+    ) -> list[ProduceResult]:
+        """Only brokers write internal topics: their partitions are refused, as Kafka refuses
+        them, and the others are appended."""
+        allowed = [entry for entry in partitions if entry[0] not in INTERNAL_TOPICS]
+        appended = iter(await self._replicas.produce(acks, timeout_ms, allowed))
+        return [
+            ProduceResult(
+                ErrorCode.invalid_topic_exception,
+                message=f"Cannot append to internal topic {topic}",
+            )
+            if topic in INTERNAL_TOPICS
+            else next(appended)
+            for topic, _, _ in partitions
+        ]
 
     # -- Fetch ------------------------------------------------------------------------------------
 

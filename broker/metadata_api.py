@@ -21,6 +21,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from controller.image import MetadataImage, TopicImage
+from controller.topics import INTERNAL_TOPICS
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
 
 METADATA_KEY = 3
@@ -85,7 +86,7 @@ def metadata_response(image: MetadataImage, broker_id: int, version: int, reques
             error_code=error,
             name=name,
             topic_id=topic_id,
-            is_internal=name is not None and name.startswith("__"),
+            is_internal=name in INTERNAL_TOPICS,
             partitions=partitions,
             topic_authorized_operations=_NO_AUTHORIZED_OPERATIONS,
         )

@@ -66,6 +66,10 @@ from controller.records import (
 # partition index, and must stay within the 255 bytes file systems allow.
 MAX_TOPIC_NAME_LENGTH = 249
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+OFFSETS_TOPIC = "__consumer_offsets"
+# Topics the brokers themselves write (Kafka's Topic.isInternal): clients may read them, and
+# may not produce to them.
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 _ZERO_UUID = UUID(int=0)
 

@@ -22,7 +22,6 @@ from broker.configs import BrokerSettings
 from broker.data_apis import DataApis
 from broker.groups.apis import GroupApis
 from broker.groups.coordinator import (
-    OFFSETS_TOPIC,
     CoordinatorConfig,
     GroupCoordinator,
     offsets_topic_configs,
@@ -41,7 +40,7 @@ from controller.client import ControllerClient, NoControllerError, create_topics
 from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_change import PartitionConfig
 from controller.quorum_controller import ControllerConfig, QuorumController
-from controller.topics import TopicDefaults
+from controller.topics import OFFSETS_TOPIC, TopicDefaults
 from kraft.driver import RaftDriver
 from kraft.messages import QuorumView, ReplicaView
 from kraft.raft import RaftConfig

@@ -219,8 +219,8 @@ class GroupApis:
     def _on_list_groups(self, context: RequestContext, request: Any) -> Any:
         version = context.header.api_version
         admitted = wire.list_groups_filter(version, request)
-        groups = self._coordinator.list_groups(admitted)
-        return wire.list_groups_response(version, ErrorCode.none, groups)
+        error, groups = self._coordinator.list_groups(admitted)
+        return wire.list_groups_response(version, error, groups)
 
     async def _on_delete_groups(self, context: RequestContext, request: Any) -> Any:
         version = context.header.api_version

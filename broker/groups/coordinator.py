@@ -51,10 +51,9 @@ from broker.groups.wire import ListedGroup, ListGroupsFilter
 from broker.partition import Partition
 from broker.replica_manager import ReplicaManager
 from controller.image import MetadataImage
+from controller.topics import OFFSETS_TOPIC
 from net.records import Record, decode_batches, encode_batch
 
-OFFSETS_TOPIC = "__consumer_offsets"
-# Kafka's offsets topic settings besides compaction: 100 MiB segments.
 _LOAD_READ_BYTES = 1024 * 1024
 # How often offsets past retention are looked for (offsets.retention.check.interval.ms).
 _RETENTION_CHECK_MS = 600_000
@@ -115,6 +114,8 @@ class GroupCoordinator:
         self._create_offsets_topic = create_offsets_topic
         self._config = config or CoordinatorConfig()
         self._hosted: dict[int, _Hosted] = {}
+        # Partitions led whose groups are still being read from the log.
+        self._loading: dict[int, asyncio.Task[None]] = {}
         self._creating: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         replicas.leadership_listeners.append(self._on_leadership)
@@ -237,11 +238,13 @@ class GroupCoordinator:
         _, hosted = self._shard_of(group_id)
         return hosted.shard.describe(group_id)
 
-    def list_groups(self, admitted: ListGroupsFilter) -> list[ListedGroup]:
+    def list_groups(self, admitted: ListGroupsFilter) -> tuple[ErrorCode, list[ListedGroup]]:
         """ListGroups: the groups of every partition this broker leads that `admitted` admits,
-        sorted by group id."""
+        sorted by group id; COORDINATOR_LOAD_IN_PROGRESS (with the groups loaded) while some
+        partition is still loading, as Kafka answers."""
         listed = [g for hosted in self._hosted.values() for g in hosted.shard.listed(admitted)]
-        return sorted(listed, key=lambda g: g.group_id)
+        error = ErrorCode.coordinator_load_in_progress if self._loading else ErrorCode.none
+        return error, sorted(listed, key=lambda g: g.group_id)
 
     async def delete_groups(self, group_ids: Sequence[str]) -> list[tuple[str, ErrorCode]]:
         """DeleteGroups: each group's error, in request order. The groups of one partition are
@@ -274,6 +277,8 @@ class GroupCoordinator:
         partition = offsets_partition_for(group_id, len(topic.partitions))
         hosted = self._hosted.get(partition)
         if hosted is None:
+            if partition in self._loading:
+                raise CoordinatorUnavailableError(ErrorCode.coordinator_load_in_progress)
             raise CoordinatorUnavailableError(ErrorCode.not_coordinator)
         return partition, hosted
 
@@ -331,6 +336,9 @@ class GroupCoordinator:
         if partition.topic != OFFSETS_TOPIC:
             return
         partition_id = partition.partition_id
+        loading = self._loading.pop(partition_id, None)
+        if loading is not None:
+            loading.cancel()
         hosted = self._hosted.pop(partition_id, None)
         if hosted is not None:
             if hosted.timer is not None:
@@ -338,14 +346,21 @@ class GroupCoordinator:
             self._run(partition_id, hosted.shard.unload(_now_ms()))
             log.info("group_coordinator_unloaded", partition=partition_id)
         if leads:
-            self._load(partition)
+            log.info(
+                "group_coordinator_loading",
+                partition=partition_id,
+                leader_epoch=partition.leader_epoch,
+            )
+            self._loading[partition_id] = self._spawn(self._load(partition))
 
-    def _load(self, partition: Partition) -> None:
-        """Replay the partition into a new shard (the leader's log is the truth now)."""
+    async def _load(self, partition: Partition) -> None:
+        """Replay the partition into a new shard (the leader's log is the truth now), a chunk
+        at a time so that the broker keeps serving; the shard answers once it has it all."""
         shard: CoordinatorShard[Waiter] = CoordinatorShard(self._config.shard)
         replica_log = partition.log
         offset = replica_log.log_start_offset
         records = 0
+        started = time.monotonic()
         while offset < replica_log.log_end_offset:
             read = replica_log.read(offset, _LOAD_READ_BYTES)
             if read.records is None:
@@ -365,7 +380,9 @@ class GroupCoordinator:
                             error=str(error),
                         )
                 offset = header.next_offset
+            await asyncio.sleep(0)
         shard.activate(_now_ms())
+        del self._loading[partition.partition_id]
         self._hosted[partition.partition_id] = _Hosted(shard)
         self._schedule(partition.partition_id)
         log.info(
@@ -374,12 +391,14 @@ class GroupCoordinator:
             leader_epoch=partition.leader_epoch,
             records=records,
             groups=len(shard.group_ids()),
+            load_ms=round((time.monotonic() - started) * 1000),
         )
 
-    def _spawn(self, coroutine: Awaitable[None]) -> None:
+    def _spawn(self, coroutine: Awaitable[None]) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def stop(self) -> None:
         """Cancel the timers and the writes in flight."""

@@ -16,6 +16,7 @@ from confluent_kafka import (
     ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
+    Producer,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
@@ -245,3 +246,20 @@ def test_offsets_of_topics_the_group_is_not_subscribed_to_may_be_deleted(node: C
     finally:
         python_admin.close()
         consumer.close()
+
+
+def test_clients_may_not_produce_to_the_offsets_topic(node: Cluster) -> None:
+    # Created by the coordinator on a first lookup.
+    consumer = group_consumer(node, "prober")
+    consumer.commit(offsets=[TopicPartition("probed", 0, 1)], asynchronous=False)
+    consumer.close()
+    producer = Producer({"bootstrap.servers": node.bootstrap, "message.send.max.retries": 0})
+    errors: list[KafkaError] = []
+    producer.produce(
+        "__consumer_offsets",
+        value=b"forged",
+        partition=0,
+        on_delivery=lambda e, _: errors.append(e),
+    )
+    producer.flush(30)
+    assert [error.code() for error in errors] == [KafkaError.TOPIC_EXCEPTION]

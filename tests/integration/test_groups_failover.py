@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-import datetime
+import asyncio
 import signal
 import subprocess
 import time
@@ -59,6 +59,68 @@ def offsets_leader(cluster: Cluster, observer: int, group: str) -> int:
     partition = offsets_partition_for(group, OFFSETS_PARTITIONS)
     leader: int = next(p for p in partitions if p["partition"] == partition)["leader"]
     return leader
+
+
+async def raw_commit(
+    connection: NodeConnection,
+    group: str,
+    generation: int,
+    member_id: str,
+    offsets: dict[tuple[str, int], int],
+) -> list[ErrorCode]:
+    """OffsetCommit v8 as it is sent, without a client's retries: each partition's error."""
+    schema: Any = request_schema(OFFSET_COMMIT_KEY, 8)
+    topic_type = field_entity_type(schema, "topics")
+    partition_type = field_entity_type(topic_type, "partitions")
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), offset in offsets.items():
+        by_topic.setdefault(topic, []).append(
+            make_entity(
+                partition_type,
+                partition_index=partition,
+                committed_offset=offset,
+                committed_leader_epoch=-1,
+                committed_metadata="",
+            )
+        )
+    response: Any = await connection.send(
+        make_entity(
+            schema,
+            group_id=group,
+            generation_id_or_member_epoch=generation,
+            member_id=member_id,
+            group_instance_id=None,
+            topics=tuple(
+                make_entity(topic_type, name=topic, partitions=tuple(partitions))
+                for topic, partitions in by_topic.items()
+            ),
+        )
+    )
+    return [
+        ErrorCode(partition.error_code)
+        for topic in response.topics
+        for partition in topic.partitions
+    ]
+
+
+async def raw_fetch(
+    connection: NodeConnection, group: str, partitions: dict[str, list[int]]
+) -> Any:
+    """OffsetFetch v7 as it is sent, without a client's retries."""
+    schema: Any = request_schema(OFFSET_FETCH_KEY, 7)
+    topic_type = field_entity_type(schema, "topics")
+    return await connection.send(
+        make_entity(
+            schema,
+            group_id=group,
+            topics=tuple(
+                make_entity(topic_type, name=topic, partition_indexes=tuple(indexes))
+                for topic, indexes in partitions.items()
+            ),
+            require_stable=False,
+        ),
+        timeout=10.0,
+    )
 
 
 def consume_and_commit(consumer: Consumer, count: int) -> list[str]:
@@ -143,34 +205,10 @@ async def test_bad_commits_get_kafkas_errors_and_store_nothing(cluster: Cluster)
     try:
 
         async def commit(group: str, generation: int, member_id: str) -> ErrorCode:
-            schema: Any = request_schema(OFFSET_COMMIT_KEY, 8)
-            topic_type = field_entity_type(schema, "topics")
-            partition_type = field_entity_type(topic_type, "partitions")
-            response: Any = await connection.send(
-                make_entity(
-                    schema,
-                    group_id=group,
-                    generation_id_or_member_epoch=generation,
-                    member_id=member_id,
-                    group_instance_id=None,
-                    topics=(
-                        make_entity(
-                            topic_type,
-                            name="audited",
-                            partitions=(
-                                make_entity(
-                                    partition_type,
-                                    partition_index=0,
-                                    committed_offset=99,
-                                    committed_leader_epoch=-1,
-                                    committed_metadata="",
-                                ),
-                            ),
-                        ),
-                    ),
-                )
+            errors = await raw_commit(
+                connection, group, generation, member_id, {("audited", 0): 99}
             )
-            return ErrorCode(response.topics[0].partitions[0].error_code)
+            return errors[0]
 
         member_id = member.memberid()
         assert member_id
@@ -180,20 +218,58 @@ async def test_bad_commits_get_kafkas_errors_and_store_nothing(cluster: Cluster)
         assert await commit("", -1, "") is ErrorCode.invalid_group_id
         assert await commit("x" * 40_000, -1, "") is ErrorCode.invalid_group_id
 
-        schema: Any = request_schema(OFFSET_FETCH_KEY, 7)
-        topic_type = field_entity_type(schema, "topics")
-        fetched: Any = await connection.send(
-            make_entity(
-                schema,
-                group_id="auditors",
-                topics=(make_entity(topic_type, name="audited", partition_indexes=(0,)),),
-                require_stable=False,
-            ),
-            timeout=datetime.timedelta(seconds=10).total_seconds(),
-        )
+        fetched = await raw_fetch(connection, "auditors", {"audited": [0]})
         assert fetched.error_code == ErrorCode.none
         assert fetched.topics[0].partitions[0].committed_offset == -1
         assert member.committed([TopicPartition("audited", 0)], timeout=10)[0].offset < 0
     finally:
         await connection.close()
         member.close()
+
+
+async def test_a_coordinator_answers_load_in_progress_until_its_groups_are_read(
+    tmp_path: Path,
+) -> None:
+    node = Cluster.combined(tmp_path, 1, **{"offsets.topic.num.partitions": "1"})
+    node.start_all()
+    try:
+        node.wait_for("broker unfenced", node.brokers_unfenced)
+        # A first commit through a client creates the offsets topic and finds the coordinator.
+        creator = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "loaded"})
+        creator.commit(offsets=[TopicPartition("bulk", 0, 1)], asynchronous=False)
+        creator.close()
+        # Then enough commits that reading them back takes a while: 100,000 records.
+        port = node.nodes[1].broker_port or 0
+        connection = NodeConnection("127.0.0.1", port)
+        partitions = 5_000
+        try:
+            for round in range(1, 21):
+                offsets = {("bulk", partition): round for partition in range(partitions)}
+                errors = await raw_commit(connection, "loaded", -1, "", offsets)
+                assert set(errors) == {ErrorCode.none}
+        finally:
+            await connection.close()
+
+        node.kill(1)
+        node.start(1)
+        seen: list[ErrorCode] = []
+        deadline = time.monotonic() + 60
+        fetched: Any = None
+        while time.monotonic() < deadline:
+            connection = NodeConnection("127.0.0.1", port)
+            try:
+                fetched = await raw_fetch(connection, "loaded", {"bulk": list(range(partitions))})
+            except OSError:
+                await asyncio.sleep(0.05)  # not listening yet
+                continue
+            finally:
+                await connection.close()
+            seen.append(ErrorCode(fetched.error_code))
+            if seen[-1] is ErrorCode.none:
+                break
+        # The broker answered while it was reading the partition, and then had every offset.
+        assert ErrorCode.coordinator_load_in_progress in seen
+        assert seen[-1] is ErrorCode.none
+        assert {p.committed_offset for p in fetched.topics[0].partitions} == {20}
+    finally:
+        node.stop_all()
