@@ -4,11 +4,14 @@ consumer resumes from."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer
 from confluent_kafka import (
     OFFSET_INVALID,
     Consumer,
@@ -263,3 +266,147 @@ def test_clients_may_not_produce_to_the_offsets_topic(node: Cluster) -> None:
     )
     producer.flush(30)
     assert [error.code() for error in errors] == [KafkaError.TOPIC_EXCEPTION]
+
+
+def test_kafka_python_members_share_the_partitions_and_resume_from_commits(node: Cluster) -> None:
+    create_topic(node, "py-shared", 4)
+
+    def member() -> KafkaConsumer:
+        return KafkaConsumer(
+            "py-shared",
+            bootstrap_servers=node.bootstrap,
+            group_id="py-sharers",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+            max_poll_records=5,
+        )
+
+    members = [member(), member()]
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def run(consumer: KafkaConsumer) -> None:
+        # Each member reads and commits in its own thread, as applications run them.
+        while not stop.is_set():
+            for records in consumer.poll(timeout_ms=200).values():
+                seen.extend(record.value.decode() for record in records)
+                consumer.commit()
+
+    threads = [threading.Thread(target=run, args=(consumer,)) for consumer in members]
+    for thread in threads:
+        thread.start()
+    try:
+
+        def shared() -> bool:
+            owned = [{tp.partition for tp in consumer.assignment()} for consumer in members]
+            every = sorted(p for mine in owned for p in mine)
+            return all(owned) and every == [0, 1, 2, 3]
+
+        node.wait_for("both kafka-python members own partitions", shared, 60.0)
+        produce_with_librdkafka(node, "py-shared", [(i % 4, f"p-{i}") for i in range(80)])
+        node.wait_for("half the records read", lambda: len(seen) >= 40, 30.0)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+        for consumer in members:
+            consumer.close()
+    assert len(seen) == len(set(seen))
+
+    # A member of the group restarted after both left: from the commits, no gap, no repeat.
+    resumed = KafkaConsumer(
+        "py-shared",
+        bootstrap_servers=node.bootstrap,
+        group_id="py-sharers",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=8_000,
+    )
+    try:
+        rest = [record.value.decode() for record in resumed]
+    finally:
+        resumed.close()
+    assert sorted(seen + rest) == sorted(f"p-{i}" for i in range(80))
+
+
+async def test_aiokafka_members_share_the_partitions_and_resume_from_commits(
+    node: Cluster,
+) -> None:
+    create_topic(node, "aio-shared", 4)
+
+    def member() -> AIOKafkaConsumer:
+        return AIOKafkaConsumer(
+            "aio-shared",
+            bootstrap_servers=node.bootstrap,
+            group_id="aio-sharers",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+            max_poll_records=5,
+        )
+
+    members = [member(), member()]
+    seen: list[str] = []
+    stop = asyncio.Event()
+
+    async def run(consumer: AIOKafkaConsumer) -> None:
+        while not stop.is_set():
+            batches = await consumer.getmany(timeout_ms=200)
+            for records in batches.values():
+                seen.extend(record.value.decode() for record in records if record.value)
+                await consumer.commit()
+
+    async def until(what: str, check: Callable[[], bool], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            await asyncio.sleep(0.1)
+
+    def shared() -> bool:
+        owned = [{tp.partition for tp in consumer.assignment()} for consumer in members]
+        every = sorted(p for mine in owned for p in mine)
+        return all(owned) and every == [0, 1, 2, 3]
+
+    for consumer in members:
+        await consumer.start()
+    tasks = [asyncio.create_task(run(consumer)) for consumer in members]
+    try:
+        await until("both aiokafka members own partitions", shared, 60.0)
+        await asyncio.to_thread(
+            produce_with_librdkafka,
+            node,
+            "aio-shared",
+            [(i % 4, f"a-{i}") for i in range(80)],
+        )
+        await until("half the records read", lambda: len(seen) >= 40, 30.0)
+        stop.set()
+        await asyncio.gather(*tasks)
+        # One leaves (LeaveGroup): the other owns every partition well before a session.
+        await members.pop().stop()
+        await until(
+            "the other member owning every partition",
+            lambda: {tp.partition for tp in members[0].assignment()} == {0, 1, 2, 3},
+            6.0,
+        )
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for consumer in members:
+            await consumer.stop()
+    assert len(seen) == len(set(seen))
+
+    resumed = member()
+    await resumed.start()
+    rest: list[str] = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(seen) + len(rest) < 80 and time.monotonic() < deadline:
+            for records in (await resumed.getmany(timeout_ms=500)).values():
+                rest.extend(record.value.decode() for record in records if record.value)
+        assert not await resumed.getmany(timeout_ms=1000)
+    finally:
+        await resumed.stop()
+    assert sorted(seen + rest) == sorted(f"a-{i}" for i in range(80))
