@@ -46,6 +46,7 @@ from broker.groups.shard import (
     ShardAnswer,
     ShardConfig,
     ShardStep,
+    Write,
 )
 from broker.groups.wire import ListedGroup, ListGroupsFilter
 from broker.partition import Partition
@@ -57,6 +58,8 @@ from net.records import Record, decode_batches, encode_batch
 _LOAD_READ_BYTES = 1024 * 1024
 # How often offsets past retention are looked for (offsets.retention.check.interval.ms).
 _RETENTION_CHECK_MS = 600_000
+# Coalesced writes stay well below the offsets topic's max.message.bytes (1 MiB by default).
+_WRITE_BATCH_BYTES = 256 * 1024
 
 log = structlog.get_logger(__name__)
 
@@ -92,7 +95,11 @@ class CoordinatorUnavailableError(Exception):
 @dataclass(slots=True)
 class _Hosted:
     shard: CoordinatorShard[Waiter]
+    retention_check_ms: int
     timer: asyncio.TimerHandle | None = None
+    timer_at_ms: int | None = None
+    # Writes of the shard's steps in this turn of the event loop, appended together at its end.
+    pending_writes: list[Write] = field(default_factory=list)
 
 
 class GroupCoordinator:
@@ -298,31 +305,65 @@ class GroupCoordinator:
         for waiter, answer in step.answers:
             if not waiter.done():
                 waiter.set_result(answer)
-        for write in step.writes:
-            batch = encode_batch([Record(value=value, key=key) for key, value in write.records])
-            self._spawn(self._write(partition_id, write.write_id, batch))
-        self._schedule(partition_id)
-
-    async def _write(self, partition_id: int, write_id: int, batch: bytes) -> None:
-        (result,) = await self._replicas.produce(
-            -1, self._config.commit_timeout_ms, [(OFFSETS_TOPIC, partition_id, batch)]
-        )
-        hosted = self._hosted.get(partition_id)
-        if hosted is not None:
-            self._run(partition_id, hosted.shard.write_completed(write_id, result.error, _now_ms()))
-
-    def _schedule(self, partition_id: int) -> None:
         hosted = self._hosted.get(partition_id)
         if hosted is None:
             return
-        if hosted.timer is not None:
-            hosted.timer.cancel()
+        if step.writes:
+            if not hosted.pending_writes:
+                asyncio.get_running_loop().call_soon(
+                    self._append_pending_writes, partition_id, hosted
+                )
+            hosted.pending_writes.extend(step.writes)
+        self._schedule(partition_id, hosted)
+
+    def _append_pending_writes(self, partition_id: int, hosted: _Hosted) -> None:
+        """Append the writes of this turn of the event loop (every request read from the
+        connections in it) together, in batches of at most `_WRITE_BATCH_BYTES` each."""
+        writes, hosted.pending_writes = hosted.pending_writes, []
+        if self._hosted.get(partition_id) is not hosted:
+            return  # unloaded: the shard answered its waiters NOT_COORDINATOR
+        batch: list[Write] = []
+        size = 0
+        for write in writes:
+            write_size = sum(len(key) + len(value or b"") for key, value in write.records)
+            if batch and size + write_size > _WRITE_BATCH_BYTES:
+                self._spawn(self._write(partition_id, hosted, batch))
+                batch, size = [], 0
+            batch.append(write)
+            size += write_size
+        self._spawn(self._write(partition_id, hosted, batch))
+
+    async def _write(self, partition_id: int, hosted: _Hosted, writes: Sequence[Write]) -> None:
+        batch = encode_batch(
+            [Record(value=value, key=key) for write in writes for key, value in write.records]
+        )
+        (result,) = await self._replicas.produce(
+            -1, self._config.commit_timeout_ms, [(OFFSETS_TOPIC, partition_id, batch)]
+        )
+        for write in writes:
+            if self._hosted.get(partition_id) is not hosted:
+                return  # unloaded meanwhile: its shard answered NOT_COORDINATOR
+            step = hosted.shard.write_completed(write.write_id, result.error, _now_ms())
+            self._run(partition_id, step)
+
+    def _schedule(self, partition_id: int, hosted: _Hosted) -> None:
+        """Wake the shard at its next deadline, or at its next retention check."""
+        now_ms = _now_ms()
+        if now_ms >= hosted.retention_check_ms:
+            hosted.retention_check_ms = now_ms + _RETENTION_CHECK_MS
         deadline = hosted.shard.next_deadline_ms()
-        retention_check = _now_ms() + _RETENTION_CHECK_MS
-        at_ms = retention_check if deadline is None else min(deadline, retention_check)
-        loop = asyncio.get_running_loop()
-        delay = max(0.0, (at_ms - _now_ms()) / 1000)
-        hosted.timer = loop.call_later(delay, self._tick, partition_id)
+        at_ms = (
+            hosted.retention_check_ms
+            if deadline is None
+            else min(deadline, hosted.retention_check_ms)
+        )
+        if hosted.timer is not None:
+            if hosted.timer_at_ms == at_ms:
+                return
+            hosted.timer.cancel()
+        delay = max(0.0, (at_ms - now_ms) / 1000)
+        hosted.timer = asyncio.get_running_loop().call_later(delay, self._tick, partition_id)
+        hosted.timer_at_ms = at_ms
 
     def _tick(self, partition_id: int) -> None:
         hosted = self._hosted.get(partition_id)
@@ -383,8 +424,10 @@ class GroupCoordinator:
             await asyncio.sleep(0)
         shard.activate(_now_ms())
         del self._loading[partition.partition_id]
-        self._hosted[partition.partition_id] = _Hosted(shard)
-        self._schedule(partition.partition_id)
+        hosted = self._hosted[partition.partition_id] = _Hosted(
+            shard, retention_check_ms=_now_ms() + _RETENTION_CHECK_MS
+        )
+        self._schedule(partition.partition_id, hosted)
         log.info(
             "group_coordinator_loaded",
             partition=partition.partition_id,

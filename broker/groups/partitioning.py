@@ -8,6 +8,8 @@ cluster would put it on, so tools that derive coordinators themselves agree with
 
 from __future__ import annotations
 
+import functools
+
 _INT32_MIN = -(2**31)
 
 
@@ -20,6 +22,8 @@ def java_string_hash(text: str) -> int:
     return value - 2**32 if value >= 2**31 else value
 
 
+# Asked on every group request; a broker sees the same few thousand groups over and over.
+@functools.lru_cache(maxsize=16_384)
 def offsets_partition_for(group_id: str, partitions: int) -> int:
     """The `__consumer_offsets` partition of `group_id` among `partitions`."""
     hash_code = java_string_hash(group_id)

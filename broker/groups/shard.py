@@ -26,6 +26,7 @@ records to the partition (acks=all) and reports each outcome with `write_complet
 
 from __future__ import annotations
 
+import heapq
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -212,6 +213,10 @@ class CoordinatorShard(Generic[K]):
             | _OffsetsDeletion[K],
         ] = {}
         self._next_write_id = 0
+        # Every group's next deadline is in this heap (with stale entries, dropped when they
+        # surface); groups whose timers may have changed are pushed again before it is read.
+        self._deadlines: list[tuple[int, str]] = []
+        self._touched: set[str] = set()
 
     # --- loading -------------------------------------------------------------------------------
 
@@ -233,6 +238,7 @@ class CoordinatorShard(Generic[K]):
             self._groups[group_id] = ClassicGroup.load(
                 group_id, value, now_ms, self._config.group, self._new_uuid
             )
+            self._touched.add(group_id)
         self._written_metadata = dict(self._loaded_metadata)
         self._loaded_metadata.clear()
         self.active = True
@@ -249,7 +255,7 @@ class CoordinatorShard(Generic[K]):
 
     def join(self, key: K, group_id: str, request: JoinRequest, now_ms: int) -> ShardStep[K]:
         """A JoinGroupRequest (the answer may come from a later input)."""
-        group = self._groups.get(group_id)
+        group = self._touched_group(group_id)
         if group is None:
             if request.member_id:
                 return ShardStep(((key, JoinAnswer(ErrorCode.unknown_member_id, "")),))
@@ -260,7 +266,7 @@ class CoordinatorShard(Generic[K]):
 
     def sync(self, key: K, group_id: str, request: SyncRequest, now_ms: int) -> ShardStep[K]:
         """A SyncGroupRequest (the answer may come from a later input)."""
-        group = self._groups.get(group_id)
+        group = self._touched_group(group_id)
         if group is None:
             return ShardStep(((key, SyncAnswer(ErrorCode.unknown_member_id)),))
         return self._from_group(group.sync(key, request, now_ms))
@@ -269,7 +275,7 @@ class CoordinatorShard(Generic[K]):
         self, key: K, group_id: str, request: HeartbeatRequest, now_ms: int
     ) -> ShardStep[K]:
         """A HeartbeatRequest."""
-        group = self._groups.get(group_id)
+        group = self._touched_group(group_id)
         if group is None:
             return ShardStep(((key, HeartbeatAnswer(ErrorCode.unknown_member_id)),))
         return self._from_group(group.heartbeat(key, request, now_ms))
@@ -278,7 +284,7 @@ class CoordinatorShard(Generic[K]):
         self, key: K, group_id: str, members: Iterable[LeavingMember], now_ms: int
     ) -> ShardStep[K]:
         """A LeaveGroupRequest."""
-        group = self._groups.get(group_id)
+        group = self._touched_group(group_id)
         if group is None:
             return ShardStep(((key, LeaveAnswer(ErrorCode.unknown_member_id)),))
         return self._from_group(group.leave(key, members, now_ms))
@@ -304,7 +310,7 @@ class CoordinatorShard(Generic[K]):
         expiry (None: `offsets.retention.minutes` after the group empties, KIP-211).
         `unknown_group_error`: what a member's commit to a group that does not exist gets
         (ILLEGAL_GENERATION before OffsetCommit v9, GROUP_ID_NOT_FOUND from v9, as Kafka)."""
-        group = self._groups.get(group_id)
+        group = self._touched_group(group_id)
         if group is None:
             if generation_id >= 0 or member_id or group_instance_id is not None:
                 return self._commit_refused(key, offsets, unknown_group_error)
@@ -361,7 +367,7 @@ class CoordinatorShard(Generic[K]):
         partition does not know is Dead with no members, which Kafka answers without an error
         (before DescribeGroups v6).
         """
-        group = self._groups.get(group_id)
+        group = self._touched_group(group_id)
         if group is not None:
             return group.describe()
         state = GroupState.EMPTY if self.offsets.committed(group_id) else GroupState.DEAD
@@ -375,7 +381,7 @@ class CoordinatorShard(Generic[K]):
         """
         listed = []
         for group_id in self.group_ids():
-            group = self._groups.get(group_id)
+            group = self._touched_group(group_id)
             if group is None:
                 entry = ListedGroup(group_id, "", GroupState.EMPTY)
             elif group.state is GroupState.DEAD:
@@ -417,7 +423,7 @@ class CoordinatorShard(Generic[K]):
 
     def _deletion_error(self, group_id: str) -> ErrorCode:
         """Kafka's ClassicGroup.validateDeleteGroup."""
-        group = self._groups.get(group_id)
+        group = self._touched_group(group_id)
         if group is None:
             has_offsets = bool(self.offsets.committed(group_id))
             return ErrorCode.none if has_offsets else ErrorCode.group_id_not_found
@@ -428,7 +434,7 @@ class CoordinatorShard(Generic[K]):
         return ErrorCode.none
 
     def _start_deletion(self, group_id: str, now_ms: int) -> tuple[_DeletedGroup, GroupStep[K]]:
-        group = self._groups.get(group_id)
+        group = self._touched_group(group_id)
         restore = None
         if group is None:
             # Offsets alone: a Dead group refuses commits until the deletion is written.
@@ -457,6 +463,7 @@ class CoordinatorShard(Generic[K]):
                     self._groups[d.group_id] = ClassicGroup.load(
                         d.group_id, d.restore, now_ms, self._config.group, self._new_uuid
                     )
+                    self._touched.add(d.group_id)
             failed = WRITE_ERROR_ANSWERS.get(error, error)
             errors = tuple((g, failed if g in deleted else e) for g, e in pending.errors)
             return ShardStep(((pending.key, DeleteGroupsAnswer(errors)),))
@@ -479,7 +486,7 @@ class CoordinatorShard(Generic[K]):
         subscribed to is GROUP_SUBSCRIBED_TO_TOPIC; every other partition is NONE, and its
         offset, if one is committed, is tombstoned.
         """
-        group = self._groups.get(group_id)
+        group = self._touched_group(group_id)
         unknown = not self.offsets.committed(group_id) if group is None else False
         if unknown or (group is not None and group.state is GroupState.DEAD):
             return ShardStep(((key, OffsetDeleteAnswer(ErrorCode.group_id_not_found)),))
@@ -538,6 +545,7 @@ class CoordinatorShard(Generic[K]):
         for group in list(self._groups.values()):
             deadline = group.next_deadline_ms()
             if deadline is not None and deadline <= now_ms:
+                self._touched.add(group.group_id)
                 step = self._from_group(group.tick(now_ms))
                 answers.extend(step.answers)
                 writes.extend(step.writes)
@@ -552,8 +560,24 @@ class CoordinatorShard(Generic[K]):
 
     def next_deadline_ms(self) -> int | None:
         """When `tick` next has group work to do (retention is checked on any tick)."""
-        deadlines = [group.next_deadline_ms() for group in self._groups.values()]
-        return min((d for d in deadlines if d is not None), default=None)
+        for group_id in self._touched:
+            group = self._groups.get(group_id)
+            deadline = None if group is None else group.next_deadline_ms()
+            if deadline is not None:
+                heapq.heappush(self._deadlines, (deadline, group_id))
+        self._touched.clear()
+        while self._deadlines:
+            deadline, group_id = self._deadlines[0]
+            group = self._groups.get(group_id)
+            if group is not None and group.next_deadline_ms() == deadline:
+                return deadline
+            heapq.heappop(self._deadlines)
+        return None
+
+    def _touched_group(self, group_id: str) -> ClassicGroup[K] | None:
+        """The group, noted as one whose timers the caller may change."""
+        self._touched.add(group_id)
+        return self._groups.get(group_id)
 
     def write_completed(self, write_id: int, error: ErrorCode, now_ms: int) -> ShardStep[K]:
         """The outcome of a `Write`: ErrorCode.none once its records are durable."""
@@ -563,7 +587,7 @@ class CoordinatorShard(Generic[K]):
                 # Whether the group has members decides when its offsets may expire.
                 self.offsets.apply(GroupMetadataKey(pending.group_id), pending.value)
                 self._written_metadata[pending.group_id] = pending.value
-            group = self._groups.get(pending.group_id)
+            group = self._touched_group(pending.group_id)
             if group is None:
                 return ShardStep()
             return self._from_group(group.write_completed(pending.group_write_id, error, now_ms))
@@ -617,6 +641,8 @@ class CoordinatorShard(Generic[K]):
                 answers.append((pending.key, OffsetDeleteAnswer(ErrorCode.not_coordinator)))
         self._writes.clear()
         self._groups.clear()
+        self._deadlines.clear()
+        self._touched.clear()
         self._written_metadata.clear()
         self.active = False
         return ShardStep(tuple(answers))

@@ -23,10 +23,9 @@ from confluent_kafka import Consumer, TopicPartition
 from kio.schema.errors import ErrorCode
 
 from broker.groups.partitioning import offsets_partition_for
-from broker.groups.wire import OFFSET_COMMIT_KEY, OFFSET_FETCH_KEY
 from net.client import NodeConnection
-from net.protocol import field_entity_type, make_entity, request_schema
 from tests.integration.cluster import Cluster
+from tests.integration.group_requests import raw_commit, raw_fetch
 from tests.integration.test_groups import group_consumer, shared_by
 from tests.integration.test_produce_consume import create_topic, produce_with_librdkafka
 
@@ -59,68 +58,6 @@ def offsets_leader(cluster: Cluster, observer: int, group: str) -> int:
     partition = offsets_partition_for(group, OFFSETS_PARTITIONS)
     leader: int = next(p for p in partitions if p["partition"] == partition)["leader"]
     return leader
-
-
-async def raw_commit(
-    connection: NodeConnection,
-    group: str,
-    generation: int,
-    member_id: str,
-    offsets: dict[tuple[str, int], int],
-) -> list[ErrorCode]:
-    """OffsetCommit v8 as it is sent, without a client's retries: each partition's error."""
-    schema: Any = request_schema(OFFSET_COMMIT_KEY, 8)
-    topic_type = field_entity_type(schema, "topics")
-    partition_type = field_entity_type(topic_type, "partitions")
-    by_topic: dict[str, list[Any]] = {}
-    for (topic, partition), offset in offsets.items():
-        by_topic.setdefault(topic, []).append(
-            make_entity(
-                partition_type,
-                partition_index=partition,
-                committed_offset=offset,
-                committed_leader_epoch=-1,
-                committed_metadata="",
-            )
-        )
-    response: Any = await connection.send(
-        make_entity(
-            schema,
-            group_id=group,
-            generation_id_or_member_epoch=generation,
-            member_id=member_id,
-            group_instance_id=None,
-            topics=tuple(
-                make_entity(topic_type, name=topic, partitions=tuple(partitions))
-                for topic, partitions in by_topic.items()
-            ),
-        )
-    )
-    return [
-        ErrorCode(partition.error_code)
-        for topic in response.topics
-        for partition in topic.partitions
-    ]
-
-
-async def raw_fetch(
-    connection: NodeConnection, group: str, partitions: dict[str, list[int]]
-) -> Any:
-    """OffsetFetch v7 as it is sent, without a client's retries."""
-    schema: Any = request_schema(OFFSET_FETCH_KEY, 7)
-    topic_type = field_entity_type(schema, "topics")
-    return await connection.send(
-        make_entity(
-            schema,
-            group_id=group,
-            topics=tuple(
-                make_entity(topic_type, name=topic, partition_indexes=tuple(indexes))
-                for topic, indexes in partitions.items()
-            ),
-            require_stable=False,
-        ),
-        timeout=10.0,
-    )
 
 
 def consume_and_commit(consumer: Consumer, count: int) -> list[str]:

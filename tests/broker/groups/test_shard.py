@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from itertools import count
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
 from broker.groups.membership import (
     GroupConfig,
     GroupDescription,
     GroupState,
+    HeartbeatRequest,
     JoinAnswer,
     JoinRequest,
     LeavingMember,
@@ -537,3 +540,53 @@ def test_subscription_topics_reads_every_version_and_refuses_garbage() -> None:
     assert subscription_topics(b"") is None
     assert subscription_topics(b"\x00\x01\x00\x00\x00\x02\x00\x01a") is None  # truncated
     assert subscription_topics(b"\x00\x01\xff\xff\xff\xff") is None  # negative count
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["join", "heartbeat", "leave", "commit", "tick"]),
+            st.sampled_from(["g1", "g2", "g3"]),
+            st.integers(min_value=0, max_value=40_000),
+        ),
+        max_size=30,
+    )
+)
+def test_the_next_deadline_is_the_earliest_of_every_groups_timers(
+    operations: list[tuple[str, str, int]],
+) -> None:
+    coordinator = Coordinator()
+    shard = coordinator.shard
+    members: dict[str, tuple[str, int]] = {}
+    now = 0
+    for operation, group_id, advance in operations:
+        now += advance
+        if operation == "join" and group_id not in members:
+            members[group_id] = coordinator.join_and_sync(group_id, now)
+        elif operation == "heartbeat" and group_id in members:
+            member, generation = members[group_id]
+            step = shard.heartbeat(
+                next(coordinator.keys), group_id, HeartbeatRequest(member, generation), now
+            )
+            coordinator.run(step, now)
+        elif operation == "leave" and group_id in members:
+            member, _ = members.pop(group_id)
+            step = shard.leave(next(coordinator.keys), group_id, [LeavingMember(member)], now)
+            coordinator.run(step, now)
+        elif operation == "commit":
+            coordinator.commit(group_id + "-solo", [OffsetToCommit("t", 0, advance)], now)
+        elif operation == "tick":
+            coordinator.run(shard.tick(now), now)
+            members = {
+                g: m
+                for g, m in members.items()
+                if (group := shard.group(g)) is not None and group.state is GroupState.STABLE
+            }
+        timers = [
+            deadline
+            for g in shard.group_ids()
+            if (group := shard.group(g)) is not None
+            and (deadline := group.next_deadline_ms()) is not None
+        ]
+        assert shard.next_deadline_ms() == min(timers, default=None)
