@@ -102,34 +102,40 @@ def test_a_new_coordinator_loads_the_offsets_of_a_killed_one(cluster: Cluster) -
 def test_a_killed_member_loses_its_partitions_after_its_session_times_out(
     cluster: Cluster,
 ) -> None:
-    create_topic(cluster, "jobs", 4, replication_factor=3)
-    # kcat's balanced consumer is a process of its own, so it can be SIGKILLed.
+    create_topic(cluster, "jobs", 6, replication_factor=3)
+    # Three librdkafka members; kcat's balanced consumer is a process of its own, so it can be
+    # SIGKILLed.
     member = subprocess.Popen(
         ["kcat", "-b", cluster.bootstrap, "-G", "workers", "-q", "-X", "session.timeout.ms=6000",
          "-X", "heartbeat.interval.ms=500", "jobs"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    survivor = group_consumer(cluster, "workers")
+    survivors = [group_consumer(cluster, "workers") for _ in range(2)]
     try:
-        survivor.subscribe(["jobs"])
+        for survivor in survivors:
+            survivor.subscribe(["jobs"])
 
-        def shares() -> bool:
-            survivor.poll(0.1)
-            return 0 < len(survivor.assignment()) < 4
+        def shared_with_kcat() -> bool:
+            for survivor in survivors:
+                survivor.poll(0.05)
+            owned = [{tp.partition for tp in survivor.assignment()} for survivor in survivors]
+            # Each survivor owns some, none twice, and kcat the rest (it is a third member).
+            return all(owned) and not owned[0] & owned[1] and len(owned[0] | owned[1]) < 6
 
-        cluster.wait_for("the partitions shared with kcat", shares, 60.0)
+        cluster.wait_for("the partitions shared by three members", shared_with_kcat, 60.0)
         member.send_signal(signal.SIGKILL)
         member.wait(10)
         killed_at = time.monotonic()
-        shared_by(cluster, [survivor], 4, "every partition with the survivor")
+        shared_by(cluster, survivors, 6, "every partition with the two survivors")
         # Not before the session timeout: the killed member never said it left.
         assert time.monotonic() - killed_at >= 4.0
     finally:
         if member.poll() is None:
             member.kill()
             member.wait(10)
-        survivor.close()
+        for survivor in survivors:
+            survivor.close()
 
 
 async def test_bad_commits_get_kafkas_errors_and_store_nothing(cluster: Cluster) -> None:
