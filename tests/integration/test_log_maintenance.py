@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration.cluster import Cluster
 from tests.integration.test_produce_consume import create_topic
+from tests.integration.test_replication import partition_state
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -179,3 +181,66 @@ def test_the_offsets_topic_is_compacted_and_still_gives_every_commit(node: Clust
     finally:
         reader.close()
     assert [(tp.partition, tp.offset) for tp in committed] == [(0, commits), (1, 7)]
+
+
+def test_a_follower_catching_up_from_a_compacted_leader_can_lead_with_the_same_records(
+    tmp_path: Path,
+) -> None:
+    cluster = Cluster.combined(
+        tmp_path,
+        3,
+        **{
+            "log.cleaner.backoff.ms": "200",
+            "broker.session.timeout.ms": "4000",
+            "broker.heartbeat.interval.ms": "500",
+        },
+    )
+    cluster.start_all()
+    try:
+        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, 60.0)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        configs = {
+            "cleanup.policy": "compact",
+            "segment.bytes": "2048",
+            "min.cleanable.dirty.ratio": "0.01",
+        }
+        # Node 1 leads; node 2 is next in line.
+        topic = NewTopic("replicated", 1, replica_assignment=[[1, 2, 3]], config=configs)
+        admin.create_topics([topic])["replicated"].result(timeout=30)
+        cluster.wait_for("led", lambda: partition_state(cluster, 1, "replicated")["leader"] == 1)
+
+        # Node 2 is away while the leader is written to and compacted.
+        cluster.kill(2)
+        updates = [(f"k{key}", f"v{round}") for round in range(ROUNDS) for key in range(KEYS)]
+        fillers: list[tuple[str, str | None]] = [(f"filler{i}", "x" * 40) for i in range(150)]
+        produce(cluster, "replicated", [*updates, *fillers])
+        produced = len(updates) + len(fillers)
+
+        def leader_compacted() -> bool:
+            keys = [key for _, key, _ in read_all(cluster, "replicated") if key.startswith("k")]
+            return sorted(keys) == sorted(set(keys))
+
+        cluster.wait_for("the leader compacted", leader_compacted, 60.0)
+
+        # Back, node 2 fetches the compacted log (offsets with gaps) and rejoins the ISR.
+        cluster.start(2)
+        cluster.wait_for(
+            "node 2 in the ISR",
+            lambda: sorted(partition_state(cluster, 1, "replicated")["isr"]) == [1, 2, 3],
+            60.0,
+        )
+        cluster.kill(1)
+        cluster.wait_for(
+            "node 2 leading",
+            lambda: partition_state(cluster, 3, "replicated")["leader"] == 2,
+            30.0,
+        )
+        records = read_all(cluster, "replicated")
+        assert records[-1][0] == produced - 1
+        latest = {key: value for _, key, value in records}
+        assert all(latest[f"k{key}"] == f"v{ROUNDS - 1}" for key in range(KEYS))
+        assert [key for _, key, _ in records if key.startswith("filler")] == [
+            key for key, _ in fillers
+        ]
+    finally:
+        cluster.stop_all()
