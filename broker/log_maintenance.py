@@ -107,11 +107,9 @@ class LogMaintenance:
 
     async def _run_cleaner(self) -> None:
         while not await self._stopped_within(self._config.cleaner_backoff_ms):
-            await self.clean_due_logs()
+            await self._clean_due_logs()
 
-    async def clean_due_logs(self) -> list[CleanStats]:
-        """Clean every compacted replica that is due; what each clean did."""
-        done = []
+    async def _clean_due_logs(self) -> None:
         for key, partition in list(self._replicas.partitions.items()):
             if self._stopping.is_set():
                 break
@@ -129,13 +127,11 @@ class LogMaintenance:
                 continue
             if stats is not None:
                 self._delete_horizons[partition] = stats.next_delete_horizon_ms
-                done.append(stats)
         self._delete_horizons = {
             partition: horizon
             for partition, horizon in self._delete_horizons.items()
             if self._replicas.partitions.get((partition.topic, partition.partition_id)) is partition
         }
-        return done
 
     def _is_due(self, partition: Partition) -> bool:
         replica_log = partition.log
@@ -146,9 +142,12 @@ class LogMaintenance:
         horizon = self._delete_horizons[partition]
         if horizon is not None and self._clock() >= horizon:
             return True
-        return dirty_ratio(replica_log) >= replica_log.config.min_cleanable_dirty_ratio
+        ratio = dirty_ratio(replica_log)
+        return ratio > 0 and ratio >= replica_log.config.min_cleanable_dirty_ratio
 
     async def _clean(self, partition: Partition) -> CleanStats | None:
+        """One clean of the partition's log; None when it was given up (the checkpoint stays,
+        so the next clean maps the same keys again)."""
         replica_log = partition.log
         log_clean = LogClean(
             replica_log,
@@ -158,7 +157,7 @@ class LogMaintenance:
         )
         for group in await asyncio.to_thread(log_clean.prepare):
             if self._stopping.is_set():
-                break
+                return None
             cleaned = await asyncio.to_thread(log_clean.write, group)
             hosted = self._replicas.partitions.get((partition.topic, partition.partition_id))
             if hosted is not partition or replica_log.offline:
