@@ -4,8 +4,11 @@ As Kafka's BrokerLifecycleManager (KIP-631): the broker registers with a fresh i
 its advertised listeners, its rack and the broker epoch its clean-shutdown marker holds (or -1),
 retrying until the active controller accepts; then it heartbeats every
 `broker.heartbeat.interval.ms`, reporting the offset of the last metadata entry it applied, and
-the controller unfences it once it has caught up to its own registration. (Controlled shutdown
-through the same heartbeats comes with the node's SIGTERM handling.)
+the controller unfences it once it has caught up to its own registration.
+
+Controlled shutdown goes through the same heartbeats: `shut_down` sends them with
+`want_shut_down` at once and then every interval, until the controller, having moved every
+leadership away and taken the broker out of every ISR, answers `should_shut_down`.
 
 A heartbeat answered with STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED means the controller
 no longer knows this registration (a newer incarnation replaced it, or the log was lost): the
@@ -67,6 +70,9 @@ class BrokerLifecycleManager:
         self.broker_epoch = -1
         self.fenced = True
         self._task: asyncio.Task[None] | None = None
+        self._want_shut_down = False
+        self._may_shut_down = asyncio.Event()
+        self._heartbeat_now = asyncio.Event()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
@@ -77,11 +83,32 @@ class BrokerLifecycleManager:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
+    async def shut_down(self, timeout_s: float, give_up: asyncio.Event) -> bool:
+        """Ask the controller for a controlled shutdown and wait until it agrees (True), or
+        until `timeout_s` passes or `give_up` is set (False). A broker that never registered
+        or is fenced leads nothing and needs no agreement."""
+        if self.broker_epoch < 0 or self.fenced:
+            return True
+        self._want_shut_down = True
+        self._heartbeat_now.set()
+        agreed = asyncio.create_task(self._may_shut_down.wait())
+        abandoned = asyncio.create_task(give_up.wait())
+        try:
+            await asyncio.wait(
+                {agreed, abandoned}, timeout=timeout_s, return_when="FIRST_COMPLETED"
+            )
+        finally:
+            agreed.cancel()
+            abandoned.cancel()
+        return self._may_shut_down.is_set()
+
     async def _run(self) -> None:
         while True:
             await self._register()
             while await self._heartbeat_or_retry():
-                await asyncio.sleep(self._interval_s)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._heartbeat_now.wait(), self._interval_s)
+                self._heartbeat_now.clear()
 
     async def _heartbeat_or_retry(self) -> bool:
         # The session must outlive any one failed exchange: a lost heartbeat task would get
@@ -134,6 +161,7 @@ class BrokerLifecycleManager:
                     self._identity.broker_id,
                     self.broker_epoch,
                     self._applied_offset(),
+                    want_shut_down=self._want_shut_down,
                 ),
                 deadline_s=self._interval_s * 2,
             )
@@ -154,4 +182,7 @@ class BrokerLifecycleManager:
                 broker_epoch=self.broker_epoch,
                 metadata_offset=self._applied_offset(),
             )
+        if self._want_shut_down and response.should_shut_down and not self._may_shut_down.is_set():
+            log.info("controlled_shutdown_granted", broker_epoch=self.broker_epoch)
+            self._may_shut_down.set()
         return True

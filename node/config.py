@@ -261,6 +261,10 @@ class NodeConfig(BaseModel):
     )
 
     broker_session_timeout_ms: int = Field(default=9_000, alias="broker.session.timeout.ms", ge=1)
+    # How long a stopping broker waits for the controller to move its leaderships away.
+    controlled_shutdown_timeout_ms: int = Field(
+        default=30_000, alias="controlled.shutdown.timeout.ms", ge=0
+    )
     broker_heartbeat_interval_ms: int = Field(
         default=2_000, alias="broker.heartbeat.interval.ms", ge=1
     )

@@ -54,6 +54,8 @@ from storage.log_manager import LogManager, TopicPartition
 
 METADATA_PARTITION = TopicPartition("__cluster_metadata", 0)
 DURABILITY_JOURNAL_ENV = "KRAFT_DURABILITY_JOURNAL"
+# How long requests in flight may take to finish once the listener stops accepting.
+_IN_FLIGHT_GRACE_S = 5.0
 
 log = structlog.get_logger(__name__)
 
@@ -246,6 +248,7 @@ class BrokerRole:
             replica_lag_time_max_ms=config.replica_lag_time_max_ms,
         )
         self._offsets_topic_segment_bytes = config.offsets_topic_segment_bytes
+        self._controlled_shutdown_timeout_ms = config.controlled_shutdown_timeout_ms
         self.maintenance = LogMaintenance(logs, self.replicas, maintenance_config(config))
         self.groups = GroupCoordinator(
             config.node_id,
@@ -294,16 +297,39 @@ class BrokerRole:
         self.maintenance.start()
         log.info("broker_listening", listener=str(self._listener))
 
-    async def stop(self) -> int | None:
-        """Stops serving; the broker epoch to write in the clean-shutdown marker (None if the
-        broker never registered)."""
+    async def stop(self, give_up: asyncio.Event) -> int | None:
+        """A controlled shutdown; the broker epoch to write in the clean-shutdown marker (None
+        if the broker never registered).
+
+        The controller first moves this broker's leaderships away (bounded by
+        `controlled.shutdown.timeout.ms`, or until `give_up` is set: a second signal), while
+        the broker keeps serving; then the listener stops accepting and requests in flight
+        finish, and the replicas stop. The node then flushes every log and writes the marker.
+        """
+        epoch = self.lifecycle.broker_epoch
+        log.info(
+            "controlled_shutdown_started",
+            broker_epoch=epoch,
+            timeout_ms=self._controlled_shutdown_timeout_ms,
+        )
+        granted = await self.lifecycle.shut_down(
+            self._controlled_shutdown_timeout_ms / 1000, give_up
+        )
+        if granted:
+            log.info("controlled_shutdown_leaderships_moved", broker_epoch=epoch)
+        else:
+            log.warning(
+                "controlled_shutdown_incomplete",
+                broker_epoch=epoch,
+                reason="second signal" if give_up.is_set() else "timeout",
+            )
         await self.lifecycle.stop()
+        await self._server.close(timeout=0.0 if give_up.is_set() else _IN_FLIGHT_GRACE_S)
         await self.groups.stop()
         await self.maintenance.stop()
         await self.replicas.stop()
-        await self._server.close(timeout=1.0)
         await self._controller.close()
-        epoch = self.lifecycle.broker_epoch
+        log.info("broker_stopped", broker_epoch=epoch)
         return None if epoch < 0 else epoch
 
 
@@ -357,9 +383,18 @@ async def serve(config: NodeConfig) -> None:
         site = web.TCPSite(runner, config.admin_listener.host, config.admin_listener.port)
         await site.start()
     stop = asyncio.Event()
+    give_up = asyncio.Event()
+
+    def on_signal(signum: signal.Signals) -> None:
+        # The first signal starts a controlled shutdown; a second skips to flush-and-exit.
+        if stop.is_set():
+            log.warning("shutdown_hurried", signal=signum.name)
+            give_up.set()
+        stop.set()
+
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+        loop.add_signal_handler(signum, on_signal, signum)
     log.info(
         "node_started",
         node_id=config.node_id,
@@ -372,7 +407,7 @@ async def serve(config: NodeConfig) -> None:
     log.info("node_stopping", node_id=config.node_id)
     broker_epoch = None
     if broker is not None:
-        broker_epoch = await broker.stop()
+        broker_epoch = await broker.stop(give_up)
     if controller is not None:
         await controller.stop()
     await driver.stop()

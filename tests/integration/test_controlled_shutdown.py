@@ -1,0 +1,163 @@
+"""Controlled shutdown of a broker on SIGTERM, on real `kraft serve` nodes: the controller moves
+its leaderships away while it still serves, so a producer writing through the stop loses
+nothing and sees no error; then it flushes, writes the clean-shutdown marker with its broker
+epoch and exits 0. When the controller cannot agree (no quorum), the wait ends at
+`controlled.shutdown.timeout.ms` or at a second SIGTERM, and the stop is still clean."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from storage.log_manager import CLEAN_SHUTDOWN_MARKER
+from tests.integration.cluster import Cluster
+from tests.integration.test_broker_metadata import log_events
+from tests.integration.test_produce_consume import kcat_consume
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    cluster = Cluster.combined(
+        tmp_path,
+        3,
+        **{"broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "500"},
+    )
+    cluster.start_all()
+    try:
+        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, 60.0)
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def leaders(cluster: Cluster, observer: int, topic: str) -> list[int]:
+    partitions = cluster.nodes[observer].get(f"/v1/topics/{topic}")["partitions"]
+    return [partition["leader"] for partition in partitions]
+
+
+def marker_epoch(cluster: Cluster, node_id: int) -> int | None:
+    marker = cluster.nodes[node_id].data_dir / CLEAN_SHUTDOWN_MARKER
+    if not marker.exists():
+        return None
+    epoch: int = json.loads(marker.read_text())["broker_epoch"]
+    return epoch
+
+
+def sigterm(cluster: Cluster, node_id: int) -> Any:
+    process = cluster.nodes[node_id].process
+    assert process is not None
+    process.send_signal(signal.SIGTERM)
+    return process
+
+
+def test_sigterm_moves_leadership_away_before_the_broker_stops(cluster: Cluster) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic("moving", 3, replication_factor=3)])["moving"].result(30)
+    cluster.wait_for("every partition led", lambda: -1 not in leaders(cluster, 1, "moving"))
+    stopping = leaders(cluster, 1, "moving")[0]
+    observer = next(node for node in cluster.nodes if node != stopping)
+    epoch = cluster.brokers_unfenced()[stopping]["epoch"]  # type: ignore[index]
+
+    # A producer writes through the shutdown, acks=all, as an application would.
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "linger.ms": 2}
+    )
+    failures: list[Any] = []
+    sent = 0
+    done = threading.Event()
+
+    def produce() -> None:
+        nonlocal sent
+        while not done.is_set():
+            producer.produce(
+                "moving",
+                f"m-{sent}".encode(),
+                partition=sent % 3,
+                on_delivery=lambda error, _: failures.append(error) if error else None,
+            )
+            sent += 1
+            producer.poll(0.002)
+
+    writer = threading.Thread(target=produce)
+    writer.start()
+    try:
+        time.sleep(1.0)
+        process = sigterm(cluster, stopping)
+        assert process.wait(timeout=30) == 0
+        cluster.nodes[stopping].process = None
+        time.sleep(1.0)
+    finally:
+        done.set()
+        writer.join(timeout=30)
+    assert producer.flush(30) == 0
+    assert failures == []
+
+    # The controller moved every leadership before the broker went away.
+    assert stopping not in leaders(cluster, observer, "moving")
+    granted = log_events(cluster, stopping, "controlled_shutdown_granted")
+    stopped = log_events(cluster, stopping, "broker_stopped")
+    assert granted and stopped and granted[0]["timestamp"] < stopped[0]["timestamp"]
+    assert marker_epoch(cluster, stopping) == epoch
+    # Nothing acknowledged was lost, and nothing written twice (an idempotent producer).
+    values = sorted(value for _, _, value in kcat_consume(cluster, "moving"))
+    assert values == sorted(f"m-{i}" for i in range(sent))
+
+
+def test_without_a_controller_the_wait_ends_at_a_second_sigterm_or_the_timeout(
+    cluster: Cluster,
+) -> None:
+    # Node 1 leads a partition that has nowhere else to go: the controller must write the
+    # change, and with two of the three voters gone there is no quorum to write it.
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic("pinned", 1, replica_assignment=[[1]])])["pinned"].result(30)
+    cluster.wait_for("node 1 leading", lambda: leaders(cluster, 1, "pinned") == [1])
+    cluster.kill(2)
+    cluster.kill(3)
+    process = sigterm(cluster, 1)
+    time.sleep(1.5)
+    assert process.poll() is None  # still waiting for the controller (30 s by default)
+    hurried_at = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) == 0
+    assert time.monotonic() - hurried_at < 10
+    cluster.nodes[1].process = None
+    (incomplete,) = log_events(cluster, 1, "controlled_shutdown_incomplete")
+    assert incomplete["reason"] == "second signal"
+    assert marker_epoch(cluster, 1) is not None
+
+    # The timeout alone ends the wait too.
+    node = cluster.nodes[1]
+    node.config_path.write_text(
+        node.config_path.read_text() + "controlled.shutdown.timeout.ms=2000\n"
+    )
+    cluster.start(1)
+    cluster.start(2)
+    cluster.wait_for("brokers 1 and 2 unfenced", lambda: both_unfenced(cluster), 60.0)
+    cluster.wait_for("node 1 leading again", lambda: leaders(cluster, 1, "pinned") == [1], 30.0)
+    cluster.kill(2)
+    started = time.monotonic()
+    process = sigterm(cluster, 1)
+    assert process.wait(timeout=30) == 0
+    assert 2.0 <= time.monotonic() - started < 15
+    cluster.nodes[1].process = None
+    reasons = [e["reason"] for e in log_events(cluster, 1, "controlled_shutdown_incomplete")]
+    assert reasons == ["second signal", "timeout"]
+
+
+def both_unfenced(cluster: Cluster) -> bool:
+    try:
+        brokers = {b["id"]: b for b in cluster.nodes[1].get("/v1/brokers")}
+    except (OSError, ValueError):
+        return False
+    return all(node in brokers and not brokers[node]["fenced"] for node in (1, 2))
