@@ -2,6 +2,8 @@
 
 - `kraft serve --config FILE [--override key=value ...]` runs one node until SIGTERM/SIGINT;
   a bad configuration or a foreign log directory exits with status 2 before any data is touched.
+- `kraft dev [--nodes 3] [--data-dir DIR] [--base-port 9092]` runs a local cluster of combined
+  nodes, one process each, and prints a JSON line with its addresses once it is ready.
 - `kraft dump-log PATH [--records]` prints the batches of a partition log directory (or of one
   segment file) without changing anything on disk.
 """
@@ -19,6 +21,7 @@ import uvloop
 
 from net.record_batch import RecordBatchError, validate_batch
 from net.records import decode_batch
+from node import dev_cluster
 from node.config import ConfigError, load_config
 from node.logging_setup import configure_logging
 from node.process import serve
@@ -116,6 +119,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="set a configuration key (repeatable; wins over the file and the environment)",
     )
+    dev = commands.add_parser(
+        "dev", help="run a local cluster of combined nodes until Ctrl-C (one process each)"
+    )
+    dev.add_argument("--nodes", type=int, default=3, help="how many nodes (default 3)")
+    dev.add_argument(
+        "--data-dir", type=Path, default=Path("data"), help="where nodes keep data and logs"
+    )
+    dev.add_argument(
+        "--base-port",
+        type=int,
+        default=9092,
+        help="node i listens on P+i (Kafka), P+100+i (controller), P+200+i (admin)",
+    )
     dump = commands.add_parser(
         "dump-log", help="print the record batches of a partition log (read-only)"
     )
@@ -124,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     if arguments.command == "serve":
         return serve_command(arguments.config, arguments.override)
+    if arguments.command == "dev":
+        return dev_cluster.run(arguments.nodes, arguments.data_dir, arguments.base_port)
     if not arguments.path.exists():
         print(f"kraft dump-log: {arguments.path} does not exist", file=sys.stderr)
         return 2

@@ -1,0 +1,202 @@
+"""`kraft dev`: a local cluster of N combined broker+controller nodes, one process each.
+
+Node i (0-based) gets node id i+1 and listens on `base_port + i` (Kafka), `base_port + 100 + i`
+(controller) and `base_port + 200 + i` (admin HTTP); its data and its log are under
+`data_dir/node-<id>` and `data_dir/node-<id>.log`, and its configuration is written to
+`data_dir/node-<id>.properties`, so a second `kraft dev` on the same directory restarts the
+same cluster. Once every node answers ready and every broker is unfenced, one JSON line
+`{"bootstrap": ..., "admin": [...]}` is printed. SIGINT (Ctrl-C) or SIGTERM stops every node
+with its own SIGTERM (a controlled shutdown each) and waits for them.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+CLUSTER_ID = "kraft-dev"
+# How long the nodes may take to be ready, and to stop, before the command gives up on them.
+READY_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 45.0
+
+
+@dataclass(frozen=True, slots=True)
+class DevNode:
+    """One node of the local cluster: its id, ports and files."""
+
+    node_id: int
+    kafka_port: int
+    controller_port: int
+    admin_port: int
+    data_dir: Path
+
+    @property
+    def config_path(self) -> Path:
+        return self.data_dir.parent / f"{self.data_dir.name}.properties"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir.parent / f"{self.data_dir.name}.log"
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://127.0.0.1:{self.admin_port}"
+
+
+def plan(nodes: int, data_dir: Path, base_port: int) -> list[DevNode]:
+    """The nodes of a cluster of `nodes`, as DESIGN's `kraft dev` lays them out."""
+    if not 1 <= nodes <= 100:
+        raise ValueError("--nodes must be between 1 and 100")
+    if not 1 <= base_port <= 65535 - 200 - (nodes - 1):
+        raise ValueError(f"--base-port {base_port} leaves no room for {nodes} nodes' ports")
+    return [
+        DevNode(
+            node_id=index + 1,
+            kafka_port=base_port + index,
+            controller_port=base_port + 100 + index,
+            admin_port=base_port + 200 + index,
+            data_dir=data_dir / f"node-{index + 1}",
+        )
+        for index in range(nodes)
+    ]
+
+
+def node_properties(node: DevNode, cluster: list[DevNode]) -> str:
+    """The configuration file of `node`: combined roles, every node a voter, replication as
+    high as the cluster allows (up to 3)."""
+    voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in cluster)
+    replication = min(3, len(cluster))
+    settings = {
+        "node.id": node.node_id,
+        "cluster.id": CLUSTER_ID,
+        "process.roles": "broker,controller",
+        "controller.quorum.voters": voters,
+        "listeners": f"PLAINTEXT://127.0.0.1:{node.kafka_port}",
+        "controller.listener": f"127.0.0.1:{node.controller_port}",
+        "admin.listener": node.admin_url,
+        "log.dirs": node.data_dir,
+        "default.replication.factor": replication,
+        "offsets.topic.replication.factor": replication,
+    }
+    return "".join(f"{key}={value}\n" for key, value in settings.items())
+
+
+def ready_line(cluster: list[DevNode]) -> str:
+    """The JSON line printed once the cluster is ready."""
+    return json.dumps(
+        {
+            "bootstrap": ",".join(f"127.0.0.1:{node.kafka_port}" for node in cluster),
+            "admin": [node.admin_url for node in cluster],
+        }
+    )
+
+
+def _get(url: str) -> object:
+    with urllib.request.urlopen(url, timeout=1.0) as response:
+        return json.loads(response.read())
+
+
+def _is_ready(cluster: list[DevNode]) -> bool:
+    try:
+        for node in cluster:
+            _get(f"{node.admin_url}/v1/health/ready")
+        brokers = _get(f"{cluster[0].admin_url}/v1/brokers")
+    except (OSError, ValueError):  # not listening yet, or 503 (urllib's HTTPError is an OSError)
+        return False
+    assert isinstance(brokers, list)
+    unfenced = {broker["id"] for broker in brokers if not broker["fenced"]}
+    return unfenced == {node.node_id for node in cluster}
+
+
+class _StopRequested(BaseException):
+    """SIGINT or SIGTERM reached `kraft dev` (a BaseException, as KeyboardInterrupt is)."""
+
+
+def _raise_stop(signum: int, _frame: FrameType | None) -> None:
+    raise _StopRequested(signal.Signals(signum).name)
+
+
+def run(nodes: int, data_dir: Path, base_port: int) -> int:
+    """Run the cluster until SIGINT or SIGTERM; the exit status of `kraft dev`."""
+    try:
+        cluster = plan(nodes, data_dir.resolve(), base_port)
+    except ValueError as error:
+        print(f"kraft dev: {error}", file=sys.stderr)
+        return 2
+    for node in cluster:
+        node.data_dir.mkdir(parents=True, exist_ok=True)
+        node.config_path.write_text(node_properties(node, cluster))
+    previous = {
+        signum: signal.signal(signum, _raise_stop) for signum in (signal.SIGINT, signal.SIGTERM)
+    }
+    processes: dict[int, subprocess.Popen[bytes]] = {}
+    try:
+        for node in cluster:
+            with node.log_path.open("ab") as output:
+                # A session of its own: Ctrl-C reaches `kraft dev` only, which stops each node
+                # with one SIGTERM (a second would cut its controlled shutdown short).
+                processes[node.node_id] = subprocess.Popen(
+                    [sys.executable, "-m", "node.cli", "serve", "--config", str(node.config_path)],
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not _is_ready(cluster):
+            exited = [n for n, p in processes.items() if p.poll() is not None]
+            if exited or time.monotonic() > deadline:
+                reason = f"node {exited[0]} exited" if exited else "timed out"
+                print(
+                    f"kraft dev: the cluster did not become ready ({reason}); "
+                    f"see the logs in {data_dir}",
+                    file=sys.stderr,
+                )
+                return 1
+            time.sleep(0.2)
+        print(ready_line(cluster), flush=True)
+        while True:
+            for node_id, process in list(processes.items()):
+                if process.poll() is not None:
+                    print(
+                        f"kraft dev: node {node_id} exited with status {process.returncode}",
+                        file=sys.stderr,
+                    )
+                    del processes[node_id]
+            time.sleep(0.5)
+    except _StopRequested:
+        return 0
+    finally:
+        _stop_all(processes)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _stop_all(processes: dict[int, subprocess.Popen[bytes]]) -> None:
+    """SIGTERM every node at once (they shut down together, the quorum still up), then wait;
+    SIGKILL what has not stopped in time. Another Ctrl-C meanwhile sends a second SIGTERM,
+    which makes the nodes skip the rest of their controlled shutdowns."""
+
+    def terminate_all(_signum: int = 0, _frame: FrameType | None = None) -> None:
+        for process in processes.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, terminate_all)
+    terminate_all()
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    for node_id, process in processes.items():
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            print(f"kraft dev: node {node_id} did not stop in time; killed", file=sys.stderr)
+            process.kill()
+            process.wait()
