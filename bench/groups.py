@@ -39,6 +39,7 @@ from bench.produce_consume import percentile
 from net.client import NodeConnection
 from tests.integration.cluster import Cluster
 from tests.integration.group_requests import raw_commit
+from tests.integration.test_groups import each_owned_once
 
 TOPIC = "rebalanced"
 PARTITIONS = 6
@@ -63,8 +64,7 @@ def wait_shared(members: list[Consumer], timeout: float = 60.0) -> float:
     while time.monotonic() - started < timeout:
         for consumer in members:
             consumer.poll(0.001)
-        owned = [{tp.partition for tp in consumer.assignment()} for consumer in members]
-        if all(owned) and sorted(p for mine in owned for p in mine) == list(range(PARTITIONS)):
+        if each_owned_once(members, PARTITIONS):
             return time.monotonic() - started
     raise RuntimeError(f"{len(members)} members never shared the partitions")
 

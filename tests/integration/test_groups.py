@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -61,6 +61,24 @@ def group_consumer(cluster: Cluster, group: str, **settings: Any) -> Consumer:
     )
 
 
+def each_owned_once(members: Sequence[Any], partitions: int) -> bool:
+    """Whether the members (of any client whose `assignment()` lists topic partitions) each
+    own some of `partitions` and together own each exactly once."""
+    owned = [[tp.partition for tp in member.assignment()] for member in members]
+    every = sorted(p for mine in owned for p in mine)
+    return all(owned) and every == list(range(partitions))
+
+
+# kafka-python's and aiokafka's consumers take the same keywords.
+PYTHON_MEMBER_SETTINGS: dict[str, Any] = {
+    "enable_auto_commit": False,
+    "auto_offset_reset": "earliest",
+    "session_timeout_ms": 6000,
+    "heartbeat_interval_ms": 500,
+    "max_poll_records": 5,
+}
+
+
 def shared_by(cluster: Cluster, consumers: list[Consumer], partitions: int, what: str) -> None:
     """Poll every consumer (from this one thread: confluent-kafka's rebalance callbacks run in
     poll) until each owns some partitions and together they own each exactly once."""
@@ -68,9 +86,7 @@ def shared_by(cluster: Cluster, consumers: list[Consumer], partitions: int, what
     def owners() -> bool:
         for consumer in consumers:
             consumer.poll(0.05)
-        owned = [{tp.partition for tp in consumer.assignment()} for consumer in consumers]
-        every = sorted(p for mine in owned for p in mine)
-        return all(owned) and every == list(range(partitions))
+        return each_owned_once(consumers, partitions)
 
     cluster.wait_for(what, owners, 60.0)
 
@@ -276,11 +292,7 @@ def test_kafka_python_members_share_the_partitions_and_resume_from_commits(node:
             "py-shared",
             bootstrap_servers=node.bootstrap,
             group_id="py-sharers",
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            session_timeout_ms=6000,
-            heartbeat_interval_ms=500,
-            max_poll_records=5,
+            **PYTHON_MEMBER_SETTINGS,
         )
 
     members = [member(), member()]
@@ -298,13 +310,9 @@ def test_kafka_python_members_share_the_partitions_and_resume_from_commits(node:
     for thread in threads:
         thread.start()
     try:
-
-        def shared() -> bool:
-            owned = [{tp.partition for tp in consumer.assignment()} for consumer in members]
-            every = sorted(p for mine in owned for p in mine)
-            return all(owned) and every == [0, 1, 2, 3]
-
-        node.wait_for("both kafka-python members own partitions", shared, 60.0)
+        node.wait_for(
+            "both kafka-python members own partitions", lambda: each_owned_once(members, 4), 60.0
+        )
         produce_with_librdkafka(node, "py-shared", [(i % 4, f"p-{i}") for i in range(80)])
         node.wait_for("half the records read", lambda: len(seen) >= 40, 30.0)
     finally:
@@ -341,11 +349,7 @@ async def test_aiokafka_members_share_the_partitions_and_resume_from_commits(
             "aio-shared",
             bootstrap_servers=node.bootstrap,
             group_id="aio-sharers",
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            session_timeout_ms=6000,
-            heartbeat_interval_ms=500,
-            max_poll_records=5,
+            **PYTHON_MEMBER_SETTINGS,
         )
 
     members = [member(), member()]
@@ -365,16 +369,13 @@ async def test_aiokafka_members_share_the_partitions_and_resume_from_commits(
             assert time.monotonic() < deadline, f"timed out waiting for {what}"
             await asyncio.sleep(0.1)
 
-    def shared() -> bool:
-        owned = [{tp.partition for tp in consumer.assignment()} for consumer in members]
-        every = sorted(p for mine in owned for p in mine)
-        return all(owned) and every == [0, 1, 2, 3]
-
     for consumer in members:
         await consumer.start()
     tasks = [asyncio.create_task(run(consumer)) for consumer in members]
     try:
-        await until("both aiokafka members own partitions", shared, 60.0)
+        await until(
+            "both aiokafka members own partitions", lambda: each_owned_once(members, 4), 60.0
+        )
         await asyncio.to_thread(
             produce_with_librdkafka,
             node,
