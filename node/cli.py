@@ -4,6 +4,8 @@
   a bad configuration or a foreign log directory exits with status 2 before any data is touched.
 - `kraft dev [--nodes 3] [--data-dir DIR] [--base-port 9092]` runs a local cluster of combined
   nodes, one process each, and prints a JSON line with its addresses once it is ready.
+- `kraft topics|brokers|quorum|partitions|elect|reassign|events ...` drive a cluster through a
+  node's HTTP admin API (see `node.admin_cli`).
 - `kraft dump-log PATH [--records]` prints the batches of a partition log directory (or of one
   segment file) without changing anything on disk.
 """
@@ -21,7 +23,7 @@ import uvloop
 
 from net.record_batch import RecordBatchError, validate_batch
 from net.records import decode_batch
-from node import dev_cluster
+from node import admin_cli, dev_cluster
 from node.config import ConfigError, load_config
 from node.logging_setup import configure_logging
 from node.process import serve
@@ -132,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=9092,
         help="node i listens on P+i (Kafka), P+100+i (controller), P+200+i (admin)",
     )
+    admin_cli.add_admin_commands(commands)
     dump = commands.add_parser(
         "dump-log", help="print the record batches of a partition log (read-only)"
     )
@@ -142,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve_command(arguments.config, arguments.override)
     if arguments.command == "dev":
         return dev_cluster.run(arguments.nodes, arguments.data_dir, arguments.base_port)
+    if arguments.command in admin_cli.COMMANDS:
+        return admin_cli.run_admin_command(arguments)
     if not arguments.path.exists():
         print(f"kraft dump-log: {arguments.path} does not exist", file=sys.stderr)
         return 2

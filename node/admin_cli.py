@@ -1,0 +1,340 @@
+"""The operator commands of `kraft`, all through a node's HTTP admin API.
+
+    kraft topics list|describe NAME|create NAME [--partitions N] [--replication-factor R]
+                 [--config K=V ...]|delete NAME|alter NAME [--set K=V ...] [--delete K ...]
+                 [--partitions N]
+    kraft brokers | kraft quorum | kraft partitions describe TOPIC [PARTITION]
+    kraft elect preferred|unclean TOPIC:PARTITION ...
+    kraft reassign list | kraft reassign start TOPIC:PARTITION=B1,B2,... | kraft events
+
+Every command takes `--admin URL` (default http://127.0.0.1:9292, or `KRAFT_ADMIN_URL`),
+`--token` (or `KRAFT_ADMIN_TOKEN`) for mutations when the node has `admin.token`, and `--json`
+for the API's JSON as it is. Exit status: 0 done; 1 the API refused or failed (its error on
+stderr); 2 a bad command line; 3 the admin API could not be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_ADMIN_URL = "http://127.0.0.1:9292"
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+
+
+class AdminError(Exception):
+    """The admin API answered with an error, or could not be reached (`status` 0)."""
+
+    def __init__(self, status: int, error: str, message: str) -> None:
+        super().__init__(f"{error}: {message}" if status == 0 else f"{status} {error}: {message}")
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class AdminApi:
+    """A thin JSON client of one node's admin API."""
+
+    url: str
+    token: str | None = None
+    timeout_s: float = 30.0
+
+    def call(self, method: str, path: str, body: object | None = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.url.rstrip('/')}{path}", data, method=method)
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                payload = response.read()
+        except urllib.error.HTTPError as error:
+            try:
+                answer = json.loads(error.read())
+                raise AdminError(error.code, answer["error"], answer["message"]) from None
+            except (ValueError, KeyError, TypeError):
+                raise AdminError(error.code, "http_error", str(error.reason)) from None
+        except (urllib.error.URLError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            raise AdminError(0, "unreachable", f"{self.url}: {reason}") from None
+        return json.loads(payload) if payload else None
+
+
+# -- rendering --------------------------------------------------------------------------------
+
+
+def table(rows: Sequence[Sequence[object]], headings: Sequence[str]) -> str:
+    """Columns padded to their widest cell; lists shown comma-separated."""
+
+    def cell(value: object) -> str:
+        if isinstance(value, list):
+            return ",".join(str(item) for item in value)
+        return "-" if value is None else str(value)
+
+    cells = [list(headings), *[[cell(value) for value in row] for row in rows]]
+    widths = [max(len(row[column]) for row in cells) for column in range(len(headings))]
+    return "\n".join(
+        "  ".join(value.ljust(width) for value, width in zip(row, widths, strict=True)).rstrip()
+        for row in cells
+    )
+
+
+def _partition_rows(topic: str, partitions: Sequence[dict[str, Any]]) -> list[list[object]]:
+    return [
+        [
+            topic,
+            p["partition"],
+            p["leader"],
+            p["leader_epoch"],
+            p["replicas"],
+            p["isr"],
+            p.get("elr", []),
+            p.get("last_known_elr", []),
+        ]
+        for p in partitions
+    ]
+
+
+_PARTITION_HEADINGS = ("TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "ELR", "LKELR")
+
+
+def render_topics(topics: Sequence[dict[str, Any]]) -> str:
+    rows = [[t["name"], t["topic_id"], len(t["partitions"])] for t in topics]
+    return table(rows, ("NAME", "TOPIC ID", "PARTITIONS"))
+
+
+def render_topic(topic: dict[str, Any]) -> str:
+    configs = ", ".join(f"{k}={v}" for k, v in sorted(topic.get("configs", {}).items()))
+    header = f"{topic['name']}  id {topic['topic_id']}  configs: {configs or '(defaults)'}"
+    return (
+        header
+        + "\n"
+        + table(_partition_rows(topic["name"], topic["partitions"]), _PARTITION_HEADINGS)
+    )
+
+
+def render_brokers(brokers: Sequence[dict[str, Any]]) -> str:
+    rows = [
+        [
+            b["id"],
+            b["epoch"],
+            b["fenced"],
+            b["in_controlled_shutdown"],
+            b.get("rack"),
+            b["listeners"],
+        ]
+        for b in brokers
+    ]
+    return table(rows, ("ID", "EPOCH", "FENCED", "SHUTTING DOWN", "RACK", "LISTENERS"))
+
+
+def render_quorum(quorum: dict[str, Any]) -> str:
+    head = (
+        f"leader {quorum['leader_id']}  epoch {quorum['leader_epoch']}  "
+        f"high watermark {quorum['high_watermark']}"
+    )
+    rows = [
+        [role, r["id"], r["log_end_offset"], quorum["high_watermark"] - r["log_end_offset"]]
+        for role, replicas in (("voter", quorum["voters"]), ("observer", quorum["observers"]))
+        for r in replicas
+    ]
+    return head + "\n" + table(rows, ("ROLE", "ID", "LOG END OFFSET", "LAG"))
+
+
+def render_partition(partition: dict[str, Any]) -> str:
+    rows = _partition_rows(partition["topic"], [partition])
+    base = table(rows, _PARTITION_HEADINGS)
+    ends = partition.get("log_end_offsets", {})
+    return (
+        base
+        + f"\nhigh watermark {partition.get('high_watermark')}  "
+        + f"log start {partition.get('log_start_offset')}  log end offsets "
+        + (", ".join(f"{broker}:{offset}" for broker, offset in sorted(ends.items())) or "-")
+    )
+
+
+def render_events(events: Sequence[dict[str, Any]]) -> str:
+    rows = [
+        [
+            e.get("time"),
+            e.get("type"),
+            e.get("topic"),
+            e.get("partition"),
+            ", ".join(
+                f"{k}={v}"
+                for k, v in sorted(e.items())
+                if k not in ("time", "type", "topic", "partition")
+            ),
+        ]
+        for e in events
+    ]
+    return table(rows, ("TIME", "TYPE", "TOPIC", "PARTITION", "DETAILS"))
+
+
+# -- the commands -----------------------------------------------------------------------------
+
+
+def _key_values(items: Sequence[str], flag: str) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        key, separator, value = item.partition("=")
+        if not separator or not key:
+            raise ValueError(f"{flag} expects KEY=VALUE, got {item!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _topic_partition(text: str) -> dict[str, object]:
+    topic, separator, partition = text.rpartition(":")
+    if not separator or not topic or not partition.isdigit():
+        raise ValueError(f"expected TOPIC:PARTITION, got {text!r}")
+    return {"topic": topic, "partition": int(partition)}
+
+
+Handler = Callable[[AdminApi, argparse.Namespace], tuple[object, Callable[[Any], str]]]
+
+
+def _topics(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[[Any], str]]:
+    action = args.topics_action
+    if action == "list":
+        return api.call("GET", "/v1/topics"), render_topics
+    if action == "describe":
+        return api.call("GET", f"/v1/topics/{args.name}"), render_topic
+    if action == "create":
+        body = {
+            "name": args.name,
+            "partitions": args.partitions,
+            "replication_factor": args.replication_factor,
+            "configs": _key_values(args.config, "--config"),
+        }
+        return api.call("POST", "/v1/topics", body), render_topic
+    if action == "delete":
+        api.call("DELETE", f"/v1/topics/{args.name}")
+        return {"deleted": args.name}, lambda answer: f"deleted {answer['deleted']}"
+    changes = _key_values(args.set, "--set")
+    if not changes and not args.delete and args.partitions is None:
+        raise ValueError("topics alter needs --set, --delete or --partitions")
+    if changes or args.delete:
+        api.call(
+            "PATCH", f"/v1/topics/{args.name}/configs", {"set": changes, "delete": args.delete}
+        )
+    if args.partitions is not None:
+        api.call("POST", f"/v1/topics/{args.name}/partitions", {"count": args.partitions})
+    return api.call("GET", f"/v1/topics/{args.name}"), render_topic
+
+
+def _partitions(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[[Any], str]]:
+    if args.partition is not None:
+        answer = api.call("GET", f"/v1/topics/{args.topic}/partitions/{args.partition}")
+        return answer, render_partition
+    topic = api.call("GET", f"/v1/topics/{args.topic}")
+    return topic["partitions"], lambda partitions: table(
+        _partition_rows(args.topic, partitions), _PARTITION_HEADINGS
+    )
+
+
+def _elect(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[[Any], str]]:
+    body = {"type": args.type, "partitions": [_topic_partition(p) for p in args.partitions]}
+    return api.call("POST", "/v1/elections", body), lambda answer: json.dumps(answer, indent=2)
+
+
+def _reassign(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[[Any], str]]:
+    if args.reassign_action == "list":
+        answer = api.call("GET", "/v1/reassignments")
+    else:
+        target, separator, brokers = args.assignment.partition("=")
+        if not separator or not brokers:
+            raise ValueError(f"expected TOPIC:PARTITION=B1,B2,..., got {args.assignment!r}")
+        replicas = [int(broker) for broker in brokers.split(",")]
+        answer = api.call(
+            "POST", "/v1/reassignments", {**_topic_partition(target), "replicas": replicas}
+        )
+    return answer, lambda answer: json.dumps(answer, indent=2)
+
+
+COMMANDS: dict[str, Handler] = {
+    "topics": _topics,
+    "brokers": lambda api, _: (api.call("GET", "/v1/brokers"), render_brokers),
+    "quorum": lambda api, _: (api.call("GET", "/v1/quorum"), render_quorum),
+    "partitions": _partitions,
+    "elect": _elect,
+    "reassign": _reassign,
+    "events": lambda api, _: (api.call("GET", "/v1/events"), render_events),
+}
+
+
+def add_admin_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the operator commands on `kraft`'s subcommand parser."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--admin",
+        default=os.environ.get("KRAFT_ADMIN_URL", DEFAULT_ADMIN_URL),
+        help="a node's admin API (default %(default)s, or KRAFT_ADMIN_URL)",
+    )
+    common.add_argument(
+        "--token",
+        default=os.environ.get("KRAFT_ADMIN_TOKEN"),
+        help="the bearer token mutations need when the node sets admin.token",
+    )
+    common.add_argument("--json", action="store_true", help="print the API's JSON")
+
+    topics = commands.add_parser("topics", help="list, describe, create, alter, delete topics")
+    actions = topics.add_subparsers(dest="topics_action", required=True)
+    actions.add_parser("list", parents=[common])
+    for name in ("describe", "delete"):
+        actions.add_parser(name, parents=[common]).add_argument("name")
+    create = actions.add_parser("create", parents=[common])
+    create.add_argument("name")
+    create.add_argument("--partitions", type=int, default=-1, help="default: num.partitions")
+    create.add_argument(
+        "--replication-factor", type=int, default=-1, help="default: default.replication.factor"
+    )
+    create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    alter = actions.add_parser("alter", parents=[common])
+    alter.add_argument("name")
+    alter.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    alter.add_argument("--delete", action="append", default=[], metavar="KEY")
+    alter.add_argument("--partitions", type=int, help="grow the topic to this many partitions")
+
+    commands.add_parser("brokers", parents=[common], help="the registered brokers")
+    commands.add_parser("quorum", parents=[common], help="the controller quorum")
+    partitions = commands.add_parser("partitions", help="partition replication state")
+    describe = partitions.add_subparsers(dest="partitions_action", required=True).add_parser(
+        "describe", parents=[common]
+    )
+    describe.add_argument("topic")
+    describe.add_argument("partition", type=int, nargs="?")
+    elect = commands.add_parser("elect", parents=[common], help="elect leaders")
+    elect.add_argument("type", choices=("preferred", "unclean"))
+    elect.add_argument("partitions", nargs="+", metavar="TOPIC:PARTITION")
+    reassign = commands.add_parser("reassign", help="partition reassignments")
+    reassign_actions = reassign.add_subparsers(dest="reassign_action", required=True)
+    reassign_actions.add_parser("list", parents=[common])
+    start = reassign_actions.add_parser("start", parents=[common])
+    start.add_argument("assignment", metavar="TOPIC:PARTITION=B1,B2,...")
+    commands.add_parser("events", parents=[common], help="state changes and data-loss events")
+
+
+def run_admin_command(args: argparse.Namespace) -> int:
+    """Run one operator command; its exit status."""
+    api = AdminApi(args.admin, args.token)
+    try:
+        answer, render = COMMANDS[args.command](api, args)
+    except ValueError as error:
+        print(f"kraft {args.command}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except AdminError as error:
+        print(f"kraft {args.command}: {error}", file=sys.stderr)
+        return EXIT_UNREACHABLE if error.status == 0 else EXIT_REFUSED
+    print(json.dumps(answer, indent=2) if args.json else render(answer))
+    return 0

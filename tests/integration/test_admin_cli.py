@@ -1,0 +1,88 @@
+"""`kraft topics|brokers|quorum|partitions|...` against a real node's admin API: tables, --json,
+and exit codes scripts can trust (0 done, 1 refused, 2 bad usage, 3 unreachable)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from node.admin_cli import table
+from tests.integration.cluster import Cluster, free_ports, kraft_executable
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    cluster = Cluster.combined(tmp_path_factory.mktemp("admin-cli"), 1)
+    cluster.start_all()
+    try:
+        cluster.wait_for("broker unfenced", cluster.brokers_unfenced)
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def kraft(node: Cluster | None, *args: str) -> subprocess.CompletedProcess[str]:
+    admin = (
+        f"http://127.0.0.1:{node.nodes[1].admin_port}"
+        if node is not None
+        else f"http://127.0.0.1:{free_ports(1)[0]}"
+    )
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("KRAFT_")}
+    return subprocess.run(
+        [kraft_executable(), *args, "--admin", admin],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment,
+    )
+
+
+def test_tables_pad_columns_and_join_lists() -> None:
+    assert table([[1, [2, 3], None]], ("ID", "REPLICAS", "RACK")).splitlines() == [
+        "ID  REPLICAS  RACK",
+        "1   2,3       -",
+    ]
+
+
+def test_brokers_quorum_and_topics_as_tables_and_json(node: Cluster) -> None:
+    brokers = kraft(node, "brokers")
+    assert brokers.returncode == 0, brokers.stderr
+    assert brokers.stdout.splitlines()[0].split()[:3] == ["ID", "EPOCH", "FENCED"]
+    assert brokers.stdout.splitlines()[1].split()[0] == "1"
+
+    quorum = kraft(node, "quorum", "--json")
+    assert quorum.returncode == 0, quorum.stderr
+    assert json.loads(quorum.stdout)["leader_id"] == 1
+
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    admin.create_topics([NewTopic("listed", 2, 1)])["listed"].result(30)
+    node.wait_for("listed", lambda: "listed" in kraft(node, "topics", "list").stdout)
+    described = kraft(node, "topics", "describe", "listed", "--json")
+    assert described.returncode == 0
+    assert [p["partition"] for p in json.loads(described.stdout)["partitions"]] == [0, 1]
+    partitions = kraft(node, "partitions", "describe", "listed")
+    assert partitions.returncode == 0
+    assert [line.split()[:2] for line in partitions.stdout.splitlines()[1:]] == [
+        ["listed", "0"],
+        ["listed", "1"],
+    ]
+
+
+def test_exit_codes_tell_refused_from_bad_usage_from_unreachable(node: Cluster) -> None:
+    missing = kraft(node, "topics", "describe", "nowhere")
+    assert missing.returncode == 1
+    assert "404" in missing.stderr
+    usage = kraft(node, "elect", "preferred", "no-partition-number")
+    assert usage.returncode == 2
+    assert "TOPIC:PARTITION" in usage.stderr
+    unreachable = kraft(None, "brokers")
+    assert unreachable.returncode == 3
+    assert "unreachable" in unreachable.stderr
