@@ -1,0 +1,227 @@
+"""`/metrics`: the node's state and request statistics in Prometheus text format.
+
+Request counts, latencies and bytes are counted as requests complete (`RequestStats`, the Kafka
+listener's `RequestMetrics`). Everything else is read when scraped (`StateCollector`): the
+replicas this node hosts (high watermark, log end offset, ISR size, and Kafka's per-broker
+under-replicated, under-min-ISR and leader counts for the partitions it leads), the cluster as
+the metadata image says (offline partitions, brokers, fenced brokers) and the node's view of the
+controller quorum (role, epoch, high watermark, lag).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from kio.schema.index import api_key_map
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
+
+from controller.image import MetadataImage
+
+__all__ = ["CONTENT_TYPE_LATEST", "NodeMetrics", "QuorumState", "ReplicaState"]
+
+# Produce and fetch answer in well under a millisecond to a few seconds (long polls).
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    """One replica hosted by this node, as its log and (on the leader) its ISR stand."""
+
+    topic: str
+    partition: int
+    is_leader: bool
+    high_watermark: int
+    log_end_offset: int
+    log_start_offset: int
+    replicas: int
+    isr: int
+    min_insync_replicas: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumState:
+    """This node's view of the metadata quorum."""
+
+    role: str
+    leader_id: int
+    epoch: int
+    high_watermark: int
+    log_end_offset: int
+
+
+class RequestStats:
+    """Counts each request the Kafka listener completes, by API name."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._requests = Counter("kraft_requests", "Requests completed", ["api"], registry=registry)
+        self._latency = Histogram(
+            "kraft_request_latency_seconds",
+            "From a request's arrival to its response written",
+            ["api"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self._bytes_in = Counter(
+            "kraft_request_bytes", "Bytes of requests received", ["api"], registry=registry
+        )
+        self._bytes_out = Counter(
+            "kraft_response_bytes", "Bytes of responses sent", ["api"], registry=registry
+        )
+        # Label lookups cost more than the updates: one set of children per API, made once.
+        self._children: dict[int, tuple[Counter, Histogram, Counter, Counter]] = {}
+
+    def observe(
+        self,
+        api_key: int,
+        api_version: int,
+        latency_seconds: float,
+        request_bytes: int,
+        response_bytes: int,
+    ) -> None:
+        children = self._children.get(api_key)
+        if children is None:
+            api = api_key_map.get(api_key, str(api_key))
+            children = self._children[api_key] = (
+                self._requests.labels(api),
+                self._latency.labels(api),
+                self._bytes_in.labels(api),
+                self._bytes_out.labels(api),
+            )
+        requests, latency, bytes_in, bytes_out = children
+        requests.inc()
+        latency.observe(latency_seconds)
+        bytes_in.inc(request_bytes)
+        bytes_out.inc(response_bytes)
+
+
+class StateCollector(Collector):
+    """Reads the node's state at each scrape."""
+
+    def __init__(
+        self,
+        image: Callable[[], MetadataImage],
+        replicas: Callable[[], Sequence[ReplicaState]],
+        quorum: Callable[[], QuorumState | None],
+    ) -> None:
+        self._image = image
+        self._replicas = replicas
+        self._quorum = quorum
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._replica_metrics(self._replicas())
+        yield from self._cluster_metrics(self._image())
+        quorum = self._quorum()
+        if quorum is not None:
+            yield from self._quorum_metrics(quorum)
+
+    @staticmethod
+    def _replica_metrics(replicas: Sequence[ReplicaState]) -> Iterator[Metric]:
+        labels = ["topic", "partition"]
+        high_watermark = GaugeMetricFamily(
+            "kraft_partition_high_watermark", "High watermark of a hosted replica", labels=labels
+        )
+        log_end = GaugeMetricFamily(
+            "kraft_partition_log_end_offset", "Log end offset of a hosted replica", labels=labels
+        )
+        log_start = GaugeMetricFamily(
+            "kraft_partition_log_start_offset",
+            "Log start offset of a hosted replica",
+            labels=labels,
+        )
+        isr = GaugeMetricFamily(
+            "kraft_partition_isr_size", "ISR size of a partition this node leads", labels=labels
+        )
+        led = [replica for replica in replicas if replica.is_leader]
+        for replica in replicas:
+            key = [replica.topic, str(replica.partition)]
+            high_watermark.add_metric(key, replica.high_watermark)
+            log_end.add_metric(key, replica.log_end_offset)
+            log_start.add_metric(key, replica.log_start_offset)
+        for replica in led:
+            isr.add_metric([replica.topic, str(replica.partition)], replica.isr)
+        yield from (high_watermark, log_end, log_start, isr)
+        yield GaugeMetricFamily(
+            "kraft_leader_partitions", "Partitions this node leads", value=len(led)
+        )
+        yield GaugeMetricFamily(
+            "kraft_under_replicated_partitions",
+            "Partitions this node leads whose ISR is smaller than their replicas",
+            value=sum(1 for replica in led if replica.isr < replica.replicas),
+        )
+        yield GaugeMetricFamily(
+            "kraft_under_min_isr_partitions",
+            "Partitions this node leads whose ISR is below min.insync.replicas",
+            value=sum(1 for replica in led if replica.isr < replica.min_insync_replicas),
+        )
+
+    @staticmethod
+    def _cluster_metrics(image: MetadataImage) -> Iterator[Metric]:
+        offline = sum(
+            1
+            for topic in image.topics.values()
+            for state in topic.partitions.values()
+            if not state.has_leader
+        )
+        yield GaugeMetricFamily(
+            "kraft_offline_partitions", "Partitions without a leader, cluster-wide", value=offline
+        )
+        yield GaugeMetricFamily("kraft_brokers", "Registered brokers", value=len(image.brokers))
+        yield GaugeMetricFamily(
+            "kraft_fenced_brokers",
+            "Registered brokers that are fenced",
+            value=sum(1 for broker in image.brokers.values() if broker.fenced),
+        )
+        yield GaugeMetricFamily(
+            "kraft_metadata_offset",
+            "Metadata log entries this node applied",
+            value=image.end_offset,
+        )
+
+    @staticmethod
+    def _quorum_metrics(quorum: QuorumState) -> Iterator[Metric]:
+        role = GaugeMetricFamily(
+            "kraft_quorum_role", "1 for this node's role in the metadata quorum", labels=["role"]
+        )
+        role.add_metric([quorum.role], 1)
+        yield role
+        yield GaugeMetricFamily(
+            "kraft_quorum_leader_id", "The quorum leader (-1: none known)", value=quorum.leader_id
+        )
+        yield GaugeMetricFamily("kraft_quorum_epoch", "The quorum epoch", value=quorum.epoch)
+        yield GaugeMetricFamily(
+            "kraft_quorum_high_watermark",
+            "Committed metadata offset known here",
+            value=quorum.high_watermark,
+        )
+        yield GaugeMetricFamily(
+            "kraft_quorum_log_end_offset",
+            "This node's metadata log end offset",
+            value=quorum.log_end_offset,
+        )
+        yield GaugeMetricFamily(
+            "kraft_quorum_lag",
+            "How far this node's metadata log end is behind the high watermark",
+            value=max(0, quorum.high_watermark - quorum.log_end_offset),
+        )
+
+
+class NodeMetrics:
+    """The node's metrics registry: request statistics and the state read at scrape time."""
+
+    def __init__(
+        self,
+        image: Callable[[], MetadataImage],
+        replicas: Callable[[], Sequence[ReplicaState]],
+        quorum: Callable[[], QuorumState | None],
+    ) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.requests = RequestStats(self.registry)
+        self.registry.register(StateCollector(image, replicas, quorum))
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)

@@ -1,0 +1,81 @@
+"""`/metrics` content: the Prometheus exposition of request statistics and the node's state."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from admin.metrics import NodeMetrics, QuorumState, ReplicaState
+from controller.partition_state import PartitionState
+from tests.controller.images import broker, replay, topic
+
+
+def samples(metrics: NodeMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = metrics.render().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def test_state_is_read_at_scrape_time() -> None:
+    image = replay(
+        [
+            broker(1),
+            broker(2),
+            broker(3, fenced=True),
+            *topic(
+                "orders",
+                UUID(int=7),
+                PartitionState((1, 2, 3), (1, 2, 3), leader=1),
+                PartitionState((1, 2, 3), (1,), leader=1),
+                PartitionState((2, 3), (), leader=-1),
+            ),
+        ]
+    )
+    hosted = [
+        ReplicaState("orders", 0, True, 10, 12, 0, replicas=3, isr=3, min_insync_replicas=2),
+        ReplicaState("orders", 1, True, 5, 5, 2, replicas=3, isr=1, min_insync_replicas=2),
+        ReplicaState("orders", 2, False, 0, 7, 0, replicas=2, isr=0, min_insync_replicas=2),
+    ]
+    quorum = QuorumState("follower", leader_id=2, epoch=4, high_watermark=40, log_end_offset=37)
+    metrics = NodeMetrics(lambda: image, lambda: hosted, lambda: quorum)
+    found = samples(metrics)
+    partition = (("partition", "1"), ("topic", "orders"))
+    assert found["kraft_partition_high_watermark", partition] == 5
+    assert found["kraft_partition_log_start_offset", partition] == 2
+    assert found["kraft_partition_isr_size", partition] == 1
+    # A follower replica has offsets but no ISR size of its own.
+    follower = (("partition", "2"), ("topic", "orders"))
+    assert found["kraft_partition_log_end_offset", follower] == 7
+    assert ("kraft_partition_isr_size", follower) not in found
+    assert found["kraft_leader_partitions", ()] == 2
+    assert found["kraft_under_replicated_partitions", ()] == 1
+    assert found["kraft_under_min_isr_partitions", ()] == 1
+    assert found["kraft_offline_partitions", ()] == 1
+    assert (found["kraft_brokers", ()], found["kraft_fenced_brokers", ()]) == (3, 1)
+    assert found["kraft_quorum_role", (("role", "follower"),)] == 1
+    assert found["kraft_quorum_lag", ()] == 3
+
+    # The next scrape sees the new state.
+    hosted.clear()
+    assert samples(metrics)["kraft_leader_partitions", ()] == 0
+
+
+def test_requests_are_counted_by_api_with_latency_and_bytes() -> None:
+    metrics = NodeMetrics(lambda: replay([]), list, lambda: None)
+    metrics.requests.observe(0, 9, 0.002, 1_000, 60)
+    metrics.requests.observe(0, 9, 0.2, 500, 60)
+    metrics.requests.observe(1, 12, 0.0001, 80, 5_000)
+    found = samples(metrics)
+    produce = (("api", "produce"),)
+    assert found["kraft_requests_total", produce] == 2
+    assert found["kraft_request_bytes_total", produce] == 1_500
+    assert found["kraft_response_bytes_total", (("api", "fetch"),)] == 5_000
+    assert found["kraft_request_latency_seconds_count", produce] == 2
+    assert (
+        found["kraft_request_latency_seconds_bucket", (("api", "produce"), ("le", "0.0025"))] == 1
+    )
+    assert "kraft_quorum_role" not in {name for name, _ in found}
