@@ -122,6 +122,7 @@ def test_without_a_controller_the_wait_ends_at_a_second_sigterm_or_the_timeout(
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic("pinned", 1, replica_assignment=[[1]])])["pinned"].result(30)
     cluster.wait_for("node 1 leading", lambda: leaders(cluster, 1, "pinned") == [1])
+    epochs = {node: broker["epoch"] for node, broker in brokers(cluster, 1).items()}
     cluster.kill(2)
     cluster.kill(3)
     process = sigterm(cluster, 1)
@@ -143,7 +144,11 @@ def test_without_a_controller_the_wait_ends_at_a_second_sigterm_or_the_timeout(
     )
     cluster.start(1)
     cluster.start(2)
-    cluster.wait_for("brokers 1 and 2 unfenced", lambda: both_unfenced(cluster), 60.0)
+    cluster.wait_for(
+        "brokers 1 and 2 registered again and unfenced",
+        lambda: registered_again(cluster, epochs),
+        60.0,
+    )
     cluster.wait_for("node 1 leading again", lambda: leaders(cluster, 1, "pinned") == [1], 30.0)
     cluster.kill(2)
     started = time.monotonic()
@@ -155,9 +160,17 @@ def test_without_a_controller_the_wait_ends_at_a_second_sigterm_or_the_timeout(
     assert reasons == ["second signal", "timeout"]
 
 
-def both_unfenced(cluster: Cluster) -> bool:
+def brokers(cluster: Cluster, observer: int) -> dict[int, dict[str, Any]]:
+    return {broker["id"]: broker for broker in cluster.nodes[observer].get("/v1/brokers")}
+
+
+def registered_again(cluster: Cluster, epochs: dict[int, int]) -> bool:
+    """Whether brokers 1 and 2 registered anew (a new broker epoch) and are unfenced."""
     try:
-        brokers = {b["id"]: b for b in cluster.nodes[1].get("/v1/brokers")}
+        known = brokers(cluster, 1)
     except (OSError, ValueError):
         return False
-    return all(node in brokers and not brokers[node]["fenced"] for node in (1, 2))
+    return all(
+        node in known and known[node]["epoch"] != epochs[node] and not known[node]["fenced"]
+        for node in (1, 2)
+    )
