@@ -1,0 +1,258 @@
+"""The image built from the Dockerfile and run by a real docker daemon: it becomes healthy, serves
+a real Kafka client, runs as a non-root user with the node as PID 1, stops on `docker stop` with
+exit status 0 and the clean-shutdown marker in its volume, and a new container on that volume
+serves the same data.
+
+Every connection goes to 127.0.0.1: the containers share the host's network (`--network host`,
+the daemon runs without a bridge) and the node's ports come from KRAFT_* variables, free ports
+of this host. Skips only without a daemon and without CI (docker_host.connect).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import docker
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from docker.models.containers import Container
+
+from tests.containers.docker_host import built_image, connect
+from tests.containers.image_spec import DEFAULT_PORTS, image_defaults, image_user
+from tests.integration.cluster import free_ports
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+TOPIC = "containers"
+MESSAGES = [f"message-{i}".encode() for i in range(200)]
+# docker stop's grace period here; the node stops in well under a second.
+STOP_GRACE_S = 30
+MARKER = ".kraft_cleanshutdown"
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[docker.DockerClient]:
+    client = connect()
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def image(client: docker.DockerClient) -> Iterator[str]:
+    started = time.monotonic()
+    with built_image(client) as tag:
+        print(f"image {tag} built in {time.monotonic() - started:.1f} s")
+        yield tag
+
+
+@pytest.fixture
+def volume(client: docker.DockerClient) -> Iterator[str]:
+    created = client.volumes.create(name=f"kraft-test-{uuid.uuid4().hex[:12]}")
+    try:
+        yield str(created.name)
+    finally:
+        created.remove(force=True)
+
+
+@pytest.fixture
+def containers(client: docker.DockerClient) -> Iterator[list[Container]]:
+    """The containers a test started, removed (forcibly, by id) whatever happened."""
+    started: list[Container] = []
+    try:
+        yield started
+    finally:
+        for container in started:
+            container.remove(force=True)
+
+
+def wait_for(what: str, condition: Callable[[], bool], timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.25)
+
+
+class Node:
+    """One container of the image on the host network, on ports free on this host."""
+
+    def __init__(self) -> None:
+        self.kafka, self.controller, self.admin = free_ports(3)
+        self.environment = {
+            "KRAFT_LISTENERS": f"PLAINTEXT://127.0.0.1:{self.kafka}",
+            "KRAFT_ADVERTISED_LISTENERS": f"PLAINTEXT://127.0.0.1:{self.kafka}",
+            "KRAFT_CONTROLLER_LISTENER": f"127.0.0.1:{self.controller}",
+            "KRAFT_CONTROLLER_QUORUM_VOTERS": f"1@127.0.0.1:{self.controller}",
+            "KRAFT_ADMIN_LISTENER": f"http://127.0.0.1:{self.admin}",
+        }
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.kafka}"
+
+    def run(
+        self, client: docker.DockerClient, image: str, volume: str, started: list[Container]
+    ) -> Container:
+        container = client.containers.run(
+            image,
+            detach=True,
+            name=f"kraft-test-{uuid.uuid4().hex[:12]}",
+            network_mode="host",
+            environment=self.environment,
+            volumes={volume: {"bind": data_dir(), "mode": "rw"}},
+            # As deploy/kubernetes/kraft.yaml runs it: nothing but the volume is written.
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+        )
+        started.append(container)
+        wait_for("the container to be healthy", lambda: health(container) == "healthy")
+        return container
+
+
+def data_dir() -> str:
+    (path,) = image_defaults().log_dirs
+    return str(path)
+
+
+def health(container: Container) -> str:
+    container.reload()
+    state: dict[str, Any] = container.attrs["State"]
+    if state["Status"] == "exited":
+        logs = container.logs().decode(errors="replace")[-4000:]
+        raise AssertionError(f"the container exited with {state['ExitCode']}:\n{logs}")
+    return str(state["Health"]["Status"])
+
+
+def run_in(container: Container, *command: str) -> str:
+    exit_code, output = container.exec_run(list(command))
+    assert exit_code == 0, output
+    return str(output.decode())
+
+
+def events(container: Container, name: str) -> list[dict[str, Any]]:
+    """The node's log lines (JSON, one per line) of the event `name`."""
+    lines = container.logs().decode(errors="replace").splitlines()
+    parsed = [json.loads(line) for line in lines if line.startswith("{")]
+    return [event for event in parsed if event.get("event") == name]
+
+
+def read_file(container: Container, path: str) -> bytes:
+    """A file of a (possibly stopped) container, its volumes included."""
+    stream, _ = container.get_archive(path)
+    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+        member = archive.extractfile(path.rsplit("/", 1)[-1])
+        assert member is not None
+        return member.read()
+
+
+def stop(container: Container) -> float:
+    """`docker stop` with the grace period; the seconds it took."""
+    started = time.monotonic()
+    container.stop(timeout=STOP_GRACE_S)
+    elapsed = time.monotonic() - started
+    container.reload()
+    return elapsed
+
+
+def create_topic(bootstrap: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(TOPIC, num_partitions=1, replication_factor=1)])[TOPIC].result(
+        timeout=30
+    )
+    wait_for(
+        "the topic's leader",
+        lambda: admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions[0].leader == 1,
+    )
+
+
+def produce(bootstrap: str) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    failures: list[Any] = []
+    for value in MESSAGES:
+        producer.produce(
+            TOPIC,
+            value=value,
+            on_delivery=lambda error, _: failures.append(error) if error else None,
+        )
+    assert producer.flush(30) == 0
+    assert failures == []
+
+
+def consume(bootstrap: str) -> list[bytes]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "containers", "enable.auto.commit": False}
+    )
+    try:
+        consumer.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
+        values: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(values) < len(MESSAGES) and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None:
+                assert message.error() is None, message.error()
+                values.append(message.value())
+        return values
+    finally:
+        consumer.close()
+
+
+def test_the_image_metadata(client: docker.DockerClient, image: str) -> None:
+    config = client.images.get(image).attrs["Config"]
+    assert config["User"] == "{}:{}".format(*image_user())
+    assert set(config["ExposedPorts"]) == {f"{port}/tcp" for port in DEFAULT_PORTS.values()}
+    assert set(config["Volumes"]) == {data_dir()}
+    assert config["Healthcheck"]["Test"][0] == "CMD"
+
+
+def test_a_container_serves_clients_and_stops_cleanly_on_docker_stop(
+    client: docker.DockerClient, image: str, volume: str, containers: list[Container]
+) -> None:
+    node = Node()
+    started = time.monotonic()
+    container = node.run(client, image, volume, containers)
+    print(f"healthy {time.monotonic() - started:.1f} s after docker run")
+
+    # The node runs as the image's user, and is PID 1 itself: docker stop's SIGTERM reaches it.
+    user, group = image_user()
+    assert (run_in(container, "id", "-u"), run_in(container, "id", "-g")) == (
+        f"{user}\n",
+        f"{group}\n",
+    )
+    status = dict(
+        line.split(":\t", 1) for line in run_in(container, "cat", "/proc/1/status").splitlines()
+    )
+    assert status["Uid"].split()[0] == str(user) and status["Uid"].split()[1] == str(user)
+    command_line = run_in(container, "cat", "/proc/1/cmdline").split("\0")
+    assert command_line[1:3] == ["/opt/kraft/bin/kraft", "serve"], command_line
+
+    create_topic(node.bootstrap)
+    produce(node.bootstrap)
+    assert consume(node.bootstrap) == MESSAGES
+
+    elapsed = stop(container)
+    state = container.attrs["State"]
+    assert (state["ExitCode"], state["OOMKilled"]) == (0, False)
+    # Far inside the grace period: the node stopped on SIGTERM, not on the SIGKILL after it.
+    assert elapsed < STOP_GRACE_S / 2, f"docker stop took {elapsed:.1f} s"
+    assert len(events(container, "node_stopped")) == 1
+    marker = json.loads(read_file(container, f"{data_dir()}/{MARKER}"))
+    assert marker["broker_epoch"] > 0, marker
+
+    # A new container (an upgrade, a rescheduled pod) on the same volume: same node, same data,
+    # and its restart is a clean one.
+    replacement = node.run(client, image, volume, containers)
+    assert consume(node.bootstrap) == MESSAGES
+    (opened,) = events(replacement, "log_manager_opened")
+    assert (opened["clean_shutdown"], opened["broker_epoch"]) == (True, marker["broker_epoch"])
+    stop(replacement)
+    assert replacement.attrs["State"]["ExitCode"] == 0
