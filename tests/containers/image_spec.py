@@ -4,9 +4,11 @@ image's default configuration, each parsed by the same code its consumer uses.""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import yaml
 from dockerfile_parse import DockerfileParser
 
 from node.config import NodeConfig, load_config
@@ -64,3 +66,16 @@ def image_defaults(environment: dict[str, str] | None = None) -> NodeConfig:
 def image_user() -> tuple[int, int]:
     user, _, group = instruction("USER").partition(":")
     return int(user), int(group or user)
+
+
+def seconds(duration: str) -> float:
+    """A compose duration such as `1m30s`."""
+    units = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, duration
+    return sum(float(number) * units[unit] for number, unit in parts)
+
+
+def compose() -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())
+    return document

@@ -16,6 +16,7 @@ import tarfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import docker
@@ -23,9 +24,16 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from docker.models.containers import Container
+from docker.models.volumes import Volume
 
 from tests.containers.docker_host import built_image, connect
-from tests.containers.image_spec import DEFAULT_PORTS, image_defaults, image_user
+from tests.containers.image_spec import (
+    DEFAULT_PORTS,
+    compose,
+    image_defaults,
+    image_user,
+    seconds,
+)
 from tests.integration.cluster import free_ports
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -55,12 +63,20 @@ def image(client: docker.DockerClient) -> Iterator[str]:
 
 
 @pytest.fixture
-def volume(client: docker.DockerClient) -> Iterator[str]:
-    created = client.volumes.create(name=f"kraft-test-{uuid.uuid4().hex[:12]}")
+def volumes(client: docker.DockerClient) -> Iterator[Callable[[], str]]:
+    """Makes named volumes, removed after the test (and after its containers, which tests
+    request after this fixture)."""
+    created: list[Volume] = []
+
+    def create() -> str:
+        created.append(client.volumes.create(name=f"kraft-test-{uuid.uuid4().hex[:12]}"))
+        return str(created[-1].name)
+
     try:
-        yield str(created.name)
+        yield create
     finally:
-        created.remove(force=True)
+        for volume in created:
+            volume.remove(force=True)
 
 
 @pytest.fixture
@@ -71,7 +87,8 @@ def containers(client: docker.DockerClient) -> Iterator[list[Container]]:
         yield started
     finally:
         for container in started:
-            container.remove(force=True)
+            # v: with the anonymous volumes docker made for the image's VOLUME.
+            container.remove(force=True, v=True)
 
 
 def wait_for(what: str, condition: Callable[[], bool], timeout: float = 90.0) -> None:
@@ -155,10 +172,10 @@ def read_file(container: Container, path: str) -> bytes:
         return member.read()
 
 
-def stop(container: Container) -> float:
+def stop(container: Container, grace: int = STOP_GRACE_S) -> float:
     """`docker stop` with the grace period; the seconds it took."""
     started = time.monotonic()
-    container.stop(timeout=STOP_GRACE_S)
+    container.stop(timeout=grace)
     elapsed = time.monotonic() - started
     container.reload()
     return elapsed
@@ -215,8 +232,12 @@ def test_the_image_metadata(client: docker.DockerClient, image: str) -> None:
 
 
 def test_a_container_serves_clients_and_stops_cleanly_on_docker_stop(
-    client: docker.DockerClient, image: str, volume: str, containers: list[Container]
+    client: docker.DockerClient,
+    image: str,
+    volumes: Callable[[], str],
+    containers: list[Container],
 ) -> None:
+    volume = volumes()
     node = Node()
     started = time.monotonic()
     container = node.run(client, image, volume, containers)
@@ -256,3 +277,81 @@ def test_a_container_serves_clients_and_stops_cleanly_on_docker_stop(
     assert (opened["clean_shutdown"], opened["broker_epoch"]) == (True, marker["broker_epoch"])
     stop(replacement)
     assert replacement.attrs["State"]["ExitCode"] == 0
+
+
+def admin_get(container: Container, url: str) -> Any:
+    """An admin API answer, asked from inside `container`'s network namespace."""
+    script = (
+        "import sys, urllib.request; "
+        "print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())"
+    )
+    return json.loads(run_in(container, "python", "-c", script, url))
+
+
+def test_the_compose_services_form_a_three_node_cluster(
+    client: docker.DockerClient,
+    image: str,
+    volumes: Callable[[], str],
+    containers: list[Container],
+) -> None:
+    """deploy/compose.yaml's services, each run as compose runs it (the image, its environment,
+    a volume on its mount point, its stop grace period), except for the network: they share a
+    private namespace instead of the host's, so config/local's fixed ports clash with nothing on
+    this host and nothing leaves its loopback."""
+    services = compose()["services"]
+    token = uuid.uuid4().hex[:12]
+    sandbox = client.containers.run(
+        image,
+        entrypoint=["sleep", "infinity"],
+        detach=True,
+        network_mode="none",
+        name=f"kraft-test-network-{token}",
+    )
+    containers.append(sandbox)
+    nodes: dict[str, Container] = {}
+    for name, service in services.items():
+        nodes[name] = client.containers.run(
+            image,
+            detach=True,
+            name=f"kraft-test-{name}-{token}",
+            network_mode=f"container:{sandbox.id}",
+            environment=service_environment(service),
+            volumes={volumes(): {"bind": mount_point(service), "mode": "rw"}},
+        )
+        containers.append(nodes[name])
+    for name, node in nodes.items():
+        wait_for(f"{name} to be healthy", lambda node=node: health(node) == "healthy")
+
+    name, first = next(iter(nodes.items()))
+    admin = image_defaults(service_environment(services[name])).admin_listener
+
+    def unfenced() -> list[int]:
+        brokers = admin_get(first, f"http://{admin}/v1/brokers")
+        return sorted(broker["id"] for broker in brokers if not broker["fenced"])
+
+    wait_for("three unfenced brokers", lambda: unfenced() == [1, 2, 3])
+    quorum = admin_get(first, f"http://{admin}/v1/quorum")
+    assert sorted(voter["id"] for voter in quorum["voters"]) == [1, 2, 3]
+    assert quorum["leader_id"] in (1, 2, 3)
+
+    # `docker compose down` stops the services together, each with its grace period.
+    def stop_service(name: str) -> float:
+        return stop(nodes[name], int(seconds(services[name]["stop_grace_period"])))
+
+    with ThreadPoolExecutor(len(nodes)) as pool:
+        elapsed = dict(zip(nodes, pool.map(stop_service, nodes), strict=True))
+    for name, node in nodes.items():
+        assert node.attrs["State"]["ExitCode"] == 0, (name, node.logs()[-2000:])
+        assert elapsed[name] < STOP_GRACE_S / 2, elapsed
+        marker = json.loads(read_file(node, f"{mount_point(services[name])}/{MARKER}"))
+        assert marker["broker_epoch"] > 0, (name, marker)
+
+
+def service_environment(service: dict[str, Any]) -> dict[str, str]:
+    return {key: str(value) for key, value in service["environment"].items()}
+
+
+def mount_point(service: dict[str, Any]) -> str:
+    """Where the service's one volume is mounted (`name:/path`)."""
+    (mount,) = service["volumes"]
+    return str(mount.partition(":")[2])

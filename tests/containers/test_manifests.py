@@ -18,8 +18,10 @@ from tests.containers.image_spec import (
     DOCKERFILE,
     KUBERNETES,
     ROOT,
+    compose,
     image_defaults,
     image_user,
+    seconds,
 )
 
 # What SIGTERM needs before the process exits, which the grace periods must cover: issue 8's
@@ -28,19 +30,6 @@ from tests.containers.image_spec import (
 CONTROLLED_SHUTDOWN_S = 30
 FLUSH_S = 30
 NAMESPACE = "streaming"
-
-
-def seconds(duration: str) -> float:
-    """A compose duration such as `1m30s`."""
-    units = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
-    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", duration)
-    assert parts and "".join(n + u for n, u in parts) == duration, duration
-    return sum(float(number) * units[unit] for number, unit in parts)
-
-
-def compose() -> dict[str, Any]:
-    document: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())
-    return document
 
 
 def compose_nodes() -> dict[str, NodeConfig]:

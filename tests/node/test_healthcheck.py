@@ -16,7 +16,6 @@ from aiohttp import web
 from admin.app import create_app
 from admin.models import Quorum
 from controller.image import MetadataImage
-from node.config import Endpoint
 from node.healthcheck import check, ready_url
 from tests.integration.cluster import free_ports
 
@@ -97,21 +96,35 @@ async def test_nothing_listening_is_unhealthy(
     assert f"http://127.0.0.1:{port}/v1/health/ready unreachable" in capsys.readouterr().out
 
 
-async def test_no_admin_listener_or_a_bad_configuration_is_unhealthy(
+async def test_no_admin_listener_or_a_bad_one_is_unhealthy(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert await run_check(config_file(tmp_path, None)) == 1
     assert "admin.listener is not set" in capsys.readouterr().out
     path = config_file(tmp_path, "http://127.0.0.1:9292")
-    assert await run_check(path, {"KRAFT_NODE_ID": "one"}) == 1
-    assert "node.id" in capsys.readouterr().out
+    for bad in ("ftp://127.0.0.1:9292", "http://127.0.0.1", "http://127.0.0.1:99999"):
+        assert await run_check(path, {"KRAFT_ADMIN_LISTENER": bad}) == 1
+        assert f"admin.listener: expected http://host:port, got {bad!r}" in capsys.readouterr().out
+    assert await run_check(tmp_path / "missing.properties") == 1
+    assert "cannot read the configuration file" in capsys.readouterr().out
 
 
 def test_wildcard_listeners_are_probed_on_loopback() -> None:
-    assert ready_url(Endpoint(host="0.0.0.0", port=9292)) == "http://127.0.0.1:9292/v1/health/ready"
-    assert ready_url(Endpoint(host="::", port=9292)) == "http://[::1]:9292/v1/health/ready"
-    assert ready_url(Endpoint(host="fd00::1", port=1)) == "http://[fd00::1]:1/v1/health/ready"
-    assert ready_url(Endpoint(host="node-1", port=1)) == "http://node-1:1/v1/health/ready"
+    assert ready_url("0.0.0.0", 9292) == "http://127.0.0.1:9292/v1/health/ready"
+    assert ready_url("::", 9292) == "http://[::1]:9292/v1/health/ready"
+    assert ready_url("fd00::1", 1) == "http://[fd00::1]:1/v1/health/ready"
+    assert ready_url("node-1", 1) == "http://node-1:1/v1/health/ready"
+
+
+async def test_an_ipv6_wildcard_listener_is_probed_on_ipv6_loopback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = config_file(tmp_path, None)
+    port = free_ports(1)[0]
+    # Nothing listens there: the message shows which address was asked.
+    environment = {"KRAFT_ADMIN_LISTENER": f"http://[::]:{port}"}
+    assert await asyncio.to_thread(check, path, environment, 1.0) == 1
+    assert f"http://[::1]:{port}/v1/health/ready unreachable" in capsys.readouterr().out
 
 
 async def test_the_image_command_line(admin: tuple[Status, int], tmp_path: Path) -> None:
@@ -132,3 +145,16 @@ async def test_the_image_command_line(admin: tuple[Status, int], tmp_path: Path)
     )
     output, _ = await asyncio.wait_for(process.communicate(), 30)
     assert (process.returncode, output) == (0, b"ready\n")
+
+
+def test_the_probe_does_not_import_the_node() -> None:
+    """It runs every few seconds in every container: it must stay a small process."""
+    ours = {"node", "broker", "controller", "storage", "kraft", "net", "pydantic"}
+    script = (
+        "import sys, node.healthcheck; "
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {ours!r}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=True
+    )
+    assert result.stdout.strip() == "['node', 'node.healthcheck', 'node.properties']"
