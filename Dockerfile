@@ -7,13 +7,14 @@
 # Build stage: the project and its dependencies installed into a virtual environment, which the
 # runtime stage copies whole (no compilers, pip caches or sources in the final image).
 FROM python:3.11-slim-bookworm AS build
-ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/kraft
 WORKDIR /src
 # .dockerignore admits only what the wheel is built from.
 COPY . .
-RUN /opt/kraft/bin/pip install --no-cache-dir . \
- && find /opt/kraft -name __pycache__ -prune -exec rm -rf {} +
+# pip also compiles the bytecode here: the runtime's root filesystem may be read-only
+# (deploy/kubernetes), and compiling at every start would slow each start and healthcheck.
+RUN /opt/kraft/bin/pip install --no-cache-dir .
 
 FROM python:3.11-slim-bookworm
 # A fixed uid/gid so volumes and Kubernetes' fsGroup can be prepared for it.
