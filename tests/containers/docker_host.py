@@ -68,12 +68,16 @@ def bookworm_rootfs() -> Path:
     tarball.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bookworm-") as work:
         rootfs = Path(work) / "rootfs"
-        subprocess.run(
+        result = subprocess.run(
             [debootstrap, "--variant=minbase", "bookworm", str(rootfs), DEBIAN_MIRROR],
-            check=True,
+            check=False,
             capture_output=True,
+            text=True,
             timeout=DEBOOTSTRAP_TIMEOUT_S,
         )
+        if result.returncode != 0:
+            output = result.stdout + result.stderr
+            pytest.fail(f"debootstrap failed ({result.returncode}):\n{output[-4000:]}")
         # Package caches are not part of an image.
         for leftover in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for path in (rootfs / leftover).glob("*"):
@@ -90,7 +94,7 @@ def bookworm_rootfs() -> Path:
 def base_image() -> str:
     """The image every FROM of the Dockerfile names (one, as the static tests check)."""
     (image,) = set(parser().parent_images)
-    return image
+    return str(image)
 
 
 def build(client: docker.DockerClient, path: Path, tag: str, **options: object) -> None:

@@ -29,7 +29,7 @@ def parser() -> DockerfileParser:
 
 def final_stage() -> list[dict[str, Any]]:
     """The instructions after the last FROM."""
-    structure = parser().structure
+    structure: list[dict[str, Any]] = parser().structure
     last_from = max(i for i, item in enumerate(structure) if item["instruction"] == "FROM")
     return structure[last_from:]
 

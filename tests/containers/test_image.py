@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import docker
@@ -132,7 +133,7 @@ class Node:
             security_opt=["no-new-privileges"],
         )
         started.append(container)
-        wait_for("the container to be healthy", lambda: health(container) == "healthy")
+        wait_for("the container to be healthy", partial(is_healthy, container))
         return container
 
 
@@ -148,6 +149,10 @@ def health(container: Container) -> str:
         logs = container.logs().decode(errors="replace")[-4000:]
         raise AssertionError(f"the container exited with {state['ExitCode']}:\n{logs}")
     return str(state["Health"]["Status"])
+
+
+def is_healthy(container: Container) -> bool:
+    return health(container) == "healthy"
 
 
 def run_in(container: Container, *command: str) -> str:
@@ -216,8 +221,9 @@ def consume(bootstrap: str) -> list[bytes]:
         while len(values) < len(MESSAGES) and time.monotonic() < deadline:
             message = consumer.poll(1.0)
             if message is not None:
-                assert message.error() is None, message.error()
-                values.append(message.value())
+                value = message.value()
+                assert message.error() is None and value is not None, message.error()
+                values.append(value)
         return values
     finally:
         consumer.close()
@@ -320,7 +326,7 @@ def test_the_compose_services_form_a_three_node_cluster(
         )
         containers.append(nodes[name])
     for name, node in nodes.items():
-        wait_for(f"{name} to be healthy", lambda node=node: health(node) == "healthy")
+        wait_for(f"{name} to be healthy", partial(is_healthy, node))
 
     name, first = next(iter(nodes.items()))
     admin = image_defaults(service_environment(services[name])).admin_listener

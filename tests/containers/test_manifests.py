@@ -99,6 +99,7 @@ def statefulset() -> dict[str, Any]:
 
 
 def container() -> dict[str, Any]:
+    found: dict[str, Any]
     (found,) = statefulset()["spec"]["template"]["spec"]["containers"]
     return found
 
