@@ -34,16 +34,15 @@ from broker.configs import BrokerConfigEntry
 from controller.partition_change import UncleanRecoveryStrategy
 from controller.topics import ConfigSource, ConfigType
 from net.record_batch import TimestampType
+
+# ConfigError and parse_properties live in node.properties (light to import); callers import
+# them from here too.
+from node.properties import ConfigError as ConfigError  # noqa: PLC0414
+from node.properties import environment_key
+from node.properties import parse_properties as parse_properties  # noqa: PLC0414
 from storage.log import LogConfig
 
-ENV_PREFIX = "KRAFT_"
-# Environment variables of the process that are not configuration keys.
-PROCESS_ENVIRONMENT = frozenset({"KRAFT_DURABILITY_JOURNAL"})
 _DAY_MS = 24 * 3600 * 1000
-
-
-class ConfigError(ValueError):
-    """A configuration that cannot be used; the message names the offending key(s)."""
 
 
 class Role(StrEnum):
@@ -406,35 +405,13 @@ KNOWN_KEYS = frozenset(
 )
 
 
-def parse_properties(text: str, source: str = "<properties>") -> dict[str, str]:
-    """Parse Java-properties text into key -> value (the last occurrence of a key wins)."""
-    values: dict[str, str] = {}
-    logical = ""
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip() if not logical else raw.lstrip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            logical += line[:-1]
-            continue
-        logical += line
-        match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", logical)
-        if match is None:
-            raise ConfigError(f"{source}:{number}: expected key=value, got {logical!r}")
-        values[match[1]] = match[2].strip()
-        logical = ""
-    if logical:
-        raise ConfigError(f"{source}: the last line continues past the end of the file")
-    return values
-
-
 def environment_values(environment: Mapping[str, str]) -> dict[str, str]:
     """Configuration keys set through `KRAFT_*` variables."""
     values = {}
     for name, value in environment.items():
-        if not name.startswith(ENV_PREFIX) or name in PROCESS_ENVIRONMENT:
+        key = environment_key(name)
+        if key is None:
             continue
-        key = name[len(ENV_PREFIX) :].lower().replace("_", ".")
         if key not in KNOWN_KEYS:
             raise ConfigError(f"environment variable {name}: unknown configuration key {key!r}")
         values[key] = value
