@@ -689,6 +689,10 @@ def _decode_columns(data: bytes, header: BatchHeader, columns: RecordColumns) ->
             if byte < 0x80:
                 length = one_byte[byte]
                 position += 1
+            elif data[position + 1] < 0x80:
+                unsigned = (byte & 0x7F) | (data[position + 1] << 7)
+                length = (unsigned >> 1) ^ -(unsigned & 1)
+                position += 2
             else:
                 length, position = read_varint(data, position)
             end = position + length
@@ -706,6 +710,10 @@ def _decode_columns(data: bytes, header: BatchHeader, columns: RecordColumns) ->
             if byte < 0x80:
                 offset_delta = one_byte[byte]
                 position += 1
+            elif data[position + 1] < 0x80:
+                unsigned = (byte & 0x7F) | (data[position + 1] << 7)
+                offset_delta = (unsigned >> 1) ^ -(unsigned & 1)
+                position += 2
             else:
                 offset_delta, position = read_varint(data, position)
             byte = data[position]
@@ -725,6 +733,10 @@ def _decode_columns(data: bytes, header: BatchHeader, columns: RecordColumns) ->
             if byte < 0x80:
                 value_length = one_byte[byte]
                 position += 1
+            elif data[position + 1] < 0x80:
+                unsigned = (byte & 0x7F) | (data[position + 1] << 7)
+                value_length = (unsigned >> 1) ^ -(unsigned & 1)
+                position += 2
             else:
                 value_length, position = read_varint(data, position)
             if value_length >= 0:

@@ -82,20 +82,21 @@ def ranges_between(
 
 
 def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
-    """`ranges` split so there are at least about `min_partitions` of them.
+    """`ranges` split so there are at least `min_partitions` of them (if there are that many
+    offsets).
 
-    As Spark's Kafka source: with fewer ranges than asked, each range is cut into pieces of
-    about total / min_partitions offsets (at least one piece per range, the pieces of one range
-    as equal as can be). Empty ranges are dropped. Deterministic for the same input.
+    As Spark's Kafka source, each range gets a share of `min_partitions` proportional to its
+    size, here rounded up (Spark rounds to nearest, which can give fewer pieces than asked);
+    the pieces of one range are as equal as can be. Empty ranges are dropped. Deterministic
+    for the same input.
     """
     ranges = [r for r in ranges if r.size > 0]
     if min_partitions is None or len(ranges) >= min_partitions:
         return ranges
     total = sum(r.size for r in ranges)
-    ideal = total / min_partitions
     pieces: list[OffsetRange] = []
     for offset_range in ranges:
-        parts = max(1, round(offset_range.size / ideal))
+        parts = min(offset_range.size, -(-offset_range.size * min_partitions // total))
         for index in range(parts):
             begin = offset_range.start + offset_range.size * index // parts
             finish = offset_range.start + offset_range.size * (index + 1) // parts

@@ -39,6 +39,7 @@ from spark_connector.planning import (
     split_ranges,
 )
 from spark_connector.rows import arrow_schema, record_batch
+from spark_connector.worker_logging import configure as configure_logging
 
 log = structlog.get_logger(__name__)
 
@@ -52,6 +53,7 @@ class RangePartition(InputPartition):
 
 def read_range(options: ReadOptions, offset_range: OffsetRange) -> Iterator[pa.RecordBatch]:
     """The rows of `offset_range` as Arrow batches in the source's schema (on an executor)."""
+    configure_logging()
     schema = arrow_schema(options.include_headers)
     session = BrokerSession(options.bootstrap_servers, options.client)
     try:
@@ -128,6 +130,7 @@ class KraftBatchReader(DataSourceReader):
         self._options = options
 
     def partitions(self) -> Sequence[InputPartition]:
+        configure_logging()
         options = self._options
         session = BrokerSession(options.bootstrap_servers, options.client)
         try:
@@ -180,6 +183,7 @@ class KraftStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def _broker(self) -> BrokerSession:
         if self._session is None:
+            configure_logging()
             self._session = BrokerSession(self._options.bootstrap_servers, self._options.client)
         return self._session
 

@@ -37,6 +37,7 @@ from net.partitioner import partition_for_key
 from net.producer import Producer
 from net.records import Header, Record
 from spark_connector.options import OptionError, WriteOptions
+from spark_connector.worker_logging import configure as configure_logging
 
 log = structlog.get_logger(__name__)
 
@@ -82,6 +83,7 @@ def check_columns(schema: StructType, options: WriteOptions) -> None:
 
 def produce_batches(options: WriteOptions, batches: Iterator[pa.RecordBatch]) -> WriteSummary:
     """Produce every row of `batches`; returns once all are acknowledged (raises otherwise)."""
+    configure_logging()
     loop = asyncio.new_event_loop()
     try:
         return loop.run_until_complete(_produce(options, batches))
