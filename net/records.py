@@ -61,6 +61,7 @@ __all__ = [
     "decode_batch_columns",
     "decode_batches",
     "encode_batch",
+    "records_payload",
 ]
 
 
@@ -391,6 +392,30 @@ def encode_record(
     return _encode_varint(len(body)) + body
 
 
+def records_payload(
+    buffer: bytes | bytearray | memoryview, position: int, header: BatchHeader
+) -> bytes:
+    """The records of the batch at `position` (whose header is `header`), decompressed.
+
+    Raises InvalidBatchError for an unknown codec and CorruptBatchError for a payload that
+    does not decompress. The batch is not validated here (see `validate_batch`).
+    """
+    payload = memoryview(buffer)[position + HEADER_SIZE : position + header.size]
+    try:
+        compression = header.compression
+    except ValueError as err:
+        raise InvalidBatchError(f"batch at position {position}: {err}") from err
+    if compression == Compression.NONE:
+        return bytes(payload)
+    try:
+        return _DECOMPRESSORS[compression](payload)
+    except (cramjam.DecompressionError, zlib.error, OSError, EOFError, ValueError) as err:
+        raise CorruptBatchError(
+            f"batch at position {position}: {compression.name.lower()} payload "
+            f"cannot be decompressed: {err}"
+        ) from err
+
+
 def decode_batch(
     buffer: bytes | bytearray | memoryview, position: int = 0
 ) -> tuple[BatchHeader, list[Record]]:
@@ -404,21 +429,7 @@ def decode_batch(
     if header.record_count == 0:
         # Compaction can leave a batch without records; Kafka does not decompress those.
         return header, []
-    payload = memoryview(buffer)[position + HEADER_SIZE : position + header.size]
-    try:
-        compression = header.compression
-    except ValueError as err:
-        raise InvalidBatchError(f"batch at position {position}: {err}") from err
-    if compression == Compression.NONE:
-        data = bytes(payload)
-    else:
-        try:
-            data = _DECOMPRESSORS[compression](payload)
-        except (cramjam.DecompressionError, zlib.error, OSError, EOFError, ValueError) as err:
-            raise CorruptBatchError(
-                f"batch at position {position}: {compression.name.lower()} payload "
-                f"cannot be decompressed: {err}"
-            ) from err
+    data = records_payload(buffer, position, header)
     try:
         return header, _decode_records(data, header)
     except CorruptBatchError as err:
@@ -612,21 +623,7 @@ def decode_batch_columns(
         return header
     if header.next_offset <= start or header.base_offset >= end:
         return header
-    payload = memoryview(buffer)[position + HEADER_SIZE : position + header.size]
-    try:
-        compression = header.compression
-    except ValueError as err:
-        raise InvalidBatchError(f"batch at position {position}: {err}") from err
-    if compression == Compression.NONE:
-        data = bytes(payload)
-    else:
-        try:
-            data = _DECOMPRESSORS[compression](payload)
-        except (cramjam.DecompressionError, zlib.error, OSError, EOFError, ValueError) as err:
-            raise CorruptBatchError(
-                f"batch at position {position}: {compression.name.lower()} payload "
-                f"cannot be decompressed: {err}"
-            ) from err
+    data = records_payload(buffer, position, header)
     first = len(columns.offsets)
     try:
         _decode_columns(data, header, columns)

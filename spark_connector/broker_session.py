@@ -12,7 +12,7 @@ import asyncio
 import datetime
 import time
 from collections.abc import AsyncGenerator, Coroutine, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -20,7 +20,6 @@ from kio.schema.errors import ErrorCode
 from net.client import ClusterClient, KafkaConnectionError, RequestTimedOutError
 from net.protocol import FETCH_KEY, ProtocolError, field_entity_type, make_entity, request_schema
 from net.record_batch import HEADER_SIZE, read_header
-from net.records import RecordColumns, decode_batch_columns
 from net.topic_metadata import TopicMetadata, fetch_topic_metadata
 from spark_connector.options import ClientSettings, Subscription
 from spark_connector.planning import OffsetRange, PartitionOffsets, TopicPartition
@@ -47,6 +46,14 @@ _LEADERSHIP_ERRORS = frozenset(
 )
 
 _T = TypeVar("_T")
+
+
+class FetchedBatches(NamedTuple):
+    """Whole record batches as fetched, and the offsets [start, end) of them to read."""
+
+    records: bytes
+    start: int
+    end: int
 
 
 class DataLossError(Exception):
@@ -197,15 +204,16 @@ class BrokerSession:
     # -- fetch -----------------------------------------------------------------------------------
 
     def read_range(
-        self, offset_range: OffsetRange, *, with_headers: bool, fail_on_data_loss: bool
-    ) -> Iterator[RecordColumns]:
-        """The records of `offset_range`, in offset order, a fetch response's worth at a time.
+        self, offset_range: OffsetRange, *, fail_on_data_loss: bool
+    ) -> Iterator[FetchedBatches]:
+        """The record batches holding `offset_range`, in offset order, a fetch response's
+        worth at a time.
 
         Offsets the log no longer holds (the topic was deleted, or the log start moved past
         them) raise DataLossError when `fail_on_data_loss`, and are skipped with a warning
         otherwise.
         """
-        chunks = self._fetch_range(offset_range, with_headers, fail_on_data_loss)
+        chunks = self._fetch_range(offset_range, fail_on_data_loss)
         try:
             while True:
                 try:
@@ -216,8 +224,8 @@ class BrokerSession:
             self._run(chunks.aclose())
 
     async def _fetch_range(
-        self, offset_range: OffsetRange, with_headers: bool, fail_on_data_loss: bool
-    ) -> AsyncGenerator[RecordColumns]:
+        self, offset_range: OffsetRange, fail_on_data_loss: bool
+    ) -> AsyncGenerator[FetchedBatches]:
         tp = offset_range.topic_partition
         cursor = offset_range.start
         deadline = self._deadline
@@ -256,19 +264,18 @@ class BrokerSession:
             if code is not ErrorCode.none:
                 raise BrokerError(f"Fetch of {tp} at offset {cursor} failed: {code.name}")
             records = answer.records or b""
-            columns = RecordColumns.empty(with_headers=with_headers)
+            first = cursor
             position = 0
             while len(records) - position >= HEADER_SIZE:
                 header = read_header(records, position)
                 if header.size > len(records) - position:
                     break  # a partial batch ends the response
-                decode_batch_columns(records, position, columns, start=cursor, end=offset_range.end)
                 cursor = max(cursor, header.next_offset)
                 position += header.size
             if position:
                 deadline = self._deadline
-                if len(columns):
-                    yield columns
+                whole = records if position == len(records) else records[:position]
+                yield FetchedBatches(whole, first, min(cursor, offset_range.end))
                 continue
             if answer.high_watermark <= cursor and time.monotonic() > deadline:
                 _data_lost(

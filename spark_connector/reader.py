@@ -24,6 +24,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from spark_connector.arrow_records import decode_fetched
 from spark_connector.broker_session import BrokerSession, DataLossError
 from spark_connector.options import EARLIEST, LATEST, OffsetSpec, OptionError, ReadOptions
 from spark_connector.planning import (
@@ -38,7 +39,7 @@ from spark_connector.planning import (
     reconcile,
     split_ranges,
 )
-from spark_connector.rows import arrow_schema, record_batch
+from spark_connector.rows import arrow_schema
 from spark_connector.worker_logging import configure as configure_logging
 
 log = structlog.get_logger(__name__)
@@ -57,12 +58,20 @@ def read_range(options: ReadOptions, offset_range: OffsetRange) -> Iterator[pa.R
     schema = arrow_schema(options.include_headers)
     session = BrokerSession(options.bootstrap_servers, options.client)
     try:
-        for columns in session.read_range(
-            offset_range,
-            with_headers=options.include_headers,
-            fail_on_data_loss=options.fail_on_data_loss,
+        for fetched in session.read_range(
+            offset_range, fail_on_data_loss=options.fail_on_data_loss
         ):
-            yield record_batch(offset_range.topic, offset_range.partition, columns, schema)
+            rows = decode_fetched(
+                fetched.records,
+                start=fetched.start,
+                end=fetched.end,
+                topic=offset_range.topic,
+                partition=offset_range.partition,
+                schema=schema,
+                include_headers=options.include_headers,
+            )
+            if rows.num_rows:
+                yield rows
     finally:
         session.close()
 

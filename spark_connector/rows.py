@@ -23,9 +23,9 @@ from net.records import RecordColumns
 
 _HEADER = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
 _ARROW_HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
-_ARROW_HEADERS = pa.list_(pa.field("element", _ARROW_HEADER))
-_MILLIS = pa.timestamp("ms", tz="UTC")
-_MICROS = pa.timestamp("us", tz="UTC")
+HEADERS_TYPE = pa.list_(pa.field("element", _ARROW_HEADER))
+MILLIS = pa.timestamp("ms", tz="UTC")
+MICROS = pa.timestamp("us", tz="UTC")
 
 
 def row_schema(include_headers: bool) -> StructType:
@@ -51,11 +51,11 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
         pa.field("topic", pa.string()),
         pa.field("partition", pa.int32()),
         pa.field("offset", pa.int64()),
-        pa.field("timestamp", _MICROS),
+        pa.field("timestamp", MICROS),
         pa.field("timestampType", pa.int32()),
     ]
     if include_headers:
-        fields.append(pa.field("headers", _ARROW_HEADERS))
+        fields.append(pa.field("headers", HEADERS_TYPE))
     return pa.schema(fields)
 
 
@@ -70,9 +70,9 @@ def record_batch(
         pa.repeat(pa.scalar(topic, pa.string()), count),
         pa.repeat(pa.scalar(partition, pa.int32()), count),
         pa.array(columns.offsets, pa.int64()),
-        pa.array(columns.timestamps, _MILLIS).cast(_MICROS),
+        pa.array(columns.timestamps, MILLIS).cast(MICROS),
         pa.array(columns.timestamp_types, pa.int32()),
     ]
     if columns.headers is not None:
-        arrays.append(pa.array(columns.headers, _ARROW_HEADERS))
+        arrays.append(pa.array(columns.headers, HEADERS_TYPE))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
