@@ -6,7 +6,8 @@ confluent-kafka consumer reading the same records as the baseline.
 One fresh `kraft serve` node on 127.0.0.1 and a local[2] SparkSession. Each run writes
 `--count` records of `--size` bytes to a new topic of `--partitions` partitions with
 `df.write.format("kraft")`, counts them with `spark.read.format("kraft")...count()`, and
-reads them with a confluent-kafka consumer assigned to every partition. Prints one JSON line:
+reads them with a confluent-kafka consumer assigned to every partition; a small write and read
+warm the session up first. Prints one JSON line:
 rows per second of each, per run and their medians, and the read ratio (Spark / consumer,
 target >= 0.5). The node is killed at the end.
 """
@@ -120,6 +121,11 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         cluster.wait_for("broker unfenced", cluster.brokers_unfenced, 60.0)
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         spark = spark_session()
+        # The first jobs of a session start the JVM's code paths and Spark's Python workers
+        # (~20 s here): a small write and read first, not measured.
+        create_topic(admin, cluster, "warm-up", args.partitions)
+        spark_write(spark, cluster.bootstrap, "warm-up", 10_000, args.size)
+        spark_read(spark, cluster.bootstrap, "warm-up", 10_000)
         rates: dict[str, list[float]] = {"spark_write": [], "spark_read": [], "consumer_read": []}
         for run_index in range(args.runs):
             topic = f"bench-{run_index}"

@@ -10,6 +10,7 @@ or varints longer than five bytes: timestamps spread over more than ~200 days) g
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -26,6 +27,13 @@ _INLINE = 12
 # Zero bytes after the records, so reading a varint's next bytes never leaves the buffer.
 _PADDING = bytes(16)
 _ONE_BYTE = tuple((byte >> 1) ^ -(byte & 1) for byte in range(0x80))
+
+
+@functools.cache
+def _int(value: int) -> pa.Scalar:
+    """`value` as an Arrow int64 scalar: kernels convert Python ints slowly (pyarrow tries
+    imports on the way, on every call)."""
+    return pa.scalar(value, pa.int64())
 
 
 class _NeedsRecordDecoderError(Exception):
@@ -111,19 +119,19 @@ def _vectorised(
     at = pa.array(positions, pa.int64())
     length, size = _varints(octets, at)
     body = pc.add(at, size)
-    timestamp_delta, size = _varints(octets, pc.add(body, 1))
-    at = pc.add(pc.add(body, 1), size)
+    timestamp_delta, size = _varints(octets, pc.add(body, _int(1)))
+    at = pc.add(pc.add(body, _int(1)), size)
     offset_delta, size = _varints(octets, at)
     at = pc.add(at, size)
     key_length, size = _varints(octets, at)
     key_start = pc.add(at, size)
-    at = pc.add(key_start, pc.max_element_wise(key_length, 0))
+    at = pc.add(key_start, pc.max_element_wise(key_length, _int(0)))
     value_length, size = _varints(octets, at)
     value_start = pc.add(at, size)
-    at = pc.add(value_start, pc.max_element_wise(value_length, 0))
+    at = pc.add(value_start, pc.max_element_wise(value_length, _int(0)))
     header_count, size = _varints(octets, at)
     record_end = pc.add(body, length)
-    without_headers = pc.equal(header_count, 0)
+    without_headers = pc.equal(header_count, _int(0))
     fields_end = pc.add(at, size)
     if include_headers and not pc.all(without_headers).as_py():
         raise _NeedsRecordDecoderError
@@ -165,7 +173,7 @@ def _vectorised(
     rows = pa.RecordBatch.from_arrays(arrays, schema=schema)
     bounds = pc.min_max(offsets)
     if bounds["min"].as_py() < start or bounds["max"].as_py() >= end:
-        keep = pc.and_(pc.greater_equal(offsets, start), pc.less(offsets, end))
+        keep = pc.and_(pc.greater_equal(offsets, _int(start)), pc.less(offsets, _int(end)))
         rows = rows.filter(keep)
     return rows
 
@@ -196,21 +204,33 @@ def _record_positions(data: bytes, payloads: list[bytes], batches: list[_Batch])
 def _varints(octets: pa.Array, positions: pa.Array) -> tuple[pa.Array, pa.Array]:
     """The zig-zag varints at `positions` and how many bytes each takes."""
     byte = pc.take(octets, positions).cast(pa.int64())
-    unsigned = pc.bit_wise_and(byte, 0x7F)
-    size = pa.repeat(pa.scalar(1, pa.int64()), len(positions))
-    going = pc.greater_equal(byte, 0x80)
+    unsigned = pc.bit_wise_and(byte, _int(0x7F))
+    size = pa.repeat(_int(1), len(positions))
+    going = pc.greater_equal(byte, _int(0x80))
     for index in range(1, _VARINT_BYTES + 1):
         if not pc.any(going).as_py():
             break
         if index == _VARINT_BYTES:
             raise _NeedsRecordDecoderError
-        byte = pc.take(octets, pc.add(positions, index)).cast(pa.int64())
-        more = pc.shift_left(pc.bit_wise_and(byte, 0x7F), 7 * index)
-        unsigned = pc.add(unsigned, pc.if_else(going, more, 0))
+        byte = pc.take(octets, pc.add(positions, _int(index))).cast(pa.int64())
+        more = pc.shift_left(pc.bit_wise_and(byte, _int(0x7F)), _int(7 * index))
+        unsigned = pc.add(unsigned, pc.if_else(going, more, _int(0)))
         size = pc.add(size, going.cast(pa.int64()))
-        going = pc.and_(going, pc.greater_equal(byte, 0x80))
-    value = pc.bit_wise_xor(pc.shift_right(unsigned, 1), pc.negate(pc.bit_wise_and(unsigned, 1)))
+        going = pc.and_(going, pc.greater_equal(byte, _int(0x80)))
+    value = pc.bit_wise_xor(
+        pc.shift_right(unsigned, _int(1)), pc.negate(pc.bit_wise_and(unsigned, _int(1)))
+    )
     return value, size
+
+
+@functools.lru_cache(maxsize=4)
+def _interleaving(count: int) -> pa.Array:
+    """Where position i of `count` interleaved 4-word views takes its word from, when the
+    words lie one array after another: word i % 4 of view i // 4."""
+    index = pc.subtract(pc.cumulative_sum(pa.repeat(_int(1), 4 * count)), _int(1))
+    return pc.add(
+        pc.multiply(pc.bit_wise_and(index, _int(3)), _int(count)), pc.shift_right(index, _int(2))
+    )
 
 
 def _binary(
@@ -221,32 +241,35 @@ def _binary(
     Built as binary views (16 bytes each: length, then the bytes inline up to 12, else a
     4-byte prefix, buffer index 0 and the offset) that Arrow then copies into a binary array.
     """
-    sizes = pc.max_element_wise(lengths, 0)
-    inline = pc.less_equal(sizes, _INLINE)
+    nulls = pc.less(lengths, _int(0))
+    null_count = pc.sum(nulls.cast(pa.int64())).as_py()
+    if null_count == count:
+        return pa.nulls(count, pa.binary())
+    sizes = pc.max_element_wise(lengths, _int(0))
+    inline = pc.less_equal(sizes, _int(_INLINE))
+    any_inline = pc.any(inline).as_py()
     words = [sizes]
-    word_count = 3 if pc.any(inline).as_py() else 1
-    for word in range(word_count):
+    for word in range(3 if any_inline else 1):
         value = None
         for index in range(4):
             at = word * 4 + index
-            byte = pc.take(octets, pc.add(starts, at)).cast(pa.int64())
-            byte = pc.if_else(pc.less(at, sizes), byte, 0)
-            shifted = pc.shift_left(byte, 8 * index)
+            byte = pc.take(octets, pc.add(starts, _int(at))).cast(pa.int64())
+            if any_inline:
+                # Inline views hold zeros after the value's end.
+                byte = pc.if_else(pc.less(_int(at), sizes), byte, _int(0))
+            shifted = pc.shift_left(byte, _int(8 * index)) if index else byte
             value = shifted if value is None else pc.bit_wise_or(value, shifted)
         words.append(value)
-    if word_count == 1:
-        words.append(pa.repeat(pa.scalar(0, pa.int64()), count))
-        words.append(starts)
-    else:
-        words[2] = pc.if_else(inline, words[2], 0)
+    if any_inline:
+        words[2] = pc.if_else(inline, words[2], _int(0))
         words[3] = pc.if_else(inline, words[3], starts)
+    else:
+        words.append(pa.repeat(_int(0), count))
+        words.append(starts)
     # Interleave the four words of each view: word w of view i goes to 4 * i + w.
     stacked = pa.concat_arrays([w.cast(pa.uint32(), safe=False) for w in words])
-    index = pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), 4 * count)), 1)
-    source = pc.add(pc.multiply(pc.bit_wise_and(index, 3), count), pc.shift_right(index, 2))
+    source = _interleaving(count)
     views = pc.take(stacked, source)
-    nulls = pc.less(lengths, 0)
-    null_count = pc.sum(nulls.cast(pa.int64())).as_py()
     validity = pc.invert(nulls).buffers()[1] if null_count else None
     binary_views = pa.Array.from_buffers(
         pa.binary_view(), count, [validity, views.buffers()[1], buffer], null_count=null_count
