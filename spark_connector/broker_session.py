@@ -230,60 +230,85 @@ class BrokerSession:
         cursor = offset_range.start
         deadline = self._deadline
         leader_id = -1
-        while cursor < offset_range.end:
-            if leader_id < 0:
-                metadata = await self._metadata([tp.topic])
-                leader = metadata.leader(tp.topic, tp.partition)
-                if leader is None:
+        # The next Fetch, sent before the caller decodes this one's records, so the broker
+        # works on it meanwhile: (leader, offset, request).
+        ahead: tuple[int, int, asyncio.Task[Any | None]] | None = None
+        try:
+            while cursor < offset_range.end:
+                if leader_id < 0:
+                    metadata = await self._metadata([tp.topic])
+                    leader = metadata.leader(tp.topic, tp.partition)
+                    if leader is None:
+                        _data_lost(
+                            f"partition {tp} is gone (its topic was deleted?) before offsets "
+                            f"{cursor}..{offset_range.end - 1} were read",
+                            fail_on_data_loss,
+                        )
+                        return
+                    leader_id = leader.leader_id
+                if ahead is not None and ahead[:2] == (leader_id, cursor):
+                    answer = await ahead[2]
+                else:
+                    answer = (
+                        await self._fetch_once(leader_id, tp, cursor) if leader_id >= 0 else None
+                    )
+                ahead = None
+                code = ErrorCode.leader_not_available if answer is None else answer.error_code
+                if code is ErrorCode.unknown_topic_or_partition or code in _LEADERSHIP_ERRORS:
+                    # Look the leader up again; a deleted topic shows there as gone.
+                    leader_id = -1
+                    if time.monotonic() > deadline:
+                        raise BrokerError(f"no leader of {tp} answered Fetch in time ({code.name})")
+                    await asyncio.sleep(_RETRY_BACKOFF_S)
+                    continue
+                assert answer is not None
+                if code is ErrorCode.offset_out_of_range and cursor < answer.log_start_offset:
                     _data_lost(
-                        f"partition {tp} is gone (its topic was deleted?) before offsets "
-                        f"{cursor}..{offset_range.end - 1} were read",
+                        f"offsets {cursor}..{answer.log_start_offset - 1} of partition {tp} "
+                        f"were deleted before they were read (the log now starts at "
+                        f"{answer.log_start_offset})",
+                        fail_on_data_loss,
+                    )
+                    cursor = answer.log_start_offset
+                    continue
+                if code is not ErrorCode.none:
+                    raise BrokerError(f"Fetch of {tp} at offset {cursor} failed: {code.name}")
+                records = answer.records or b""
+                first = cursor
+                position = 0
+                while len(records) - position >= HEADER_SIZE:
+                    header = read_header(records, position)
+                    if header.size > len(records) - position:
+                        break  # a partial batch ends the response
+                    cursor = max(cursor, header.next_offset)
+                    position += header.size
+                if position:
+                    deadline = self._deadline
+                    if cursor < offset_range.end:
+                        request = asyncio.ensure_future(self._fetch_once(leader_id, tp, cursor))
+                        ahead = (leader_id, cursor, request)
+                        # Two loop turns: the task writes its request, the write is flushed.
+                        await asyncio.sleep(0)
+                        await asyncio.sleep(0)
+                    whole = records if position == len(records) else records[:position]
+                    yield FetchedBatches(whole, first, min(cursor, offset_range.end))
+                    continue
+                if time.monotonic() > deadline:
+                    if answer.high_watermark > cursor:
+                        raise BrokerError(
+                            f"fetching {tp} from offset {cursor} returned no batch before its "
+                            f"high watermark {answer.high_watermark}"
+                        )
+                    _data_lost(
+                        f"offsets {cursor}..{offset_range.end - 1} of partition {tp} are not "
+                        f"in the log (its high watermark is {answer.high_watermark})",
                         fail_on_data_loss,
                     )
                     return
-                leader_id = leader.leader_id
-            answer = await self._fetch_once(leader_id, tp, cursor) if leader_id >= 0 else None
-            code = ErrorCode.leader_not_available if answer is None else answer.error_code
-            if code is ErrorCode.unknown_topic_or_partition or code in _LEADERSHIP_ERRORS:
-                # Look the leader up again; a deleted topic shows there as gone.
-                leader_id = -1
-                if time.monotonic() > deadline:
-                    raise BrokerError(f"no leader of {tp} answered Fetch in time ({code.name})")
-                await asyncio.sleep(_RETRY_BACKOFF_S)
-                continue
-            assert answer is not None
-            if code is ErrorCode.offset_out_of_range and cursor < answer.log_start_offset:
-                _data_lost(
-                    f"offsets {cursor}..{answer.log_start_offset - 1} of partition {tp} were "
-                    f"deleted before they were read (the log now starts at "
-                    f"{answer.log_start_offset})",
-                    fail_on_data_loss,
-                )
-                cursor = answer.log_start_offset
-                continue
-            if code is not ErrorCode.none:
-                raise BrokerError(f"Fetch of {tp} at offset {cursor} failed: {code.name}")
-            records = answer.records or b""
-            first = cursor
-            position = 0
-            while len(records) - position >= HEADER_SIZE:
-                header = read_header(records, position)
-                if header.size > len(records) - position:
-                    break  # a partial batch ends the response
-                cursor = max(cursor, header.next_offset)
-                position += header.size
-            if position:
-                deadline = self._deadline
-                whole = records if position == len(records) else records[:position]
-                yield FetchedBatches(whole, first, min(cursor, offset_range.end))
-                continue
-            if answer.high_watermark <= cursor and time.monotonic() > deadline:
-                _data_lost(
-                    f"offsets {cursor}..{offset_range.end - 1} of partition {tp} are not in "
-                    f"the log (its high watermark is {answer.high_watermark})",
-                    fail_on_data_loss,
-                )
-                return
+        finally:
+            if ahead is not None:
+                ahead[2].cancel()
+                await asyncio.gather(ahead[2], return_exceptions=True)
 
     async def _fetch_once(self, leader_id: int, tp: TopicPartition, offset: int) -> Any | None:
         """One partition's part of a Fetch answer from its leader, or None to retry."""

@@ -130,15 +130,22 @@ async def _append_rows(
         if topic is None:
             raise OptionError("a row to write has a null topic and no topic option is set")
         key_bytes = key.encode() if isinstance(key, str) else key
-        partition = chosen
-        if partition is None:
-            partition_count = partition_counts.get(topic)
-            if partition_count is None:
-                partition_count = partition_counts[topic] = await producer.partition_count(topic)
-            if key_bytes is None:
-                partition = rotation % partition_count
-            else:
-                partition = partition_for_key(key_bytes, partition_count)
+        partition_count = partition_counts.get(topic)
+        if partition_count is None:
+            partition_count = partition_counts[topic] = await producer.partition_count(topic)
+        if chosen is None:
+            partition = (
+                rotation % partition_count
+                if key_bytes is None
+                else partition_for_key(key_bytes, partition_count)
+            )
+        elif 0 <= chosen < partition_count:
+            partition = chosen
+        else:
+            raise OptionError(
+                f"a row's partition {chosen} is not one of the {partition_count} partitions "
+                f"of topic {topic!r}"
+            )
         producer.append(
             topic,
             partition,

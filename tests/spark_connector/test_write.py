@@ -136,3 +136,16 @@ def test_bad_writes_fail_naming_the_cause(
         writer = writer.option(key, value)
     with pytest.raises(PySparkException, match=named):
         writer.save()
+
+
+def test_a_partition_the_topic_lacks_fails_the_write(spark: SparkSession, node: Cluster) -> None:
+    topic = new_topic(node, "narrow", 2)
+    writer = (
+        spark.createDataFrame([(b"v", 5)], "value binary, partition int")
+        .write.format("kraft")
+        .option("kraft.bootstrap.servers", node.bootstrap)
+        .option("topic", topic)
+        .mode("append")
+    )
+    with pytest.raises(PySparkException, match="partition 5 is not one of the 2 partitions"):
+        writer.save()
