@@ -124,6 +124,8 @@ async def _append_rows(
     partitions = _column(batch, "partition") or [None] * count
     headers = _column(batch, "headers") or [None] * count
     partition_counts: dict[str, int] = {}
+    # Rows go to the producer per partition, in their order, with one call each.
+    by_partition: dict[tuple[str, int], list[Record]] = {}
     for value, key, topic, chosen, row_headers in zip(
         values, keys, topics, partitions, headers, strict=True
     ):
@@ -146,15 +148,18 @@ async def _append_rows(
                 f"a row's partition {chosen} is not one of the {partition_count} partitions "
                 f"of topic {topic!r}"
             )
-        producer.append(
-            topic,
-            partition,
-            Record(
-                value.encode() if isinstance(value, str) else value,
-                key_bytes,
-                tuple(Header(h["key"], h["value"]) for h in row_headers) if row_headers else (),
-            ),
+        record = Record(
+            value.encode() if isinstance(value, str) else value,
+            key_bytes,
+            tuple(Header(h["key"], h["value"]) for h in row_headers) if row_headers else (),
         )
+        records = by_partition.get((topic, partition))
+        if records is None:
+            by_partition[(topic, partition)] = [record]
+        else:
+            records.append(record)
+    for (topic, partition), records in by_partition.items():
+        producer.extend(topic, partition, records)
 
 
 def _records(messages: list[WriterCommitMessage | None]) -> int:
