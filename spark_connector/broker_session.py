@@ -26,14 +26,15 @@ from spark_connector.planning import OffsetRange, PartitionOffsets, TopicPartiti
 
 log = structlog.get_logger(__name__)
 
-LIST_OFFSETS_KEY = 2
+_LIST_OFFSETS_KEY = 2
 # Fetch v13+ names topics by id; v4-12 by name, which is all this reader needs.
 _FETCH_VERSIONS = (4, 12)
 _LIST_OFFSETS_VERSIONS = (1, 7)
 _FETCH_MAX_BYTES = 64 * 1024 * 1024
 _RETRY_BACKOFF_S = 0.1
-# Errors after which the partition's leader is looked up again and the request retried.
-_LEADERSHIP_ERRORS = frozenset(
+# Errors after which the partition's leader is looked up again and the request retried (until
+# the request timeout): leadership moving, or a leader that cannot answer right now.
+_RETRIABLE_ERRORS = frozenset(
     {
         ErrorCode.not_leader_or_follower,
         ErrorCode.leader_not_available,
@@ -182,7 +183,7 @@ class BrokerSession:
         connection = cluster.connection(node_id)
         try:
             await connection.connect()
-            version = connection.version_for(LIST_OFFSETS_KEY, *_LIST_OFFSETS_VERSIONS)
+            version = connection.version_for(_LIST_OFFSETS_KEY, *_LIST_OFFSETS_VERSIONS)
             response: Any = await connection.send(_list_offsets_request(version, asked))
         except (KafkaConnectionError, RequestTimedOutError, ProtocolError) as error:
             log.info("list_offsets_retry", node=node_id, error=str(error))
@@ -197,7 +198,7 @@ class BrokerSession:
                     found[tp] = partition.offset
                 elif code is ErrorCode.unknown_topic_or_partition:
                     gone.append(tp)
-                elif code not in _LEADERSHIP_ERRORS:
+                elif code not in _RETRIABLE_ERRORS:
                     raise BrokerError(f"ListOffsets for {tp} failed: {code.name}")
         return found, gone
 
@@ -254,7 +255,7 @@ class BrokerSession:
                     )
                 ahead = None
                 code = ErrorCode.leader_not_available if answer is None else answer.error_code
-                if code is ErrorCode.unknown_topic_or_partition or code in _LEADERSHIP_ERRORS:
+                if code is ErrorCode.unknown_topic_or_partition or code in _RETRIABLE_ERRORS:
                     # Look the leader up again; a deleted topic shows there as gone.
                     leader_id = -1
                     if time.monotonic() > deadline:
@@ -345,7 +346,7 @@ def _data_lost(message: str, fail: bool) -> None:
 
 
 def _list_offsets_request(version: int, asked: Mapping[TopicPartition, int]) -> Any:
-    schema = request_schema(LIST_OFFSETS_KEY, version)
+    schema = request_schema(_LIST_OFFSETS_KEY, version)
     assert schema is not None
     topic_type = field_entity_type(schema, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
