@@ -181,6 +181,7 @@ class KraftStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._options = options
         self._session: BrokerSession | None = None
         self._available_now: PartitionOffsets | None = None
+        self._latest: PartitionOffsets | None = None
         self._last_batch = time.monotonic()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -227,6 +228,7 @@ class KraftStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         partitions = self._broker.partitions(options.subscription)
         earliest = self._broker.list_offsets(dict.fromkeys(partitions, EARLIEST))[0]
         latest = self._broker.list_offsets(dict.fromkeys(earliest, LATEST))[0]
+        self._latest = latest
         resumed, losses = reconcile(begin, earliest, latest)
         for loss in losses:
             if options.fail_on_data_loss:
@@ -258,6 +260,10 @@ class KraftStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if offsets_between(resumed, end) > 0:
             self._last_batch = time.monotonic()
         return canonical(end)
+
+    def reportLatestOffset(self) -> dict[str, dict[str, int]] | None:  # noqa: N802
+        """The newest offsets seen by the last latestOffset (shown in the query's progress)."""
+        return None if self._latest is None else canonical(self._latest)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         begin = from_offset_json(start)

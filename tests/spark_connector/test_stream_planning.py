@@ -37,6 +37,7 @@ def test_max_offsets_per_trigger_is_shared_by_partitions(node: Cluster) -> None:
     assert limit == ReadMaxRows(10)
     end = source.latestOffset(start, limit)
     assert end == {topic: {"0": 5, "1": 5}}
+    assert source.reportLatestOffset() == {topic: {"0": 15, "1": 15}}
     # The same range always plans the same input partitions.
     planned = source.partitions(start, end)
     assert all(isinstance(p, RangePartition) for p in planned)
