@@ -1,4 +1,5 @@
-"""Kafka records inside a RecordBatch v2: the full encoder and decoder, compression included.
+"""Kafka records inside a RecordBatch v2: the full encoder and decoder, compression included;
+records decode into `Record`s or, for columnar consumers, into `RecordColumns`.
 
 The broker's produce and fetch paths never come here (they move batches as bytes through
 `net.record_batch`); the Spark connector, tests and tools do. Inside a batch, after the 61-byte
