@@ -176,9 +176,11 @@ class KraftBatchWriter(DataSourceArrowWriter):
         return produce_batches(self._options, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        configure_logging()
         log.info("kraft_write_committed", records=_records(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        configure_logging()
         log.warning("kraft_write_aborted", records=_records(messages))
 
 
@@ -192,6 +194,7 @@ class KraftStreamWriter(DataSourceStreamArrowWriter):
         return produce_batches(self._options, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        configure_logging()
         log.info(
             "kraft_stream_batch_committed",
             batch_id=batchId,
@@ -199,6 +202,7 @@ class KraftStreamWriter(DataSourceStreamArrowWriter):
         )
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        configure_logging()
         log.warning(
             "kraft_stream_batch_aborted",
             batch_id=batchId,
