@@ -1,4 +1,5 @@
-"""Kafka records inside a RecordBatch v2: the full encoder and decoder, compression included.
+"""Kafka records inside a RecordBatch v2: the full encoder and decoder, compression included;
+records decode into `Record`s or, for columnar consumers, into `RecordColumns`.
 
 The broker's produce and fetch paths never come here (they move batches as bytes through
 `net.record_batch`); the Spark connector, tests and tools do. Inside a batch, after the 61-byte
@@ -29,7 +30,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import cramjam
 import crc32c
@@ -55,10 +56,13 @@ __all__ = [
     "Compression",
     "Header",
     "Record",
+    "RecordColumns",
     "TimestampType",
     "decode_batch",
+    "decode_batch_columns",
     "decode_batches",
     "encode_batch",
+    "records_payload",
 ]
 
 
@@ -389,6 +393,30 @@ def encode_record(
     return _encode_varint(len(body)) + body
 
 
+def records_payload(
+    buffer: bytes | bytearray | memoryview, position: int, header: BatchHeader
+) -> bytes:
+    """The records of the batch at `position` (whose header is `header`), decompressed.
+
+    Raises InvalidBatchError for an unknown codec and CorruptBatchError for a payload that
+    does not decompress. The batch is not validated here (see `validate_batch`).
+    """
+    payload = memoryview(buffer)[position + HEADER_SIZE : position + header.size]
+    try:
+        compression = header.compression
+    except ValueError as err:
+        raise InvalidBatchError(f"batch at position {position}: {err}") from err
+    if compression == Compression.NONE:
+        return bytes(payload)
+    try:
+        return _DECOMPRESSORS[compression](payload)
+    except (cramjam.DecompressionError, zlib.error, OSError, EOFError, ValueError) as err:
+        raise CorruptBatchError(
+            f"batch at position {position}: {compression.name.lower()} payload "
+            f"cannot be decompressed: {err}"
+        ) from err
+
+
 def decode_batch(
     buffer: bytes | bytearray | memoryview, position: int = 0
 ) -> tuple[BatchHeader, list[Record]]:
@@ -402,21 +430,7 @@ def decode_batch(
     if header.record_count == 0:
         # Compaction can leave a batch without records; Kafka does not decompress those.
         return header, []
-    payload = memoryview(buffer)[position + HEADER_SIZE : position + header.size]
-    try:
-        compression = header.compression
-    except ValueError as err:
-        raise InvalidBatchError(f"batch at position {position}: {err}") from err
-    if compression == Compression.NONE:
-        data = bytes(payload)
-    else:
-        try:
-            data = _DECOMPRESSORS[compression](payload)
-        except (cramjam.DecompressionError, zlib.error, OSError, EOFError, ValueError) as err:
-            raise CorruptBatchError(
-                f"batch at position {position}: {compression.name.lower()} payload "
-                f"cannot be decompressed: {err}"
-            ) from err
+    data = records_payload(buffer, position, header)
     try:
         return header, _decode_records(data, header)
     except CorruptBatchError as err:
@@ -565,3 +579,194 @@ def decode_batches(
         header, records = decode_batch(buffer, position)
         yield header, records
         position += header.size
+
+
+@dataclass(slots=True)
+class RecordColumns:
+    """Decoded records as parallel lists, one entry per record, for columnar consumers (such as
+    Arrow) that would otherwise build a `Record` per row only to take it apart again.
+
+    `headers` holds each record's headers as (key, value) pairs, or is None when the decoder
+    was asked to leave them out.
+    """
+
+    offsets: list[int]
+    timestamps: list[int]
+    timestamp_types: list[int]
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    headers: list[list[tuple[str, bytes | None]]] | None
+
+    @classmethod
+    def empty(cls, *, with_headers: bool) -> RecordColumns:
+        return cls([], [], [], [], [], [] if with_headers else None)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
+def decode_batch_columns(
+    buffer: bytes | bytearray | memoryview,
+    position: int,
+    columns: RecordColumns,
+    *,
+    start: int = 0,
+    end: int = _INT64_MAX,
+) -> BatchHeader:
+    """Append the records of the batch at `position` whose offsets are in [start, end) to
+    `columns`; returns the batch's header.
+
+    Validates and decompresses as `decode_batch` does, and raises the same errors. Control
+    batches (transaction markers) add no records.
+    """
+    header = validate_batch(buffer, position)
+    if header.record_count == 0 or header.is_control:
+        return header
+    if header.next_offset <= start or header.base_offset >= end:
+        return header
+    data = records_payload(buffer, position, header)
+    first = len(columns.offsets)
+    try:
+        _decode_columns(data, header, columns)
+    except CorruptBatchError as err:
+        # Leave `columns` as it was: no half-decoded batch.
+        _truncate_columns(columns, first)
+        raise CorruptBatchError(f"batch at position {position}: {err}") from err
+    if header.base_offset < start or header.last_offset >= end:
+        offsets = columns.offsets
+        keep_from = first
+        while keep_from < len(offsets) and offsets[keep_from] < start:
+            keep_from += 1
+        keep_to = len(offsets)
+        while keep_to > keep_from and offsets[keep_to - 1] >= end:
+            keep_to -= 1
+        _cut_columns(columns, first, keep_from, keep_to)
+    timestamp_type = int(header.timestamp_type)
+    columns.timestamp_types.extend([timestamp_type] * (len(columns.offsets) - first))
+    return header
+
+
+def _column_lists(columns: RecordColumns) -> list[list[Any]]:
+    lists: list[list[Any]] = [columns.offsets, columns.timestamps, columns.keys, columns.values]
+    if columns.headers is not None:
+        lists.append(columns.headers)
+    return lists
+
+
+def _truncate_columns(columns: RecordColumns, length: int) -> None:
+    for values in _column_lists(columns):
+        del values[length:]
+
+
+def _cut_columns(columns: RecordColumns, first: int, keep_from: int, keep_to: int) -> None:
+    for values in _column_lists(columns):
+        del values[keep_to:]
+        del values[first:keep_from]
+
+
+def _decode_columns(data: bytes, header: BatchHeader, columns: RecordColumns) -> None:
+    # The loop of _decode_records, appending fields to the columns instead of building records.
+    base_offset = header.base_offset
+    base_timestamp = header.base_timestamp
+    log_append_time = (
+        header.max_timestamp if header.timestamp_type == TimestampType.LOG_APPEND_TIME else None
+    )
+    one_byte = _ONE_BYTE_VARINTS
+    read_varint = _read_varint
+    size = len(data)
+    add_offset = columns.offsets.append
+    add_timestamp = columns.timestamps.append
+    add_key = columns.keys.append
+    add_value = columns.values.append
+    header_lists = columns.headers
+    position = 0
+    first = len(columns.offsets)
+    try:
+        for _ in range(header.record_count):
+            byte = data[position]
+            if byte < 0x80:
+                length = one_byte[byte]
+                position += 1
+            elif data[position + 1] < 0x80:
+                unsigned = (byte & 0x7F) | (data[position + 1] << 7)
+                length = (unsigned >> 1) ^ -(unsigned & 1)
+                position += 2
+            else:
+                length, position = read_varint(data, position)
+            end = position + length
+            if length <= 0 or end > size:
+                raise CorruptBatchError(
+                    f"record of {length} bytes at byte {position} runs past {size}"
+                )
+            byte = data[position + 1]
+            if byte < 0x80:
+                timestamp_delta = one_byte[byte]
+                position += 2
+            else:
+                timestamp_delta, position = read_varint(data, position + 1)
+            byte = data[position]
+            if byte < 0x80:
+                offset_delta = one_byte[byte]
+                position += 1
+            elif data[position + 1] < 0x80:
+                unsigned = (byte & 0x7F) | (data[position + 1] << 7)
+                offset_delta = (unsigned >> 1) ^ -(unsigned & 1)
+                position += 2
+            else:
+                offset_delta, position = read_varint(data, position)
+            byte = data[position]
+            if byte < 0x80:
+                key_length = one_byte[byte]
+                position += 1
+            else:
+                key_length, position = read_varint(data, position)
+            if key_length >= 0:
+                add_key(data[position : position + key_length])
+                position += key_length
+            elif key_length == -1:
+                add_key(None)
+            else:
+                raise CorruptBatchError(f"key length {key_length}")
+            byte = data[position]
+            if byte < 0x80:
+                value_length = one_byte[byte]
+                position += 1
+            elif data[position + 1] < 0x80:
+                unsigned = (byte & 0x7F) | (data[position + 1] << 7)
+                value_length = (unsigned >> 1) ^ -(unsigned & 1)
+                position += 2
+            else:
+                value_length, position = read_varint(data, position)
+            if value_length >= 0:
+                add_value(data[position : position + value_length])
+                position += value_length
+            elif value_length == -1:
+                add_value(None)
+            else:
+                raise CorruptBatchError(f"value length {value_length}")
+            if data[position] == 0:
+                position += 1
+                if header_lists is not None:
+                    header_lists.append([])
+            else:
+                header_count, position = read_varint(data, position)
+                headers, position = _decode_headers(data, position, header_count)
+                if header_lists is not None:
+                    header_lists.append([(h.key, h.value) for h in headers])
+            if position != end:
+                raise CorruptBatchError(
+                    f"record declared {length} bytes but its fields took {length + position - end}"
+                )
+            add_offset(base_offset + offset_delta)
+            add_timestamp(
+                base_timestamp + timestamp_delta if log_append_time is None else log_append_time
+            )
+    except IndexError as err:
+        raise CorruptBatchError(
+            f"records end at byte {size}, inside record {len(columns.offsets) - first} "
+            f"of {header.record_count}"
+        ) from err
+    if position != size:
+        raise CorruptBatchError(
+            f"{size - position} bytes follow the last of {header.record_count} records"
+        )
