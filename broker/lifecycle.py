@@ -8,7 +8,10 @@ the controller unfences it once it has caught up to its own registration.
 
 Controlled shutdown goes through the same heartbeats: `shut_down` sends them with
 `want_shut_down` at once and then every interval, until the controller, having moved every
-leadership away and taken the broker out of every ISR, answers `should_shut_down`.
+leadership away and taken the broker out of every ISR, answers `should_shut_down`. When no
+controller has answered for a whole broker session, waiting longer gains nothing: a controller
+that cannot hear the broker fences it after that long and moves its leaderships itself (and
+with none at all, nothing can move), so the wait ends there.
 
 A heartbeat answered with STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED means the controller
 no longer knows this registration (a newer incarnation replaced it, or the log was lost): the
@@ -61,11 +64,15 @@ class BrokerLifecycleManager:
         applied_offset: Callable[[], int],
         *,
         heartbeat_interval_ms: int,
+        session_timeout_ms: int,
     ) -> None:
         self._client = client
         self._identity = identity
         self._applied_offset = applied_offset
         self._interval_s = heartbeat_interval_ms / 1000
+        self._session_timeout_s = session_timeout_ms / 1000
+        # Loop time of the last heartbeat a controller answered.
+        self._last_answer_at = asyncio.get_running_loop().time()
         self.incarnation_id = uuid.uuid4()
         self.broker_epoch = -1
         self.fenced = True
@@ -83,24 +90,37 @@ class BrokerLifecycleManager:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    async def shut_down(self, timeout_s: float, give_up: asyncio.Event) -> bool:
-        """Ask the controller for a controlled shutdown and wait until it agrees (True), or
-        until `timeout_s` passes or `give_up` is set (False). A broker that never registered
-        or is fenced leads nothing and needs no agreement."""
+    async def shut_down(self, timeout_s: float, give_up: asyncio.Event) -> str | None:
+        """Ask the controller for a controlled shutdown and wait until it agrees: None then,
+        else why the wait ended ("timeout" after `timeout_s`, "second signal" when `give_up` is
+        set, "no controller" after a broker session without an answer). A broker that never
+        registered or is fenced leads nothing and needs no agreement."""
         if self.broker_epoch < 0 or self.fenced:
-            return True
+            return None
         self._want_shut_down = True
         self._heartbeat_now.set()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
         agreed = asyncio.create_task(self._may_shut_down.wait())
         abandoned = asyncio.create_task(give_up.wait())
         try:
-            await asyncio.wait(
-                {agreed, abandoned}, timeout=timeout_s, return_when="FIRST_COMPLETED"
-            )
+            while not agreed.done():
+                if abandoned.done():
+                    return "second signal"
+                now = loop.time()
+                if now >= deadline:
+                    return "timeout"
+                if now - self._last_answer_at >= self._session_timeout_s:
+                    return "no controller"
+                await asyncio.wait(
+                    {agreed, abandoned},
+                    timeout=min(deadline - now, self._interval_s),
+                    return_when="FIRST_COMPLETED",
+                )
         finally:
             agreed.cancel()
             abandoned.cancel()
-        return self._may_shut_down.is_set()
+        return None
 
     async def _run(self) -> None:
         while True:
@@ -167,6 +187,7 @@ class BrokerLifecycleManager:
             )
         except NoControllerError:
             return True
+        self._last_answer_at = asyncio.get_running_loop().time()
         error = ErrorCode(response.error_code)
         if error in (ErrorCode.stale_broker_epoch, ErrorCode.broker_id_not_registered):
             log.warning(

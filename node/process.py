@@ -235,6 +235,7 @@ class BrokerRole:
             ),
             lambda: replayer.image.end_offset - 1,
             heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
+            session_timeout_ms=config.broker_session_timeout_ms,
         )
         self.replicas = ReplicaManager(
             config.node_id,
@@ -312,17 +313,13 @@ class BrokerRole:
             broker_epoch=epoch,
             timeout_ms=self._controlled_shutdown_timeout_ms,
         )
-        granted = await self.lifecycle.shut_down(
+        incomplete = await self.lifecycle.shut_down(
             self._controlled_shutdown_timeout_ms / 1000, give_up
         )
-        if granted:
+        if incomplete is None:
             log.info("controlled_shutdown_leaderships_moved", broker_epoch=epoch)
         else:
-            log.warning(
-                "controlled_shutdown_incomplete",
-                broker_epoch=epoch,
-                reason="second signal" if give_up.is_set() else "timeout",
-            )
+            log.warning("controlled_shutdown_incomplete", broker_epoch=epoch, reason=incomplete)
         await self.lifecycle.stop()
         await self._server.close(timeout=0.0 if give_up.is_set() else _IN_FLIGHT_GRACE_S)
         await self.groups.stop()

@@ -2,7 +2,8 @@
 its leaderships away while it still serves, so a producer writing through the stop loses
 nothing and sees no error; then it flushes, writes the clean-shutdown marker with its broker
 epoch and exits 0. When the controller cannot agree (no quorum), the wait ends at
-`controlled.shutdown.timeout.ms` or at a second SIGTERM, and the stop is still clean."""
+`controlled.shutdown.timeout.ms`, at a second SIGTERM, or after a broker session without any
+controller's answer, and the stop is still clean."""
 
 from __future__ import annotations
 
@@ -138,9 +139,35 @@ def test_without_a_controller_the_wait_ends_at_a_second_sigterm_or_the_timeout(
     assert marker_epoch(cluster, 1) is not None
 
     # The timeout alone ends the wait too.
+    epochs = restart_nodes_1_and_2(cluster, epochs, controlled_shutdown_timeout_ms=2000)
+    cluster.kill(2)
+    started = time.monotonic()
+    process = sigterm(cluster, 1)
+    assert process.wait(timeout=30) == 0
+    assert 2.0 <= time.monotonic() - started < 15
+    cluster.nodes[1].process = None
+
+    # And so does a whole broker session (4 s here) without any controller answering: one that
+    # cannot hear the broker fences it after that long and moves its leaderships itself.
+    restart_nodes_1_and_2(cluster, epochs, controlled_shutdown_timeout_ms=60_000)
+    cluster.kill(2)
+    started = time.monotonic()
+    process = sigterm(cluster, 1)
+    assert process.wait(timeout=30) == 0
+    assert 3.0 <= time.monotonic() - started < 15
+    cluster.nodes[1].process = None
+    reasons = [e["reason"] for e in log_events(cluster, 1, "controlled_shutdown_incomplete")]
+    assert reasons == ["second signal", "timeout", "no controller"]
+
+
+def restart_nodes_1_and_2(
+    cluster: Cluster, epochs: dict[int, int], *, controlled_shutdown_timeout_ms: int
+) -> dict[int, int]:
+    """Start nodes 1 (with that timeout) and 2 again; their new broker epochs."""
     node = cluster.nodes[1]
     node.config_path.write_text(
-        node.config_path.read_text() + "controlled.shutdown.timeout.ms=2000\n"
+        node.config_path.read_text()
+        + f"controlled.shutdown.timeout.ms={controlled_shutdown_timeout_ms}\n"
     )
     cluster.start(1)
     cluster.start(2)
@@ -150,14 +177,7 @@ def test_without_a_controller_the_wait_ends_at_a_second_sigterm_or_the_timeout(
         60.0,
     )
     cluster.wait_for("node 1 leading again", lambda: leaders(cluster, 1, "pinned") == [1], 30.0)
-    cluster.kill(2)
-    started = time.monotonic()
-    process = sigterm(cluster, 1)
-    assert process.wait(timeout=30) == 0
-    assert 2.0 <= time.monotonic() - started < 15
-    cluster.nodes[1].process = None
-    reasons = [e["reason"] for e in log_events(cluster, 1, "controlled_shutdown_incomplete")]
-    assert reasons == ["second signal", "timeout"]
+    return {node_id: broker["epoch"] for node_id, broker in brokers(cluster, 1).items()}
 
 
 def brokers(cluster: Cluster, observer: int) -> dict[int, dict[str, Any]]:
