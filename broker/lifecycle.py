@@ -185,7 +185,10 @@ class BrokerLifecycleManager:
                 ),
                 deadline_s=self._interval_s * 2,
             )
-        except NoControllerError:
+        except NoControllerError as unanswered:
+            log.warning(
+                "broker_heartbeat_unanswered", broker_epoch=self.broker_epoch, error=str(unanswered)
+            )
             return True
         self._last_answer_at = asyncio.get_running_loop().time()
         error = ErrorCode(response.error_code)

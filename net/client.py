@@ -233,25 +233,41 @@ class NodeConnection:
         """API key -> (min, max) version the node advertised on the current connection."""
         return self._api_versions
 
-    async def connect(self) -> None:
+    async def connect(self, timeout: float | None = None) -> None:
         """Connect and negotiate API versions, unless connected already.
 
         After failed attempts, waits until the backoff since the last one has passed
         (`reconnect_backoff` doubling per failure up to `reconnect_backoff_max`, ±20 % jitter,
         as Kafka's reconnect.backoff.ms / reconnect.backoff.max.ms). Raises
-        KafkaConnectionError when the attempt fails.
+        KafkaConnectionError when the attempt fails, or when it cannot be made and finished
+        within `timeout` seconds (None: `connect_timeout` for the attempt itself).
         """
         if self._closed:
             raise KafkaConnectionError(f"connection to {self.address} was closed by its owner")
-        async with self._connect_lock:
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        try:
+            async with asyncio.timeout_at(deadline):
+                await self._connect_lock.acquire()
+        except TimeoutError:
+            raise KafkaConnectionError(
+                f"not connected to {self.address} within {timeout} s"
+            ) from None
+        try:
             if self.connected:
                 return
-            loop = asyncio.get_running_loop()
             delay = self._next_attempt - loop.time()
             if delay > 0:
+                if deadline is not None and loop.time() + delay >= deadline:
+                    raise KafkaConnectionError(
+                        f"{self.address} is backed off for {delay:.3f} s, past the deadline"
+                    )
                 await asyncio.sleep(delay)
+            attempt_timeout = self.connect_timeout
+            if deadline is not None:
+                attempt_timeout = min(attempt_timeout, max(0.0, deadline - loop.time()))
             try:
-                await asyncio.wait_for(self._open(), self.connect_timeout)
+                await asyncio.wait_for(self._open(), attempt_timeout)
             except (OSError, TimeoutError, ProtocolError, UnsupportedVersionError) as error:
                 self._failed_attempts += 1
                 backoff = min(
@@ -272,6 +288,8 @@ class NodeConnection:
                 raise KafkaConnectionError(f"cannot connect to {self.address}: {error}") from error
             self._failed_attempts = 0
             log.debug("kafka_node_connected", address=self.address)
+        finally:
+            self._connect_lock.release()
 
     async def _open(self) -> None:
         loop = asyncio.get_running_loop()
@@ -336,7 +354,8 @@ class NodeConnection:
         """
         protocol = self._protocol
         if protocol is None or protocol.closed:
-            await self.connect()
+            # The request's timeout bounds the connection it needs, as it bounds the answer.
+            await self.connect(self.request_timeout if timeout is None else timeout)
             protocol = self._protocol
         assert protocol is not None
         if request.__api_key__ == PRODUCE_KEY and getattr(request, "acks", None) == 0:

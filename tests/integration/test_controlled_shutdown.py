@@ -43,7 +43,12 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
 
 
 def leaders(cluster: Cluster, observer: int, topic: str) -> list[int]:
-    partitions = cluster.nodes[observer].get(f"/v1/topics/{topic}")["partitions"]
+    """Each partition's leader as `observer` sees it; none while it does not know the topic
+    yet (a restarted node replaying its metadata log answers 404 until then)."""
+    try:
+        partitions = cluster.nodes[observer].get(f"/v1/topics/{topic}")["partitions"]
+    except (OSError, ValueError):
+        return []
     return [partition["leader"] for partition in partitions]
 
 

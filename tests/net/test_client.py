@@ -188,6 +188,34 @@ async def test_reconnect_attempts_back_off_exponentially_until_the_node_is_up() 
         await connection.send(find_coordinator_v3("closed for good"))
 
 
+async def test_a_request_s_timeout_bounds_the_connection_it_needs() -> None:
+    # A peer that accepts connections and never answers ApiVersions (a stalled node).
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def hold(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)
+
+    silent = await asyncio.start_server(hold, "127.0.0.1", 0)
+    port = silent.sockets[0].getsockname()[1]
+    connection = NodeConnection("127.0.0.1", port, connect_timeout=10.0, reconnect_backoff=2.0)
+    try:
+        start = time.monotonic()
+        with pytest.raises(KafkaConnectionError):
+            await connection.send(find_coordinator_v3("stalled"), timeout=0.3)
+        assert time.monotonic() - start < 1.0  # not the 10 s connect_timeout
+        # Backed off for longer than the next request may wait: it fails at once.
+        start = time.monotonic()
+        with pytest.raises(KafkaConnectionError, match="backed off"):
+            await connection.send(find_coordinator_v3("still stalled"), timeout=0.3)
+        assert time.monotonic() - start < 0.1
+    finally:
+        await connection.close()
+        for writer in accepted:
+            writer.close()
+        silent.close()
+        await silent.wait_closed()
+
+
 async def test_produce_with_acks_0_returns_at_once_without_a_response() -> None:
     produced: list[Any] = []
     async with (
