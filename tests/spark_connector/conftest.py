@@ -17,7 +17,10 @@ from tests.integration.cluster import Cluster
 
 @pytest.fixture(scope="session")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    cluster = Cluster.combined(tmp_path_factory.mktemp("spark-node"), 1)
+    # Retention checked often: a test reads past records it deleted.
+    cluster = Cluster.combined(
+        tmp_path_factory.mktemp("spark-node"), 1, **{"log.retention.check.interval.ms": "200"}
+    )
     cluster.start_all()
     try:
         cluster.wait_for("broker unfenced", cluster.brokers_unfenced)

@@ -16,10 +16,10 @@ from tests.integration.test_produce_consume import create_topic
 _names = itertools.count()
 
 
-def new_topic(node: Cluster, prefix: str, partitions: int = 1) -> str:
+def new_topic(node: Cluster, prefix: str, partitions: int = 1, **configs: str) -> str:
     """A fresh topic (a unique name per call, so tests sharing the node never collide)."""
     name = f"{prefix}-{next(_names)}"
-    create_topic(node, name, partitions)
+    create_topic(node, name, partitions, **configs)
     return name
 
 

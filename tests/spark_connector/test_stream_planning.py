@@ -3,7 +3,10 @@ Trigger.AvailableNow's cap, and deterministic partitions for a range."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
@@ -96,3 +99,37 @@ def test_a_deleted_topic_is_data_loss_or_dropped(node: Cluster, admin: AdminClie
     with pytest.raises(DataLossError, match=f"partition {gone}-0 is gone.*failOnDataLoss"):
         strict.latestOffset(start, ReadAllAvailable())
     assert lenient.latestOffset(start, ReadAllAvailable()) == {kept: {"0": 2}}
+
+
+def test_records_deleted_by_retention_before_they_were_read_are_data_loss(node: Cluster) -> None:
+    topic = new_topic(node, "expiring", 1, **{"segment.ms": "500", "retention.ms": "1000"})
+    fill(node, topic, 1, 200)
+    strict = reader(node, subscribe=topic, startingOffsets="earliest")
+    lenient = reader(node, subscribe=topic, startingOffsets="earliest", failOnDataLoss="false")
+    start = strict.initialOffset()
+    assert start == {topic: {"0": 0}}
+    consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "log-start-probe"})
+    try:
+
+        def log_start() -> int:
+            low, _ = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+            return int(low)
+
+        time.sleep(1.2)
+        fill(node, topic, 1, 20)  # rolls the segment (segment.ms), so the old one can expire
+        node.wait_for("old segments deleted", lambda: log_start() > 0, 30.0)
+        deleted_up_to = log_start()
+    finally:
+        consumer.close()
+    with pytest.raises(DataLossError, match=r"offsets 0\.\..* were deleted.*failOnDataLoss"):
+        strict.latestOffset(start, ReadAllAvailable())
+    end = lenient.latestOffset(start, ReadAllAvailable())
+    assert end == {topic: {"0": 220}}
+    # Reading the planned range skips what is gone and gives everything still there.
+    offsets = [
+        offset
+        for planned in lenient.partitions(start, end)
+        for batch in lenient.read(planned)
+        for offset in batch.column("offset").to_pylist()
+    ]
+    assert offsets == list(range(deleted_up_to, 220))
