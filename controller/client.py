@@ -10,6 +10,7 @@ backoff, until the deadline.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -206,4 +207,48 @@ def create_topics_request(
             for name, partitions, replication_factor in topics
         ),
         validate_only=validate_only,
+    )
+
+
+def delete_topics_request(names: Sequence[str]) -> Payload:
+    """DeleteTopics of the topics named."""
+    key = wire.DELETE_TOPICS_KEY
+    return _request(
+        key,
+        topics=tuple(
+            _entity(key, "topics", name=name, topic_id=uuid.UUID(int=0)) for name in names
+        ),
+        timeout=datetime.timedelta(seconds=30),
+    )
+
+
+def create_partitions_request(increases: Sequence[tuple[str, int]]) -> Payload:
+    """CreatePartitions raising each named topic to a total `count` of partitions, placed by the
+    controller."""
+    key = wire.CREATE_PARTITIONS_KEY
+    return _request(
+        key,
+        topics=tuple(
+            _entity(key, "topics", name=name, count=count, assignments=None)
+            for name, count in increases
+        ),
+        timeout=datetime.timedelta(seconds=30),
+        validate_only=False,
+    )
+
+
+def elect_leaders_request(unclean: bool, partitions: Sequence[tuple[str, int]]) -> Payload:
+    """ElectLeaders, preferred (or `unclean`), of the (topic, partition) pairs given."""
+    key = wire.ELECT_LEADERS_KEY
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    return _request(
+        key,
+        election_type=1 if unclean else 0,
+        topic_partitions=tuple(
+            _entity(key, "topic_partitions", topic=topic, partitions=tuple(ids))
+            for topic, ids in by_topic.items()
+        ),
+        timeout=datetime.timedelta(seconds=30),
     )
