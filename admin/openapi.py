@@ -72,10 +72,13 @@ class Route:
         return path
 
     def all_errors(self) -> list[int]:
-        """The error statuses: the route's own, 400 for a body, 401 for a mutation."""
+        """The error statuses: the route's own, 400 for a body, 401 for a mutation, 404 for
+        path parameters (a value that names nothing, or does not match)."""
         statuses = set(self.errors)
         if self.body is not None:
             statuses.add(400)
+        if self.params:
+            statuses.add(404)
         if self.mutation:
             statuses.add(401)
         return sorted(statuses)
