@@ -2,10 +2,11 @@
 
 The node hands it a read model (`NodeStatus`); reads render the node's metadata image and
 replica state as the pydantic models of `admin.models`, and mutations go to the active
-controller as Kafka requests (CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders), the
-same ones Kafka admin clients send, so the two can never disagree. Every route is declared once
-in a table that builds both the router and the OpenAPI document (`/v1/openapi.json`). Errors
-are JSON `{"error", "message"}` with the HTTP status.
+controller as Kafka requests (CreateTopics, DeleteTopics, CreatePartitions,
+IncrementalAlterConfigs, ElectLeaders), the same ones Kafka admin clients send, so the two can
+never disagree. Every route is declared once in a table that builds both the router and the
+OpenAPI document (`/v1/openapi.json`). Errors are JSON `{"error", "message"}` with the HTTP
+status.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 from admin.errors import ApiError, kafka_error
 from admin.models import (
     AddPartitions,
+    AlterConfigs,
     Broker,
     Cluster,
     CreateTopic,
@@ -53,6 +55,7 @@ from controller.client import (
     create_topics_request,
     delete_topics_request,
     elect_leaders_request,
+    incremental_alter_configs_request,
 )
 from controller.image import MetadataImage
 
@@ -381,6 +384,30 @@ def create_app(status: NodeStatus, *, token: str | None = None) -> web.Applicati
         await caught_up(grown)
         return json_response(existing_topic(name))
 
+    async def alter_configs(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        body = await read_body(request, AlterConfigs)
+        both = set(body.set) & set(body.delete)
+        if both:
+            raise ApiError(
+                400, "invalid_request", f"delete: {sorted(both)} also in set: keep one of them"
+            )
+        response = await to_controller(
+            incremental_alter_configs_request(name, body.set, body.delete)
+        )
+        result = response.responses[0]
+        if result.error_code != ErrorCode.none:
+            raise kafka_error(result.error_code, result.error_message, f"topic {name!r}")
+
+        def applied(current: MetadataImage) -> bool:
+            configs = current.topic_configs(name)
+            return all(configs.get(key) == value for key, value in body.set.items()) and not any(
+                key in configs for key in body.delete
+            )
+
+        await caught_up(applied)
+        return json_response(existing_topic(name))
+
     async def elect(request: web.Request) -> web.Response:
         body = await read_body(request, Election)
         response = await to_controller(
@@ -473,6 +500,17 @@ def create_app(status: NodeStatus, *, token: str | None = None) -> web.Applicati
             body=AddPartitions,
             params=(name_param,),
             errors=(404, 409, 503),
+            mutation=True,
+        ),
+        Route(
+            "PATCH",
+            "/v1/topics/{name}/configs",
+            alter_configs,
+            "set and delete a topic's config overrides",
+            Topic,
+            body=AlterConfigs,
+            params=(name_param,),
+            errors=(503,),
             mutation=True,
         ),
         Route(

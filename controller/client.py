@@ -252,3 +252,38 @@ def elect_leaders_request(unclean: bool, partitions: Sequence[tuple[str, int]]) 
         ),
         timeout=datetime.timedelta(seconds=30),
     )
+
+
+def incremental_alter_configs_request(
+    topic: str, set_values: Mapping[str, str], delete: Sequence[str]
+) -> Payload:
+    """IncrementalAlterConfigs of one topic: SET each of `set_values`, DELETE each of `delete`
+    (back to the broker default)."""
+    key = wire.INCREMENTAL_ALTER_CONFIGS_KEY
+    configs: list[tuple[str, int, str | None]] = [
+        (name, 0, value) for name, value in set_values.items()
+    ]
+    configs += [(name, 1, None) for name in delete]
+    return _request(
+        key,
+        resources=(
+            _entity(
+                key,
+                "resources",
+                resource_type=2,
+                resource_name=topic,
+                configs=tuple(
+                    _entity(
+                        key,
+                        "resources",
+                        "configs",
+                        name=name,
+                        config_operation=operation,
+                        value=value,
+                    )
+                    for name, operation, value in configs
+                ),
+            ),
+        ),
+        validate_only=False,
+    )

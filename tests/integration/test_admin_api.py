@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+)
 
 from tests.integration.cluster import Cluster
 
@@ -218,6 +225,84 @@ def test_the_topic_life_cycle_agrees_with_kafka_admin_clients(cluster: Cluster) 
     status, events = call(cluster, 3, "GET", "/v1/events")
     deleted = [e for e in events["events"] if e["type"] == "topic_deleted"]
     assert any(e["topic"] == "cycle" for e in deleted)
+
+
+def test_config_changes_agree_with_kafka_admin_clients(cluster: Cluster) -> None:
+    status, _ = call(
+        cluster, 1, "POST", "/v1/topics", {"name": "tuned", "configs": {"retention.ms": "1000"}}
+    )
+    assert status == 201
+    status, topic = call(
+        cluster,
+        2,
+        "PATCH",
+        "/v1/topics/tuned/configs",
+        {
+            "set": {"segment.bytes": "1048576", "cleanup.policy": "compact"},
+            "delete": ["retention.ms"],
+        },
+    )
+    assert status == 200, topic
+    assert topic["configs"] == {"segment.bytes": "1048576", "cleanup.policy": "compact"}
+    admin = admin_client(cluster)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "tuned")
+
+    def described() -> dict[str, Any]:
+        configs: dict[str, Any] = admin.describe_configs([resource])[resource].result(timeout=10)
+        return configs
+
+    configs = described()
+    assert configs["segment.bytes"].value == "1048576"
+    assert configs["cleanup.policy"].value == "compact"
+    # Back to the broker's setting: no topic override any more.
+    assert ConfigSource(configs["retention.ms"].source) is not ConfigSource.DYNAMIC_TOPIC_CONFIG
+    assert ConfigSource(configs["segment.bytes"].source) is ConfigSource.DYNAMIC_TOPIC_CONFIG
+
+    # A Kafka client's IncrementalAlterConfigs goes the same way.
+    change = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        "tuned",
+        incremental_configs=[
+            ConfigEntry("retention.ms", "7000", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.APPEND),
+        ],
+    )
+    admin.incremental_alter_configs([change])[change].result(timeout=30)
+
+    def shown() -> Any:
+        _, topic = call(cluster, 3, "GET", "/v1/topics/tuned")
+        return topic["configs"].get("retention.ms") == "7000" and topic
+
+    assert cluster.wait_for("http sees retention", shown)["configs"]["cleanup.policy"] == (
+        "compact,delete"
+    )
+    bad = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        "tuned",
+        incremental_configs=[
+            ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    with pytest.raises(Exception, match="INVALID_CONFIG"):
+        admin.incremental_alter_configs([bad])[bad].result(timeout=30)
+
+    def refused(body: Any, name: str = "tuned") -> tuple[int, str]:
+        status, answer = call(cluster, 1, "PATCH", f"/v1/topics/{name}/configs", body)
+        return status, answer["error"]
+
+    assert refused({"set": {"retention.ms": "soon"}}) == (400, "invalid_config")
+    assert refused({"set": {"no.such": "1"}}) == (400, "invalid_config")
+    assert refused({"set": {"retention.ms": "1"}, "delete": ["retention.ms"]}) == (
+        400,
+        "invalid_request",
+    )
+    assert refused({"sett": {}}) == (400, "invalid_request")
+    assert refused({"set": {"retention.ms": "1"}}, name="missing") == (
+        404,
+        "unknown_topic_or_partition",
+    )
+    assert call(cluster, 1, "PATCH", "/v1/topics/tuned/configs", {}, token=None)[0] == 401
+    assert described()["retention.ms"].value == "7000"
 
 
 def test_bad_requests_are_answered_with_the_right_status(cluster: Cluster) -> None:
