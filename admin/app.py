@@ -69,6 +69,8 @@ ADMIN_LISTENER = "ADMIN"
 _CATCH_UP_S = 5.0
 _LEADER_LOG_TIMEOUT_S = 2.0
 _LEGAL_TOPIC_NAME = r"^[a-zA-Z0-9._-]{1,249}$"
+# The HTTP client that asks other nodes for their replicas' log views.
+_SESSION = web.AppKey("leader_log_session", aiohttp.ClientSession)
 
 log = structlog.get_logger(__name__)
 
@@ -224,7 +226,14 @@ def create_app(status: NodeStatus, *, token: str | None = None) -> web.Applicati
         # The controller answers once its records committed; this node replays them a moment
         # later. Waiting here gives read-your-writes on the node that answered.
         deadline = time.monotonic() + _CATCH_UP_S
-        while not done(image()) and time.monotonic() < deadline:
+        while not done(image()):
+            if time.monotonic() >= deadline:
+                raise ApiError(
+                    503,
+                    "not_caught_up",
+                    "the controller committed the change, but this node has not replayed it "
+                    f"within {_CATCH_UP_S:g} s; read it again shortly",
+                )
             await asyncio.sleep(0.02)
 
     # -- reads --------------------------------------------------------------------------------
@@ -636,6 +645,3 @@ def create_app(status: NodeStatus, *, token: str | None = None) -> web.Applicati
     for route in routes:
         app.router.add_route(route.method, route.router_path, guarded(route))
     return app
-
-
-_SESSION = web.AppKey("leader_log_session", aiohttp.ClientSession)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -206,12 +205,6 @@ class Reassignment(BaseModel):
     topic: str = Field(min_length=1, max_length=249)
     partition: int = Field(ge=0, le=2**31 - 1)
     replicas: list[int] = Field(min_length=1)
-
-
-class Accepted(BaseModel):
-    """A mutation the controller committed."""
-
-    status: Literal["ok"] = "ok"
 
 
 class Event(BaseModel):
