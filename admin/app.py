@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
@@ -28,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from admin.errors import ApiError, kafka_error
 from admin.models import (
+    TOPIC_NAME_PATTERN,
     AddPartitions,
     AlterConfigs,
     Broker,
@@ -68,7 +68,6 @@ ADMIN_LISTENER = "ADMIN"
 # that a read after the answer sees it.
 _CATCH_UP_S = 5.0
 _LEADER_LOG_TIMEOUT_S = 2.0
-_LEGAL_TOPIC_NAME = r"^[a-zA-Z0-9._-]{1,249}$"
 # The HTTP client that asks other nodes for their replicas' log views.
 _SESSION = web.AppKey("leader_log_session", aiohttp.ClientSession)
 
@@ -195,12 +194,10 @@ def validation_message(error: ValidationError) -> str:
 async def read_body(request: web.Request, model: type[ModelT]) -> ModelT:
     """The request's JSON body as `model`; ApiError 400 naming the field otherwise."""
     try:
-        data = json.loads(await request.read())
-    except ValueError as error:
-        raise ApiError(400, "invalid_json", f"the body is not JSON: {error}") from error
-    try:
-        return model.model_validate(data)
+        return model.model_validate_json(await request.read())
     except ValidationError as error:
+        if any(problem["type"] == "json_invalid" for problem in error.errors()):
+            raise ApiError(400, "invalid_json", validation_message(error)) from error
         raise ApiError(400, "invalid_request", validation_message(error)) from error
 
 
@@ -440,7 +437,7 @@ def create_app(status: NodeStatus, *, token: str | None = None) -> web.Applicati
         return json_response(ElectionResults(results=results))
 
     name_param = PathParam(
-        "name", {"type": "string", "pattern": _LEGAL_TOPIC_NAME}, "the topic's name"
+        "name", {"type": "string", "pattern": TOPIC_NAME_PATTERN}, "the topic's name"
     )
     partition_param = PathParam(
         "p", {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}, "the partition index"

@@ -127,13 +127,22 @@ class PartitionDetail(Partition):
     )
 
 
+# Request bodies: unknown fields and lax coercions ("5" or 5.0 for 5) are refused, so a
+# client's mistake is reported rather than guessed at.
+_REQUEST = ConfigDict(extra="forbid", strict=True)
+
+# Kafka's legal topic names; "." and ".." and names colliding with others are the
+# controller's to refuse.
+TOPIC_NAME_PATTERN = r"^[a-zA-Z0-9._-]{1,249}$"
+
+
 class CreateTopic(BaseModel):
     """POST /v1/topics: -1 or absent `partitions` / `replication_factor` take the defaults
     (`num.partitions`, `default.replication.factor`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _REQUEST
 
-    name: str = Field(min_length=1, max_length=249)
+    name: str = Field(pattern=TOPIC_NAME_PATTERN)
     partitions: int = Field(default=-1, ge=-1, le=1_000_000)
     replication_factor: int = Field(default=-1, ge=-1, le=32_767)
     configs: dict[str, str] = Field(default_factory=dict)
@@ -142,7 +151,7 @@ class CreateTopic(BaseModel):
 class AddPartitions(BaseModel):
     """POST /v1/topics/{name}/partitions: raise the topic to `count` partitions in total."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _REQUEST
 
     count: int = Field(ge=1, le=1_000_000, description="the new total number of partitions")
 
@@ -150,7 +159,7 @@ class AddPartitions(BaseModel):
 class AlterConfigs(BaseModel):
     """PATCH /v1/topics/{name}/configs: overrides to set and to delete (back to the default)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _REQUEST
 
     set: dict[str, str] = Field(default_factory=dict)
     delete: list[str] = Field(default_factory=list)
@@ -167,16 +176,16 @@ class ElectionType(StrEnum):
 class TopicPartitionRef(BaseModel):
     """A partition by topic name and index."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _REQUEST
 
-    topic: str = Field(min_length=1, max_length=249)
+    topic: str = Field(pattern=TOPIC_NAME_PATTERN)
     partition: int = Field(ge=0, le=2**31 - 1)
 
 
 class Election(BaseModel):
     """POST /v1/elections."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _REQUEST
 
     type: ElectionType
     partitions: list[TopicPartitionRef] = Field(min_length=1, max_length=10_000)
@@ -200,9 +209,9 @@ class ElectionResults(BaseModel):
 class Reassignment(BaseModel):
     """POST /v1/reassignments: move a partition to `replicas` (the first is preferred)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _REQUEST
 
-    topic: str = Field(min_length=1, max_length=249)
+    topic: str = Field(pattern=TOPIC_NAME_PATTERN)
     partition: int = Field(ge=0, le=2**31 - 1)
     replicas: list[int] = Field(min_length=1)
 

@@ -13,7 +13,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
-from schemathesis.checks import not_a_server_error
+from schemathesis.checks import not_a_server_error, positive_data_acceptance
 
 from tests.integration.cluster import Cluster
 
@@ -21,9 +21,13 @@ pytestmark = pytest.mark.slow
 
 TOKEN = "s3cret"
 EXAMPLES_PER_OPERATION = 25
-# Operations whose generated requests would create resources of any size (topics with up to a
-# million partitions): their inputs are covered by the hand-written integration tests instead.
-CREATING = {("POST", "/v1/topics"), ("POST", "/v1/topics/{name}/partitions")}
+# Generated partition counts are kept small: the document allows a million, which a test node
+# should not have to create.
+MAX_PARTITIONS = 8
+# Schema-valid is not always acceptable: the controller validates what no schema says (config
+# values, a replication factor above the live brokers, a partition count that does not grow),
+# answering 400 with Kafka's error code, as the integration tests check.
+ALWAYS_EXCLUDED = [positive_data_acceptance]
 # Reassignment cannot be executed yet: its operations answer 501 by design, and the document
 # says so; every other 5xx is a failure.
 NOT_IMPLEMENTED = "/v1/reassignments"
@@ -41,6 +45,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         cluster.stop_all()
 
 
+def small(case: Any) -> Any:
+    """`case` with any partition count in its body brought down to at most MAX_PARTITIONS."""
+    if isinstance(case.body, dict):
+        for key in ("partitions", "count"):
+            value = case.body.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > MAX_PARTITIONS:
+                case.body[key] = value % MAX_PARTITIONS + 1
+    return case
+
+
 def fuzz(operation: Any, excluded: list[Any]) -> None:
     """Generated requests to `operation`, valid and invalid, with and without the token, pass
     every check but `excluded` (invalid ones must get a 4xx)."""
@@ -52,8 +66,10 @@ def fuzz(operation: Any, excluded: list[Any]) -> None:
         suppress_health_check=list(HealthCheck),
     )
     @given(
-        case=operation.as_strategy(GenerationMode.POSITIVE)
-        | operation.as_strategy(GenerationMode.NEGATIVE),
+        case=(
+            operation.as_strategy(GenerationMode.POSITIVE)
+            | operation.as_strategy(GenerationMode.NEGATIVE)
+        ).map(small),
         authorized=st.booleans(),
     )
     def check(case: Any, authorized: bool) -> None:
@@ -81,9 +97,9 @@ def test_generated_requests_get_conforming_answers(cluster: Cluster) -> None:
     assert len(operations) >= 18
     failures: list[str] = []
     for operation in operations:
-        if (operation.method.upper(), operation.path) in CREATING:
-            continue
-        excluded = [not_a_server_error] if operation.path.startswith(NOT_IMPLEMENTED) else []
+        excluded = list(ALWAYS_EXCLUDED)
+        if operation.path.startswith(NOT_IMPLEMENTED):
+            excluded.append(not_a_server_error)
 
         try:
             fuzz(operation, excluded)
