@@ -474,3 +474,27 @@ def test_elections_move_leadership_back_to_the_preferred_replica(cluster: Cluste
     leaders = [(kind, leader) for _, kind, leader, _ in stories[0] if kind == "leader_changed"]
     assert leaders[-1] == ("leader_changed", 1)
     assert ("leader_changed", away["leader"]) in leaders
+
+
+def test_an_unreachable_leader_leaves_the_log_view_empty_with_the_reason(cluster: Cluster) -> None:
+    status, topic = call(
+        cluster,
+        1,
+        "POST",
+        "/v1/topics",
+        {"name": "stalled", "partitions": 3, "replication_factor": 3},
+    )
+    assert status == 201
+    led_by_3 = next(p["partition"] for p in topic["partitions"] if p["leader"] == 3)
+    cluster.pause(3)
+    try:
+        # Well within broker 3's session timeout: the metadata still names it the leader.
+        status, partition = call(cluster, 1, "GET", f"/v1/topics/stalled/partitions/{led_by_3}")
+    finally:
+        cluster.resume(3)
+    assert status == 200
+    assert partition["leader"] == 3
+    assert partition["high_watermark"] is None and partition["log_start_offset"] is None
+    assert partition["log_end_offsets"] == {}
+    assert "leader 3 could not be asked" in partition["log_view_error"]
+    cluster.wait_for("brokers unfenced again", cluster.brokers_unfenced, timeout=30)
