@@ -38,7 +38,7 @@ from admin.models import (
     ElectionResults,
     ElectionType,
     ErrorResponse,
-    Events,
+    Event,
     Health,
     Metadata,
     Partition,
@@ -99,8 +99,8 @@ class NodeStatus(Protocol):
     def replica_log(self, topic: str, partition: int) -> ReplicaLog | None:
         """This node's replica of the partition, if it hosts one."""
 
-    def events(self) -> Events:
-        """The event log derived from the metadata log, newest last."""
+    def events(self) -> list[Event]:
+        """The event log derived from the metadata log (the newest kept), newest last."""
 
     async def send_to_controller(self, request: Payload) -> Any:
         """The active controller's response; NoControllerError if none answers in time."""
@@ -339,7 +339,7 @@ def create_app(status: NodeStatus, *, token: str | None = None) -> web.Applicati
         return json_response(local)
 
     async def events(_: web.Request) -> web.Response:
-        return json_response(status.events())
+        return json_response_list(status.events())
 
     async def not_implemented(_: web.Request) -> web.Response:
         raise ApiError(
@@ -547,7 +547,14 @@ def create_app(status: NodeStatus, *, token: str | None = None) -> web.Applicati
             errors=(409, 503),
             mutation=True,
         ),
-        Route("GET", "/v1/events", events, "state-change and data-loss events", Events),
+        Route(
+            "GET",
+            "/v1/events",
+            events,
+            "state-change and data-loss events, newest last",
+            Event,
+            response_is_list=True,
+        ),
         Route(
             "GET",
             "/v1/reassignments",

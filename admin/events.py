@@ -212,7 +212,6 @@ class EventLog:
         self._before = image()
         self._clock = clock
         self._events: deque[Event] = deque(maxlen=capacity)
-        self.dropped = 0
 
     def events(self) -> list[Event]:
         """The events kept, oldest first."""
@@ -222,10 +221,7 @@ class EventLog:
         if not entries:
             return
         time = self._clock().isoformat(timespec="milliseconds")
-        for event in derive_events(self._before, entries, time):
-            if len(self._events) == self._events.maxlen:
-                self.dropped += 1
-            self._events.append(event)
+        self._events.extend(derive_events(self._before, entries, time))
         self._before = self._image()
 
     def on_leader_change(self, leader_id: int | None, leader_epoch: int) -> None:

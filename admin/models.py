@@ -245,10 +245,3 @@ class Event(BaseModel):
     elr: list[int] | None = None
     last_known_elr: list[int] | None = None
     detail: str | None = None
-
-
-class Events(BaseModel):
-    """The newest events kept by the answering node (bounded), newest last."""
-
-    events: list[Event]
-    dropped: int = Field(description="older events no longer kept")

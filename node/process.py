@@ -20,7 +20,7 @@ from kio.static.protocol import Payload
 
 from admin.app import ADMIN_LISTENER, create_app
 from admin.events import EventLog
-from admin.models import Events, Quorum, ReplicaLog, ReplicaProgress
+from admin.models import Event, Quorum, ReplicaLog, ReplicaProgress
 from broker.configs import BrokerSettings
 from broker.data_apis import DataApis
 from broker.groups.apis import GroupApis
@@ -232,8 +232,8 @@ class NodeStatusView:
             log_end_offsets=log_end_offsets,
         )
 
-    def events(self) -> Events:
-        return Events(events=self._events.events(), dropped=self._events.dropped)
+    def events(self) -> list[Event]:
+        return self._events.events()
 
     async def send_to_controller(self, request: Payload) -> Any:
         return await self._controller.send(request, deadline_s=_ADMIN_CONTROLLER_DEADLINE_S)

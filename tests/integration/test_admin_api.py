@@ -147,13 +147,13 @@ def test_every_field_of_the_contract_is_there(cluster: Cluster) -> None:
 
     status, events = call(cluster, 2, "GET", "/v1/events")
     assert status == 200
-    kinds = {event["type"] for event in events["events"]}
+    kinds = {event["type"] for event in events}
     assert {"broker_registered", "broker_unfenced", "topic_created", "partition_created"} <= kinds
-    for event in events["events"]:
+    for event in events:
         assert {"time", "type", "topic", "partition", "leader_epoch", "partition_epoch"} <= set(
             event
         )
-    offsets = [event["offset"] for event in events["events"]]
+    offsets = [event["offset"] for event in events]
     assert offsets == sorted(offsets)
 
     status, document = call(cluster, 1, "GET", "/v1/openapi.json")
@@ -223,7 +223,7 @@ def test_the_topic_life_cycle_agrees_with_kafka_admin_clients(cluster: Cluster) 
     assert call(cluster, 1, "GET", "/v1/topics/cycle")[0] == 404
     assert cluster.wait_for("kafka lost cycle", lambda: "cycle" not in kafka_topics(cluster))
     status, events = call(cluster, 3, "GET", "/v1/events")
-    deleted = [e for e in events["events"] if e["type"] == "topic_deleted"]
+    deleted = [e for e in events if e["type"] == "topic_deleted"]
     assert any(e["topic"] == "cycle" for e in deleted)
 
 
@@ -463,7 +463,7 @@ def test_elections_move_leadership_back_to_the_preferred_replica(cluster: Cluste
             _, events = call(cluster, node_id, "GET", "/v1/events")
             changes = [
                 (e["offset"], e["type"], e["leader"], e["leader_epoch"])
-                for e in events["events"]
+                for e in events
                 if e["topic"] == "elect" and e["partition"] == index
             ]
             if (changes and changes[-1][2] == 1) or time.monotonic() > deadline:
