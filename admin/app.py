@@ -434,6 +434,22 @@ def create_app(status: NodeStatus, *, token: str | None = None) -> web.Applicati
             for topic in response.replica_election_results
             for result in topic.partition_result
         ]
+        elected = [(r.topic, r.partition) for r in results if r.error is None]
+
+        def replayed(current: MetadataImage) -> bool:
+            # A preferred election leaves the first replica leading; an unclean one, someone.
+            for topic_name, index in elected:
+                topic = current.topic(topic_name)
+                state = None if topic is None else topic.partitions.get(index)
+                if state is None:
+                    continue
+                if body.type is ElectionType.PREFERRED and state.leader != state.replicas[0]:
+                    return False
+                if not state.has_leader:
+                    return False
+            return True
+
+        await caught_up(replayed)
         return json_response(ElectionResults(results=results))
 
     name_param = PathParam(
