@@ -58,6 +58,7 @@ from controller.records import (
     ConfigResourceType,
     MetadataRecord,
     Partition,
+    PartitionChange,
     RemoveTopic,
     Topic,
 )
@@ -767,8 +768,9 @@ def incremental_alter_configs(
 
     As Kafka's ConfigurationControlManager: each resource succeeds or fails on its own; a topic
     must exist; every resulting value is validated as at topic creation; APPEND and SUBTRACT
-    apply only to list configs. Broker configs are static here (INVALID_REQUEST). With
-    `validate_only`, no records.
+    apply only to list configs. Broker configs are static here (INVALID_REQUEST). A changed
+    `min.insync.replicas` clears the ELR and LastKnownELR of the topic's partitions (KIP-966:
+    they were chosen against the old minimum). With `validate_only`, no records.
     """
     keys = [(request.resource_type, request.resource_name) for request in requests]
     duplicates = _duplicates(keys)
@@ -781,10 +783,13 @@ def incremental_alter_configs(
             )
             continue
         try:
-            records.extend(_alter_topic_configs(image, request))
+            configs = _alter_topic_configs(image, request)
         except TopicError as error:
             results.append(AlterConfigsResult(*key, error.error_code, error.message))
             continue
+        records.extend(configs)
+        if any(config.key == "min.insync.replicas" for config in configs):
+            records.extend(_elr_resets(image, request.resource_name))
         results.append(AlterConfigsResult(*key))
     return TopicsOutcome(() if validate_only else tuple(records), tuple(results))
 
@@ -821,6 +826,17 @@ def _alter_topic_configs(image: MetadataImage, request: AlterConfigsResource) ->
         if current.get(change.name) != value:
             records.append(Config(ConfigResourceType.TOPIC, name, change.name, value))
     return records
+
+
+def _elr_resets(image: MetadataImage, name: str) -> list[PartitionChange]:
+    """PartitionChange records clearing every ELR and LastKnownELR of topic `name`."""
+    topic = image.topic(name)
+    assert topic is not None
+    return [
+        PartitionChange(topic.topic_id, partition_id, elr=(), last_known_elr=())
+        for partition_id, state in sorted(topic.partitions.items())
+        if state.elr or state.last_known_elr
+    ]
 
 
 def _changed_value(

@@ -9,7 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from controller.image import MetadataImage
 from controller.partition_state import PartitionState
-from controller.records import Config, ConfigResourceType
+from controller.records import Config, ConfigResourceType, PartitionChange
 from controller.topics import (
     AlterConfigsResource,
     ConfigChange,
@@ -126,3 +126,28 @@ def test_each_resource_succeeds_or_fails_on_its_own_and_validate_only_writes_not
     assert [r.error_code for r in twice.results] == [ErrorCode.invalid_request] * 2
     checked = incremental_alter_configs(image(), [good], validate_only=True)
     assert checked.records == () and checked.results[0].error_code is ErrorCode.none
+
+
+def test_a_new_min_insync_replicas_clears_the_elrs_chosen_against_the_old_one() -> None:
+    states = (
+        PartitionState(replicas=(1, 2, 3), isr=(1,), leader=1, elr=(2,), last_known_elr=(3,)),
+        PartitionState(replicas=(2, 3, 1), isr=(2, 3, 1), leader=2),
+        PartitionState(replicas=(3, 1, 2), isr=(), leader=-1, elr=(), last_known_elr=(1,)),
+    )
+    before = replay(topic("orders", UUID(int=1), *states))
+    change = AlterConfigsResource(TOPIC, "orders", [ConfigChange("min.insync.replicas", 0, "1")])
+    outcome = incremental_alter_configs(before, [change], validate_only=False)
+    assert outcome.records == (
+        Config(ConfigResourceType.TOPIC, "orders", "min.insync.replicas", "1"),
+        PartitionChange(UUID(int=1), 0, elr=(), last_known_elr=()),
+        PartitionChange(UUID(int=1), 2, elr=(), last_known_elr=()),
+    )
+    after = replay(outcome.records, before)
+    orders = after.topic("orders")
+    assert orders is not None
+    assert all(not p.elr and not p.last_known_elr for p in orders.partitions.values())
+    # Leaders and ISRs stay; only the partition epoch moves.
+    assert [p.leader for p in orders.partitions.values()] == [1, 2, -1]
+    # Other configs leave the ELRs alone.
+    other = AlterConfigsResource(TOPIC, "orders", [ConfigChange("retention.ms", 0, "5")])
+    assert len(incremental_alter_configs(before, [other], validate_only=False).records) == 1
