@@ -499,3 +499,15 @@ def test_an_unreachable_leader_leaves_the_log_view_empty_with_the_reason(cluster
     assert partition["log_end_offsets"] == {}
     assert "leader 3 could not be asked" in partition["log_view_error"]
     cluster.wait_for("brokers unfenced again", cluster.brokers_unfenced, timeout=30)
+
+
+def test_without_a_quorum_mutations_answer_503_and_reads_still_work(cluster: Cluster) -> None:
+    # The last test of the module: it leaves node 1 alone.
+    cluster.kill(2)
+    cluster.kill(3)
+    started = time.monotonic()
+    status, answer = call(cluster, 1, "POST", "/v1/topics", {"name": "nowhere"})
+    assert (status, answer["error"]) == (503, "no_controller")
+    assert time.monotonic() - started < 20
+    status, topics = call(cluster, 1, "GET", "/v1/topics")
+    assert status == 200 and "fields" in {topic["name"] for topic in topics}
