@@ -20,6 +20,9 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import Payload
 
 from controller import wire
+from controller.elections import ElectionType
+from controller.records import ConfigResourceType
+from controller.topics import ConfigOperation
 from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
 from net.protocol import field_entity_type, make_entity, request_schema
 
@@ -28,6 +31,9 @@ log = structlog.get_logger(__name__)
 # How long to wait before going round the voters again when none is the active controller
 # (an election takes about an election timeout).
 RETRY_BACKOFF_S = 0.05
+
+# How long the controller may take over an admin request (Kafka's `timeout_ms` field).
+_ADMIN_REQUEST_TIMEOUT = datetime.timedelta(seconds=30)
 
 # The fields that hold per-item results in the controller APIs' responses.
 _RESULT_LISTS = ("topics", "responses", "results", "replica_election_results")
@@ -218,7 +224,7 @@ def delete_topics_request(names: Sequence[str]) -> Payload:
         topics=tuple(
             _entity(key, "topics", name=name, topic_id=uuid.UUID(int=0)) for name in names
         ),
-        timeout=datetime.timedelta(seconds=30),
+        timeout=_ADMIN_REQUEST_TIMEOUT,
     )
 
 
@@ -232,7 +238,7 @@ def create_partitions_request(increases: Sequence[tuple[str, int]]) -> Payload:
             _entity(key, "topics", name=name, count=count, assignments=None)
             for name, count in increases
         ),
-        timeout=datetime.timedelta(seconds=30),
+        timeout=_ADMIN_REQUEST_TIMEOUT,
         validate_only=False,
     )
 
@@ -245,12 +251,12 @@ def elect_leaders_request(unclean: bool, partitions: Sequence[tuple[str, int]]) 
         by_topic.setdefault(topic, []).append(partition)
     return _request(
         key,
-        election_type=1 if unclean else 0,
+        election_type=ElectionType.UNCLEAN if unclean else ElectionType.PREFERRED,
         topic_partitions=tuple(
             _entity(key, "topic_partitions", topic=topic, partitions=tuple(ids))
             for topic, ids in by_topic.items()
         ),
-        timeout=datetime.timedelta(seconds=30),
+        timeout=_ADMIN_REQUEST_TIMEOUT,
     )
 
 
@@ -260,17 +266,17 @@ def incremental_alter_configs_request(
     """IncrementalAlterConfigs of one topic: SET each of `set_values`, DELETE each of `delete`
     (back to the broker default)."""
     key = wire.INCREMENTAL_ALTER_CONFIGS_KEY
-    configs: list[tuple[str, int, str | None]] = [
-        (name, 0, value) for name, value in set_values.items()
+    configs: list[tuple[str, ConfigOperation, str | None]] = [
+        (name, ConfigOperation.SET, value) for name, value in set_values.items()
     ]
-    configs += [(name, 1, None) for name in delete]
+    configs += [(name, ConfigOperation.DELETE, None) for name in delete]
     return _request(
         key,
         resources=(
             _entity(
                 key,
                 "resources",
-                resource_type=2,
+                resource_type=ConfigResourceType.TOPIC,
                 resource_name=topic,
                 configs=tuple(
                     _entity(
