@@ -1,5 +1,6 @@
 """The HTTP admin API.
 
-Owns the aiohttp application, its pydantic models and, later, the OpenAPI document and the
-Prometheus metrics endpoint. Today it serves health (live, ready) and the quorum view.
+Owns the aiohttp application (`app`), its pydantic models (`models`), the OpenAPI document
+generated from the route table (`openapi`), the mapping of Kafka errors to HTTP (`errors`) and
+the event log derived from the metadata log (`events`). Prometheus metrics are still to come.
 """

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class ErrorResponse(BaseModel):
     """Every error answer: a machine-readable code and a sentence for people."""
 
-    error: str
+    error: str = Field(description="snake_case code, e.g. 'not_found', 'topic_already_exists'")
     message: str
 
 
@@ -42,6 +44,16 @@ class Quorum(BaseModel):
     observers: list[ReplicaProgress]
 
 
+class Cluster(BaseModel):
+    """The cluster as the answering node's metadata image says."""
+
+    cluster_id: str
+    controller_id: int = Field(description="the quorum leader (active controller), -1: unknown")
+    metadata_offset: int = Field(description="the image holds every entry below this offset")
+    brokers: int = Field(description="registered brokers")
+    topics: int
+
+
 class Broker(BaseModel):
     """A registered broker as the metadata log says."""
 
@@ -72,7 +84,7 @@ class Topic(BaseModel):
 
     name: str
     topic_id: str
-    configs: dict[str, str]
+    configs: dict[str, str] = Field(description="the topic's overrides of the broker defaults")
     partitions: list[Partition]
 
 
@@ -82,3 +94,154 @@ class Metadata(BaseModel):
     metadata_offset: int = Field(description="the image holds every entry below this offset")
     brokers: list[Broker]
     topics: list[Topic]
+
+
+class ReplicaLog(BaseModel):
+    """A replica's own view of its log, as the broker hosting it holds it now."""
+
+    broker_id: int = Field(description="the broker whose replica this is")
+    is_leader: bool
+    leader_epoch: int
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+    log_end_offsets: dict[int, int] = Field(
+        description="on the leader: broker id -> log end offset as the leader last saw it "
+        "(-1: not yet fetched in this leadership); empty on a follower"
+    )
+
+
+class PartitionDetail(Partition):
+    """A partition's metadata with its leader's log view (HW, log start, replicas' LEOs)."""
+
+    topic: str
+    high_watermark: int | None = Field(
+        description="the leader's high watermark; null when no leader could be asked"
+    )
+    log_start_offset: int | None = Field(description="the leader's log start; null as above")
+    log_end_offsets: dict[int, int] = Field(
+        description="broker id -> log end offset as the leader last saw it (-1: unknown)"
+    )
+    log_view_error: str | None = Field(
+        default=None, description="why the log fields are null (no leader, leader unreachable)"
+    )
+
+
+# Request bodies: unknown fields and lax coercions ("5" or 5.0 for 5) are refused, so a
+# client's mistake is reported rather than guessed at.
+_REQUEST = ConfigDict(extra="forbid", strict=True)
+
+# Kafka's legal topic names; "." and ".." and names colliding with others are the
+# controller's to refuse.
+TOPIC_NAME_PATTERN = r"^[a-zA-Z0-9._-]{1,249}$"
+
+
+class CreateTopic(BaseModel):
+    """POST /v1/topics: -1 or absent `partitions` / `replication_factor` take the defaults
+    (`num.partitions`, `default.replication.factor`)."""
+
+    model_config = _REQUEST
+
+    name: str = Field(pattern=TOPIC_NAME_PATTERN)
+    partitions: int = Field(default=-1, ge=-1, le=1_000_000)
+    replication_factor: int = Field(default=-1, ge=-1, le=32_767)
+    configs: dict[str, str] = Field(default_factory=dict)
+
+
+class AddPartitions(BaseModel):
+    """POST /v1/topics/{name}/partitions: raise the topic to `count` partitions in total."""
+
+    model_config = _REQUEST
+
+    count: int = Field(ge=1, le=1_000_000, description="the new total number of partitions")
+
+
+class AlterConfigs(BaseModel):
+    """PATCH /v1/topics/{name}/configs: overrides to set and to delete (back to the default)."""
+
+    model_config = _REQUEST
+
+    set: dict[str, str] = Field(default_factory=dict)
+    delete: list[str] = Field(default_factory=list)
+
+
+class ElectionType(StrEnum):
+    """Preferred: the first assigned replica leads again if it is in the ISR. Unclean: a
+    replica outside ISR and ELR may lead when nothing else can (possible data loss)."""
+
+    PREFERRED = "preferred"
+    UNCLEAN = "unclean"
+
+
+class TopicPartitionRef(BaseModel):
+    """A partition by topic name and index."""
+
+    model_config = _REQUEST
+
+    topic: str = Field(pattern=TOPIC_NAME_PATTERN)
+    partition: int = Field(ge=0, le=2**31 - 1)
+
+
+class Election(BaseModel):
+    """POST /v1/elections."""
+
+    model_config = _REQUEST
+
+    type: ElectionType
+    partitions: list[TopicPartitionRef] = Field(min_length=1, max_length=10_000)
+
+
+class ElectionResult(TopicPartitionRef):
+    """One partition's outcome: `error` null when a leader was elected."""
+
+    error: str | None = Field(
+        description="null: elected; else Kafka's error in snake_case (election_not_needed, ...)"
+    )
+    message: str | None
+
+
+class ElectionResults(BaseModel):
+    """The outcome of an election request, per partition."""
+
+    results: list[ElectionResult]
+
+
+class Reassignment(BaseModel):
+    """POST /v1/reassignments: move a partition to `replicas` (the first is preferred)."""
+
+    model_config = _REQUEST
+
+    topic: str = Field(pattern=TOPIC_NAME_PATTERN)
+    partition: int = Field(ge=0, le=2**31 - 1)
+    replicas: list[int] = Field(min_length=1)
+
+
+class Event(BaseModel):
+    """A state change or a potential data-loss event, derived from the metadata log."""
+
+    offset: int = Field(description="the metadata log offset of the record")
+    time: str = Field(
+        description="ISO 8601 UTC time when the answering node replayed the record (the "
+        "metadata log carries no timestamps; `offset` orders events the same on every node)"
+    )
+    type: str = Field(
+        description="topic_created, topic_deleted, partition_created, leader_changed, "
+        "isr_changed, elr_changed, unclean_election, partition_offline, broker_registered, "
+        "broker_fenced, broker_unfenced, broker_unregistered, broker_controlled_shutdown, "
+        "config_changed"
+    )
+    data_loss_possible: bool = Field(
+        description="true when the change may have lost acknowledged data"
+    )
+    topic: str | None = None
+    partition: int | None = None
+    broker: int | None = None
+    leader: int | None = None
+    previous_leader: int | None = None
+    leader_epoch: int | None = None
+    partition_epoch: int | None = None
+    broker_epoch: int | None = None
+    isr: list[int] | None = None
+    elr: list[int] | None = None
+    last_known_elr: list[int] | None = None
+    detail: str | None = None

@@ -38,6 +38,7 @@ _FORWARDED: dict[int, Callable[[int, Any, ErrorCode], Any]] = {
     wire.CREATE_TOPICS_KEY: wire.create_topics_error,
     wire.DELETE_TOPICS_KEY: wire.delete_topics_error,
     wire.CREATE_PARTITIONS_KEY: wire.create_partitions_error,
+    wire.INCREMENTAL_ALTER_CONFIGS_KEY: wire.incremental_alter_configs_error,
     wire.ELECT_LEADERS_KEY: lambda version, request, error: wire.elect_leaders_response(
         version, (), error
     ),

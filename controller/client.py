@@ -10,6 +10,7 @@ backoff, until the deadline.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -19,6 +20,9 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import Payload
 
 from controller import wire
+from controller.elections import ElectionType
+from controller.records import ConfigResourceType
+from controller.topics import ConfigOperation
 from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
 from net.protocol import field_entity_type, make_entity, request_schema
 
@@ -27,6 +31,9 @@ log = structlog.get_logger(__name__)
 # How long to wait before going round the voters again when none is the active controller
 # (an election takes about an election timeout).
 RETRY_BACKOFF_S = 0.05
+
+# How long the controller may take over an admin request (Kafka's `timeout_ms` field).
+_ADMIN_REQUEST_TIMEOUT = datetime.timedelta(seconds=30)
 
 # The fields that hold per-item results in the controller APIs' responses.
 _RESULT_LISTS = ("topics", "responses", "results", "replica_election_results")
@@ -206,4 +213,83 @@ def create_topics_request(
             for name, partitions, replication_factor in topics
         ),
         validate_only=validate_only,
+    )
+
+
+def delete_topics_request(names: Sequence[str]) -> Payload:
+    """DeleteTopics of the topics named."""
+    key = wire.DELETE_TOPICS_KEY
+    return _request(
+        key,
+        topics=tuple(
+            _entity(key, "topics", name=name, topic_id=uuid.UUID(int=0)) for name in names
+        ),
+        timeout=_ADMIN_REQUEST_TIMEOUT,
+    )
+
+
+def create_partitions_request(increases: Sequence[tuple[str, int]]) -> Payload:
+    """CreatePartitions raising each named topic to a total `count` of partitions, placed by the
+    controller."""
+    key = wire.CREATE_PARTITIONS_KEY
+    return _request(
+        key,
+        topics=tuple(
+            _entity(key, "topics", name=name, count=count, assignments=None)
+            for name, count in increases
+        ),
+        timeout=_ADMIN_REQUEST_TIMEOUT,
+        validate_only=False,
+    )
+
+
+def elect_leaders_request(unclean: bool, partitions: Sequence[tuple[str, int]]) -> Payload:
+    """ElectLeaders, preferred (or `unclean`), of the (topic, partition) pairs given."""
+    key = wire.ELECT_LEADERS_KEY
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    return _request(
+        key,
+        election_type=ElectionType.UNCLEAN if unclean else ElectionType.PREFERRED,
+        topic_partitions=tuple(
+            _entity(key, "topic_partitions", topic=topic, partitions=tuple(ids))
+            for topic, ids in by_topic.items()
+        ),
+        timeout=_ADMIN_REQUEST_TIMEOUT,
+    )
+
+
+def incremental_alter_configs_request(
+    topic: str, set_values: Mapping[str, str], delete: Sequence[str]
+) -> Payload:
+    """IncrementalAlterConfigs of one topic: SET each of `set_values`, DELETE each of `delete`
+    (back to the broker default)."""
+    key = wire.INCREMENTAL_ALTER_CONFIGS_KEY
+    configs: list[tuple[str, ConfigOperation, str | None]] = [
+        (name, ConfigOperation.SET, value) for name, value in set_values.items()
+    ]
+    configs += [(name, ConfigOperation.DELETE, None) for name in delete]
+    return _request(
+        key,
+        resources=(
+            _entity(
+                key,
+                "resources",
+                resource_type=ConfigResourceType.TOPIC,
+                resource_name=topic,
+                configs=tuple(
+                    _entity(
+                        key,
+                        "resources",
+                        "configs",
+                        name=name,
+                        config_operation=operation,
+                        value=value,
+                    )
+                    for name, operation, value in configs
+                ),
+            ),
+        ),
+        validate_only=False,
     )

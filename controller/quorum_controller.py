@@ -47,7 +47,13 @@ from controller.elections import elect_leaders, rebalance_leaders
 from controller.image import MetadataDelta, MetadataImage, MetadataReplayer
 from controller.producer_ids import allocate_producer_ids
 from controller.records import MetadataRecord, encode_record
-from controller.topics import TopicDefaults, create_partitions, create_topics, delete_topics
+from controller.topics import (
+    TopicDefaults,
+    create_partitions,
+    create_topics,
+    delete_topics,
+    incremental_alter_configs,
+)
 from kraft.driver import LeadershipLostError, NotLeaderError, RaftDriver
 from kraft.messages import Entry, SnapshotId
 from net.api_registry import ApiRegistry, RequestContext
@@ -128,6 +134,7 @@ class QuorumController:
             wire.DELETE_TOPICS_KEY: self._on_delete_topics,
             wire.CREATE_PARTITIONS_KEY: self._on_create_partitions,
             wire.ELECT_LEADERS_KEY: self._on_elect_leaders,
+            wire.INCREMENTAL_ALTER_CONFIGS_KEY: self._on_incremental_alter_configs,
         }
         for served in wire.SERVED:
             registry.register(
@@ -430,6 +437,24 @@ class QuorumController:
             partial(wire.elect_leaders_response, version),
             partial(wire.elect_leaders_response, version, ()),
             election_type=election_type.name.lower(),
+        )
+
+    async def _on_incremental_alter_configs(self, context: RequestContext, request: Any) -> Any:
+        version = context.header.api_version
+        resources = wire.incremental_alter_configs_request(request)
+
+        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+            outcome = incremental_alter_configs(
+                active.image, resources, validate_only=request.validate_only
+            )
+            return outcome.records, outcome.results
+
+        return await self._serve(
+            "incremental_alter_configs",
+            build,
+            partial(wire.incremental_alter_configs_response, version),
+            partial(wire.incremental_alter_configs_error, version, request),
+            resources=[resource.resource_name for resource in resources],
         )
 
     # -- timers -------------------------------------------------------------------------------

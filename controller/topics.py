@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Generic, TypeVar
@@ -58,6 +58,7 @@ from controller.records import (
     ConfigResourceType,
     MetadataRecord,
     Partition,
+    PartitionChange,
     RemoveTopic,
     Topic,
 )
@@ -428,7 +429,10 @@ def _assigned_partitions(
     return partitions
 
 
-def _duplicates(names: Sequence[str]) -> set[str]:
+_Key = TypeVar("_Key", bound=Hashable)
+
+
+def _duplicates(names: Sequence[_Key]) -> set[_Key]:
     return {name for name, count in Counter(names).items() if count > 1}
 
 
@@ -715,3 +719,153 @@ def _create_partitions(image: MetadataImage, request: PartitionsIncrease) -> lis
         Partition.of(topic.topic_id, partition_id, state)
         for partition_id, state in enumerate(partitions, start=current)
     ]
+
+
+# --- IncrementalAlterConfigs ---------------------------------------------------------------------
+
+
+class ConfigOperation(IntEnum):
+    """IncrementalAlterConfigs' operation on one key (Kafka's AlterConfigOp.OpType)."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigChange:
+    """One key of an IncrementalAlterConfigs resource."""
+
+    name: str
+    operation: int
+    value: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsResource:
+    """One resource of an IncrementalAlterConfigs request (Kafka's resource type numbers)."""
+
+    resource_type: int
+    resource_name: str
+    changes: Sequence[ConfigChange]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsResult:
+    """The answer for one resource of IncrementalAlterConfigs."""
+
+    resource_type: int
+    resource_name: str
+    error_code: ErrorCode = ErrorCode.none
+    error_message: str | None = None
+
+
+def incremental_alter_configs(
+    image: MetadataImage, requests: Sequence[AlterConfigsResource], *, validate_only: bool
+) -> TopicsOutcome[AlterConfigsResult]:
+    """The Config records of an IncrementalAlterConfigs request, and one result per resource.
+
+    As Kafka's ConfigurationControlManager: each resource succeeds or fails on its own; a topic
+    must exist; every resulting value is validated as at topic creation; APPEND and SUBTRACT
+    apply only to list configs. Broker configs are static here (INVALID_REQUEST). A changed
+    `min.insync.replicas` clears the ELR and LastKnownELR of the topic's partitions (KIP-966:
+    they were chosen against the old minimum). With `validate_only`, no records.
+    """
+    keys = [(request.resource_type, request.resource_name) for request in requests]
+    duplicates = _duplicates(keys)
+    records: list[MetadataRecord] = []
+    results: list[AlterConfigsResult] = []
+    for request, key in zip(requests, keys, strict=True):
+        if key in duplicates:
+            results.append(
+                AlterConfigsResult(*key, ErrorCode.invalid_request, "Duplicate resource.")
+            )
+            continue
+        try:
+            configs = _alter_topic_configs(image, request)
+        except TopicError as error:
+            results.append(AlterConfigsResult(*key, error.error_code, error.message))
+            continue
+        records.extend(configs)
+        if any(config.key == "min.insync.replicas" for config in configs):
+            records.extend(_elr_resets(image, request.resource_name))
+        results.append(AlterConfigsResult(*key))
+    return TopicsOutcome(() if validate_only else tuple(records), tuple(results))
+
+
+def _alter_topic_configs(image: MetadataImage, request: AlterConfigsResource) -> list[Config]:
+    """The Config records of one resource's changes; raises TopicError."""
+    if request.resource_type != ConfigResourceType.TOPIC:
+        raise TopicError(
+            ErrorCode.invalid_request,
+            f"Altering configs of resource type {request.resource_type} is not supported: "
+            "broker configs are static.",
+        )
+    name = request.resource_name
+    if image.topic(name) is None:
+        raise TopicError(
+            ErrorCode.unknown_topic_or_partition,
+            "This server does not host this topic-partition.",
+        )
+    repeated = _duplicates([change.name for change in request.changes])
+    if repeated:
+        raise TopicError(
+            ErrorCode.invalid_request,
+            f"Error due to duplicate config keys: {', '.join(sorted(repeated))}",
+        )
+    current = dict(image.topic_configs(name))
+    records: list[Config] = []
+    for change in request.changes:
+        definition = TOPIC_CONFIGS.get(change.name)
+        if definition is None:
+            raise TopicError(ErrorCode.invalid_config, f"Unknown topic config name: {change.name}")
+        value = _changed_value(definition, change, current.get(change.name))
+        if value is not None:
+            validate_topic_config(change.name, value)
+        if current.get(change.name) != value:
+            records.append(Config(ConfigResourceType.TOPIC, name, change.name, value))
+    return records
+
+
+def _elr_resets(image: MetadataImage, name: str) -> list[PartitionChange]:
+    """PartitionChange records clearing every ELR and LastKnownELR of topic `name`."""
+    topic = image.topic(name)
+    assert topic is not None
+    return [
+        PartitionChange(topic.topic_id, partition_id, elr=(), last_known_elr=())
+        for partition_id, state in sorted(topic.partitions.items())
+        if state.elr or state.last_known_elr
+    ]
+
+
+def _changed_value(
+    definition: TopicConfigDef, change: ConfigChange, current: str | None
+) -> str | None:
+    """The override after `change` (None: no override)."""
+    try:
+        operation = ConfigOperation(change.operation)
+    except ValueError:
+        raise TopicError(
+            ErrorCode.invalid_request, f"Unknown config operation {change.operation}."
+        ) from None
+    if operation is ConfigOperation.DELETE:
+        return None
+    if change.value is None:
+        raise TopicError(ErrorCode.invalid_request, f"Null value not supported for: {change.name}")
+    if operation is ConfigOperation.SET:
+        return change.value
+    if definition.type is not ConfigType.LIST:
+        raise TopicError(
+            ErrorCode.invalid_config,
+            f"Config value append is not allowed for config key: {change.name}"
+            if operation is ConfigOperation.APPEND
+            else f"Config value subtract is not allowed for config key: {change.name}",
+        )
+    items = [item for item in (current or definition.default).split(",") if item]
+    given = [item.strip() for item in change.value.split(",") if item.strip()]
+    if operation is ConfigOperation.APPEND:
+        items += [item for item in given if item not in items]
+    else:
+        items = [item for item in items if item not in given]
+    return ",".join(items)

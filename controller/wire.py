@@ -31,6 +31,9 @@ from controller.elections import ElectionResult, ElectionType
 from controller.producer_ids import ProducerIdsOutcome
 from controller.records import BrokerEndpoint, BrokerFeature
 from controller.topics import (
+    AlterConfigsResource,
+    AlterConfigsResult,
+    ConfigChange,
     CreatePartitionsResult,
     CreateTopicResult,
     DeleteTopicResult,
@@ -44,6 +47,7 @@ CREATE_TOPICS_KEY = 19
 DELETE_TOPICS_KEY = 20
 CREATE_PARTITIONS_KEY = 37
 ELECT_LEADERS_KEY = 43
+INCREMENTAL_ALTER_CONFIGS_KEY = 44
 ALTER_PARTITION_KEY = 56
 BROKER_REGISTRATION_KEY = 62
 BROKER_HEARTBEAT_KEY = 63
@@ -63,6 +67,7 @@ SERVED = (
     ServedVersions(DELETE_TOPICS_KEY, 1, 6),
     ServedVersions(CREATE_PARTITIONS_KEY, 0, 3),
     ServedVersions(ELECT_LEADERS_KEY, 0, 2),
+    ServedVersions(INCREMENTAL_ALTER_CONFIGS_KEY, 0, 1),
     ServedVersions(ALTER_PARTITION_KEY, 2, 3),
     ServedVersions(BROKER_REGISTRATION_KEY, 0, 4),
     ServedVersions(BROKER_HEARTBEAT_KEY, 0, 2),
@@ -416,4 +421,50 @@ def elect_leaders_response(
             make_entity(topic_type, topic=topic, partition_result=tuple(partitions))
             for topic, partitions in by_topic.items()
         ),
+    )
+
+
+# --- IncrementalAlterConfigs ---------------------------------------------------------------------
+
+
+def incremental_alter_configs_request(request: Any) -> list[AlterConfigsResource]:
+    return [
+        AlterConfigsResource(
+            resource.resource_type,
+            resource.resource_name,
+            [
+                ConfigChange(config.name, config.config_operation, config.value)
+                for config in resource.configs
+            ],
+        )
+        for resource in request.resources
+    ]
+
+
+def incremental_alter_configs_response(version: int, results: Sequence[AlterConfigsResult]) -> Any:
+    result_type = _nested(INCREMENTAL_ALTER_CONFIGS_KEY, version, "responses")
+    return _response(
+        INCREMENTAL_ALTER_CONFIGS_KEY,
+        version,
+        throttle_time=NO_THROTTLE,
+        responses=tuple(
+            make_entity(
+                result_type,
+                error_code=result.error_code,
+                error_message=result.error_message,
+                resource_type=result.resource_type,
+                resource_name=result.resource_name,
+            )
+            for result in results
+        ),
+    )
+
+
+def incremental_alter_configs_error(version: int, request: Any, error: ErrorCode) -> Any:
+    return incremental_alter_configs_response(
+        version,
+        [
+            AlterConfigsResult(resource.resource_type, resource.resource_name, error)
+            for resource in request.resources
+        ],
     )

@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from typing import Any
 
 import structlog
 from aiohttp import web
+from kio.static.protocol import Payload
 
-from admin.app import create_app
-from admin.models import Quorum, ReplicaProgress
+from admin.app import ADMIN_LISTENER, create_app
+from admin.events import EventLog
+from admin.models import Event, Quorum, ReplicaLog, ReplicaProgress
 from broker.configs import BrokerSettings
 from broker.data_apis import DataApis
 from broker.groups.apis import GroupApis
@@ -56,6 +59,8 @@ METADATA_PARTITION = TopicPartition("__cluster_metadata", 0)
 DURABILITY_JOURNAL_ENV = "KRAFT_DURABILITY_JOURNAL"
 # How long requests in flight may take to finish once the listener stops accepting.
 _IN_FLIGHT_GRACE_S = 5.0
+# How long an admin API mutation looks for the active controller before answering 503.
+_ADMIN_CONTROLLER_DEADLINE_S = 10.0
 
 log = structlog.get_logger(__name__)
 
@@ -165,11 +170,28 @@ def controller_config(config: NodeConfig) -> ControllerConfig:
 
 
 class NodeStatusView:
-    """The admin API's read model of this node."""
+    """The admin API's read model of this node, and its way to the active controller."""
 
-    def __init__(self, driver: RaftDriver, replayer: MetadataReplayer) -> None:
+    def __init__(
+        self,
+        config: NodeConfig,
+        driver: RaftDriver,
+        replayer: MetadataReplayer,
+        *,
+        events: EventLog,
+        controller: ControllerClient,
+        broker: BrokerRole | None,
+    ) -> None:
+        self._cluster_id = config.cluster_id
         self._driver = driver
         self._replayer = replayer
+        self._events = events
+        self._controller = controller
+        self._broker = broker
+
+    @property
+    def cluster_id(self) -> str:
+        return self._cluster_id
 
     def readiness(self) -> str | None:
         view = self._driver.quorum_view()
@@ -177,11 +199,44 @@ class NodeStatusView:
             return f"no quorum leader known in epoch {view.leader_epoch}"
         return None
 
+    def controller_id(self) -> int | None:
+        return self._driver.quorum_view().leader_id
+
     async def quorum(self) -> Quorum:
         return quorum_model(await self._driver.describe_quorum())
 
     def metadata_image(self) -> MetadataImage:
         return self._replayer.image
+
+    def replica_log(self, topic: str, partition: int) -> ReplicaLog | None:
+        if self._broker is None:
+            return None
+        replica = self._broker.replicas.partitions.get((topic, partition))
+        if replica is None:
+            return None
+        log_end_offsets: dict[int, int] = {}
+        if replica.is_leader and replica.state is not None:
+            for broker_id in replica.state.replicas:
+                if broker_id == replica.broker_id:
+                    log_end_offsets[broker_id] = replica.log.log_end_offset
+                else:
+                    follower = replica.followers.get(broker_id)
+                    log_end_offsets[broker_id] = -1 if follower is None else follower.log_end_offset
+        return ReplicaLog(
+            broker_id=replica.broker_id,
+            is_leader=replica.is_leader,
+            leader_epoch=replica.leader_epoch,
+            high_watermark=replica.log.high_watermark,
+            log_start_offset=replica.log.log_start_offset,
+            log_end_offset=replica.log.log_end_offset,
+            log_end_offsets=log_end_offsets,
+        )
+
+    def events(self) -> list[Event]:
+        return self._events.events()
+
+    async def send_to_controller(self, request: Payload) -> Any:
+        return await self._controller.send(request, deadline_s=_ADMIN_CONTROLLER_DEADLINE_S)
 
 
 def quorum_model(view: QuorumView) -> Quorum:
@@ -203,6 +258,20 @@ def quorum_model(view: QuorumView) -> Quorum:
         voters=progress(view.voters),
         observers=progress(view.observers),
     )
+
+
+def broker_listeners(config: NodeConfig) -> list[tuple[str, str, int]]:
+    """What the broker registers: its client listener and, so that other nodes' admin APIs can
+    ask it for its partitions' log views, its admin listener (Metadata never shows that one)."""
+    advertised = config.advertised_listener
+    assert advertised is not None
+    listeners = [(CLIENT_LISTENER, advertised.host, advertised.port)]
+    admin = config.admin_listener
+    if admin is not None:
+        # A wildcard bind address is no address to call: use the advertised client host.
+        host = advertised.host if admin.host in ("", "0.0.0.0", "::") else admin.host
+        listeners.append((ADMIN_LISTENER, host, admin.port))
+    return listeners
 
 
 class BrokerRole:
@@ -227,7 +296,7 @@ class BrokerRole:
             BrokerIdentity(
                 broker_id=config.node_id,
                 cluster_id=config.cluster_id,
-                listeners=[(CLIENT_LISTENER, advertised.host, advertised.port)],
+                listeners=broker_listeners(config),
                 rack=config.broker_rack,
                 previous_broker_epoch=-1
                 if logs.broker_epoch_at_start is None
@@ -361,6 +430,9 @@ async def serve(config: NodeConfig) -> None:
         connections_max_idle_ms=config.connections_max_idle_ms,
     )
     driver.add_listener(replayer)
+    # After the replayer: the event log compares each batch with the image before it.
+    events = EventLog(lambda: replayer.image)
+    driver.add_listener(events)
     controller: QuorumController | None = None
     if is_voter:
         controller = QuorumController(driver, replayer, controller_config(config))
@@ -374,8 +446,19 @@ async def serve(config: NodeConfig) -> None:
     if broker is not None:
         await broker.start()
     runner: web.AppRunner | None = None
+    admin_controller = ControllerClient(
+        {
+            voter.node_id: (voter.endpoint.host, voter.endpoint.port)
+            for voter in config.controller_quorum_voters
+        },
+        client_id=f"admin-{config.node_id}",
+        request_timeout=config.controller_quorum_request_timeout_ms / 1000,
+    )
     if config.admin_listener is not None:
-        runner = web.AppRunner(create_app(NodeStatusView(driver, replayer)), access_log=None)
+        status = NodeStatusView(
+            config, driver, replayer, events=events, controller=admin_controller, broker=broker
+        )
+        runner = web.AppRunner(create_app(status, token=config.admin_token), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, config.admin_listener.host, config.admin_listener.port)
         await site.start()
@@ -410,5 +493,6 @@ async def serve(config: NodeConfig) -> None:
     await driver.stop()
     if runner is not None:
         await runner.cleanup()
+    await admin_controller.close()
     logs.shutdown(broker_epoch=broker_epoch)
     log.info("node_stopped", node_id=config.node_id)

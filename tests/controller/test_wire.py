@@ -17,6 +17,7 @@ from controller.elections import ElectionResult
 from controller.partition_state import PartitionState
 from controller.producer_ids import ProducerIdsOutcome
 from controller.topics import (
+    AlterConfigsResult,
     ConfigSource,
     CreatePartitionsResult,
     CreateTopicResult,
@@ -172,6 +173,35 @@ def test_create_partitions_every_version(version: int) -> None:
     assert [(r.name, r.error_code, r.error_message) for r in decoded.results] == [
         ("orders", ErrorCode.invalid_partitions, "fewer")
     ]
+
+
+@pytest.mark.parametrize("version", versions(wire.INCREMENTAL_ALTER_CONFIGS_KEY))
+def test_incremental_alter_configs_every_version(version: int) -> None:
+    key = wire.INCREMENTAL_ALTER_CONFIGS_KEY
+    config = entity(
+        key, version, "resources", "configs", name="retention.ms", config_operation=0, value="5"
+    )
+    request = entity(
+        key,
+        version,
+        resources=(
+            entity(
+                key, version, "resources", resource_type=2, resource_name="t", configs=(config,)
+            ),
+        ),
+        validate_only=True,
+    )
+    (resource,) = wire.incremental_alter_configs_request(request_round_trip(request))
+    assert (resource.resource_type, resource.resource_name) == (2, "t")
+    assert [(c.name, c.operation, c.value) for c in resource.changes] == [("retention.ms", 0, "5")]
+    decoded = round_trip(
+        wire.incremental_alter_configs_response(
+            version, [AlterConfigsResult(2, "t", ErrorCode.invalid_config, "bad")]
+        )
+    )
+    assert [
+        (r.resource_type, r.resource_name, r.error_code, r.error_message) for r in decoded.responses
+    ] == [(2, "t", ErrorCode.invalid_config, "bad")]
 
 
 @pytest.mark.parametrize("version", versions(wire.ELECT_LEADERS_KEY))

@@ -1,0 +1,232 @@
+"""The event log: state changes and potential data-loss events, derived from the metadata log.
+
+Every node replays the same metadata log, so every node derives the same events in the same
+order (identified by metadata offset). `derive_events` is pure: the image before a batch of
+committed entries and the entries give the events. `EventLog` is the `RaftListener` that keeps
+the newest of them in memory, bounded.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+from uuid import UUID
+
+from admin.models import Event
+from controller.image import MetadataImage
+from controller.partition_state import NO_LEADER, PartitionState
+from controller.records import (
+    BrokerRegistrationChange,
+    Config,
+    ConfigResourceType,
+    FenceBroker,
+    Partition,
+    PartitionChange,
+    RegisterBroker,
+    RemoveTopic,
+    Topic,
+    UnfenceBroker,
+    UnregisterBroker,
+    decode_record,
+)
+from kraft.messages import Entry, EntryKind, SnapshotId
+
+DEFAULT_CAPACITY = 10_000
+
+
+def derive_events(before: MetadataImage, entries: Iterable[Entry], time: str) -> list[Event]:
+    """The events the committed `entries` cause on top of the image `before`, in log order."""
+    names = {topic_id: topic.name for topic_id, topic in before.topics.items()}
+    # Partition states changed by earlier entries of this batch, by (topic id, partition).
+    states: dict[tuple[UUID, int], PartitionState] = {}
+    events: list[Event] = []
+
+    def state_of(topic_id: UUID, partition_id: int) -> PartitionState | None:
+        known = states.get((topic_id, partition_id))
+        return known if known is not None else before.partition(topic_id, partition_id)
+
+    for entry in entries:
+        if entry.kind is EntryKind.LEADER_CHANGE:
+            continue
+        event = partial(_event, entry.offset, time)
+        record = decode_record(entry.data)
+        match record:
+            case RegisterBroker():
+                events.append(
+                    event(
+                        "broker_registered",
+                        broker=record.broker_id,
+                        broker_epoch=record.broker_epoch,
+                    )
+                )
+            case UnregisterBroker():
+                events.append(
+                    event(
+                        "broker_unregistered",
+                        broker=record.broker_id,
+                        broker_epoch=record.broker_epoch,
+                    )
+                )
+            case FenceBroker() | UnfenceBroker():
+                kind = "broker_fenced" if isinstance(record, FenceBroker) else "broker_unfenced"
+                events.append(
+                    event(kind, broker=record.broker_id, broker_epoch=record.broker_epoch)
+                )
+            case BrokerRegistrationChange():
+                if record.fenced is not None:
+                    events.append(
+                        event(
+                            "broker_fenced" if record.fenced else "broker_unfenced",
+                            broker=record.broker_id,
+                            broker_epoch=record.broker_epoch,
+                        )
+                    )
+                if record.in_controlled_shutdown:
+                    events.append(
+                        event(
+                            "broker_controlled_shutdown",
+                            broker=record.broker_id,
+                            broker_epoch=record.broker_epoch,
+                        )
+                    )
+            case Topic():
+                names[record.topic_id] = record.name
+                events.append(event("topic_created", topic=record.name))
+            case RemoveTopic():
+                events.append(event("topic_deleted", topic=names.pop(record.topic_id, None)))
+            case Partition():
+                state = record.state()
+                states[(record.topic_id, record.partition_id)] = state
+                events.append(
+                    event(
+                        "partition_created",
+                        topic=names.get(record.topic_id),
+                        partition=record.partition_id,
+                        **_state_fields(state),
+                    )
+                )
+            case PartitionChange():
+                old = state_of(record.topic_id, record.partition_id)
+                if old is None:
+                    continue
+                new = record.merge(old)
+                states[(record.topic_id, record.partition_id)] = new
+                events.extend(
+                    event(kind, data_loss_possible=loss, **fields)
+                    for kind, loss, fields in _partition_changes(
+                        names.get(record.topic_id), record.partition_id, old, new
+                    )
+                )
+            case Config():
+                events.append(
+                    event(
+                        "config_changed",
+                        topic=record.resource_name
+                        if record.resource_type is ConfigResourceType.TOPIC
+                        else None,
+                        detail=f"{record.key}={record.value}"
+                        if record.value is not None
+                        else f"{record.key} deleted",
+                    )
+                )
+            case _:
+                pass
+    return events
+
+
+def _event(
+    offset: int, time: str, kind: str, *, data_loss_possible: bool = False, **fields: Any
+) -> Event:
+    return Event(
+        offset=offset, time=time, type=kind, data_loss_possible=data_loss_possible, **fields
+    )
+
+
+def _state_fields(state: PartitionState) -> dict[str, Any]:
+    return {
+        "leader": state.leader,
+        "leader_epoch": state.leader_epoch,
+        "partition_epoch": state.partition_epoch,
+        "isr": list(state.isr),
+        "elr": list(state.elr),
+        "last_known_elr": list(state.last_known_elr),
+    }
+
+
+def _partition_changes(
+    topic: str | None, partition: int, old: PartitionState, new: PartitionState
+) -> list[tuple[str, bool, dict[str, Any]]]:
+    """(type, data loss possible, fields) of each kind of change from `old` to `new`."""
+    fields: dict[str, Any] = {"topic": topic, "partition": partition, **_state_fields(new)}
+    changes: list[tuple[str, bool, dict[str, Any]]] = []
+    if new.leader != old.leader or new.leader_epoch != old.leader_epoch:
+        moved = {**fields, "previous_leader": old.leader}
+        if new.leader == NO_LEADER:
+            changes.append(("partition_offline", False, moved))
+        elif new.leader != old.leader and new.leader not in old.isr + old.elr:
+            # A leader from outside ISR and ELR may miss acknowledged writes: Kafka's unclean
+            # election (or an unclean recovery).
+            changes.append(
+                (
+                    "unclean_election",
+                    True,
+                    {**moved, "detail": f"leader {new.leader} was in neither ISR nor ELR"},
+                )
+            )
+        else:
+            changes.append(("leader_changed", False, moved))
+    if new.isr != old.isr:
+        changes.append(("isr_changed", False, {**fields, "detail": f"isr was {list(old.isr)}"}))
+    if new.elr != old.elr or new.last_known_elr != old.last_known_elr:
+        changes.append(
+            (
+                "elr_changed",
+                False,
+                {
+                    **fields,
+                    "detail": f"elr was {list(old.elr)}, "
+                    f"last_known_elr was {list(old.last_known_elr)}",
+                },
+            )
+        )
+    return changes
+
+
+class EventLog:
+    """The newest `capacity` events of the metadata log replayed on this node.
+
+    A `RaftListener` added after the node's `MetadataReplayer`: `image()` then gives the image
+    after each batch, and the log keeps the image before the next.
+    """
+
+    def __init__(
+        self,
+        image: Callable[[], MetadataImage],
+        capacity: int = DEFAULT_CAPACITY,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._image = image
+        self._before = image()
+        self._clock = clock
+        self._events: deque[Event] = deque(maxlen=capacity)
+
+    def events(self) -> list[Event]:
+        """The events kept, oldest first."""
+        return list(self._events)
+
+    def on_commit(self, entries: Sequence[Entry]) -> None:
+        if not entries:
+            return
+        time = self._clock().isoformat(timespec="milliseconds")
+        self._events.extend(derive_events(self._before, entries, time))
+        self._before = self._image()
+
+    def on_leader_change(self, leader_id: int | None, leader_epoch: int) -> None:
+        """Nothing: quorum leadership is the quorum view's, not a metadata event."""
+
+    def on_snapshot_loaded(self, snapshot_id: SnapshotId, records: Sequence[bytes]) -> None:
+        # A snapshot summarises history it does not replay: events continue after it.
+        self._before = self._image()
