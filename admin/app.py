@@ -26,6 +26,7 @@ from kio.static.protocol import Payload
 from pydantic import BaseModel, ValidationError
 
 from admin.errors import ApiError, kafka_error
+from admin.metrics import CONTENT_TYPE_LATEST, NodeMetrics
 from admin.models import (
     TOPIC_NAME_PATTERN,
     AddPartitions,
@@ -201,8 +202,12 @@ async def read_body(request: web.Request, model: type[ModelT]) -> ModelT:
         raise ApiError(400, "invalid_request", validation_message(error)) from error
 
 
-def create_app(status: NodeStatus, *, token: str | None = None) -> web.Application:
-    """The admin application over `status`; mutations need `Bearer token` when one is set."""
+def create_app(
+    status: NodeStatus, *, token: str | None = None, metrics: NodeMetrics | None = None
+) -> web.Application:
+    """The admin application over `status`; mutations need `Bearer token` when one is set.
+    With `metrics`, `GET /metrics` serves them in Prometheus text format (outside `/v1` and the
+    OpenAPI document, as scrapers expect)."""
 
     def image() -> MetadataImage:
         return status.metadata_image()
@@ -664,4 +669,13 @@ def create_app(status: NodeStatus, *, token: str | None = None) -> web.Applicati
     app.cleanup_ctx.append(open_session)
     for route in routes:
         app.router.add_route(route.method, route.router_path, guarded(route))
+    if metrics is not None:
+        exposition = metrics
+
+        async def scrape(_: web.Request) -> web.Response:
+            response = web.Response(body=exposition.render())
+            response.headers["Content-Type"] = CONTENT_TYPE_LATEST
+            return response
+
+        app.router.add_get("/metrics", scrape)
     return app

@@ -440,6 +440,11 @@ class RaftDriver:
         return self._node.leader_id if self._node is not None else None
 
     @property
+    def role(self) -> str:
+        """This node's role in the quorum, in KIP-595's words ("leader", "follower", ...)."""
+        return self._require_node().role.value
+
+    @property
     def epoch(self) -> int:
         """The current quorum epoch."""
         return self._require_node().epoch

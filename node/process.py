@@ -20,6 +20,7 @@ from kio.static.protocol import Payload
 
 from admin.app import ADMIN_LISTENER, create_app
 from admin.events import EventLog
+from admin.metrics import NodeMetrics, QuorumState, ReplicaState
 from admin.models import Event, Quorum, ReplicaLog, ReplicaProgress
 from broker.configs import BrokerSettings
 from broker.data_apis import DataApis
@@ -48,7 +49,7 @@ from kraft.driver import RaftDriver
 from kraft.messages import QuorumView, ReplicaView
 from kraft.raft import RaftConfig
 from net.api_registry import ApiRegistry
-from net.server import KafkaServer
+from net.server import KafkaServer, RequestMetrics
 from node.config import NodeConfig, Role
 from node.meta_properties import ensure_formatted
 from storage import durability
@@ -194,9 +195,21 @@ class NodeStatusView:
         return self._cluster_id
 
     def readiness(self) -> str | None:
+        """DESIGN's readiness: a broker once registered, unfenced and so caught up with the
+        metadata log (the controller unfences it then); a controller-only node once it knows
+        the quorum leader."""
         view = self._driver.quorum_view()
         if view.leader_id is None:
             return f"no quorum leader known in epoch {view.leader_epoch}"
+        if self._broker is not None:
+            lifecycle = self._broker.lifecycle
+            if lifecycle.broker_epoch < 0:
+                return "the broker has not registered with the controller yet"
+            if lifecycle.fenced:
+                return (
+                    f"the broker (epoch {lifecycle.broker_epoch}) is fenced: catching up with "
+                    "the metadata log"
+                )
         return None
 
     def controller_id(self) -> int | None:
@@ -239,6 +252,18 @@ class NodeStatusView:
         return await self._controller.send(request, deadline_s=_ADMIN_CONTROLLER_DEADLINE_S)
 
 
+def quorum_state(driver: RaftDriver) -> QuorumState:
+    """This node's view of the quorum, for `/metrics`."""
+    view = driver.quorum_view()
+    return QuorumState(
+        role=driver.role,
+        leader_id=-1 if view.leader_id is None else view.leader_id,
+        epoch=view.leader_epoch,
+        high_watermark=view.high_watermark,
+        log_end_offset=driver.log_end_offset,
+    )
+
+
 def quorum_model(view: QuorumView) -> Quorum:
     def progress(replicas: tuple[ReplicaView, ...]) -> list[ReplicaProgress]:
         return [
@@ -278,7 +303,15 @@ class BrokerRole:
     """The broker half of a node: its registration with the controller and its client
     listener."""
 
-    def __init__(self, config: NodeConfig, replayer: MetadataReplayer, logs: LogManager) -> None:
+    def __init__(
+        self,
+        config: NodeConfig,
+        replayer: MetadataReplayer,
+        logs: LogManager,
+        request_metrics: RequestMetrics | None = None,
+    ) -> None:
+        self._replayer = replayer
+        self._default_min_insync_replicas = config.min_insync_replicas
         listener = config.listeners
         advertised = config.advertised_listener
         assert listener is not None and advertised is not None
@@ -346,7 +379,32 @@ class BrokerRole:
             port=listener.port,
             max_request_size=config.socket_request_max_bytes,
             connections_max_idle_ms=config.connections_max_idle_ms,
+            metrics=request_metrics,
         )
+
+    def replica_states(self) -> list[ReplicaState]:
+        """The hosted replicas as `/metrics` shows them."""
+        image = self._replayer.image
+        states = []
+        for (topic, partition_id), replica in self.replicas.partitions.items():
+            state = replica.state
+            min_isr = image.topic_configs(topic).get("min.insync.replicas")
+            states.append(
+                ReplicaState(
+                    topic=topic,
+                    partition=partition_id,
+                    is_leader=replica.is_leader,
+                    high_watermark=replica.log.high_watermark,
+                    log_end_offset=replica.log.log_end_offset,
+                    log_start_offset=replica.log.log_start_offset,
+                    replicas=0 if state is None else len(state.replicas),
+                    isr=replica.isr_size() if replica.is_leader else 0,
+                    min_insync_replicas=self._default_min_insync_replicas
+                    if min_isr is None
+                    else int(min_isr),
+                )
+            )
+        return states
 
     async def _create_offsets_topic(self, partitions: int, replication_factor: int) -> None:
         request = create_topics_request(
@@ -439,8 +497,13 @@ async def serve(config: NodeConfig) -> None:
         controller.register_apis(controller_apis)
         driver.add_listener(controller)
     broker: BrokerRole | None = None
+    node_metrics = NodeMetrics(
+        lambda: replayer.image,
+        lambda: [] if broker is None else broker.replica_states(),
+        lambda: quorum_state(driver),
+    )
     if Role.BROKER in config.process_roles:
-        broker = BrokerRole(config, replayer, logs)
+        broker = BrokerRole(config, replayer, logs, node_metrics.requests)
         driver.add_listener(broker.replicas)
     await driver.start()
     if broker is not None:
@@ -458,7 +521,8 @@ async def serve(config: NodeConfig) -> None:
         status = NodeStatusView(
             config, driver, replayer, events=events, controller=admin_controller, broker=broker
         )
-        runner = web.AppRunner(create_app(status, token=config.admin_token), access_log=None)
+        app = create_app(status, token=config.admin_token, metrics=node_metrics)
+        runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, config.admin_listener.host, config.admin_listener.port)
         await site.start()

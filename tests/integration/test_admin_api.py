@@ -21,6 +21,7 @@ from confluent_kafka.admin import (
     ConfigSource,
     NewTopic,
 )
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.cluster import Cluster
 
@@ -501,13 +502,96 @@ def test_an_unreachable_leader_leaves_the_log_view_empty_with_the_reason(cluster
     cluster.wait_for("brokers unfenced again", cluster.brokers_unfenced, timeout=30)
 
 
+def test_metrics_show_requests_replicas_and_the_quorum(cluster: Cluster) -> None:
+    status, _ = call(
+        cluster,
+        1,
+        "POST",
+        "/v1/topics",
+        {"name": "metered", "partitions": 1, "replication_factor": 3},
+    )
+    assert status == 201
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for index in range(10):
+        producer.produce("metered", f"m{index}".encode())
+    assert producer.flush(30) == 0
+
+    def scrape(node_id: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        url = f"http://127.0.0.1:{cluster.nodes[node_id].admin_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert response.headers["Content-Type"].startswith("text/plain")
+            text = response.read().decode()
+        return {
+            (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+        }
+
+    partition = (("partition", "0"), ("topic", "metered"))
+    leader = cluster.wait_for(
+        "the leader's metrics",
+        lambda: next(
+            (
+                node_id
+                for node_id in cluster.nodes
+                if scrape(node_id).get(("kraft_partition_isr_size", partition)) == 3
+            ),
+            None,
+        ),
+    )
+    found = scrape(leader)
+    assert found["kraft_partition_high_watermark", partition] == 10
+    assert found["kraft_requests_total", (("api", "produce"),)] >= 1
+    assert found["kraft_request_bytes_total", (("api", "produce"),)] > 0
+    assert found["kraft_under_replicated_partitions", ()] == 0
+    assert found["kraft_fenced_brokers", ()] == 0
+    roles = {
+        dict(labels)["role"]
+        for node_id in cluster.nodes
+        for (name, labels), value in scrape(node_id).items()
+        if name == "kraft_quorum_role" and value == 1
+    }
+    assert roles == {"leader", "follower"}
+
+
 def test_without_a_quorum_mutations_answer_503_and_reads_still_work(cluster: Cluster) -> None:
     # The last test of the module: it leaves node 1 alone.
     cluster.kill(2)
     cluster.kill(3)
+    # Node 1, if it led the quorum, resigns once it hears no voter (check-quorum); until then
+    # it would still take the request, and answer from what it appended but cannot commit.
+    cluster.wait_for(
+        "node 1 without a quorum leader",
+        lambda: call(cluster, 1, "GET", "/v1/health/ready", token=None)[0] == 503,
+        30.0,
+    )
     started = time.monotonic()
     status, answer = call(cluster, 1, "POST", "/v1/topics", {"name": "nowhere"})
     assert (status, answer["error"]) == (503, "no_controller")
     assert time.monotonic() - started < 20
     status, topics = call(cluster, 1, "GET", "/v1/topics")
     assert status == 200 and "fields" in {topic["name"] for topic in topics}
+
+
+def test_a_broker_is_ready_only_once_registered_and_unfenced(tmp_path: Path) -> None:
+    node = Cluster.combined(tmp_path, 1)
+    node.start_all()
+    seen: list[tuple[int, bool]] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                ready_status, reason = call(node, 1, "GET", "/v1/health/ready", token=None)
+                _, brokers = call(node, 1, "GET", "/v1/brokers", token=None)
+            except OSError:
+                continue  # not listening yet
+            unfenced = any(b["id"] == 1 and not b["fenced"] for b in brokers)
+            seen.append((ready_status, unfenced))
+            if ready_status == 200:
+                break
+            assert reason["reason"]
+            time.sleep(0.02)
+    finally:
+        node.stop_all()
+    assert seen[-1] == (200, True)
+    assert all(unfenced for status, unfenced in seen if status == 200)
