@@ -86,3 +86,37 @@ def test_exit_codes_tell_refused_from_bad_usage_from_unreachable(node: Cluster) 
     unreachable = kraft(None, "brokers")
     assert unreachable.returncode == 3
     assert "unreachable" in unreachable.stderr
+
+
+def test_topics_are_created_altered_grown_and_deleted_from_the_command_line(node: Cluster) -> None:
+    created = kraft(
+        node, "topics", "create", "ops", "--partitions", "2", "--config", "retention.ms=60000"
+    )
+    assert created.returncode == 0, created.stderr
+    assert "retention.ms=60000" in created.stdout
+    again = kraft(node, "topics", "create", "ops")
+    assert again.returncode == 1 and "409" in again.stderr
+
+    altered = kraft(
+        node, "topics", "alter", "ops", "--set", "segment.ms=100000", "--delete", "retention.ms",
+        "--partitions", "3", "--json",
+    )  # fmt: skip
+    assert altered.returncode == 0, altered.stderr
+    topic = json.loads(altered.stdout)
+    assert topic["configs"] == {"segment.ms": "100000"}
+    assert len(topic["partitions"]) == 3
+    bad = kraft(node, "topics", "alter", "ops", "--set", "segment.ms=soon")
+    assert bad.returncode == 1 and "invalid_config" in bad.stderr
+
+    elected = kraft(node, "elect", "preferred", "ops:0", "--json")
+    assert elected.returncode == 0, elected.stderr
+    assert json.loads(elected.stdout)["results"][0]["partition"] == 0
+    # Reassignment is not executed yet: the API says so (501), and the command exits 1.
+    reassign = kraft(node, "reassign", "start", "ops:0=1")
+    assert reassign.returncode == 1 and "501" in reassign.stderr
+
+    deleted = kraft(node, "topics", "delete", "ops")
+    assert deleted.returncode == 0 and "deleted ops" in deleted.stdout
+    events = kraft(node, "events", "--json")
+    assert events.returncode == 0
+    assert any(event.get("topic") == "ops" for event in json.loads(events.stdout))
