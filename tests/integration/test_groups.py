@@ -130,19 +130,25 @@ def test_a_consumer_resumes_from_what_it_committed(node: Cluster) -> None:
     assert sum(max(tp.offset, 0) for tp in committed) == len(seen) == 20
 
     # kafka-python in the same group starts where the commits are: nothing twice, no gap.
-    second = KafkaConsumer(
-        "resumed",
+    rest = read_rest_with_kafka_python(node, "resumed", "resumers")
+    assert sorted(seen + rest) == sorted(f"m-{i}" for i in range(40))
+
+
+def read_rest_with_kafka_python(node: Cluster, topic: str, group: str) -> list[str]:
+    """What a kafka-python member of `group` reads of `topic`, starting from the group's
+    commits, until nothing more comes for a while."""
+    resumed = KafkaConsumer(
+        topic,
         bootstrap_servers=node.bootstrap,
-        group_id="resumers",
+        group_id=group,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
-        consumer_timeout_ms=10_000,
+        consumer_timeout_ms=8_000,
     )
     try:
-        rest = [record.value.decode() for record in second]
+        return [record.value.decode() for record in resumed]
     finally:
-        second.close()
-    assert sorted(seen + rest) == sorted(f"m-{i}" for i in range(40))
+        resumed.close()
 
 
 def read_and_commit(consumer: Consumer, count: int) -> None:
@@ -324,18 +330,7 @@ def test_kafka_python_members_share_the_partitions_and_resume_from_commits(node:
     assert len(seen) == len(set(seen))
 
     # A member of the group restarted after both left: from the commits, no gap, no repeat.
-    resumed = KafkaConsumer(
-        "py-shared",
-        bootstrap_servers=node.bootstrap,
-        group_id="py-sharers",
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=8_000,
-    )
-    try:
-        rest = [record.value.decode() for record in resumed]
-    finally:
-        resumed.close()
+    rest = read_rest_with_kafka_python(node, "py-shared", "py-sharers")
     assert sorted(seen + rest) == sorted(f"p-{i}" for i in range(80))
 
 
