@@ -438,93 +438,21 @@ def decode_batch(
 
 
 def _decode_records(data: bytes, header: BatchHeader) -> list[Record]:
-    base_offset = header.base_offset
-    base_timestamp = header.base_timestamp
-    log_append_time = (
-        header.max_timestamp if header.timestamp_type == TimestampType.LOG_APPEND_TIME else None
-    )
-    # Most varints are one byte: each is decoded inline by lookup, the rest by _read_varint.
-    one_byte = _ONE_BYTE_VARINTS
-    read_varint = _read_varint
-    size = len(data)
-    records: list[Record] = []
-    append = records.append
-    position = 0
-    try:
-        for _ in range(header.record_count):
-            byte = data[position]
-            if byte < 0x80:
-                length = one_byte[byte]
-                position += 1
-            else:
-                length, position = read_varint(data, position)
-            end = position + length
-            if length <= 0 or end > size:
-                raise CorruptBatchError(
-                    f"record of {length} bytes at byte {position} runs past {size}"
-                )
-            # position + 1 skips the unused attributes byte.
-            byte = data[position + 1]
-            if byte < 0x80:
-                timestamp_delta = one_byte[byte]
-                position += 2
-            else:
-                timestamp_delta, position = read_varint(data, position + 1)
-            byte = data[position]
-            if byte < 0x80:
-                offset_delta = one_byte[byte]
-                position += 1
-            else:
-                offset_delta, position = read_varint(data, position)
-            byte = data[position]
-            if byte < 0x80:
-                key_length = one_byte[byte]
-                position += 1
-            else:
-                key_length, position = read_varint(data, position)
-            if key_length >= 0:
-                key: bytes | None = data[position : position + key_length]
-                position += key_length
-            elif key_length == -1:
-                key = None
-            else:
-                raise CorruptBatchError(f"key length {key_length}")
-            byte = data[position]
-            if byte < 0x80:
-                value_length = one_byte[byte]
-                position += 1
-            else:
-                value_length, position = read_varint(data, position)
-            if value_length >= 0:
-                value: bytes | None = data[position : position + value_length]
-                position += value_length
-            elif value_length == -1:
-                value = None
-            else:
-                raise CorruptBatchError(f"value length {value_length}")
-            if data[position] == 0:
-                headers: tuple[Header, ...] = ()
-                position += 1
-            else:
-                header_count, position = read_varint(data, position)
-                headers, position = _decode_headers(data, position, header_count)
-            if position != end:
-                raise CorruptBatchError(
-                    f"record declared {length} bytes but its fields took {length + position - end}"
-                )
-            timestamp = (
-                base_timestamp + timestamp_delta if log_append_time is None else log_append_time
-            )
-            append(Record(value, key, headers, timestamp, base_offset + offset_delta))
-    except IndexError as err:
-        raise CorruptBatchError(
-            f"records end at byte {size}, inside record {len(records)} of {header.record_count}"
-        ) from err
-    if position != size:
-        raise CorruptBatchError(
-            f"{size - position} bytes follow the last of {header.record_count} records"
+    # One record walk serves rows and columns (`_decode_columns`): rows are zipped from them.
+    columns = RecordColumns.empty(with_headers=True)
+    _decode_columns(data, header, columns)
+    assert columns.headers is not None
+    return [
+        Record(value, key, tuple(Header(k, v) for k, v in headers), timestamp, offset)
+        for offset, timestamp, key, value, headers in zip(
+            columns.offsets,
+            columns.timestamps,
+            columns.keys,
+            columns.values,
+            columns.headers,
+            strict=True,
         )
-    return records
+    ]
 
 
 def _decode_headers(data: bytes, position: int, count: int) -> tuple[tuple[Header, ...], int]:
