@@ -32,6 +32,7 @@ from broker.partition import NotLeaderError, Partition
 from broker.producer_state import ProducerStateError
 from broker.replica_fetcher import ReplicaFetcherManager
 from controller.image import MetadataImage, MetadataReplayer
+from controller.partition_state import PartitionState
 from kraft.messages import Entry, SnapshotId
 from net.record_batch import NO_TIMESTAMP, CorruptBatchError, RecordBatchError
 from storage.errors import (
@@ -132,6 +133,7 @@ class ReplicaManager:
         old = self._applied
         if image is old:
             return
+        hosted: list[tuple[UUID, PartitionState, LogConfig, tuple[str, int]]] = []
         for topic_id, topic in image.topics.items():
             configs = image.topic_configs(topic.name)
             if old.topics.get(topic_id) is topic and old.topic_configs(topic.name) == configs:
@@ -140,32 +142,38 @@ class ReplicaManager:
             for partition_id, state in topic.partitions.items():
                 key = (topic.name, partition_id)
                 partition = self.partitions.get(key)
-                if self.broker_id not in state.replicas:
-                    if partition is not None:
-                        self._remove(key)
-                    continue
-                if partition is not None and partition.topic_id != topic_id:
+                if partition is not None and (
+                    self.broker_id not in state.replicas or partition.topic_id != topic_id
+                ):
                     self._remove(key)
-                    partition = None
-                if partition is None:
-                    replica_log = self._logs.get_or_create_log(
-                        TopicPartition(topic.name, partition_id), log_config
-                    )
-                    partition = Partition(
-                        topic.name, topic_id, partition_id, self.broker_id, replica_log
-                    )
-                    self.partitions[key] = partition
-                # A log reopened at start-up got the broker's settings.
-                partition.log.config = log_config
-                led = (partition.is_leader, partition.leader_epoch)
-                partition.apply(state, _now_ms())
-                if (partition.is_leader, partition.leader_epoch) != led:
-                    for listener in self.leadership_listeners:
-                        listener(partition, partition.is_leader)
-                if partition.is_leader or not state.has_leader:
-                    self._fetchers.unfollow(partition)
-                else:
-                    self._fetchers.follow(partition, state.leader)
+                if self.broker_id in state.replicas:
+                    hosted.append((topic_id, state, log_config, key))
+        # The new replicas' logs at once: their directories are synced once, not each.
+        new_logs = iter(
+            self._logs.get_or_create_logs(
+                [
+                    (TopicPartition(*key), log_config)
+                    for _, _, log_config, key in hosted
+                    if key not in self.partitions
+                ]
+            )
+        )
+        for topic_id, state, log_config, key in hosted:
+            partition = self.partitions.get(key)
+            if partition is None:
+                partition = Partition(key[0], topic_id, key[1], self.broker_id, next(new_logs))
+                self.partitions[key] = partition
+            # A log reopened at start-up got the broker's settings.
+            partition.log.config = log_config
+            led = (partition.is_leader, partition.leader_epoch)
+            partition.apply(state, _now_ms())
+            if (partition.is_leader, partition.leader_epoch) != led:
+                for listener in self.leadership_listeners:
+                    listener(partition, partition.is_leader)
+            if partition.is_leader or not state.has_leader:
+                self._fetchers.unfollow(partition)
+            else:
+                self._fetchers.follow(partition, state.leader)
         for key, partition in list(self.partitions.items()):
             if partition.topic_id not in image.topics:
                 self._remove(key)

@@ -61,6 +61,10 @@ class LeaderEpochCache:
         return cls(partition_dir / CHECKPOINT_NAME, [])
 
     @property
+    def checkpoint_exists(self) -> bool:
+        return self._checkpoint_path.exists()
+
+    @property
     def entries(self) -> list[EpochEntry]:
         return list(self._entries)
 

@@ -277,7 +277,10 @@ class Log:
         epoch_cache.truncate_from_end(log_end_offset, persist=False)
         start = min(max(log_start_offset, segments[0].base_offset), log_end_offset)
         epoch_cache.truncate_from_start(start, persist=False)
-        if cached_epochs is None or epoch_cache.entries != epochs_on_disk:
+        # A new log has no checkpoint and nothing to write in one: its first epoch writes it.
+        if epoch_cache.entries != epochs_on_disk or (
+            cached_epochs is None and epoch_cache.checkpoint_exists
+        ):
             epoch_cache.persist()
         if recovery_start is not None:
             recovery_point = min(recovery_point, recovery_start)

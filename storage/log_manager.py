@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,6 +77,7 @@ class LogManager:
         self._clock = clock
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        self._logs_in_dir: Counter[Path] = Counter()
 
     @classmethod
     def open(
@@ -139,6 +141,7 @@ class LogManager:
                 clock=self._clock,
             )
             self._dir_of[partition] = directory
+            self._logs_in_dir[directory] += 1
 
     @property
     def logs(self) -> dict[TopicPartition, Log]:
@@ -149,21 +152,36 @@ class LogManager:
 
     def get_or_create_log(self, partition: TopicPartition, config: LogConfig | None = None) -> Log:
         """The log of `partition`, created empty in the least-loaded log directory if new."""
-        existing = self._logs.get(partition)
-        if existing is not None:
-            return existing
-        directory = min(
-            self.log_dirs,
-            key=lambda candidate: sum(1 for d in self._dir_of.values() if d == candidate),
-        )
-        created = Log.open(
-            directory / partition.dir_name, config or self.default_config, clock=self._clock
-        )
-        durability.sync_directory(directory)
-        self._logs[partition] = created
-        self._dir_of[partition] = directory
-        log.info("log_created", topic=partition.topic, partition=partition.partition)
-        return created
+        return self.get_or_create_logs([(partition, config)])[0]
+
+    def get_or_create_logs(
+        self, wanted: Sequence[tuple[TopicPartition, LogConfig | None]]
+    ) -> list[Log]:
+        """The logs of the `(partition, config)` pairs, in order; each new one is created empty
+        in the least-loaded log directory, and every directory that gained one is synced once,
+        so that creating a topic's thousands of partitions costs one fsync, not one each."""
+        logs = []
+        gained: set[Path] = set()
+        for partition, config in wanted:
+            existing = self._logs.get(partition)
+            if existing is None:
+                directory = min(self.log_dirs, key=self._logs_in_dir.__getitem__)
+                existing = Log.open(
+                    directory / partition.dir_name,
+                    config or self.default_config,
+                    clock=self._clock,
+                )
+                self._logs[partition] = existing
+                self._dir_of[partition] = directory
+                self._logs_in_dir[directory] += 1
+                gained.add(directory)
+                log.info("log_created", topic=partition.topic, partition=partition.partition)
+            logs.append(existing)
+        # Before any of the new logs flushes data: a flushed log in a directory whose own entry
+        # a power cut could lose would not be durable.
+        for directory in gained:
+            durability.sync_directory(directory)
+        return logs
 
     def delete_log(self, partition: TopicPartition) -> None:
         """Remove a partition's log. It is renamed first, so a crash mid-way cannot leave a
@@ -172,6 +190,7 @@ class LogManager:
         directory = self._dir_of.pop(partition, None)
         if removed is None or directory is None:
             return
+        self._logs_in_dir[directory] -= 1
         removed.close()
         doomed = directory / (partition.dir_name + _DELETED_SUFFIX)
         removed.directory.rename(doomed)

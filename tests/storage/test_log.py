@@ -413,6 +413,31 @@ def test_missing_leader_epoch_checkpoint_is_rebuilt_from_batches(tmp_path: Path)
     ]
 
 
+def test_a_new_log_writes_its_leader_epoch_checkpoint_with_its_first_epoch(
+    tmp_path: Path,
+) -> None:
+    checkpoint = tmp_path / "leader-epoch-checkpoint"
+    log = open_log(tmp_path)
+    assert not checkpoint.exists()
+    log.close()
+    assert Log.open(tmp_path).latest_epoch is None
+    assert not checkpoint.exists()
+    reopened = Log.open(tmp_path)
+    reopened.append(make_batch(2), leader_epoch=4)
+    assert checkpoint.read_text().splitlines()[-1] == "4 0"
+    reopened.close()
+
+
+def test_an_unreadable_leader_epoch_checkpoint_of_an_empty_log_is_rewritten(
+    tmp_path: Path,
+) -> None:
+    open_log(tmp_path).close()
+    checkpoint = tmp_path / "leader-epoch-checkpoint"
+    checkpoint.write_text("garbage")
+    Log.open(tmp_path).close()
+    assert checkpoint.read_text().splitlines() == ["0", "0"]
+
+
 def test_a_follower_rolling_at_an_offset_gap_keeps_its_segments_through_recovery(
     tmp_path: Path,
 ) -> None:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import pytest
+
+from storage import durability
 from storage.log import LogConfig
 from storage.log_manager import (
     CLEAN_SHUTDOWN_MARKER,
@@ -140,4 +144,54 @@ def test_retention_and_flush_apply_to_every_log(tmp_path: Path) -> None:
     assert {log.log_start_offset for log in manager.logs.values()} == {2}
     manager.flush_due(now_ms=10**13)
     assert {log.recovery_point for log in manager.logs.values()} == {6}
+    manager.close()
+
+
+def test_new_logs_go_to_the_directory_holding_the_fewest(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    seeded = LogManager.open([first])
+    seeded.get_or_create_log(TopicPartition("old", 0))
+    seeded.get_or_create_log(TopicPartition("old", 1))
+    seeded.close()
+    manager = LogManager.open([first, second])
+    created = manager.get_or_create_logs(
+        [(TopicPartition("new", partition), None) for partition in range(4)]
+    )
+    assert [log.directory.parent for log in created] == [second, second, first, second]
+    manager.delete_log(TopicPartition("old", 0))
+    manager.delete_log(TopicPartition("old", 1))
+    (again,) = manager.get_or_create_logs([(TopicPartition("new", 4), None)])
+    assert again.directory.parent == first
+    # Asking again gives the same logs, and creates nothing.
+    assert manager.get_or_create_logs([(TopicPartition("new", 0), None)]) == created[:1]
+    manager.close()
+
+
+def test_each_directory_gaining_logs_is_synced_once_they_all_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    manager = LogManager.open([first, second])
+    # What each log directory held when it was synced (partition directories are synced too,
+    # when their segments first flush; only the log directories are of interest here).
+    synced: list[tuple[Path, set[str]]] = []
+    real_sync = durability.sync_directory
+
+    def sync_directory(path: str | os.PathLike[str]) -> None:
+        if Path(path) in (first, second):
+            synced.append((Path(path), {child.name for child in Path(path).iterdir()}))
+        real_sync(path)
+
+    monkeypatch.setattr(durability, "sync_directory", sync_directory)
+    logs = manager.get_or_create_logs(
+        [(TopicPartition("wide", partition), None) for partition in range(100)]
+    )
+    placed = {
+        parent: {log.directory.name for log in logs if log.directory.parent == parent}
+        for parent in (first, second)
+    }
+    assert sorted(path for path, _ in synced) == [first, second]
+    for path, names in synced:
+        assert placed[path] <= names
+    assert len(placed[first]) == len(placed[second]) == 50
     manager.close()
