@@ -110,7 +110,9 @@ class BrokerApis:
 
     async def _forward(self, context: RequestContext, request: Any) -> Any:
         try:
-            return await self._controller.send(request, deadline_s=self._forward_timeout_s)
+            return await self._controller.send(
+                request, deadline_s=self._forward_timeout_s, patient=True
+            )
         except NoControllerError:
             header = context.header
             return _FORWARDED[header.api_key](

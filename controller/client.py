@@ -78,8 +78,17 @@ class ControllerClient:
         """The voter that last answered as the active controller, if any."""
         return self._active
 
-    async def send(self, request: Payload, *, deadline_s: float = 30.0) -> Any:
+    async def send(
+        self, request: Payload, *, deadline_s: float = 30.0, patient: bool = False
+    ) -> Any:
         """The active controller's response to `request`.
+
+        A voter that does not answer within the request timeout is given up for the next one,
+        which suits heartbeats and reads. A `patient` send waits for a voter's answer until the
+        deadline instead: a forwarded mutation (CreateTopics, ...) sent twice would get
+        TOPIC_ALREADY_EXISTS for the topic its first copy created, when the controller is only
+        slow. Either way, a voter not reached within the request timeout, a connection lost or
+        NOT_CONTROLLER moves on to the next voter.
 
         Raises NoControllerError if no voter answers as the active controller within
         `deadline_s` seconds.
@@ -92,9 +101,12 @@ class ControllerClient:
                 if remaining <= 0:
                     break
                 connection = self._connections[voter]
+                bounded = min(remaining, connection.request_timeout)
                 try:
+                    # Patience is for the answer: a voter that cannot be reached is left as soon.
+                    await connection.connect(bounded)
                     response = await connection.send(
-                        request, timeout=min(remaining, connection.request_timeout)
+                        request, timeout=remaining if patient else bounded
                     )
                 except (KafkaConnectionError, RequestTimedOutError) as error:
                     log.debug("controller_unreachable", voter=voter, error=str(error))

@@ -249,7 +249,21 @@ class NodeStatusView:
         return self._events.events()
 
     async def send_to_controller(self, request: Payload) -> Any:
-        return await self._controller.send(request, deadline_s=_ADMIN_CONTROLLER_DEADLINE_S)
+        return await self._controller.send(
+            request, deadline_s=_ADMIN_CONTROLLER_DEADLINE_S, patient=True
+        )
+
+
+def controller_client(config: NodeConfig, client_id: str) -> ControllerClient:
+    """A client of the active controller among the configured voters."""
+    return ControllerClient(
+        {
+            voter.node_id: (voter.endpoint.host, voter.endpoint.port)
+            for voter in config.controller_quorum_voters
+        },
+        client_id=client_id,
+        request_timeout=config.controller_quorum_request_timeout_ms / 1000,
+    )
 
 
 def quorum_state(driver: RaftDriver) -> QuorumState:
@@ -316,14 +330,11 @@ class BrokerRole:
         advertised = config.advertised_listener
         assert listener is not None and advertised is not None
         self._listener = listener
-        self._controller = ControllerClient(
-            {
-                voter.node_id: (voter.endpoint.host, voter.endpoint.port)
-                for voter in config.controller_quorum_voters
-            },
-            client_id=f"broker-{config.node_id}",
-            request_timeout=config.controller_quorum_request_timeout_ms / 1000,
-        )
+        self._controller = controller_client(config, f"broker-{config.node_id}")
+        # Forwarded admin requests wait for slow answers: on their own connections, as Kafka's
+        # forwarding channel is, so that a timed-out heartbeat, which closes its connection,
+        # cannot take a forwarded CreateTopics down with it and have it sent twice.
+        self._forwarding = controller_client(config, f"broker-{config.node_id}-forwarding")
         self.lifecycle = BrokerLifecycleManager(
             self._controller,
             BrokerIdentity(
@@ -365,7 +376,7 @@ class BrokerRole:
             config.node_id,
             config.cluster_id,
             lambda: replayer.image,
-            self._controller,
+            self._forwarding,
             BrokerSettings(config.node_id, topic_defaults(config), config.broker_config_entries()),
         ).register(registry)
         DataApis(self.replicas).register(registry)
@@ -412,7 +423,7 @@ class BrokerRole:
             configs=offsets_topic_configs(self._offsets_topic_segment_bytes),
         )
         try:
-            await self._controller.send(request, deadline_s=30.0)
+            await self._forwarding.send(request, deadline_s=30.0, patient=True)
         except NoControllerError:
             log.warning("offsets_topic_creation_failed", reason="no active controller")
         else:
@@ -453,6 +464,7 @@ class BrokerRole:
         await self.maintenance.stop()
         await self.replicas.stop()
         await self._controller.close()
+        await self._forwarding.close()
         log.info("broker_stopped", broker_epoch=epoch)
         return None if epoch < 0 else epoch
 
@@ -509,14 +521,7 @@ async def serve(config: NodeConfig) -> None:
     if broker is not None:
         await broker.start()
     runner: web.AppRunner | None = None
-    admin_controller = ControllerClient(
-        {
-            voter.node_id: (voter.endpoint.host, voter.endpoint.port)
-            for voter in config.controller_quorum_voters
-        },
-        client_id=f"admin-{config.node_id}",
-        request_timeout=config.controller_quorum_request_timeout_ms / 1000,
-    )
+    admin_controller = controller_client(config, f"admin-{config.node_id}")
     if config.admin_listener is not None:
         status = NodeStatusView(
             config, driver, replayer, events=events, controller=admin_controller, broker=broker

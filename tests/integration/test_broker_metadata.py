@@ -110,3 +110,38 @@ async def test_clean_restart_registers_with_the_previous_broker_epoch(cluster: C
     (registered,) = log_events(cluster, 3, "broker_registered")[-1:]
     assert registered["previous_broker_epoch"] == before[3]["epoch"]
     assert registered["broker_epoch"] == after[3]["epoch"]
+
+
+async def test_a_create_topics_slower_than_the_controller_request_timeout_is_sent_once(
+    tmp_path: Path,
+) -> None:
+    # Creating 3,000 replicas on each node keeps its event loop busy far longer than 0.8 s: the
+    # brokers' heartbeats to the controller time out meanwhile, and their connections close.
+    # The forwarded CreateTopics waits on connections of its own, so it is neither lost nor
+    # sent again (which would answer TOPIC_ALREADY_EXISTS for the topic it created).
+    cluster = Cluster.combined(tmp_path, 3, **{"controller.quorum.request.timeout.ms": "800"})
+    cluster.start_all()
+    try:
+        await asyncio.to_thread(cluster.wait_for, "brokers unfenced", cluster.brokers_unfenced)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        futures = admin.create_topics(
+            [NewTopic("wide", num_partitions=3000, replication_factor=3)],
+            operation_timeout=60,
+            request_timeout=90,
+        )
+        await asyncio.to_thread(futures["wide"].result, 90)
+        timed_out = [
+            event
+            for node_id in cluster.nodes
+            for event in log_events(cluster, node_id, "kafka_request_timed_out")
+        ]
+        assert timed_out, "no request to the controller timed out: the case was not exercised"
+        requested = [
+            event
+            for node_id in cluster.nodes
+            for event in log_events(cluster, node_id, "create_topics_requested")
+            if event["topics"] == ["wide"]
+        ]
+        assert len(requested) == 1
+    finally:
+        cluster.stop_all()
