@@ -89,7 +89,7 @@ class LogMaintenance:
             try:
                 task()
             except StorageError as error:
-                # The log that failed is offline now; the others go on.
+                # The log that failed is offline, or refused this once; the others go on.
                 log.error("log_maintenance_failed", task=task.__name__, error=str(error))
 
     async def _stopped_within(self, interval_ms: int) -> bool:

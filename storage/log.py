@@ -271,6 +271,7 @@ class Log:
             segments.append(segment)
         if not segments:
             segments.append(Segment.create(directory, log_start_offset, interval))
+        segments[-1].load_first_batch_timestamp()
         log_end_offset = segments[-1].next_offset
         if cached_epochs is None:
             _rebuild_epoch_cache(epoch_cache, segments)
@@ -524,11 +525,18 @@ class Log:
     ) -> AppendInfo:
         first_offset = placements[0].base_offset
         last_offset = placements[-1].next_offset - 1
+        # Producers send one batch per partition: skip the general loop for that case.
+        if len(placements) == 1:
+            max_placement, record_count = placements[0], headers[0].record_count
+        else:
+            max_placement = max(placements, key=_max_timestamp_of)
+            record_count = sum(header.record_count for header in headers)
         segment = self._segments[-1]
         try:
             if segment.size and (
                 segment.size + size > self.config.segment_bytes
-                or now - (segment.first_append_ms or now) >= self.config.segment_ms
+                or _time_waited_for_roll(segment, now, max_placement.max_timestamp)
+                >= self.config.segment_ms
                 or last_offset - segment.base_offset > MAX_RELATIVE_OFFSET
             ):
                 # The new segment starts where the log ends, even when a follower's batch (of a
@@ -544,12 +552,6 @@ class Log:
             self.leader_epoch_cache.truncate_from_end(self._log_end_offset, persist=False)
             raise
         self._log_end_offset = last_offset + 1
-        # Producers send one batch per partition: skip the general loop for that case.
-        if len(placements) == 1:
-            max_placement, record_count = placements[0], headers[0].record_count
-        else:
-            max_placement = max(placements, key=_max_timestamp_of)
-            record_count = sum(header.record_count for header in headers)
         self._unflushed_messages += record_count
         info = _new_tuple(
             AppendInfo,
@@ -692,7 +694,8 @@ class Log:
         )
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
-        """Drop the whole log and restart it, empty, at `offset` (log start = LEO = offset)."""
+        """Drop the whole log and restart it, empty, at `offset` (log start = LEO = high
+        watermark = offset)."""
         self._check_online()
         try:
             for segment in self._segments:
@@ -706,6 +709,8 @@ class Log:
         self._log_start_offset = offset
         self.leader_epoch_cache.clear()
         self._after_truncation()
+        # Nothing is left below `offset`, all of it committed or gone (Kafka sets it so too).
+        self._high_watermark = offset
         log.info("log_truncated_fully", directory=str(self.directory), log_start_offset=offset)
 
     @property
@@ -736,9 +741,16 @@ class Log:
             )
         if offset > self._log_start_offset:
             self._log_start_offset = offset
-            self.leader_epoch_cache.truncate_from_start(offset)
-            self._delete_segments_below(offset)
             log.info("log_start_offset_advanced", directory=str(self.directory), offset=offset)
+            try:
+                self.leader_epoch_cache.truncate_from_start(offset)
+            except OSError as error:
+                # The cache in memory is trimmed; a reopen trims the stale checkpoint again.
+                raise StorageIOError(
+                    f"cannot write the leader-epoch checkpoint of {self.directory}: {error}",
+                    error.errno,
+                ) from error
+            self._delete_segments_below(offset)
         return self._log_start_offset
 
     def enforce_retention(self, now_ms: int | None = None) -> int:
@@ -753,8 +765,8 @@ class Log:
         retention_bytes = self.config.retention_bytes
         excess = self.size_in_bytes - retention_bytes if retention_bytes is not None else 0
         deleted = 0
-        while len(self._segments) > 1:
-            oldest, following = self._segments[0], self._segments[1]
+        while deleted + 1 < len(self._segments):
+            oldest, following = self._segments[deleted], self._segments[deleted + 1]
             if following.base_offset > self._high_watermark:
                 break
             expired = retention_ms is not None and _segment_timestamp(oldest) < now - retention_ms
@@ -762,12 +774,9 @@ class Log:
             if not (expired or oversized):
                 break
             excess -= oldest.size
-            self._delete_oldest_segment()
             deleted += 1
+        self._delete_oldest_segments(deleted)
         if deleted:
-            self._log_start_offset = max(self._log_start_offset, self._base_offsets[0])
-            self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
-            durability.sync_directory(self.directory)
             log.info(
                 "log_retention_deleted_segments",
                 directory=str(self.directory),
@@ -777,17 +786,32 @@ class Log:
         return deleted
 
     def _delete_segments_below(self, offset: int) -> None:
-        deleted = False
-        while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
-            self._delete_oldest_segment()
-            deleted = True
-        if deleted:
-            durability.sync_directory(self.directory)
+        # The segment holding `offset` stays (as does the active one).
+        self._delete_oldest_segments(bisect.bisect_right(self._base_offsets, offset) - 1)
 
-    def _delete_oldest_segment(self) -> None:
-        segment = self._segments.pop(0)
-        self._base_offsets.pop(0)
-        segment.delete()
+    def _delete_oldest_segments(self, count: int) -> None:
+        """Drop the `count` oldest segments (never the active one) and move the log start
+        offset past them. They leave the log first: if the disk refuses to unlink their files,
+        StorageIOError is raised with the log consistent without them (what is left of their
+        files is deleted again by a reopen, once the log start checkpoint has passed them)."""
+        if count <= 0:
+            return
+        doomed = self._segments[:count]
+        del self._segments[:count]
+        del self._base_offsets[:count]
+        self._log_start_offset = max(self._log_start_offset, self._base_offsets[0])
+        try:
+            self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
+            for segment in doomed:
+                segment.delete()
+            durability.sync_directory(self.directory)
+        except OSError as error:
+            log.error(
+                "log_segment_deletion_failed", directory=str(self.directory), error=str(error)
+            )
+            raise StorageIOError(
+                f"cannot delete segments of {self.directory}: {error}", error.errno
+            ) from error
 
     # -- compaction ---------------------------------------------------------------------------
 
@@ -901,6 +925,17 @@ class Log:
 
 def _max_timestamp_of(placement: BatchPlacement) -> int:
     return placement.max_timestamp
+
+
+def _time_waited_for_roll(segment: Segment, now_ms: int, max_timestamp: int) -> int:
+    """How long the active segment has been open, as `segment.ms` counts it (Kafka's
+    LogSegment.timeWaitedForRoll): from its first batch's max timestamp to that of the batches
+    being appended, so that it survives restarts; when the first batch has no timestamp, by
+    the clock since this process first appended to it."""
+    if segment.first_batch_timestamp >= 0:
+        return max_timestamp - segment.first_batch_timestamp
+    first_append_ms = segment.first_append_ms
+    return 0 if first_append_ms is None else now_ms - first_append_ms
 
 
 def _discover_segments(directory: Path) -> list[int]:

@@ -27,7 +27,7 @@ import structlog
 from storage import durability
 from storage.atomic_file import remove_durably, write_atomically
 from storage.checkpoint_file import CheckpointFormatError, read_checkpoint, write_checkpoint
-from storage.errors import StorageIOError
+from storage.errors import StorageError, StorageIOError
 from storage.log import Log, LogConfig, wall_clock_ms
 
 CLEAN_SHUTDOWN_MARKER = ".kraft_cleanshutdown"
@@ -249,9 +249,19 @@ class LogManager:
     def shutdown(self, broker_epoch: int | None) -> None:
         """Clean shutdown: flush every log, write checkpoints, close, then write the marker
         with `broker_epoch` (-1 when the broker never registered) in every directory."""
-        for entry in self._logs.values():
-            if not entry.offline:
+        for partition, entry in self._logs.items():
+            if entry.offline:
+                continue
+            try:
                 entry.flush()
+            except StorageError as error:
+                # That log is offline now (the marker will not be written); the rest go on.
+                log.error(
+                    "log_flush_failed_at_shutdown",
+                    topic=partition.topic,
+                    partition=partition.partition,
+                    error=str(error),
+                )
         self.checkpoint()
         for entry in self._logs.values():
             entry.close()

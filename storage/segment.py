@@ -17,6 +17,7 @@ import structlog
 
 from net.record_batch import (
     HEADER_SIZE,
+    NO_TIMESTAMP,
     BatchHeader,
     CorruptBatchError,
     RecordBatchError,
@@ -117,6 +118,10 @@ class Segment:
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
+        # When to roll by `segment.ms`, as Kafka times it: the max timestamp of the first batch
+        # (known once appended, or loaded on open for the active segment), else the clock at
+        # the first append made by this process.
+        self.first_batch_timestamp = NO_TIMESTAMP
         self.first_append_ms: int | None = None
         self.flushed_size = 0
         self._bytes_since_index_entry = 0
@@ -181,6 +186,13 @@ class Segment:
         self._bytes_since_index_entry = self.size - position
         return self._walked_to == self.size
 
+    def load_first_batch_timestamp(self) -> None:
+        """Read the max timestamp of the first batch (what `segment.ms` counts from), for a
+        segment that is to take appends after an open."""
+        if self.size >= HEADER_SIZE:
+            header = read_header(self.file.pread(HEADER_SIZE, 0), 0)
+            self.first_batch_timestamp = header.max_timestamp
+
     def _observe_tail_batch(self, position: int, header: BatchHeader) -> None:
         self._add_to_tail(position, header.base_offset, header.last_offset)
         self.next_offset = header.next_offset
@@ -209,10 +221,11 @@ class Segment:
 
     def recover(self, epoch_cache: LeaderEpochCache, start_offset: int) -> int:
         """Validate every batch (CRC included), rebuild the indexes, feed the epoch cache, and
-        truncate the file at the first invalid, partial or out-of-order batch.
+        truncate the file (durably) at the first invalid, partial or out-of-order batch.
 
         `start_offset` is the lowest base offset the first batch may have. Returns how many
-        bytes were truncated.
+        bytes were truncated. A read the disk refuses raises StorageIOError and cuts nothing:
+        data that could not be read is not known to be bad.
         """
         self.offset_index.clear()
         self.time_index.clear()
@@ -230,10 +243,15 @@ class Segment:
                     break
                 self._index_batch(batch_position, header)
                 epoch_cache.assign(header.partition_leader_epoch, header.base_offset, persist=False)
+                if not batch_position:
+                    self.first_batch_timestamp = header.max_timestamp
                 expected = self.next_offset = header.next_offset
                 position = batch_position + header.size
         except OSError as error:
             log.error("segment_recovery_read_failed", segment=str(self.log_path), error=str(error))
+            raise StorageIOError(
+                f"{self.log_path}: recovery cannot read the segment: {error}", error.errno
+            ) from error
         truncated = self.size - position
         if truncated:
             log.warning(
@@ -311,6 +329,8 @@ class Segment:
             raise StorageIOError(f"{self.log_path}: append failed: {error}", error.errno) from error
         if self.first_append_ms is None:
             self.first_append_ms = now_ms
+            if not start:
+                self.first_batch_timestamp = placements[0].max_timestamp
         position = start
         for placement in placements:
             self._index(
@@ -488,9 +508,12 @@ class Segment:
         self._reload_after_truncate()
 
     def truncate_file(self, position: int) -> None:
+        """Cut the log file at `position`, durably: batches cut off must not come back after a
+        power cut (a clean open trusts the file without validating it)."""
         os.ftruncate(self.file.fd, position)
         self.size = position
-        self.flushed_size = min(self.flushed_size, position)
+        durability.sync_file(self.file.fd, self.log_path)
+        self.flushed_size = position
 
     def _reload_after_truncate(self) -> None:
         self.next_offset = self.base_offset
@@ -508,6 +531,7 @@ class Segment:
         self._bytes_since_index_entry = self.size - walk_from
         if self.size == 0:
             self.first_append_ms = None
+            self.first_batch_timestamp = NO_TIMESTAMP
         self.offset_index.persist()
         self.time_index.persist()
 

@@ -10,6 +10,7 @@ import crc32c
 import pytest
 
 from net.record_batch import (
+    NO_TIMESTAMP,
     BatchHeader,
     CorruptBatchError,
     InvalidBatchError,
@@ -25,6 +26,7 @@ from storage.errors import (
     RecordBatchTooLargeError,
     UnexpectedAppendOffsetError,
 )
+from storage.index import TimeIndex
 from storage.log import Log, LogConfig
 from tests.storage.helpers import make_batch, open_log, read_values
 
@@ -227,9 +229,8 @@ def test_follower_append_keeps_offsets_and_epochs(tmp_path: Path) -> None:
 
 
 def test_segments_roll_by_size_and_by_age(tmp_path: Path) -> None:
-    clock = [1_000]
-    batch = make_batch(1, value_size=100)
-    log = open_log(tmp_path, clock, segment_bytes=len(batch) * 3, segment_ms=60_000)
+    batch = make_batch(1, value_size=100, timestamp=1_000)
+    log = open_log(tmp_path, segment_bytes=len(batch) * 3, segment_ms=60_000)
     for _ in range(7):
         log.append(batch, leader_epoch=0)
     assert log.segment_base_offsets == [0, 3, 6]
@@ -238,20 +239,77 @@ def test_segments_roll_by_size_and_by_age(tmp_path: Path) -> None:
         "00000000000000000003.log",
         "00000000000000000006.log",
     ]
-    clock[0] += 60_000
+    # Age is measured from the max timestamp of the segment's first batch (Kafka's rule).
+    log.append(make_batch(1, value_size=100, timestamp=60_999), leader_epoch=0)
+    assert log.segment_base_offsets == [0, 3, 6]
+    log.append(make_batch(1, value_size=100, timestamp=61_000), leader_epoch=0)
+    assert log.segment_base_offsets == [0, 3, 6, 8]
+    assert len(read_values(log)) == 9
+
+
+@pytest.mark.parametrize("clean_shutdown", [True, False])
+def test_a_reopened_segment_rolls_by_the_age_of_its_first_batch(
+    tmp_path: Path, clean_shutdown: bool
+) -> None:
+    log = open_log(tmp_path, segment_ms=60_000)
+    log.append(make_batch(1, timestamp=1_000), leader_epoch=0)
+    log.append(make_batch(1, timestamp=40_000), leader_epoch=0)
+    log.flush()
+    log.close()
+    reopened = Log.open(tmp_path, LogConfig(segment_ms=60_000), clean_shutdown=clean_shutdown)
+    reopened.append(make_batch(1, timestamp=61_000), leader_epoch=0)
+    assert reopened.segment_base_offsets == [0, 2]
+
+
+def test_batches_without_timestamps_roll_by_the_clock_since_the_first_append(
+    tmp_path: Path,
+) -> None:
+    clock = [0]
+    batch = make_batch(1, timestamp=NO_TIMESTAMP)
+    log = open_log(tmp_path, clock, segment_ms=60_000)
     log.append(batch, leader_epoch=0)
-    assert log.segment_base_offsets == [0, 3, 6, 7]
-    assert read_values(log) == [read_values(log)[0]] * 8
+    clock[0] = 59_999
+    log.append(batch, leader_epoch=0)
+    assert log.segment_base_offsets == [0]
+    clock[0] = 60_000
+    log.append(batch, leader_epoch=0)
+    assert log.segment_base_offsets == [0, 2]
+    log.close()
+    # A reopen cannot know when the segment's first batch came: the clock starts again.
+    reopened = open_log(tmp_path, clock, segment_ms=60_000)
+    clock[0] = 200_000
+    reopened.append(batch, leader_epoch=0)
+    clock[0] = 259_999
+    reopened.append(batch, leader_epoch=0)
+    assert reopened.segment_base_offsets == [0, 2]
+    clock[0] = 260_000
+    reopened.append(batch, leader_epoch=0)
+    assert reopened.segment_base_offsets == [0, 2, 5]
 
 
-def test_lookup_by_timestamp_uses_the_time_index(tmp_path: Path) -> None:
+def test_lookup_by_timestamp_uses_the_time_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     log = open_log(tmp_path, index_interval_bytes=0, segment_bytes=600)
     for index in range(30):
         log.append(make_batch(2, timestamp=1_000 + index * 10, tag=index), leader_epoch=0)
     assert len(log.segment_base_offsets) > 3
+    # What the time index answers, to see the walk start from its entry.
+    answers: list[tuple[int, int] | None] = []
+    floor = TimeIndex.floor
+
+    def recorded_floor(index: TimeIndex, timestamp: int) -> tuple[int, int] | None:
+        answers.append(floor(index, timestamp))
+        return answers[-1]
+
+    monkeypatch.setattr(TimeIndex, "floor", recorded_floor)
     found = log.lookup_timestamp(1_155)
     assert found is not None
     assert (found.offset, found.max_timestamp) == (32, 1_160)
+    # The segment holding offset 32 indexed each of its batches: the entry of the batch before
+    # (max timestamp 1,150, offset 30) is where the walk started.
+    segment_base = max(base for base in log.segment_base_offsets if base <= 32)
+    assert (1_150, 30 - segment_base) in answers
     first = log.lookup_timestamp(0)
     assert first is not None and first.offset == 0
     assert log.lookup_timestamp(5_000) is None

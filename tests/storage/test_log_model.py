@@ -1,4 +1,9 @@
-"""Random sequences of operations on a Log, checked after each step against a simple model."""
+"""Random sequences of operations on a Log, checked after each step against a simple model.
+
+The model knows batches, offsets, epochs and the high watermark; segment boundaries are the
+log's own business, so the retention rules read the layout from the log and check which of its
+segments the rules allow to go (never the active one, none reaching the high watermark).
+"""
 
 from __future__ import annotations
 
@@ -15,13 +20,16 @@ from net.records import Record, encode_batch
 from storage.log import Log, LogConfig
 from tests.storage.helpers import read_values
 
-CONFIG = LogConfig(segment_bytes=1600, index_interval_bytes=150, retention_ms=None)
+CONFIG = LogConfig(segment_bytes=1000, index_interval_bytes=150, retention_ms=None)
+RETENTION_MS = 1_000
 
 
 @dataclass
 class ModelBatch:
     base_offset: int
     values: list[bytes]
+    # Each record's timestamp is its counter, so timestamps grow with offsets.
+    max_timestamp: int
 
     @property
     def next_offset(self) -> int:
@@ -63,7 +71,7 @@ class LogMachine(RuleBasedStateMachine):
             # An older epoch recorded at this same offset never wrote a batch: it is replaced.
             self.epochs = [entry for entry in self.epochs if entry[1] < self.log_end]
             self.epochs.append((self.epoch, self.log_end))
-        self.batches.append(ModelBatch(self.log_end, values))
+        self.batches.append(ModelBatch(self.log_end, values, self.counter))
 
     @rule()
     def roll(self) -> None:
@@ -98,25 +106,56 @@ class LogMachine(RuleBasedStateMachine):
             later = [entry for entry in self.epochs if entry[1] > offset]
             self.epochs = ([(spanning[-1][0], offset)] if spanning else []) + later
 
-    @rule(retention=st.integers(0, 3000))
-    def retention_by_size(self, retention: int) -> None:
+    @precondition(lambda self: self.batches)
+    @rule(data=st.data())
+    def truncate_fully(self, data: st.DataObject) -> None:
+        offset = data.draw(st.integers(self.log_start, self.log_end + 5))
+        self.log.truncate_fully_and_start_at(offset)
+        self.batches = []
+        self.epochs = []
+        self.log_start = self.high_watermark = offset
+
+    @rule(by_time=st.booleans(), retention_bytes=st.integers(0, 3000), data=st.data())
+    def retention(self, by_time: bool, retention_bytes: int, data: st.DataObject) -> None:
+        # Retention runs on committed data: what the high watermark has passed.
+        self.raise_high_watermark(data)
+        # By time: segments whose newest record is older than `cutoff` have expired.
+        cutoff = data.draw(st.integers(0, self.counter + 1))
+        layout = self.segment_layout()
+        excess = sum(size for _, size, _ in layout) - retention_bytes
+        expected = 0
+        while expected + 1 < len(layout) and layout[expected + 1][0] <= self.high_watermark:
+            _, size, max_timestamp = layout[expected]
+            if not (max_timestamp < cutoff if by_time else excess >= size):
+                break
+            excess -= size
+            expected += 1
         self.log.config = LogConfig(
             segment_bytes=CONFIG.segment_bytes,
             index_interval_bytes=CONFIG.index_interval_bytes,
-            retention_ms=None,
-            retention_bytes=retention,
+            retention_ms=RETENTION_MS if by_time else None,
+            retention_bytes=None if by_time else retention_bytes,
         )
-        self.log.enforce_retention()
+        assert self.log.enforce_retention(now_ms=cutoff + RETENTION_MS) == expected
         self.log.config = CONFIG
-        start = self.log.log_start_offset
-        assert self.log_start <= start <= self.high_watermark
-        if start > self.log_start:
-            assert start in {batch.base_offset for batch in self.batches} | {self.log_end}
+        if expected:
+            start = max(self.log_start, layout[expected][0])
             self.log_start = start
             self.batches = [batch for batch in self.batches if batch.base_offset >= start]
             spanning = [entry for entry in self.epochs if entry[1] <= start]
             later = [entry for entry in self.epochs if entry[1] > start]
             self.epochs = ([(spanning[-1][0], start)] if spanning else []) + later
+
+    def segment_layout(self) -> list[tuple[int, int, int]]:
+        """Each segment's base offset and size (from the log) and newest record's timestamp
+        (from the model: the timestamp of the last batch below the next segment)."""
+        bases = self.log.segment_base_offsets
+        layout = []
+        for index, segment in enumerate(self.log.segments):
+            end = bases[index + 1] if index + 1 < len(bases) else self.log_end
+            held = [batch.max_timestamp for batch in self.batches if batch.next_offset <= end]
+            layout.append((bases[index], segment.size, held[-1] if held else -1))
+        return layout
 
     @rule(clean=st.booleans())
     def reopen(self, clean: bool) -> None:
