@@ -2,7 +2,8 @@
 
 Owns the pure, deterministic Raft state machine (`kraft.raft.RaftNode`: pre-vote, votes,
 BeginQuorumEpoch/EndQuorumEpoch, fetch with diverging-epoch truncation, high watermark,
-check-quorum), the messages it exchanges (`kraft.messages`) and the quorum-state file format
-(`kraft.quorum_state`). Still to come: the asyncio driver that persists, fsyncs, sends and ticks
-around it, and snapshots (FetchSnapshot).
+check-quorum), the messages it exchanges (`kraft.messages`) and their Kafka wire form
+(`kraft.wire`), the quorum-state file (`kraft.quorum_state`), snapshot files
+(`kraft.snapshot_file`), and the thin asyncio driver that persists, fsyncs, sends and ticks
+around the state machine (`kraft.driver`).
 """

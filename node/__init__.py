@@ -1,7 +1,9 @@
 """The single `kraft` binary.
 
-Owns the command line, the configuration (Kafka key names, `KRAFT_*` environment, overrides)
-and the formatting of log directories (`meta.properties`), and the container image's
-healthcheck (`python -m node.healthcheck`). Will own the process lifecycle
-(startup, controlled shutdown, signals) and logging setup, wiring every other package together.
+Owns the command line (`cli`), the configuration (Kafka key names, `KRAFT_*` environment,
+overrides: `config`, `properties`), the formatting of log directories (`meta_properties`), the
+life of a `kraft serve` process wiring every other package together (`process`: startup,
+controlled shutdown, signals), logging setup (`logging_setup`), the local cluster of
+`kraft dev` (`dev_cluster`), the operator commands over the admin API (`admin_cli`) and the
+container image's healthcheck (`python -m node.healthcheck`).
 """
