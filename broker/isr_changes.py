@@ -2,9 +2,12 @@
 
 One request in flight per partition (`Partition.pending_isr`), fenced by the leader epoch and
 partition epoch the leader knows. The controller's answer only says whether the change was
-accepted: the ISR changes when the metadata log says so and the partition applies it. A refusal
-(a stale partition epoch after a change made meanwhile, a fenced leader epoch, an ineligible
-replica) clears the pending change, so the leader asks again from the new state.
+accepted: the ISR changes when the metadata log says so and the partition applies it, which
+ends the pending change. As Kafka does, only a refusal that proves the change was not made
+(INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED) clears it early. Any other outcome may hide a
+committed change (an answer lost to a timeout; INVALID_UPDATE_VERSION to a resend of a change
+already made), so the change stays pending, and the high watermark keeps counting a joining
+replica, until the metadata log settles it; an unanswered request is sent again meanwhile.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.partition import Partition
 from controller.client import ControllerClient, NoControllerError
+from controller.partition_state import PartitionState
 from controller.wire import ALTER_PARTITION_KEY
 from net.protocol import field_entity_type, make_entity, request_schema
 
@@ -25,17 +29,25 @@ log = structlog.get_logger(__name__)
 
 # v2: topic ids and plain broker ids (v3's member broker epochs are not tracked yet).
 ALTER_PARTITION_VERSION = 2
+# The refusals that prove the change was not made.
+_NOT_MADE = frozenset({ErrorCode.ineligible_replica, ErrorCode.operation_not_attempted})
 
 
 class IsrChangeSender:
     """Sends the ISR changes of the partitions broker `broker_id` leads."""
 
     def __init__(
-        self, client: ControllerClient, broker_id: int, broker_epoch: Callable[[], int]
+        self,
+        client: ControllerClient,
+        broker_id: int,
+        broker_epoch: Callable[[], int],
+        *,
+        retry_backoff_s: float = 0.5,
     ) -> None:
         self._client = client
         self._broker_id = broker_id
         self._broker_epoch = broker_epoch
+        self._retry_backoff_s = retry_backoff_s
         self._tasks: set[asyncio.Task[None]] = set()
 
     def propose(self, partition: Partition, new_isr: tuple[int, ...], reason: str) -> None:
@@ -52,19 +64,31 @@ class IsrChangeSender:
             leader_epoch=partition.leader_epoch,
             partition_epoch=partition.state.partition_epoch,
         )
-        task = asyncio.create_task(self._send(partition, new_isr))
+        task = asyncio.create_task(self._send(partition, partition.state, new_isr))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _send(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
-        state = partition.state
-        assert state is not None
-        try:
-            response = await self._client.send(self._request(partition, new_isr))
-        except NoControllerError as unanswered:
-            log.warning("isr_change_unanswered", topic=partition.topic, error=str(unanswered))
-            self._clear(partition, new_isr)
-            return
+    async def _send(
+        self, partition: Partition, state: PartitionState, new_isr: tuple[int, ...]
+    ) -> None:
+        while True:
+            if (
+                partition.pending_isr != new_isr
+                or partition.pending_partition_epoch != state.partition_epoch
+            ):
+                return  # settled by the metadata log, or superseded
+            try:
+                response = await self._client.send(self._request(partition, state, new_isr))
+                break
+            except NoControllerError as unanswered:
+                log.warning(
+                    "isr_change_unanswered",
+                    topic=partition.topic,
+                    partition=partition.partition_id,
+                    new_isr=list(new_isr),
+                    error=str(unanswered),
+                )
+                await asyncio.sleep(self._retry_backoff_s)
         error = ErrorCode(response.error_code)
         if error is ErrorCode.none and response.topics and response.topics[0].partitions:
             error = ErrorCode(response.topics[0].partitions[0].error_code)
@@ -77,16 +101,12 @@ class IsrChangeSender:
             partition_epoch=state.partition_epoch,
             error=error.name,
         )
-        if error is not ErrorCode.none:
-            self._clear(partition, new_isr)
-
-    def _clear(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
-        if partition.pending_isr == new_isr:
+        if error in _NOT_MADE and partition.pending_isr == new_isr:
             partition.pending_isr = None
 
-    def _request(self, partition: Partition, new_isr: tuple[int, ...]) -> Any:
-        state = partition.state
-        assert state is not None
+    def _request(
+        self, partition: Partition, state: PartitionState, new_isr: tuple[int, ...]
+    ) -> Any:
         schema: Any = request_schema(ALTER_PARTITION_KEY, ALTER_PARTITION_VERSION)
         topic_type = field_entity_type(schema, "topics")
         partition_type = field_entity_type(topic_type, "partitions")

@@ -2,9 +2,11 @@
 
 The rules of `replication-design-v1.txt` and `hw-and-leader-epoch-discussion.txt` for the
 leader: a follower's log end offset is the offset it fetches from; the high watermark is the
-smallest log end offset over the ISR (the leader's included), and never moves back. The
-leader epoch of every append is the one the metadata log gave this leadership; a role change
-older than what was applied is ignored.
+smallest log end offset over the ISR (the leader's included), and never moves back; with
+eligible leader replicas it stays while the ISR is below MinISR (KIP-966, reference
+`async-storage-and-recovery.txt` 5.2). The leader epoch of every append is the one the metadata
+log gave this leadership, and it starts in the log's epoch cache when the leadership does; a
+role change older than what was applied is ignored.
 
 Waiters (acks=all produce, long-polling fetches) are woken when the high watermark or the log
 end offset moves, or when the replica stops leading.
@@ -30,6 +32,7 @@ from broker.producer_snapshots import ProducerSnapshots
 from broker.producer_state import ProducerStateManager
 from controller.partition_state import PartitionState
 from net.record_batch import NO_TIMESTAMP, BatchHeader, TimestampType
+from storage.errors import StorageError
 from storage.log import Log
 
 log = structlog.get_logger(__name__)
@@ -92,6 +95,12 @@ class Partition:
         # The log end offset when this leadership began: a follower below it has not got the
         # records of the current epoch, so it cannot join the ISR yet.
         self.leader_epoch_start_offset = 0
+        # The topic's min.insync.replicas, and whether the high watermark stays while the ISR
+        # is below it (or below the replication factor, when that is smaller): with eligible
+        # leader replicas it must, as the members that left the ISR then (the ELR) are leader
+        # candidates only because nothing was committed without them.
+        self.min_insync_replicas = 1
+        self.hold_high_watermark_below_min_isr = True
         self._changed = asyncio.Event()
         # acks=all produces waiting for the high watermark to reach an offset: a heap of
         # (offset, arrival, future), so an advance releases only the ones it satisfies.
@@ -131,6 +140,7 @@ class Partition:
                 if r != self.broker_id
             }
             self.leader_epoch_start_offset = self.log.log_end_offset
+            self._start_leader_epoch(state.leader_epoch)
             log.info(
                 "partition_became_leader",
                 topic=self.topic,
@@ -159,6 +169,24 @@ class Partition:
         else:
             self._release_high_watermark_waiters(release_all=True)
         self._wake()
+
+    def _start_leader_epoch(self, leader_epoch: int) -> None:
+        try:
+            self.log.start_leader_epoch(leader_epoch)
+        except StorageError as error:
+            # The first append starts the epoch instead (or fails the same way, to its client).
+            log.error(
+                "leader_epoch_start_failed",
+                topic=self.topic,
+                partition=self.partition_id,
+                leader_epoch=leader_epoch,
+                error=str(error),
+            )
+
+    @property
+    def under_min_isr(self) -> bool:
+        """The ISR holds fewer replicas than min.insync.replicas."""
+        return self.state is not None and len(self.state.isr) < self.min_insync_replicas
 
     # -- leader ---------------------------------------------------------------------------------
 
@@ -254,8 +282,14 @@ class Partition:
         return tuple(r for r in self.state.isr if r not in lagging)
 
     def maybe_advance_high_watermark(self) -> bool:
-        """HW = max(HW, min LEO over the maximal ISR); whether it moved."""
+        """HW = max(HW, min LEO over the maximal ISR); whether it moved. Not while the ISR is
+        below MinISR when `hold_high_watermark_below_min_isr`."""
         assert self.state is not None
+        # A topic whose MinISR exceeds its replication factor would otherwise never commit.
+        if self.hold_high_watermark_below_min_isr and len(self.state.isr) < min(
+            self.min_insync_replicas, len(self.state.replicas)
+        ):
+            return False
         log_end_offsets = [self.log.log_end_offset]
         for replica in self.maximal_isr():
             if replica != self.broker_id:
@@ -370,6 +404,13 @@ class Partition:
         else:
             heapq.heappush(self._high_watermark_waiters, (offset, next(self._arrivals), waiter))
         return waiter
+
+    def remove(self) -> None:
+        """This replica is no longer hosted here: every waiter (acks=all produces,
+        long-polling fetches) wakes to find out, and a pending ISR change is dropped."""
+        self.pending_isr = None
+        self._release_high_watermark_waiters(release_all=True)
+        self._wake()
 
     def _release_high_watermark_waiters(self, *, release_all: bool = False) -> None:
         waiters = self._high_watermark_waiters

@@ -6,8 +6,10 @@ leader, with its broker id as replica id, and applies the answer per partition: 
 records as they are, set the high watermark to min(own LEO, leader's HW), truncate where the
 leader says the log diverges, restart below the leader's log start when the offset fell out
 of range. A refusal (not the leader, fenced or unknown epoch: the two brokers' metadata differ for a
-moment) and connection errors back off (Kafka's `replica.fetch.backoff.ms`) and retry; the
-metadata log moves a partition to another fetcher when its leader changes.
+moment), a batch that fails validation and connection errors back off (Kafka's
+`replica.fetch.backoff.ms`) and retry; the metadata log moves a partition to another fetcher
+when its leader changes. Partitions that got records go to the end of the next request, so a
+batch too large for what the response has left is not starved by busier partitions before it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from kio.static.protocol import Payload
 from broker.partition import Partition
 from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
 from net.protocol import ProtocolError, field_entity_type, make_entity, request_schema
+from net.record_batch import RecordBatchError
 from storage.errors import StorageError
 
 log = structlog.get_logger(__name__)
@@ -93,20 +96,36 @@ class ReplicaFetcher:
                 log.info("replica_fetch_failed", leader_id=self.leader_id, error=str(error))
                 await asyncio.sleep(BACKOFF_S)
                 continue
-            backoff = False
-            for topic in response.responses:
-                for answer in topic.partitions:
-                    key = (topic.topic, answer.partition_index)
-                    partition = self.partitions.get(key)
-                    # Answers for a replica that changed role or epoch meanwhile are stale.
-                    if (
-                        partition is not None
-                        and partition is fetched.get(key)
-                        and partition.leader_epoch == epochs[key]
-                    ):
-                        backoff |= not self._apply(partition, answer)
-            if backoff:
+            if not self.apply_response(fetched, epochs, response):
                 await asyncio.sleep(BACKOFF_S)
+
+    def apply_response(
+        self,
+        fetched: dict[tuple[str, int], Partition],
+        epochs: dict[tuple[str, int], int],
+        response: Any,
+    ) -> bool:
+        """Apply the answers of a Fetch sent for `fetched` at leader `epochs`; False when the
+        fetcher should back off. Partitions that got records move to the end of the order."""
+        went_on = True
+        served = []
+        for topic in response.responses:
+            for answer in topic.partitions:
+                key = (topic.topic, answer.partition_index)
+                partition = self.partitions.get(key)
+                # Answers for a replica that changed role or epoch meanwhile are stale.
+                if (
+                    partition is not None
+                    and partition is fetched.get(key)
+                    and partition.leader_epoch == epochs[key]
+                ):
+                    went_on &= self.apply_answer(partition, answer)
+                    if answer.records:
+                        served.append(key)
+        for key in served:
+            if key in self.partitions:
+                self.partitions[key] = self.partitions.pop(key)
+        return went_on
 
     def _request(self, partitions: dict[tuple[str, int], Partition]) -> Any:
         by_topic: dict[str, list[Any]] = {}
@@ -141,7 +160,7 @@ class ReplicaFetcher:
             rack_id="",
         )
 
-    def _apply(self, partition: Partition, answer: Any) -> bool:
+    def apply_answer(self, partition: Partition, answer: Any) -> bool:
         """Apply one partition's answer; False when the fetcher should back off."""
         error = ErrorCode(answer.error_code)
         try:
@@ -155,12 +174,14 @@ class ReplicaFetcher:
             if error is ErrorCode.offset_out_of_range:
                 self._restart_in_range(partition, answer)
                 return True
-        except StorageError as error_in_storage:
+        except (StorageError, RecordBatchError) as refused:
+            # A batch that fails validation (bit rot in the leader's copy) is not written:
+            # this partition is asked again after the backoff, the others are unaffected.
             log.error(
                 "replica_fetch_append_failed",
                 topic=partition.topic,
                 partition=partition.partition_id,
-                error=str(error_in_storage),
+                error=str(refused),
             )
             return False
         # The leader's metadata may trail ours (or ours theirs): retry after the backoff; a

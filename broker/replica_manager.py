@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -41,6 +41,7 @@ from storage.errors import (
     RecordBatchTooLargeError,
     StorageError,
 )
+from storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from storage.log import LogConfig
 from storage.log_manager import LogManager, TopicPartition
 
@@ -97,10 +98,14 @@ class ReplicaManager:
         *,
         isr_changes: IsrChangeSender | None = None,
         replica_lag_time_max_ms: int = 30_000,
+        eligible_leader_replicas_enable: bool = True,
     ) -> None:
         """`isr_changes` sends the ISR changes of led partitions (None: the ISR only changes
-        by the controller's own decisions)."""
+        by the controller's own decisions). With `eligible_leader_replicas_enable` (the
+        cluster's `eligible.leader.replicas.enable`), a leader's high watermark stays while its
+        ISR is below MinISR."""
         self.broker_id = broker_id
+        self._elr_enabled = eligible_leader_replicas_enable
         self._isr_changes = isr_changes
         self._lag_time_max_ms = replica_lag_time_max_ms
         self._expiration: asyncio.Task[None] | None = None
@@ -133,12 +138,13 @@ class ReplicaManager:
         old = self._applied
         if image is old:
             return
-        hosted: list[tuple[UUID, PartitionState, LogConfig, tuple[str, int]]] = []
+        hosted: list[tuple[UUID, PartitionState, LogConfig, int, tuple[str, int]]] = []
         for topic_id, topic in image.topics.items():
             configs = image.topic_configs(topic.name)
             if old.topics.get(topic_id) is topic and old.topic_configs(topic.name) == configs:
                 continue
             log_config = topic_log_config(self._log_config, configs)
+            min_isr = self._min_insync_replicas(configs)
             for partition_id, state in topic.partitions.items():
                 key = (topic.name, partition_id)
                 partition = self.partitions.get(key)
@@ -147,24 +153,26 @@ class ReplicaManager:
                 ):
                     self._remove(key)
                 if self.broker_id in state.replicas:
-                    hosted.append((topic_id, state, log_config, key))
+                    hosted.append((topic_id, state, log_config, min_isr, key))
         # The new replicas' logs at once: their directories are synced once, not each.
         new_logs = iter(
             self._logs.get_or_create_logs(
                 [
                     (TopicPartition(*key), log_config)
-                    for _, _, log_config, key in hosted
+                    for _, _, log_config, _, key in hosted
                     if key not in self.partitions
                 ]
             )
         )
-        for topic_id, state, log_config, key in hosted:
+        for topic_id, state, log_config, min_isr, key in hosted:
             partition = self.partitions.get(key)
             if partition is None:
                 partition = Partition(key[0], topic_id, key[1], self.broker_id, next(new_logs))
                 self.partitions[key] = partition
             # A log reopened at start-up got the broker's settings.
             partition.log.config = log_config
+            partition.min_insync_replicas = min_isr
+            partition.hold_high_watermark_below_min_isr = self._elr_enabled
             led = (partition.is_leader, partition.leader_epoch)
             partition.apply(state, _now_ms())
             if (partition.is_leader, partition.leader_epoch) != led:
@@ -181,6 +189,7 @@ class ReplicaManager:
 
     def _remove(self, key: tuple[str, int]) -> None:
         partition = self.partitions.pop(key)
+        partition.remove()
         if partition.is_leader:
             for listener in self.leadership_listeners:
                 listener(partition, False)
@@ -237,8 +246,8 @@ class ReplicaManager:
         topic = self._applied.topics.get(topic_id)
         return None if topic is None else topic.name
 
-    def _min_insync_replicas(self, topic: str) -> int:
-        value = self._applied.topic_configs(topic).get("min.insync.replicas")
+    def _min_insync_replicas(self, configs: Mapping[str, str]) -> int:
+        value = configs.get("min.insync.replicas")
         return self._default_min_isr if value is None else int(value)
 
     # -- produce ----------------------------------------------------------------------------------
@@ -251,19 +260,29 @@ class ReplicaManager:
     ) -> list[ProduceResult]:
         """Append each (topic, partition, records); answers in the same order."""
         results: list[ProduceResult] = []
-        waits: list[tuple[int, Partition, int]] = []
+        # Each acks=all append: where its answer goes, and the offset and leader epoch the
+        # high watermark must pass in.
+        waits: list[tuple[int, Partition, int, int]] = []
         for topic, partition_id, records in partitions:
             partition = self.partitions.get((topic, partition_id))
             result = self._append(partition, topic, acks, records)
             if acks == -1 and result.error is ErrorCode.none and partition is not None:
-                waits.append((len(results), partition, partition.log.log_end_offset))
+                waits.append(
+                    (len(results), partition, partition.log.log_end_offset, partition.leader_epoch)
+                )
             results.append(result)
         if waits:
+            # Every partition waits at once, so each sees its own leadership change when it
+            # happens, not after the partitions before it in the request are done.
             deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
-            for index, partition, required in waits:
-                results[index] = await self._until_replicated(
-                    partition, required, deadline, results[index]
+            replicated = await asyncio.gather(
+                *(
+                    self._until_replicated(partition, required, epoch, deadline, results[index])
+                    for index, partition, required, epoch in waits
                 )
+            )
+            for (index, *_), result in zip(waits, replicated, strict=True):
+                results[index] = result
         return results
 
     def _append(
@@ -275,7 +294,7 @@ class ReplicaManager:
             return ProduceResult(ErrorCode.not_leader_or_follower)
         if records is None or not len(records):
             return ProduceResult(ErrorCode.invalid_record, message="no records")
-        if acks == -1 and partition.isr_size() < self._min_insync_replicas(topic):
+        if acks == -1 and partition.under_min_isr:
             return ProduceResult(
                 ErrorCode.not_enough_replicas,
                 message=f"ISR {partition.isr_size()} is below min.insync.replicas",
@@ -303,16 +322,34 @@ class ReplicaManager:
         )
 
     async def _until_replicated(
-        self, partition: Partition, required: int, deadline: float, appended: ProduceResult
+        self,
+        partition: Partition,
+        required: int,
+        leader_epoch: int,
+        deadline: float,
+        appended: ProduceResult,
     ) -> ProduceResult:
-        remaining = deadline - asyncio.get_running_loop().time()
+        """The answer to an acks=all append once the high watermark passed it (Kafka's
+        DelayedProduce): success only if this replica led throughout, in the epoch it appended
+        in; a leadership lost even for a moment may have truncated the records."""
         try:
-            async with asyncio.timeout(remaining):
+            async with asyncio.timeout_at(deadline):
                 await partition.until_high_watermark(required)
         except TimeoutError:
             return ProduceResult(ErrorCode.request_timed_out)
-        if partition.log.high_watermark < required:
+        if self.partitions.get((partition.topic, partition.partition_id)) is not partition:
+            return ProduceResult(ErrorCode.unknown_topic_or_partition)
+        if (
+            not partition.is_leader
+            or partition.leader_epoch != leader_epoch
+            or partition.log.high_watermark < required
+        ):
             return ProduceResult(ErrorCode.not_leader_or_follower)
+        if partition.under_min_isr:
+            return ProduceResult(
+                ErrorCode.not_enough_replicas_after_append,
+                message=f"ISR {partition.isr_size()} fell below min.insync.replicas",
+            )
         return appended
 
     # -- offsets ----------------------------------------------------------------------------------
@@ -425,6 +462,15 @@ class ReplicaManager:
         is_follower = replica_id >= 0
         if is_follower and request.last_fetched_epoch >= 0:
             epoch, end_offset = replica_log.end_offset_for_epoch(request.last_fetched_epoch)
+            if epoch == UNDEFINED_EPOCH or end_offset == UNDEFINED_EPOCH_OFFSET:
+                # No end of that epoch here (Kafka's answer too): the follower falls back on
+                # the high watermark and log start offset this carries.
+                return FetchResult(
+                    ErrorCode.offset_out_of_range,
+                    replica_log.high_watermark,
+                    replica_log.log_start_offset,
+                    leader=leader,
+                )
             if epoch != request.last_fetched_epoch or end_offset < request.fetch_offset:
                 return FetchResult(
                     ErrorCode.none,
@@ -433,7 +479,8 @@ class ReplicaManager:
                     diverging_epoch=(epoch, end_offset),
                     leader=leader,
                 )
-        if is_follower:
+        # A fetch offset past this log's end is no log end offset a follower can have.
+        if is_follower and request.fetch_offset <= replica_log.log_end_offset:
             expanded = partition.record_follower_fetch(replica_id, request.fetch_offset, _now_ms())
             if expanded is not None and self._isr_changes is not None:
                 self._isr_changes.propose(partition, expanded, "follower_caught_up")

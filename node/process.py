@@ -360,6 +360,7 @@ class BrokerRole:
                 self._controller, config.node_id, lambda: self.lifecycle.broker_epoch
             ),
             replica_lag_time_max_ms=config.replica_lag_time_max_ms,
+            eligible_leader_replicas_enable=config.eligible_leader_replicas_enable,
         )
         self._offsets_topic_segment_bytes = config.offsets_topic_segment_bytes
         self._controlled_shutdown_timeout_ms = config.controlled_shutdown_timeout_ms

@@ -355,6 +355,16 @@ class Log:
         """OffsetForLeaderEpoch's answer: `(epoch, end offset)`; see LeaderEpochCache."""
         return self.leader_epoch_cache.end_offset_for(epoch, self._log_end_offset)
 
+    def start_leader_epoch(self, epoch: int) -> None:
+        """Record that leader epoch `epoch` starts at the log end offset, if newer than the
+        latest (a replica becoming leader, before its first append: Kafka's
+        maybeAssignEpochStartOffset). A follower that fetched a deposed leader's later epoch
+        then learns where this log ends its own epochs, and truncates there."""
+        self._check_online()
+        latest_epoch = self.leader_epoch_cache.latest_epoch
+        if latest_epoch is None or epoch > latest_epoch:
+            self._assign_epoch(epoch, self._log_end_offset)
+
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, kept within [log start offset, log end offset]."""
         self._high_watermark = min(max(offset, self._log_start_offset), self._log_end_offset)

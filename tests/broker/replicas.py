@@ -1,0 +1,132 @@
+"""Brokers in one process, for replication tests that need exact interleavings.
+
+Each `Broker` is a real ReplicaManager over a real LogManager in its own directory, brought in
+line with metadata images the test writes (as replaying the metadata log would). Replication
+is driven by hand, one fetch round at a time: `replicate` sends the Fetch a follower's
+ReplicaFetcher would send to the leader's real `fetch`, and hands the answer, as it reads off
+the wire, to the real `ReplicaFetcher.apply_answer`. No sockets, so a test decides exactly
+which fetch happens when.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType, SimpleNamespace
+from uuid import UUID
+
+from broker.isr_changes import IsrChangeSender
+from broker.partition import Partition
+from broker.replica_fetcher import ReplicaFetcher
+from broker.replica_manager import FetchPartition, FetchResult, ReplicaManager
+from controller.image import ConfigResource, MetadataImage, MetadataReplayer, TopicImage
+from controller.partition_state import PartitionState
+from controller.records import ConfigResourceType
+from net.records import Record, decode_batch, encode_batch
+from storage.log import Log, LogConfig
+from storage.log_manager import LogManager
+
+TOPIC = "orders"
+TOPIC_ID = UUID(int=1)
+
+
+def batch(value: bytes) -> bytes:
+    """A one-record batch holding `value`."""
+    return encode_batch([Record(value)], now_ms=1_000)
+
+
+def image(
+    partitions: Mapping[int, PartitionState], *, min_isr: int = 1, end_offset: int = 1
+) -> MetadataImage:
+    """Topic `orders` with these partition states and `min.insync.replicas`."""
+    configs = {"min.insync.replicas": str(min_isr)}
+    return MetadataImage(
+        end_offset=end_offset,
+        topics=MappingProxyType({TOPIC_ID: TopicImage(TOPIC, TOPIC_ID, dict(partitions))}),
+        topic_ids=MappingProxyType({TOPIC: TOPIC_ID}),
+        configs=MappingProxyType({ConfigResource(ConfigResourceType.TOPIC, TOPIC): configs}),
+    )
+
+
+class Broker:
+    """Broker `broker_id`'s replicas, in `root / b<id>`."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        root: Path,
+        *,
+        isr_changes: IsrChangeSender | None = None,
+        eligible_leader_replicas_enable: bool = True,
+    ) -> None:
+        self.broker_id = broker_id
+        self.logs = LogManager.open([root / f"b{broker_id}"], LogConfig())
+        self.replicas = ReplicaManager(
+            broker_id,
+            self.logs,
+            MetadataReplayer(),
+            LogConfig(),
+            1,
+            isr_changes=isr_changes,
+            eligible_leader_replicas_enable=eligible_leader_replicas_enable,
+        )
+        # The images name no brokers, so `follow` starts no fetcher of its own: this one only
+        # applies the answers `replicate` gets.
+        self.fetcher = ReplicaFetcher(broker_id, -1, ("127.0.0.1", 1))
+
+    def apply(self, metadata: MetadataImage) -> None:
+        self.replicas.apply(metadata)
+
+    def partition(self, partition_id: int = 0) -> Partition:
+        return self.replicas.partitions[(TOPIC, partition_id)]
+
+    def close(self) -> None:
+        self.logs.close()
+
+
+def as_received(result: FetchResult) -> SimpleNamespace:
+    """A partition's FetchResult as the follower decodes it: no diverging epoch is the
+    schema's default (-1, -1)."""
+    epoch, end_offset = result.diverging_epoch or (-1, -1)
+    return SimpleNamespace(
+        error_code=result.error,
+        high_watermark=result.high_watermark,
+        log_start_offset=result.log_start_offset,
+        records=result.records,
+        diverging_epoch=SimpleNamespace(epoch=epoch, end_offset=end_offset),
+    )
+
+
+async def replicate(
+    leader: Broker, follower: Broker, partition_id: int = 0, *, max_wait_ms: int = 0
+) -> tuple[FetchResult, bool]:
+    """One fetch round of `follower` from `leader`: the leader's answer, and whether the
+    follower's fetcher went on without backing off."""
+    replica = follower.partition(partition_id)
+    latest_epoch = replica.log.latest_epoch
+    request = FetchPartition(
+        TOPIC,
+        partition_id,
+        replica.log.log_end_offset,
+        1 << 20,
+        current_leader_epoch=replica.leader_epoch,
+        last_fetched_epoch=-1 if latest_epoch is None else latest_epoch,
+    )
+    (result,) = await leader.replicas.fetch(follower.broker_id, max_wait_ms, 1, 10 << 20, [request])
+    return result, follower.fetcher.apply_answer(replica, as_received(result))
+
+
+async def settle() -> None:
+    """Let tasks that are ready run (produce waiters, ISR change senders)."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def values(replica_log: Log) -> list[bytes]:
+    """Every record value in the log, in offset order."""
+    found = []
+    for piece, _ in replica_log.batches(replica_log.log_start_offset):
+        _, records = decode_batch(piece.read())
+        found.extend(record.value or b"" for record in records)
+    return found

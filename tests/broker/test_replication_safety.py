@@ -1,0 +1,319 @@
+"""Interleavings of leadership and ISR changes with produce and fetch that must not lose an
+acknowledged write or let replicas disagree below the high watermark (reference:
+hw-leo-leader-epoch.txt, async-storage-and-recovery.txt 5.2). Brokers run in this process
+(`tests.broker.replicas`) so each interleaving happens exactly as written."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from broker.isr_changes import IsrChangeSender
+from broker.replica_manager import CONSUMER_REPLICA_ID, FetchPartition
+from controller.client import ControllerClient, NoControllerError
+from controller.image import MetadataImage
+from controller.partition_state import PartitionState
+from tests.broker.replicas import (
+    TOPIC,
+    Broker,
+    as_received,
+    batch,
+    image,
+    replicate,
+    settle,
+    values,
+)
+
+
+@pytest.fixture
+def brokers(tmp_path: Path) -> Any:
+    made: list[Broker] = []
+
+    def make(*broker_ids: int, **options: Any) -> list[Broker]:
+        new = [Broker(broker_id, tmp_path, **options) for broker_id in broker_ids]
+        made.extend(new)
+        return new
+
+    yield make
+    for broker in made:
+        broker.close()
+
+
+async def test_acks_all_to_two_partitions_fails_the_one_whose_leadership_moved_meanwhile(
+    brokers: Any,
+) -> None:
+    first, second = brokers(1, 2)
+    led = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
+    for broker in (first, second):
+        broker.apply(image({0: led, 1: led}))
+    produce = asyncio.create_task(
+        first.replicas.produce(-1, 30_000, [(TOPIC, 0, batch(b"p0")), (TOPIC, 1, batch(b"x"))])
+    )
+    await settle()
+    # Partition 1 moves to broker 2, which never got "x" and writes "y" at the same offset;
+    # broker 1 truncates "x" and copies "y": its high watermark passes the offset "x" had.
+    moved = PartitionState(replicas=(1, 2), isr=(1, 2), leader=2, leader_epoch=1, partition_epoch=1)
+    for broker in (first, second):
+        broker.apply(image({0: led, 1: moved}, end_offset=2))
+    await second.replicas.produce(1, 1_000, [(TOPIC, 1, batch(b"y"))])
+    for _ in range(3):
+        await replicate(second, first, 1)
+    assert values(first.partition(1).log) == [b"y"]
+    assert first.partition(1).log.high_watermark == 1
+    for _ in range(2):
+        await replicate(first, second, 0)
+    p0, p1 = await asyncio.wait_for(produce, 5)
+    assert p0.error is ErrorCode.none
+    assert p1.error is ErrorCode.not_leader_or_follower
+
+
+async def test_an_acks_all_write_whose_leadership_was_lost_and_regained_is_not_acked(
+    brokers: Any,
+) -> None:
+    leader, follower = brokers(1, 2)
+    state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
+    for broker in (leader, follower):
+        broker.apply(image({0: state}))
+    produce = asyncio.create_task(leader.replicas.produce(-1, 5_000, [(TOPIC, 0, batch(b"a"))]))
+    await settle()
+    # Both changes land before the waiting produce runs again: in between, another leader
+    # could have had the offset written with other records.
+    lost = PartitionState(replicas=(1, 2), isr=(1, 2), leader=2, leader_epoch=1, partition_epoch=1)
+    regained = PartitionState(
+        replicas=(1, 2), isr=(1,), leader=1, leader_epoch=2, partition_epoch=2
+    )
+    leader.apply(image({0: lost}, end_offset=2))
+    leader.apply(image({0: regained}, end_offset=3))
+    assert leader.partition().log.high_watermark == 1
+    (result,) = await asyncio.wait_for(produce, 5)
+    assert result.error is ErrorCode.not_leader_or_follower
+
+
+async def test_the_high_watermark_stays_while_the_isr_is_below_min_isr(brokers: Any) -> None:
+    leader, *followers = brokers(1, 2, 3)
+    full = PartitionState(replicas=(1, 2, 3), isr=(1, 2, 3), leader=1)
+    for broker in (leader, *followers):
+        broker.apply(image({0: full}, min_isr=2))
+    await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"committed"))])
+    for _ in range(2):
+        for follower in followers:
+            await replicate(leader, follower)
+    assert leader.partition().log.high_watermark == 1
+    produce = asyncio.create_task(
+        leader.replicas.produce(-1, 300, [(TOPIC, 0, batch(b"acks-all"))])
+    )
+    await settle()
+    # The followers lag: the ISR shrinks to the leader, and they become eligible leaders.
+    shrunk = PartitionState(replicas=(1, 2, 3), isr=(1,), leader=1, partition_epoch=1, elr=(2, 3))
+    for broker in (leader, *followers):
+        broker.apply(image({0: shrunk}, min_isr=2, end_offset=2))
+    (acks_all,) = await asyncio.wait_for(produce, 5)
+    assert acks_all.error is ErrorCode.request_timed_out
+    (acks_one,) = await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"acks-1"))])
+    assert acks_one.error is ErrorCode.none
+    # Nothing the ELR lacks is committed, so nothing a consumer sees can be lost to it.
+    assert leader.partition().log.high_watermark == 1
+    (read,) = await leader.replicas.fetch(
+        CONSUMER_REPLICA_ID, 0, 1, 1 << 20, [FetchPartition(TOPIC, 0, 1, 1 << 20)]
+    )
+    assert read.records is None or not read.records
+    # A follower catching up and rejoining the ISR lets it move again.
+    await replicate(leader, followers[0])
+    await replicate(leader, followers[0])
+    rejoined = PartitionState(replicas=(1, 2, 3), isr=(1, 2), leader=1, partition_epoch=2)
+    leader.apply(image({0: rejoined}, min_isr=2, end_offset=3))
+    assert leader.partition().log.high_watermark == 3
+
+
+async def test_without_elr_an_acks_all_write_acked_below_min_isr_says_so(brokers: Any) -> None:
+    leader, follower = brokers(1, 2, eligible_leader_replicas_enable=False)
+    full = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
+    for broker in (leader, follower):
+        broker.apply(image({0: full}, min_isr=2))
+    produce = asyncio.create_task(leader.replicas.produce(-1, 5_000, [(TOPIC, 0, batch(b"a"))]))
+    await settle()
+    shrunk = PartitionState(replicas=(1, 2), isr=(1,), leader=1, partition_epoch=1)
+    leader.apply(image({0: shrunk}, min_isr=2, end_offset=2))
+    (result,) = await asyncio.wait_for(produce, 5)
+    assert result.error is ErrorCode.not_enough_replicas_after_append
+    assert leader.partition().log.high_watermark == 1
+
+
+class UnansweredController(ControllerClient):
+    """A controller that takes each AlterPartition (as a real one may commit it) but whose
+    answer never comes back in time."""
+
+    def __init__(self) -> None:
+        super().__init__({}, client_id="test")
+        self.received: list[tuple[int, ...]] = []
+
+    async def send(self, request: Any, *, deadline_s: float = 30.0, patient: bool = False) -> Any:
+        self.received.append(tuple(request.topics[0].partitions[0].new_isr))
+        raise NoControllerError("no answer within the deadline")
+
+
+async def test_an_unanswered_isr_expansion_stays_pending_and_is_asked_again(
+    brokers: Any,
+) -> None:
+    controller = UnansweredController()
+    sender = IsrChangeSender(controller, 1, lambda: 1, retry_backoff_s=0.01)
+    (leader,) = brokers(1, isr_changes=sender)
+    in_sync, joining = brokers(2, 3)
+    state = PartitionState(replicas=(1, 3, 2), isr=(1, 2), leader=1)
+    for broker in (leader, in_sync, joining):
+        broker.apply(image({0: state}, min_isr=2))
+    await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"r0"))])
+    for follower in (in_sync, joining):
+        await replicate(leader, follower)
+        await replicate(leader, follower)
+    assert leader.partition().pending_isr == (1, 3, 2)
+    await asyncio.sleep(0.05)
+    # The controller may have committed it: the joiner still counts for the high watermark.
+    assert len(controller.received) > 1
+    assert set(controller.received) == {(1, 3, 2)}
+    assert leader.partition().pending_isr == (1, 3, 2)
+    produce = asyncio.create_task(leader.replicas.produce(-1, 5_000, [(TOPIC, 0, batch(b"r1"))]))
+    await settle()
+    await replicate(leader, in_sync)
+    await replicate(leader, in_sync)
+    assert leader.partition().log.high_watermark == 1
+    assert not produce.done()
+    # The committed change arrives: no more asking; the joiner's fetch commits the write.
+    expanded = PartitionState(replicas=(1, 3, 2), isr=(1, 3, 2), leader=1, partition_epoch=1)
+    leader.apply(image({0: expanded}, min_isr=2, end_offset=2))
+    assert leader.partition().pending_isr is None
+    asked = len(controller.received)
+    await replicate(leader, joining)
+    await replicate(leader, joining)
+    (result,) = await asyncio.wait_for(produce, 5)
+    assert result.error is ErrorCode.none
+    await asyncio.sleep(0.05)
+    assert len(controller.received) == asked
+    await sender.stop()
+
+
+async def test_a_new_leader_starts_its_epoch_so_a_follower_of_the_deposed_one_truncates(
+    brokers: Any,
+) -> None:
+    first, second, third = brokers(1, 2, 3)
+    state = PartitionState(replicas=(1, 2, 3), isr=(1, 2, 3), leader=1)
+    for broker in (first, second, third):
+        broker.apply(image({0: state}, min_isr=2))
+    await first.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"e0"))])
+    for _ in range(2):
+        for follower in (second, third):
+            await replicate(first, follower)
+    # Broker 2 leads epoch 1 and only broker 3 copies its write; then broker 1 leads epoch 2,
+    # which it never saw, and has nothing of epoch 1.
+    epoch_1 = PartitionState(
+        replicas=(1, 2, 3), isr=(1, 2, 3), leader=2, leader_epoch=1, partition_epoch=1
+    )
+    for broker in (second, third):
+        broker.apply(image({0: epoch_1}, min_isr=2, end_offset=2))
+    await second.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"e1"))])
+    await replicate(second, third)
+    epoch_2 = PartitionState(
+        replicas=(1, 2, 3), isr=(1, 3), leader=1, leader_epoch=2, partition_epoch=2
+    )
+    for broker in (first, third):
+        broker.apply(image({0: epoch_2}, min_isr=2, end_offset=3))
+    assert first.partition().log.end_offset_for_epoch(2) == (2, 1)
+    result, went_on = await replicate(first, third)
+    assert result.diverging_epoch == (0, 1)
+    assert went_on
+    await replicate(first, third)
+    assert values(third.partition().log) == [b"e0"]
+    assert first.partition().followers[3].log_end_offset == 1
+    await first.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"e2"))])
+    await replicate(first, third)
+    await replicate(first, third)
+    assert values(third.partition().log) == values(first.partition().log) == [b"e0", b"e2"]
+    assert third.partition().log.high_watermark == 2
+
+
+async def test_a_corrupt_batch_from_the_leader_backs_off_and_writes_nothing(brokers: Any) -> None:
+    leader, follower = brokers(1, 2)
+    state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
+    for broker in (leader, follower):
+        broker.apply(image({0: state}))
+    await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"good"))])
+    (result,) = await leader.replicas.fetch(
+        2, 0, 1, 1 << 20, [FetchPartition(TOPIC, 0, 0, 1 << 20, current_leader_epoch=0)]
+    )
+    assert result.records is not None
+    rotten = bytearray(result.records)
+    rotten[-1] ^= 0xFF
+    received = as_received(result)
+    received.records = bytes(rotten)
+    assert not follower.fetcher.apply_answer(follower.partition(), received)
+    assert follower.partition().log.log_end_offset == 0
+    _, went_on = await replicate(leader, follower)
+    assert went_on
+    assert values(follower.partition().log) == [b"good"]
+
+
+async def test_an_acks_all_wait_ends_when_the_replica_is_deleted(brokers: Any) -> None:
+    leader, follower = brokers(1, 2)
+    state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
+    for broker in (leader, follower):
+        broker.apply(image({0: state}))
+    produce = asyncio.create_task(leader.replicas.produce(-1, 30_000, [(TOPIC, 0, batch(b"a"))]))
+    await settle()
+    leader.apply(MetadataImage(end_offset=2))
+    (result,) = await asyncio.wait_for(produce, 1)
+    assert result.error is ErrorCode.unknown_topic_or_partition
+
+
+async def test_a_follower_fetching_past_the_leaders_end_is_not_taken_at_its_word(
+    brokers: Any,
+) -> None:
+    leader, follower = brokers(1, 2)
+    state = PartitionState(replicas=(1, 2), isr=(1,), leader=1)
+    for broker in (leader, follower):
+        broker.apply(image({0: state}))
+    await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"a"))])
+    (result,) = await leader.replicas.fetch(
+        2, 0, 1, 1 << 20, [FetchPartition(TOPIC, 0, 5, 1 << 20, current_leader_epoch=0)]
+    )
+    assert result.error is ErrorCode.offset_out_of_range
+    assert leader.partition().followers[2].log_end_offset == -1
+
+
+async def test_partitions_that_got_records_are_asked_for_last_next_time(brokers: Any) -> None:
+    leader, follower = brokers(1, 2)
+    state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
+    for broker in (leader, follower):
+        broker.apply(image({0: state, 1: state}))
+    await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"busy"))])
+    fetcher = follower.fetcher
+    for partition_id in (0, 1):
+        fetcher.add(follower.partition(partition_id))
+    fetched = dict(fetcher.partitions)
+    results = await leader.replicas.fetch(
+        2,
+        0,
+        1,
+        1 << 20,
+        [FetchPartition(TOPIC, p, 0, 1 << 20, current_leader_epoch=0) for p in (0, 1)],
+    )
+    response = SimpleNamespace(
+        responses=[
+            SimpleNamespace(
+                topic=TOPIC,
+                partitions=[
+                    SimpleNamespace(partition_index=p, **vars(as_received(result)))
+                    for p, result in enumerate(results)
+                ],
+            )
+        ]
+    )
+    assert fetcher.apply_response(fetched, {key: 0 for key in fetched}, response)
+    # Partition 0 got records: partition 1 comes first in the next request, so a batch too
+    # large for what partition 0 leaves of the response is not starved for ever.
+    assert list(fetcher.partitions) == [(TOPIC, 1), (TOPIC, 0)]
+    assert values(follower.partition(0).log) == [b"busy"]
