@@ -276,7 +276,10 @@ async def test_produce_v0_to_v2_is_advertised_but_refused_per_partition(
     harness: Harness, version: int
 ) -> None:
     schema = legacy_produce.REQUEST_SCHEMAS[version]
-    topic = field_entity_type(schema, "topic_data")
+    # As a plain `type`: mypy reads a frozen dataclass's class object as unhashable (it takes
+    # the instances' __hash__ for the class's own), so field_entity_type's cache refuses it.
+    schema_type: type = schema
+    topic = field_entity_type(schema_type, "topic_data")
     partition = field_entity_type(topic, "partition_data")
     request = schema(
         acks=1,  # type: ignore[arg-type]
