@@ -132,8 +132,9 @@ def end_to_end(bootstrap: str, topic: str, acks: str, rate: int, count: int) -> 
             sent += 1
             next_send += interval
         for message in client.consume(100, 0.0005):
-            if message.error() is None and message.value():
-                latencies.append((time.perf_counter() - float(message.value())) * 1000)
+            value = message.value()
+            if message.error() is None and value:
+                latencies.append((time.perf_counter() - float(value)) * 1000)
     producer.flush(30)
     client.close()
     return {

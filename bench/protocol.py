@@ -182,14 +182,17 @@ def bench_round_trips(runs: int, seconds: float) -> None:
     try:
         assert server.stdout is not None
         port = int(server.stdout.readline())
+        api_versions_v3 = request_schema(API_VERSIONS_KEY, 3)
+        metadata_v12 = request_schema(METADATA_KEY, 12)
+        assert api_versions_v3 is not None and metadata_v12 is not None
         requests = {
             "ApiVersions v3": make_entity(
-                request_schema(API_VERSIONS_KEY, 3),  # type: ignore[arg-type]
+                api_versions_v3,
                 client_software_name="bench",
                 client_software_version="1",
             ),
             "Metadata v12": make_entity(
-                request_schema(METADATA_KEY, 12),  # type: ignore[arg-type]
+                metadata_v12,
                 topics=(),
                 allow_auto_topic_creation=False,
                 include_topic_authorized_operations=False,

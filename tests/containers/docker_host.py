@@ -97,7 +97,9 @@ def base_image() -> str:
     return str(image)
 
 
-def build(client: docker.DockerClient, path: Path, tag: str, **options: object) -> None:
+def build(
+    client: docker.DockerClient, path: Path, tag: str, buildargs: dict[str, str] | None = None
+) -> None:
     """`docker build --network host` (the daemon runs without a bridge) that never pulls."""
     try:
         client.images.build(
@@ -107,7 +109,7 @@ def build(client: docker.DockerClient, path: Path, tag: str, **options: object) 
             pull=False,
             rm=True,
             forcerm=True,
-            **options,
+            buildargs=buildargs,
         )
     except BuildError as error:
         lines = [str(chunk.get("stream") or chunk.get("error") or "") for chunk in error.build_log]
@@ -143,14 +145,16 @@ def built_image(client: docker.DockerClient) -> Iterator[str]:
         remove_images_created_since(client, before)
 
 
-def remove_images_created_since(client: docker.DockerClient, before: set[str]) -> None:
+def remove_images_created_since(client: docker.DockerClient, before: set[str | None]) -> None:
     """Removes the images that are not in `before`; children go before their parents."""
     for _ in range(10):
         created = [image for image in client.images.list(all=True) if image.id not in before]
         if not created:
             return
         for image in created:
+            image_id = image.id
+            assert image_id is not None  # a listed image has its id
             with contextlib.suppress(APIError):
-                client.images.remove(image.id, force=True)
+                client.images.remove(image_id, force=True)
     leftover = [image.id for image in client.images.list(all=True) if image.id not in before]
     assert not leftover, f"images the test could not remove: {leftover}"

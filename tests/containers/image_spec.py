@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import yaml
 from dockerfile_parse import DockerfileParser
@@ -27,9 +28,17 @@ def parser() -> DockerfileParser:
     return DockerfileParser(path=str(DOCKERFILE))
 
 
-def final_stage() -> list[dict[str, Any]]:
+class Instruction(TypedDict):
+    """An instruction as `DockerfileParser.structure` gives it (which has line numbers and
+    the raw content too)."""
+
+    instruction: str
+    value: str
+
+
+def final_stage() -> Sequence[Instruction]:
     """The instructions after the last FROM."""
-    structure: list[dict[str, Any]] = parser().structure
+    structure: Sequence[Instruction] = parser().structure
     last_from = max(i for i, item in enumerate(structure) if item["instruction"] == "FROM")
     return structure[last_from:]
 

@@ -158,6 +158,7 @@ def is_healthy(container: Container) -> bool:
 def run_in(container: Container, *command: str) -> str:
     exit_code, output = container.exec_run(list(command))
     assert exit_code == 0, output
+    assert isinstance(output, bytes)  # not streamed
     return str(output.decode())
 
 

@@ -54,7 +54,9 @@ def alter(
     assert (result.resource_type, result.resource_name) == (resource_type, name)
     if result.error_code is not ErrorCode.none:
         assert outcome.records == ()
-    return list(outcome.records), result.error_code, result.error_message  # type: ignore[arg-type]
+    configs = [record for record in outcome.records if isinstance(record, Config)]
+    assert len(configs) == len(outcome.records)  # IncrementalAlterConfigs writes Config records
+    return configs, result.error_code, result.error_message
 
 
 def test_set_and_delete_write_config_records_that_replay_into_the_overrides() -> None:

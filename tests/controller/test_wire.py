@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode
 from controller import wire
 from controller.alter_partition import AlterPartitionBatchOutcome, PartitionIsrResult
 from controller.broker_lifecycle import HeartbeatOutcome, RegistrationOutcome
-from controller.elections import ElectionResult
+from controller.elections import ElectionResult, ElectionType
 from controller.partition_state import PartitionState
 from controller.producer_ids import ProducerIdsOutcome
 from controller.topics import (
@@ -215,7 +215,7 @@ def test_elect_leaders_every_version(version: int) -> None:
     )
     election_type, partitions = wire.elect_leaders_request(request_round_trip(request))
     # v0 has no election type: always preferred.
-    assert election_type == (wire.ElectionType.PREFERRED if version == 0 else 1)
+    assert election_type == (ElectionType.PREFERRED if version == 0 else 1)
     assert partitions == [("t", 0), ("t", 2)]
     decoded = round_trip(
         wire.elect_leaders_response(

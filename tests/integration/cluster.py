@@ -15,11 +15,14 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 CLUSTER_ID = "integration"
+
+T = TypeVar("T")
 
 
 def free_ports(count: int) -> list[int]:
@@ -206,7 +209,7 @@ class Cluster:
             if node.process is not None and node.process.poll() is None
         ]
 
-    def wait_for(self, what: str, check: Any, timeout: float = 20.0) -> Any:
+    def wait_for(self, what: str, check: Callable[[], T | None], timeout: float = 20.0) -> T:
         """Poll `check()` until it returns a truthy value; fail with the node logs otherwise."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -73,7 +73,9 @@ def test_sigterm_moves_leadership_away_before_the_broker_stops(cluster: Cluster)
     cluster.wait_for("every partition led", lambda: -1 not in leaders(cluster, 1, "moving"))
     stopping = leaders(cluster, 1, "moving")[0]
     observer = next(node for node in cluster.nodes if node != stopping)
-    epoch = cluster.brokers_unfenced()[stopping]["epoch"]  # type: ignore[index]
+    unfenced = cluster.brokers_unfenced()
+    assert unfenced is not None
+    epoch = unfenced[stopping]["epoch"]
 
     # A producer writes through the shutdown, acks=all, as an application would.
     producer = Producer(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kio.schema.create_topics.v7.response import CreateTopicsResponse
 from kio.schema.errors import ErrorCode
 
 from controller.client import (
@@ -55,7 +56,8 @@ def alter_partition_request(
     leader: BrokerStandIn, topic_id: str, partition: dict[str, Any], isr: list[int]
 ) -> Any:
     schema = request_schema(ALTER_PARTITION_KEY, 3)
-    topic_type = field_entity_type(schema, "topics")  # type: ignore[arg-type]
+    assert schema is not None
+    topic_type = field_entity_type(schema, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
     state_type = field_entity_type(partition_type, "new_isr_with_epochs")
     return request(
@@ -288,6 +290,8 @@ async def test_failover_during_topic_creation_keeps_every_committed_topic_whole(
                     refused = await connection.send(create_topics_request([("elsewhere", 1, 3)]))
                 finally:
                     await connection.close()
+                # CreateTopics at the controllers' highest version, 7.
+                assert isinstance(refused, CreateTopicsResponse)
                 assert [t.error_code for t in refused.topics] == [ErrorCode.not_controller]
 
         creating = asyncio.create_task(create_all())

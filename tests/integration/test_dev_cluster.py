@@ -122,7 +122,9 @@ def test_kraft_dev_runs_a_cluster_until_ctrl_c_and_restarts_on_its_data(tmp_path
         while len(values) < 30 and time.monotonic() < deadline:
             message = consumer.poll(0.5)
             if message is not None and message.error() is None:
-                values.append(message.value().decode())
+                value = message.value()
+                assert value is not None
+                values.append(value.decode())
         consumer.close()
         assert sorted(values) == sorted(f"v{index}" for index in range(30))
         process.send_signal(signal.SIGTERM)

@@ -122,7 +122,9 @@ def test_a_consumer_resumes_from_what_it_committed(node: Cluster) -> None:
     while len(seen) < 20 and time.monotonic() < deadline:
         message = first.poll(0.5)
         if message is not None and message.error() is None:
-            seen.append(message.value().decode())
+            value = message.value()
+            assert value is not None
+            seen.append(value.decode())
             first.commit(message=message, asynchronous=False)
     committed = first.committed([TopicPartition("resumed", p) for p in range(2)], timeout=10)
     first.close()
@@ -235,7 +237,9 @@ def test_admin_clients_list_describe_and_delete_groups(node: Cluster) -> None:
         while len(seen) < 10 and time.monotonic() < deadline:
             message = again.poll(0.5)
             if message is not None and message.error() is None:
-                seen.append(message.value().decode())
+                value = message.value()
+                assert value is not None
+                seen.append(value.decode())
         assert sorted(seen) == sorted(f"a-{i}" for i in range(10))
     finally:
         again.close()
@@ -279,7 +283,7 @@ def test_clients_may_not_produce_to_the_offsets_topic(node: Cluster) -> None:
     consumer.commit(offsets=[TopicPartition("probed", 0, 1)], asynchronous=False)
     consumer.close()
     producer = Producer({"bootstrap.servers": node.bootstrap, "message.send.max.retries": 0})
-    errors: list[KafkaError] = []
+    errors: list[KafkaError | None] = []
     producer.produce(
         "__consumer_offsets",
         value=b"forged",
@@ -287,7 +291,9 @@ def test_clients_may_not_produce_to_the_offsets_topic(node: Cluster) -> None:
         on_delivery=lambda e, _: errors.append(e),
     )
     producer.flush(30)
-    assert [error.code() for error in errors] == [KafkaError.TOPIC_EXCEPTION]
+    assert [None if error is None else error.code() for error in errors] == [
+        KafkaError.TOPIC_EXCEPTION
+    ]
 
 
 def test_kafka_python_members_share_the_partitions_and_resume_from_commits(node: Cluster) -> None:

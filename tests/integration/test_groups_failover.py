@@ -66,7 +66,9 @@ def consume_and_commit(consumer: Consumer, count: int) -> list[str]:
     while len(seen) < count and time.monotonic() < deadline:
         message = consumer.poll(0.5)
         if message is not None and message.error() is None:
-            seen.append(message.value().decode())
+            value = message.value()
+            assert value is not None
+            seen.append(value.decode())
             consumer.commit(message=message, asynchronous=False)
     return seen
 

@@ -100,7 +100,9 @@ async def test_data_loss_scenario_a_restarted_follower_keeps_committed_messages(
     await asyncio.to_thread(produce, cluster, "loss", ["m1", "m2"], "all")
     # The follower has m2 (acks=all), but its high watermark checkpoint is older: it crashes
     # and restarts. It must not truncate to that high watermark.
-    old_epoch = cluster.brokers_unfenced(observer)[follower]["epoch"]  # type: ignore[index]
+    unfenced = cluster.brokers_unfenced(observer)
+    assert unfenced is not None
+    old_epoch = unfenced[follower]["epoch"]
     cluster.kill(follower)
     cluster.start(follower)
     await asyncio.to_thread(reregistered, cluster, observer, follower, old_epoch)

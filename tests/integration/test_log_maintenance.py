@@ -66,9 +66,10 @@ def read_all(cluster: Cluster, topic: str) -> list[tuple[int, str, str | None]]:
                 continue
             if message.error() is not None:
                 break  # end of the partition
-            value = message.value()
+            offset, key, value = message.offset(), message.key(), message.value()
+            assert offset is not None and key is not None
             text = None if value is None else value.decode()
-            records.append((message.offset(), message.key().decode(), text))
+            records.append((offset, key.decode(), text))
         return records
     finally:
         consumer.close()
@@ -83,7 +84,7 @@ def produce(cluster: Cluster, topic: str, records: list[tuple[str, str | None]])
 
 
 def test_retention_deletes_old_segments_and_moves_the_log_start(node: Cluster) -> None:
-    create_topic(node, "expiring", 1, **{"segment.bytes": "2048", "retention.ms": "1500"})
+    create_topic(node, "expiring", 1, configs={"segment.bytes": "2048", "retention.ms": "1500"})
     produce(node, "expiring", [(f"old{i}", "x" * 40) for i in range(200)])
     consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "retention-reader"})
     try:
@@ -109,7 +110,7 @@ def test_a_compacted_topic_keeps_the_newest_record_of_each_key(node: Cluster) ->
         node,
         "compacted",
         1,
-        **{
+        configs={
             "cleanup.policy": "compact",
             "segment.bytes": "2048",
             "min.cleanable.dirty.ratio": "0.01",

@@ -7,7 +7,7 @@ import asyncio
 import datetime
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from kafka import TopicPartition as PythonTopicPartition
 from kafka.admin import ConfigResource as PythonConfigResource
 from kafka.admin import ConfigResourceType as PythonConfigResourceType
 from kio.schema.errors import ErrorCode
+from kio.schema.produce.v9.response import ProduceResponse
 
 from broker.data_apis import OFFSET_FOR_LEADER_EPOCH_KEY, PRODUCE_KEY
 from broker.producer_ids import INIT_PRODUCER_ID_KEY
@@ -48,11 +49,19 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def create_topic(
-    cluster: Cluster, name: str, partitions: int, *, replication_factor: int = 1, **configs: str
+    cluster: Cluster,
+    name: str,
+    partitions: int,
+    *,
+    replication_factor: int = 1,
+    configs: Mapping[str, str] | None = None,
 ) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     topic = NewTopic(
-        name, num_partitions=partitions, replication_factor=replication_factor, config=configs
+        name,
+        num_partitions=partitions,
+        replication_factor=replication_factor,
+        config=dict(configs or {}),
     )
     admin.create_topics([topic])[name].result(timeout=30)
     cluster.wait_for(
@@ -159,7 +168,7 @@ async def test_kafka_python_writes_and_aiokafka_reads(node: Cluster) -> None:
 
 
 def test_acks_all_below_min_insync_replicas_is_refused(node: Cluster) -> None:
-    create_topic(node, "strict", 1, **{"min.insync.replicas": "2"})
+    create_topic(node, "strict", 1, configs={"min.insync.replicas": "2"})
     # No retries: the broker's refusal reaches the application as it is.
     producer = Producer({"bootstrap.servers": node.bootstrap, "acks": "all", "retries": 0})
     errors: list[Any] = []
@@ -200,6 +209,7 @@ async def test_produce_errors_over_the_wire(node: Cluster) -> None:
         )
         # Nothing of the refused appends reached the log: the next offset is still 0.
         accepted = await connection.send(request(1, "plain", 0, encode_batch([Record(b"v")])))
+        assert isinstance(accepted, ProduceResponse)  # v9, as produce_request asks
         assert accepted.responses[0].partition_responses[0].base_offset == 0
     finally:
         await connection.close()
@@ -367,7 +377,9 @@ async def test_a_retried_batch_is_written_once_even_across_a_restart(tmp_path: P
 
 
 def test_describe_configs_and_topic_storage_settings(node: Cluster) -> None:
-    create_topic(node, "configured", 1, **{"segment.bytes": "2048", "retention.ms": "3600000"})
+    create_topic(
+        node, "configured", 1, configs={"segment.bytes": "2048", "retention.ms": "3600000"}
+    )
     admin = AdminClient({"bootstrap.servers": node.bootstrap})
     topic = ConfigResource(ConfigResource.Type.TOPIC, "configured")
     broker = ConfigResource(ConfigResource.Type.BROKER, "1")
@@ -420,8 +432,8 @@ def test_describe_configs_and_topic_storage_settings(node: Cluster) -> None:
 
 
 def test_timestamps_log_append_time_and_bounds(node: Cluster) -> None:
-    create_topic(node, "appended", 1, **{"message.timestamp.type": "LogAppendTime"})
-    create_topic(node, "bounded", 1, **{"message.timestamp.before.max.ms": "60000"})
+    create_topic(node, "appended", 1, configs={"message.timestamp.type": "LogAppendTime"})
+    create_topic(node, "bounded", 1, configs={"message.timestamp.before.max.ms": "60000"})
     producer = Producer({"bootstrap.servers": node.bootstrap, "linger.ms": 0})
     delivered: dict[bytes, Any] = {}
 

@@ -55,8 +55,11 @@ def test_leader_failover_and_catch_up(cluster: Cluster) -> None:
         restarted = cluster.nodes[leader].quorum()
         if view is None or restarted is None or restarted["leader_id"] != new_leader:
             return False
-        progress = {voter["id"]: voter["log_end_offset"] for voter in view["voters"]}
-        return progress[leader] >= view["high_watermark"] >= new_high_watermark
+        progress: dict[int, int] = {
+            voter["id"]: voter["log_end_offset"] for voter in view["voters"]
+        }
+        high_watermark: int = view["high_watermark"]
+        return progress[leader] >= high_watermark >= new_high_watermark
 
     cluster.wait_for("the old leader to catch up", caught_up)
 
@@ -158,8 +161,11 @@ def test_a_wiped_voter_catches_up_through_a_snapshot(tmp_path: Path) -> None:
             view = cluster.nodes[leader].quorum()
             if view is None or view["leader_id"] != leader:
                 return False
-            progress = {voter["id"]: voter["log_end_offset"] for voter in view["voters"]}
-            return progress[victim] >= view["high_watermark"] > min(segment_bases)
+            progress: dict[int, int] = {
+                voter["id"]: voter["log_end_offset"] for voter in view["voters"]
+            }
+            high_watermark: int = view["high_watermark"]
+            return progress[victim] >= high_watermark > min(segment_bases)
 
         cluster.wait_for("the wiped voter to reach the leader's high watermark", victim_caught_up)
 

@@ -90,7 +90,7 @@ async def test_a_stalled_follower_leaves_the_isr_and_rejoins(tmp_path: Path) -> 
             "guarded",
             1,
             replication_factor=3,
-            **{"min.insync.replicas": "3"},
+            configs={"min.insync.replicas": "3"},
         )
         assert await asyncio.to_thread(produce_one, cluster, "guarded", b"before") is None
         quorum_leader = cluster.nodes[1].get("/v1/quorum")["leader_id"]
@@ -139,7 +139,7 @@ async def test_leader_killed_during_an_idempotent_stream_keeps_every_message_exa
         await asyncio.to_thread(cluster.wait_for, "brokers unfenced", cluster.brokers_unfenced)
         settings = {"min.insync.replicas": "2"}
         await asyncio.to_thread(
-            create_topic, cluster, "stream", 1, replication_factor=3, **settings
+            create_topic, cluster, "stream", 1, replication_factor=3, configs=settings
         )
         leader = partition_state(cluster, 1, "stream")["leader"]
         acknowledged: list[str] = []

@@ -366,9 +366,10 @@ class Simulation:
         assert isinstance(source, int) and isinstance(destination, int)
         if (source, destination) in self.blocked:
             return
+        assert isinstance(message, Message)
         node = self.nodes[destination]
         if node.raft is not None:
-            node.raft.receive(message, source, self.now_ms)  # type: ignore[arg-type]
+            node.raft.receive(message, source, self.now_ms)
             self._drain(node)
 
     def _fsync(self, *payload: object) -> None:

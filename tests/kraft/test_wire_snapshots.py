@@ -75,7 +75,9 @@ def test_a_fetch_response_carries_the_snapshot_to_fetch() -> None:
     )
     assert response_from_wire(response_to_wire(response), request) == response
     plain = FetchResponse(ErrorCode.NONE, 4, 1, 120, 0, 0)
-    assert response_from_wire(response_to_wire(plain), request).snapshot_id is None
+    decoded = response_from_wire(response_to_wire(plain), request)
+    assert isinstance(decoded, FetchResponse)
+    assert decoded.snapshot_id is None
 
 
 def test_describe_quorum_reports_the_view_or_the_error() -> None:

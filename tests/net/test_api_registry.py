@@ -15,8 +15,8 @@ from net.protocol import (
     encode_body,
     frame_response,
     make_entity,
-    request_schema,
 )
+from tests.net.schemas import request_type
 
 
 async def answer(context: RequestContext, request: Any) -> None:
@@ -32,7 +32,7 @@ def api_versions(registry: ApiRegistry, version: int, **request_values: str) -> 
     """Call the registry's ApiVersions handler; returns (decoded response, frame to send)."""
     values = {"client_software_name": "test-client", "client_software_version": "1.0.0"}
     request = make_entity(
-        request_schema(18, version),  # type: ignore[arg-type]
+        request_type(18, version),
         **{**values, **request_values},
     )
     registration = registry.lookup(18, version)

@@ -9,12 +9,15 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from aiohttp import web
+from kio.static.protocol import Payload
 
 from admin.app import create_app
-from admin.models import Quorum
+from admin.models import Event, Quorum, ReplicaLog
+from controller.client import NoControllerError
 from controller.image import MetadataImage
 from node.healthcheck import check, ready_url
 from tests.integration.cluster import free_ports
@@ -27,19 +30,35 @@ BASE = (
 
 
 class Status:
-    """A node whose readiness the test sets."""
+    """A node whose readiness the test sets; it knows no controller and hosts no replica."""
 
     def __init__(self) -> None:
         self.reason: str | None = "no quorum leader known in epoch 0"
 
+    @property
+    def cluster_id(self) -> str:
+        return "c1"
+
     def readiness(self) -> str | None:
         return self.reason
+
+    def controller_id(self) -> int | None:
+        return None
 
     async def quorum(self) -> Quorum | None:
         return None
 
     def metadata_image(self) -> MetadataImage:
         return MetadataImage.EMPTY
+
+    def replica_log(self, topic: str, partition: int) -> ReplicaLog | None:
+        return None
+
+    def events(self) -> list[Event]:
+        return []
+
+    async def send_to_controller(self, request: Payload) -> NoReturn:
+        raise NoControllerError("the test's node knows no controller")
 
 
 @pytest.fixture

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from pyspark.sql import DataFrameReader, SparkSession
-from pyspark.sql.streaming import DataStreamReader
+from pyspark.sql.streaming.readwriter import DataStreamReader
 
 from tests.integration.cluster import Cluster
 from tests.integration.test_produce_consume import create_topic
@@ -16,10 +16,12 @@ from tests.integration.test_produce_consume import create_topic
 _names = itertools.count()
 
 
-def new_topic(node: Cluster, prefix: str, partitions: int = 1, **configs: str) -> str:
+def new_topic(
+    node: Cluster, prefix: str, partitions: int = 1, configs: Mapping[str, str] | None = None
+) -> str:
     """A fresh topic (a unique name per call, so tests sharing the node never collide)."""
     name = f"{prefix}-{next(_names)}"
-    create_topic(node, name, partitions, **configs)
+    create_topic(node, name, partitions, configs=configs)
     return name
 
 
@@ -47,12 +49,15 @@ def consume_all(node: Cluster, topic: str, partitions: int) -> list[Any]:
         while len(at_end) < partitions:
             message = consumer.poll(10)
             assert message is not None, f"nothing more from {topic}"
-            if message.error() is None:
+            error = message.error()
+            if error is None:
                 messages.append(message)
-            elif message.error().code() == -191:  # _PARTITION_EOF
-                at_end.add(message.partition())
+            elif error.code() == -191:  # _PARTITION_EOF
+                partition = message.partition()
+                assert partition is not None
+                at_end.add(partition)
             else:
-                raise AssertionError(message.error())
+                raise AssertionError(error)
     finally:
         consumer.close()
     return sorted(messages, key=lambda m: (m.partition(), m.offset()))

@@ -99,10 +99,12 @@ def test_json_offsets_assign_and_timestamps() -> None:
         ({"subscribe": "a", "kraft.group.id": "g"}, False, "kraft.group.id"),
     ],
 )
-def test_bad_read_options_are_named(options: dict, streaming: bool, named: str) -> None:
-    raw = {**BOOTSTRAP, **options}
+def test_bad_read_options_are_named(
+    options: dict[str, str | None], streaming: bool, named: str
+) -> None:
+    given = {**BOOTSTRAP, **options}
     # Spark hands options over with lower-cased keys.
-    raw = {key.lower(): value for key, value in raw.items() if value is not None}
+    raw = {key.lower(): value for key, value in given.items() if value is not None}
     with pytest.raises(OptionError, match=named.replace("(", r"\(")):
         parse_read_options(raw, streaming=streaming)
 
@@ -138,7 +140,7 @@ def test_write_options_pass_producer_settings_through() -> None:
         ({"kraft.transactional.id": "t"}, "kraft.transactional.id"),
     ],
 )
-def test_bad_write_options_are_named(options: dict, named: str) -> None:
+def test_bad_write_options_are_named(options: dict[str, str], named: str) -> None:
     with pytest.raises(OptionError, match=named):
         parse_write_options({**BOOTSTRAP, **options})
 

@@ -37,7 +37,9 @@ def test_canonical_offsets_sort_keys_at_both_levels() -> None:
 
 
 @given(partition_offsets)
-def test_canonical_json_does_not_depend_on_insertion_order(offsets: dict) -> None:
+def test_canonical_json_does_not_depend_on_insertion_order(
+    offsets: dict[TopicPartition, int],
+) -> None:
     reordered = dict(reversed(list(offsets.items())))
     text = json.dumps(canonical(offsets))
     assert text == json.dumps(canonical(reordered))
@@ -81,7 +83,9 @@ def test_split_ranges_leaves_enough_ranges_alone_and_drops_empty_ones() -> None:
     st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 5000)), min_size=1, max_size=6),
     st.integers(1, 40),
 )
-def test_split_ranges_covers_every_offset_once(bounds: list, min_partitions: int) -> None:
+def test_split_ranges_covers_every_offset_once(
+    bounds: list[tuple[int, int]], min_partitions: int
+) -> None:
     ranges = [OffsetRange("t", i, start, start + size) for i, (start, size) in enumerate(bounds)]
     pieces = split_ranges(ranges, min_partitions)
     assert pieces == split_ranges(ranges, min_partitions)  # deterministic
@@ -105,7 +109,7 @@ def test_rate_limit_passes_everything_under_the_limit() -> None:
 
 @given(partition_offsets, st.data(), st.integers(1, 10**5))
 def test_rate_limit_never_exceeds_the_limit_and_always_progresses(
-    start: dict, data: st.DataObject, limit: int
+    start: dict[TopicPartition, int], data: st.DataObject, limit: int
 ) -> None:
     latest = {tp: offset + data.draw(st.integers(0, 10**5)) for tp, offset in start.items()}
     end = rate_limited(start, latest, limit)

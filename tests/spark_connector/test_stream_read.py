@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
 from tests.integration.cluster import Cluster
 from tests.spark_connector.helpers import new_topic, produce, stream_reader
@@ -71,7 +71,9 @@ def test_available_now_to_parquet_reads_each_record_once_across_restarts(
     assert max(sizes) <= 15
     assert sum(sizes) == 40
     # The offset as the checkpoint stores it: canonical JSON, keys sorted.
-    assert first.lastProgress["sources"][0]["endOffset"] == f'{{"{topic}": {{"0": 20, "1": 20}}}}'
+    last = first.lastProgress
+    assert last is not None
+    assert last["sources"][0]["endOffset"] == f'{{"{topic}": {{"0": 20, "1": 20}}}}'
 
     produce(node, topic, values(25, "b", 2))
     second = run()

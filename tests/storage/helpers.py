@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict, Unpack
 
-from net.record_batch import iter_batches
+from net.record_batch import TimestampType, iter_batches
 from net.records import Record, decode_batch, encode_batch
 from storage.log import Log, LogConfig
 
@@ -24,15 +25,32 @@ def make_batch(
     return encode_batch(records, now_ms=timestamp)
 
 
-def open_log(directory: Path, clock_ms: list[int] | None = None, **config: int | None) -> Log:
+class LogConfigOverrides(TypedDict, total=False):
+    """Any of `LogConfig`'s fields, as keyword arguments of the helpers below."""
+
+    segment_bytes: int
+    segment_ms: int
+    index_interval_bytes: int
+    flush_messages: int | None
+    flush_ms: int | None
+    retention_ms: int | None
+    retention_bytes: int | None
+    max_message_bytes: int
+    message_timestamp_type: TimestampType
+    message_timestamp_before_max_ms: int | None
+    message_timestamp_after_max_ms: int | None
+    cleanup_policy: frozenset[str]
+    delete_retention_ms: int
+    min_cleanable_dirty_ratio: float
+
+
+def open_log(
+    directory: Path, clock_ms: list[int] | None = None, **config: Unpack[LogConfigOverrides]
+) -> Log:
     """A log with `config` overrides; `clock_ms[0]` is its clock when given."""
     if clock_ms is None:
-        return Log.open(directory, LogConfig(**config))  # type: ignore[arg-type]
-    return Log.open(
-        directory,
-        LogConfig(**config),  # type: ignore[arg-type]
-        clock=lambda: clock_ms[0],
-    )
+        return Log.open(directory, LogConfig(**config))
+    return Log.open(directory, LogConfig(**config), clock=lambda: clock_ms[0])
 
 
 def read_values(log: Log, offset: int | None = None, max_offset: int | None = None) -> list[bytes]:

@@ -20,6 +20,7 @@ plan it waits to be killed; it never shuts the log down cleanly.
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import sys
 import time
@@ -57,7 +58,8 @@ def main(data_dir: Path, journal: Path, mode: str) -> None:
     started = time.monotonic()
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
     out = sys.stdout
-    out.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    assert isinstance(out, io.TextIOWrapper)
+    out.reconfigure(line_buffering=True)
     durability.enable_journal(journal)
     config = config_for(mode)
     manager = LogManager.open([data_dir], config)

@@ -52,7 +52,7 @@ def batch(
 
 def entries(log: Log) -> list[Entry]:
     """Every record of the log: offset, key, value."""
-    found = []
+    found: list[Entry] = []
     for records_slice, _ in log.batches():
         _, records = decode_batch(records_slice.read())
         found.extend((record.offset or 0, record.key, record.value) for record in records)

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import pytest
 
@@ -22,7 +22,7 @@ from storage import durability
 from storage.errors import LogOfflineError, OffsetOutOfRangeError, StorageIOError
 from storage.log import Log, LogConfig
 from storage.log_manager import CLEAN_SHUTDOWN_MARKER, LogManager, TopicPartition
-from tests.storage.helpers import make_batch, open_log, read_values
+from tests.storage.helpers import LogConfigOverrides, make_batch, open_log, read_values
 
 
 def _fd_path(fd: int) -> str:
@@ -58,14 +58,17 @@ def by_fd(args: tuple[Any, ...]) -> str:
 
 
 def by_path(args: tuple[Any, ...]) -> str:
-    return os.path.abspath(args[0])
+    path: str | os.PathLike[str] = args[0]
+    return os.path.abspath(path)
 
 
 def file_contents(directory: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
 
 
-def filled_log(directory: Path, batches: int, **config: int | None) -> tuple[Log, list[bytes]]:
+def filled_log(
+    directory: Path, batches: int, **config: Unpack[LogConfigOverrides]
+) -> tuple[Log, list[bytes]]:
     log = open_log(directory, **config)
     for tag in range(batches):
         log.append(make_batch(2, value_size=100, tag=tag), leader_epoch=1 + tag // 4)

@@ -177,7 +177,7 @@ def test_a_log_append_time_log_stamps_its_own_clock(tmp_path: Path) -> None:
     log = open_log(
         tmp_path,
         clock,
-        message_timestamp_type=TimestampType.LOG_APPEND_TIME,  # type: ignore[arg-type]
+        message_timestamp_type=TimestampType.LOG_APPEND_TIME,
     )
     # Its producers' timestamps are replaced, so no bound applies to them.
     info = log.append(make_batch(2, timestamp=10**15), leader_epoch=0)

@@ -52,10 +52,14 @@ def test_clean_shutdown_writes_the_marker_and_the_next_start_reads_and_removes_i
     assert restarted.clean_shutdown
     assert restarted.broker_epoch_at_start == 42
     assert not any((d / CLEAN_SHUTDOWN_MARKER).exists() for d in dirs)
-    log = restarted.get_log(ORDERS_1)
-    assert log is not None
-    assert (log.log_end_offset, log.high_watermark, log.recovery_point) == (3, 2, 3)
-    assert len(read_values(log)) == 3
+    restarted_log = restarted.get_log(ORDERS_1)
+    assert restarted_log is not None
+    assert (
+        restarted_log.log_end_offset,
+        restarted_log.high_watermark,
+        restarted_log.recovery_point,
+    ) == (3, 2, 3)
+    assert len(read_values(restarted_log)) == 3
     restarted.close()
 
     # Without a new clean shutdown, the following start is unclean.
@@ -92,9 +96,13 @@ def test_checkpoints_hold_every_partition_of_their_directory(tmp_path: Path) -> 
     assert (directory / LOG_START_OFFSET_CHECKPOINT).read_text() == "0\n1\norders 0 5\n"
     manager.close()
     reopened = LogManager.open([directory], LogConfig(segment_bytes=300))
-    log = reopened.get_log(ORDERS_0)
-    assert log is not None
-    assert (log.log_start_offset, log.high_watermark, log.log_end_offset) == (5, 8, 12)
+    reopened_log = reopened.get_log(ORDERS_0)
+    assert reopened_log is not None
+    assert (
+        reopened_log.log_start_offset,
+        reopened_log.high_watermark,
+        reopened_log.log_end_offset,
+    ) == (5, 8, 12)
     reopened.close()
 
 

@@ -63,8 +63,8 @@ def test_tombstones_delete_offsets_and_a_reload_gives_the_same_state() -> None:
     assert list(store.committed("g")) == [("t", 1)]
 
     reloaded = OffsetStore()
-    for key, value in written:
-        reloaded.apply(*decode_record(key, value))
+    for key_bytes, value_bytes in written:
+        reloaded.apply(*decode_record(key_bytes, value_bytes))
     assert reloaded.committed("g") == store.committed("g")
     assert reloaded.expired(10**12, MINUTE) == []  # the group has a member
 

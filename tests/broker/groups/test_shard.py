@@ -534,8 +534,8 @@ def test_offset_delete_of_unknown_groups_non_consumer_groups_and_unreadable_subs
 
 
 def test_subscription_topics_reads_every_version_and_refuses_garbage() -> None:
-    assert subscription_topics(subscription("a", "b", version=0)) == {"a", "b"}
-    assert subscription_topics(subscription("a", version=3)) == {"a"}
+    assert subscription_topics(subscription("a", "b", version=0)) == frozenset({"a", "b"})
+    assert subscription_topics(subscription("a", version=3)) == frozenset({"a"})
     assert subscription_topics(subscription()) == frozenset()
     assert subscription_topics(b"") is None
     assert subscription_topics(b"\x00\x01\x00\x00\x00\x02\x00\x01a") is None  # truncated
