@@ -125,7 +125,7 @@ async def settle() -> None:
 
 def values(replica_log: Log) -> list[bytes]:
     """Every record value in the log, in offset order."""
-    found = []
+    found: list[bytes] = []
     for piece, _ in replica_log.batches(replica_log.log_start_offset):
         _, records = decode_batch(piece.read())
         found.extend(record.value or b"" for record in records)

@@ -6,6 +6,7 @@ hw-leo-leader-epoch.txt, async-storage-and-recovery.txt 5.2). Brokers run in thi
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -29,9 +30,12 @@ from tests.broker.replicas import (
     values,
 )
 
+MakeBrokers = Callable[..., list[Broker]]
+
 
 @pytest.fixture
-def brokers(tmp_path: Path) -> Any:
+def brokers(tmp_path: Path) -> Iterator[MakeBrokers]:
+    """Makes brokers with the given ids (and `Broker` options), closed after the test."""
     made: list[Broker] = []
 
     def make(*broker_ids: int, **options: Any) -> list[Broker]:
@@ -45,7 +49,7 @@ def brokers(tmp_path: Path) -> Any:
 
 
 async def test_acks_all_to_two_partitions_fails_the_one_whose_leadership_moved_meanwhile(
-    brokers: Any,
+    brokers: MakeBrokers,
 ) -> None:
     first, second = brokers(1, 2)
     led = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
@@ -73,7 +77,7 @@ async def test_acks_all_to_two_partitions_fails_the_one_whose_leadership_moved_m
 
 
 async def test_an_acks_all_write_whose_leadership_was_lost_and_regained_is_not_acked(
-    brokers: Any,
+    brokers: MakeBrokers,
 ) -> None:
     leader, follower = brokers(1, 2)
     state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
@@ -94,7 +98,9 @@ async def test_an_acks_all_write_whose_leadership_was_lost_and_regained_is_not_a
     assert result.error is ErrorCode.not_leader_or_follower
 
 
-async def test_the_high_watermark_stays_while_the_isr_is_below_min_isr(brokers: Any) -> None:
+async def test_the_high_watermark_stays_while_the_isr_is_below_min_isr(
+    brokers: MakeBrokers,
+) -> None:
     leader, *followers = brokers(1, 2, 3)
     full = PartitionState(replicas=(1, 2, 3), isr=(1, 2, 3), leader=1)
     for broker in (leader, *followers):
@@ -130,7 +136,9 @@ async def test_the_high_watermark_stays_while_the_isr_is_below_min_isr(brokers: 
     assert leader.partition().log.high_watermark == 3
 
 
-async def test_without_elr_an_acks_all_write_acked_below_min_isr_says_so(brokers: Any) -> None:
+async def test_without_elr_an_acks_all_write_acked_below_min_isr_says_so(
+    brokers: MakeBrokers,
+) -> None:
     leader, follower = brokers(1, 2, eligible_leader_replicas_enable=False)
     full = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
     for broker in (leader, follower):
@@ -158,7 +166,7 @@ class UnansweredController(ControllerClient):
 
 
 async def test_an_unanswered_isr_expansion_stays_pending_and_is_asked_again(
-    brokers: Any,
+    brokers: MakeBrokers,
 ) -> None:
     controller = UnansweredController()
     sender = IsrChangeSender(controller, 1, lambda: 1, retry_backoff_s=0.01)
@@ -198,7 +206,7 @@ async def test_an_unanswered_isr_expansion_stays_pending_and_is_asked_again(
 
 
 async def test_a_new_leader_starts_its_epoch_so_a_follower_of_the_deposed_one_truncates(
-    brokers: Any,
+    brokers: MakeBrokers,
 ) -> None:
     first, second, third = brokers(1, 2, 3)
     state = PartitionState(replicas=(1, 2, 3), isr=(1, 2, 3), leader=1)
@@ -236,7 +244,9 @@ async def test_a_new_leader_starts_its_epoch_so_a_follower_of_the_deposed_one_tr
     assert third.partition().log.high_watermark == 2
 
 
-async def test_a_corrupt_batch_from_the_leader_backs_off_and_writes_nothing(brokers: Any) -> None:
+async def test_a_corrupt_batch_from_the_leader_backs_off_and_writes_nothing(
+    brokers: MakeBrokers,
+) -> None:
     leader, follower = brokers(1, 2)
     state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
     for broker in (leader, follower):
@@ -257,7 +267,7 @@ async def test_a_corrupt_batch_from_the_leader_backs_off_and_writes_nothing(brok
     assert values(follower.partition().log) == [b"good"]
 
 
-async def test_an_acks_all_wait_ends_when_the_replica_is_deleted(brokers: Any) -> None:
+async def test_an_acks_all_wait_ends_when_the_replica_is_deleted(brokers: MakeBrokers) -> None:
     leader, follower = brokers(1, 2)
     state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
     for broker in (leader, follower):
@@ -270,7 +280,7 @@ async def test_an_acks_all_wait_ends_when_the_replica_is_deleted(brokers: Any) -
 
 
 async def test_a_follower_fetching_past_the_leaders_end_is_not_taken_at_its_word(
-    brokers: Any,
+    brokers: MakeBrokers,
 ) -> None:
     leader, follower = brokers(1, 2)
     state = PartitionState(replicas=(1, 2), isr=(1,), leader=1)
@@ -284,7 +294,9 @@ async def test_a_follower_fetching_past_the_leaders_end_is_not_taken_at_its_word
     assert leader.partition().followers[2].log_end_offset == -1
 
 
-async def test_partitions_that_got_records_are_asked_for_last_next_time(brokers: Any) -> None:
+async def test_partitions_that_got_records_are_asked_for_last_next_time(
+    brokers: MakeBrokers,
+) -> None:
     leader, follower = brokers(1, 2)
     state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
     for broker in (leader, follower):
