@@ -151,6 +151,14 @@ class Partition:
                 log_end_offset=self.log.log_end_offset,
                 high_watermark=self.log.high_watermark,
             )
+        elif self.is_leader and old is not None and state.replicas != old.replicas:
+            # Replicas added or removed in the same leadership (a reassignment): track the
+            # new ones from their first fetch, forget the removed ones.
+            self.followers = {
+                r: self.followers.get(r) or FollowerState()
+                for r in state.replicas
+                if r != self.broker_id
+            }
         elif old is None or old.leader != state.leader or old.leader_epoch != state.leader_epoch:
             log.info(
                 "partition_became_follower",

@@ -6,10 +6,12 @@ leader, with its broker id as replica id, and applies the answer per partition: 
 records as they are, set the high watermark to min(own LEO, leader's HW), truncate where the
 leader says the log diverges, restart below the leader's log start when the offset fell out
 of range. A refusal (not the leader, fenced or unknown epoch: the two brokers' metadata differ for a
-moment), a batch that fails validation and connection errors back off (Kafka's
-`replica.fetch.backoff.ms`) and retry; the metadata log moves a partition to another fetcher
-when its leader changes. Partitions that got records go to the end of the next request, so a
-batch too large for what the response has left is not starved by busier partitions before it.
+moment) or a batch that fails validation backs that partition off (Kafka's
+`replica.fetch.backoff.ms`) while the others go on, until the backoff passes or its metadata
+changes; a connection error backs the whole fetcher off. The metadata log moves a partition to
+another fetcher when its leader changes. Partitions that got records go to the end of the next
+request, so a batch too large for what the response has left is not starved by busier
+partitions before it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -64,6 +67,8 @@ class ReplicaFetcher:
         )
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        # Partitions backing off after a refusal: the monotonic time they are asked for again.
+        self._delayed_until: dict[tuple[str, int], float] = {}
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
@@ -76,19 +81,39 @@ class ReplicaFetcher:
         await self._connection.close()
 
     def add(self, partition: Partition) -> None:
-        self.partitions[(partition.topic, partition.partition_id)] = partition
+        """Fetch `partition` from this leader; one backing off is asked for again at once (its
+        metadata changed)."""
+        key = (partition.topic, partition.partition_id)
+        self.partitions[key] = partition
+        self._delayed_until.pop(key, None)
         self._changed.set()
 
     def remove(self, partition: Partition) -> None:
-        self.partitions.pop((partition.topic, partition.partition_id), None)
+        key = (partition.topic, partition.partition_id)
+        self.partitions.pop(key, None)
+        self._delayed_until.pop(key, None)
+
+    def due_partitions(self) -> dict[tuple[str, int], Partition]:
+        """The partitions to ask for now, in fetch order: all but those backing off."""
+        now = time.monotonic()
+        return {
+            key: partition
+            for key, partition in self.partitions.items()
+            if self._delayed_until.get(key, 0.0) <= now
+        }
 
     async def _run(self) -> None:
         while True:
-            if not self.partitions:
+            fetched = self.due_partitions()
+            if not fetched:
+                backoffs = [self._delayed_until[key] for key in self.partitions]
                 self._changed.clear()
-                await self._changed.wait()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        self._changed.wait(),
+                        max(0.0, min(backoffs) - time.monotonic()) if backoffs else None,
+                    )
                 continue
-            fetched = dict(self.partitions)
             epochs = {key: partition.leader_epoch for key, partition in fetched.items()}
             try:
                 response: Any = await self._connection.send(self._request(fetched))
@@ -96,8 +121,7 @@ class ReplicaFetcher:
                 log.info("replica_fetch_failed", leader_id=self.leader_id, error=str(error))
                 await asyncio.sleep(BACKOFF_S)
                 continue
-            if not self.apply_response(fetched, epochs, response):
-                await asyncio.sleep(BACKOFF_S)
+            self.apply_response(fetched, epochs, response)
 
     def apply_response(
         self,
@@ -105,8 +129,8 @@ class ReplicaFetcher:
         epochs: dict[tuple[str, int], int],
         response: Any,
     ) -> bool:
-        """Apply the answers of a Fetch sent for `fetched` at leader `epochs`; False when the
-        fetcher should back off. Partitions that got records move to the end of the order."""
+        """Apply the answers of a Fetch sent for `fetched` at leader `epochs`; False when a
+        partition backs off. Partitions that got records move to the end of the order."""
         went_on = True
         served = []
         for topic in response.responses:
@@ -119,8 +143,10 @@ class ReplicaFetcher:
                     and partition is fetched.get(key)
                     and partition.leader_epoch == epochs[key]
                 ):
-                    went_on &= self.apply_answer(partition, answer)
-                    if answer.records:
+                    if not self.apply_answer(partition, answer):
+                        self._delayed_until[key] = time.monotonic() + BACKOFF_S
+                        went_on = False
+                    elif answer.records:
                         served.append(key)
         for key in served:
             if key in self.partitions:

@@ -373,10 +373,15 @@ class ReplicaManager:
     def list_offset(
         self, topic: str, partition_id: int, timestamp: int, current_leader_epoch: int
     ) -> tuple[ErrorCode, OffsetAnswer | None]:
-        """ListOffsets for one partition, on its leader."""
+        """ListOffsets for one partition, on its leader. OFFSET_NOT_AVAILABLE (retriable)
+        while a new leader's high watermark is below where its epoch began (KIP-207): until
+        its followers report, it may not yet have passed what the previous leader committed,
+        and an offset answered then could go back."""
         error, partition = self._leader_of(topic, partition_id, current_leader_epoch)
         if error is not ErrorCode.none or partition is None:
             return error, None
+        if partition.log.high_watermark < partition.leader_epoch_start_offset:
+            return ErrorCode.offset_not_available, None
         try:
             return ErrorCode.none, offset_for_timestamp(
                 partition.log,

@@ -15,7 +15,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.isr_changes import IsrChangeSender
-from broker.replica_manager import CONSUMER_REPLICA_ID, FetchPartition
+from broker.replica_manager import CONSUMER_REPLICA_ID, FetchPartition, FetchResult
 from controller.client import ControllerClient, NoControllerError
 from controller.image import MetadataImage
 from controller.partition_state import PartitionState
@@ -294,6 +294,15 @@ async def test_a_follower_fetching_past_the_leaders_end_is_not_taken_at_its_word
     assert leader.partition().followers[2].log_end_offset == -1
 
 
+def response_of(results: list[FetchResult]) -> SimpleNamespace:
+    """A Fetch response for partitions 0, 1, ... of the topic, as the follower decodes it."""
+    partitions = [
+        SimpleNamespace(partition_index=index, **vars(as_received(result)))
+        for index, result in enumerate(results)
+    ]
+    return SimpleNamespace(responses=[SimpleNamespace(topic=TOPIC, partitions=partitions)])
+
+
 async def test_partitions_that_got_records_are_asked_for_last_next_time(
     brokers: MakeBrokers,
 ) -> None:
@@ -313,19 +322,81 @@ async def test_partitions_that_got_records_are_asked_for_last_next_time(
         1 << 20,
         [FetchPartition(TOPIC, p, 0, 1 << 20, current_leader_epoch=0) for p in (0, 1)],
     )
-    response = SimpleNamespace(
-        responses=[
-            SimpleNamespace(
-                topic=TOPIC,
-                partitions=[
-                    SimpleNamespace(partition_index=p, **vars(as_received(result)))
-                    for p, result in enumerate(results)
-                ],
-            )
-        ]
-    )
-    assert fetcher.apply_response(fetched, {key: 0 for key in fetched}, response)
+    assert fetcher.apply_response(fetched, {key: 0 for key in fetched}, response_of(results))
     # Partition 0 got records: partition 1 comes first in the next request, so a batch too
     # large for what partition 0 leaves of the response is not starved for ever.
     assert list(fetcher.partitions) == [(TOPIC, 1), (TOPIC, 0)]
     assert values(follower.partition(0).log) == [b"busy"]
+
+
+async def test_a_new_leader_answers_offsets_once_its_high_watermark_reaches_its_epoch(
+    brokers: MakeBrokers,
+) -> None:
+    first, second = brokers(1, 2)
+    state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
+    for broker in (first, second):
+        broker.apply(image({0: state}))
+    await first.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"a"))])
+    await replicate(first, second)
+    # Broker 2 has the record but not yet the high watermark that covers it.
+    assert second.partition().log.high_watermark == 0
+    moved = PartitionState(replicas=(1, 2), isr=(1, 2), leader=2, leader_epoch=1, partition_epoch=1)
+    for broker in (first, second):
+        broker.apply(image({0: moved}, end_offset=2))
+    latest = -1
+    assert second.replicas.list_offset(TOPIC, 0, latest, 1) == (
+        ErrorCode.offset_not_available,
+        None,
+    )
+    await replicate(second, first)
+    error, answer = second.replicas.list_offset(TOPIC, 0, latest, 1)
+    assert error is ErrorCode.none
+    assert answer is not None and answer.offset == 1
+
+
+async def test_a_replica_added_under_the_same_leader_counts_once_it_fetches(
+    brokers: MakeBrokers,
+) -> None:
+    leader, added = brokers(1, 2)
+    alone = PartitionState(replicas=(1,), isr=(1,), leader=1)
+    leader.apply(image({0: alone}))
+    await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"a"))])
+    grown = PartitionState(
+        replicas=(1, 2), isr=(1,), leader=1, partition_epoch=1, adding_replicas=(2,)
+    )
+    for broker in (leader, added):
+        broker.apply(image({0: grown}, end_offset=2))
+    await replicate(leader, added)
+    await replicate(leader, added)
+    assert leader.partition().followers[2].log_end_offset == 1
+    back = PartitionState(replicas=(1,), isr=(1,), leader=1, partition_epoch=2)
+    leader.apply(image({0: back}, end_offset=3))
+    assert leader.partition().followers == {}
+
+
+async def test_a_refused_partition_backs_off_alone(brokers: MakeBrokers) -> None:
+    leader, follower = brokers(1, 2)
+    state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
+    for broker in (leader, follower):
+        broker.apply(image({0: state, 1: state}))
+    fetcher = follower.fetcher
+    for partition_id in (0, 1):
+        fetcher.add(follower.partition(partition_id))
+    fetched = fetcher.due_partitions()
+    # Partition 1 is asked for in an epoch the leader does not know yet: refused.
+    results = await leader.replicas.fetch(
+        2,
+        0,
+        1,
+        1 << 20,
+        [
+            FetchPartition(TOPIC, 0, 0, 1 << 20, current_leader_epoch=0),
+            FetchPartition(TOPIC, 1, 0, 1 << 20, current_leader_epoch=5),
+        ],
+    )
+    assert results[1].error is ErrorCode.unknown_leader_epoch
+    assert not fetcher.apply_response(fetched, {key: 0 for key in fetched}, response_of(results))
+    assert list(fetcher.due_partitions()) == [(TOPIC, 0)]
+    # New metadata for it: asked for again at once.
+    fetcher.add(follower.partition(1))
+    assert list(fetcher.due_partitions()) == [(TOPIC, 0), (TOPIC, 1)]
