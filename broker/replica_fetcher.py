@@ -187,7 +187,7 @@ class ReplicaFetcher:
         )
 
     def apply_answer(self, partition: Partition, answer: Any) -> bool:
-        """Apply one partition's answer; False when the fetcher should back off."""
+        """Apply one partition's answer; False when that partition should back off."""
         error = ErrorCode(answer.error_code)
         try:
             if error is ErrorCode.none:
