@@ -48,13 +48,21 @@ def brokers(tmp_path: Path) -> Iterator[MakeBrokers]:
         broker.close()
 
 
+def lead_from_first(made: list[Broker], partitions: int = 1, **state: Any) -> PartitionState:
+    """Every broker of `made` learns that the first leads partitions 0.. of the topic, all of
+    them replicas and in the ISR (unless `state` says otherwise); the state they applied."""
+    replicas = tuple(broker.broker_id for broker in made)
+    led = PartitionState(**{"replicas": replicas, "isr": replicas, "leader": replicas[0], **state})
+    for broker in made:
+        broker.apply(image(dict.fromkeys(range(partitions), led)))
+    return led
+
+
 async def test_acks_all_to_two_partitions_fails_the_one_whose_leadership_moved_meanwhile(
     brokers: MakeBrokers,
 ) -> None:
     first, second = brokers(1, 2)
-    led = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
-    for broker in (first, second):
-        broker.apply(image({0: led, 1: led}))
+    led = lead_from_first([first, second], partitions=2)
     produce = asyncio.create_task(
         first.replicas.produce(-1, 30_000, [(TOPIC, 0, batch(b"p0")), (TOPIC, 1, batch(b"x"))])
     )
@@ -80,9 +88,7 @@ async def test_an_acks_all_write_whose_leadership_was_lost_and_regained_is_not_a
     brokers: MakeBrokers,
 ) -> None:
     leader, follower = brokers(1, 2)
-    state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
-    for broker in (leader, follower):
-        broker.apply(image({0: state}))
+    lead_from_first([leader, follower])
     produce = asyncio.create_task(leader.replicas.produce(-1, 5_000, [(TOPIC, 0, batch(b"a"))]))
     await settle()
     # Both changes land before the waiting produce runs again: in between, another leader
@@ -248,9 +254,7 @@ async def test_a_corrupt_batch_from_the_leader_backs_off_and_writes_nothing(
     brokers: MakeBrokers,
 ) -> None:
     leader, follower = brokers(1, 2)
-    state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
-    for broker in (leader, follower):
-        broker.apply(image({0: state}))
+    lead_from_first([leader, follower])
     await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"good"))])
     (result,) = await leader.replicas.fetch(
         2, 0, 1, 1 << 20, [FetchPartition(TOPIC, 0, 0, 1 << 20, current_leader_epoch=0)]
@@ -269,9 +273,7 @@ async def test_a_corrupt_batch_from_the_leader_backs_off_and_writes_nothing(
 
 async def test_an_acks_all_wait_ends_when_the_replica_is_deleted(brokers: MakeBrokers) -> None:
     leader, follower = brokers(1, 2)
-    state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
-    for broker in (leader, follower):
-        broker.apply(image({0: state}))
+    lead_from_first([leader, follower])
     produce = asyncio.create_task(leader.replicas.produce(-1, 30_000, [(TOPIC, 0, batch(b"a"))]))
     await settle()
     leader.apply(MetadataImage(end_offset=2))
@@ -307,9 +309,7 @@ async def test_partitions_that_got_records_are_asked_for_last_next_time(
     brokers: MakeBrokers,
 ) -> None:
     leader, follower = brokers(1, 2)
-    state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
-    for broker in (leader, follower):
-        broker.apply(image({0: state, 1: state}))
+    lead_from_first([leader, follower], partitions=2)
     await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"busy"))])
     fetcher = follower.fetcher
     for partition_id in (0, 1):
@@ -333,9 +333,7 @@ async def test_a_new_leader_answers_offsets_once_its_high_watermark_reaches_its_
     brokers: MakeBrokers,
 ) -> None:
     first, second = brokers(1, 2)
-    state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
-    for broker in (first, second):
-        broker.apply(image({0: state}))
+    lead_from_first([first, second])
     await first.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"a"))])
     await replicate(first, second)
     # Broker 2 has the record but not yet the high watermark that covers it.
@@ -376,9 +374,7 @@ async def test_a_replica_added_under_the_same_leader_counts_once_it_fetches(
 
 async def test_a_refused_partition_backs_off_alone(brokers: MakeBrokers) -> None:
     leader, follower = brokers(1, 2)
-    state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
-    for broker in (leader, follower):
-        broker.apply(image({0: state, 1: state}))
+    lead_from_first([leader, follower], partitions=2)
     fetcher = follower.fetcher
     for partition_id in (0, 1):
         fetcher.add(follower.partition(partition_id))
