@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import structlog
 import uvloop
 
 from net.record_batch import RecordBatchError, validate_batch
@@ -27,6 +28,9 @@ from node import admin_cli, dev_cluster
 from node.config import ConfigError, load_config
 from node.logging_setup import configure_logging
 from node.process import serve
+from storage.errors import StorageError
+
+log = structlog.get_logger(__name__)
 
 SEGMENT_SUFFIX = ".log"
 
@@ -106,6 +110,11 @@ def serve_command(config_file: Path, overrides: Sequence[str]) -> int:
     except ConfigError as error:
         print(f"kraft serve: {error}", file=sys.stderr)
         return 2
+    except (StorageError, OSError) as error:
+        # A disk or an address the node cannot use: said plainly, with the traceback logged.
+        log.exception("node_failed", error=str(error))
+        print(f"kraft serve: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
