@@ -1,13 +1,17 @@
 """A leader's ISR change requests: AlterPartition to the active controller.
 
 One request in flight per partition (`Partition.pending_isr`), fenced by the leader epoch and
-partition epoch the leader knows. The controller's answer only says whether the change was
-accepted: the ISR changes when the metadata log says so and the partition applies it, which
-ends the pending change. As Kafka does, only a refusal that proves the change was not made
-(INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED) clears it early. Any other outcome may hide a
-committed change (an answer lost to a timeout; INVALID_UPDATE_VERSION to a resend of a change
-already made), so the change stays pending, and the high watermark keeps counting a joining
-replica, until the metadata log settles it; an unanswered request is sent again meanwhile.
+partition epoch the leader knows, and naming each member with the broker epoch its registration
+had when the change was proposed (AlterPartition v3, KIP-903): a request that arrives after a
+member restarted (perhaps having lost what it had caught up with) is refused.
+
+The controller's answer only says whether the change was accepted: the ISR changes when the
+metadata log says so and the partition applies it, which ends the pending change. As Kafka
+does, only a refusal that proves the change was not made (INELIGIBLE_REPLICA,
+OPERATION_NOT_ATTEMPTED) clears it early. Any other outcome may hide a committed change (an
+answer lost to a timeout; INVALID_UPDATE_VERSION to a resend of a change already made), so the
+change stays pending, and the high watermark keeps counting a joining replica, until the
+metadata log settles it; an unanswered request is sent again meanwhile.
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ from net.protocol import field_entity_type, make_entity, request_schema
 
 log = structlog.get_logger(__name__)
 
-# v2: topic ids and plain broker ids (v3's member broker epochs are not tracked yet).
-ALTER_PARTITION_VERSION = 2
+# v3: topic ids, and each ISR member with its broker epoch.
+ALTER_PARTITION_VERSION = 3
 # The refusals that prove the change was not made.
 _NOT_MADE = frozenset({ErrorCode.ineligible_replica, ErrorCode.operation_not_attempted})
 
@@ -41,12 +45,16 @@ class IsrChangeSender:
         client: ControllerClient,
         broker_id: int,
         broker_epoch: Callable[[], int],
+        broker_epoch_of: Callable[[int], int],
         *,
         retry_backoff_s: float = 0.5,
     ) -> None:
+        """`broker_epoch` is this broker's own; `broker_epoch_of(id)` the broker epoch of a
+        registered broker as this broker's metadata says (-1 if unknown)."""
         self._client = client
         self._broker_id = broker_id
         self._broker_epoch = broker_epoch
+        self._broker_epoch_of = broker_epoch_of
         self._retry_backoff_s = retry_backoff_s
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -64,13 +72,15 @@ class IsrChangeSender:
             leader_epoch=partition.leader_epoch,
             partition_epoch=partition.state.partition_epoch,
         )
-        task = asyncio.create_task(self._send(partition, partition.state, new_isr))
+        members = tuple((member, self._broker_epoch_of(member)) for member in new_isr)
+        task = asyncio.create_task(self._send(partition, partition.state, members))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def _send(
-        self, partition: Partition, state: PartitionState, new_isr: tuple[int, ...]
+        self, partition: Partition, state: PartitionState, members: tuple[tuple[int, int], ...]
     ) -> None:
+        new_isr = tuple(member for member, _ in members)
         while True:
             if (
                 partition.pending_isr != new_isr
@@ -78,7 +88,7 @@ class IsrChangeSender:
             ):
                 return  # settled by the metadata log, or superseded
             try:
-                response = await self._client.send(self._request(partition, state, new_isr))
+                response = await self._client.send(self._request(partition, state, members))
                 break
             except NoControllerError as unanswered:
                 log.warning(
@@ -105,11 +115,12 @@ class IsrChangeSender:
             partition.pending_isr = None
 
     def _request(
-        self, partition: Partition, state: PartitionState, new_isr: tuple[int, ...]
+        self, partition: Partition, state: PartitionState, members: tuple[tuple[int, int], ...]
     ) -> Any:
         schema: Any = request_schema(ALTER_PARTITION_KEY, ALTER_PARTITION_VERSION)
         topic_type = field_entity_type(schema, "topics")
         partition_type = field_entity_type(topic_type, "partitions")
+        member_type = field_entity_type(partition_type, "new_isr_with_epochs")
         return make_entity(
             schema,
             broker_id=self._broker_id,
@@ -123,7 +134,10 @@ class IsrChangeSender:
                             partition_type,
                             partition_index=partition.partition_id,
                             leader_epoch=state.leader_epoch,
-                            new_isr=new_isr,
+                            new_isr_with_epochs=tuple(
+                                make_entity(member_type, broker_id=member, broker_epoch=epoch)
+                                for member, epoch in members
+                            ),
                             leader_recovery_state=0,
                             partition_epoch=state.partition_epoch,
                         ),

@@ -159,7 +159,7 @@ def _alter(
         member.broker_id
         for member in asked.new_isr
         if member.broker_epoch != NO_BROKER_EPOCH
-        and _broker_epoch(image, member.broker_id) != member.broker_epoch
+        and image.broker_epoch(member.broker_id) != member.broker_epoch
     }
     joining = [broker for broker in new_isr if broker not in state.isr]
     # The facts as they are once the leader's word is taken for the joining replicas; they are
@@ -176,8 +176,3 @@ def _alter(
     for broker in joining:
         lifecycle.mark_caught_up(broker, tp)
     return ErrorCode.none, outcome.change
-
-
-def _broker_epoch(image: MetadataImage, broker_id: int) -> int | None:
-    registration = image.brokers.get(broker_id)
-    return None if registration is None else registration.broker_epoch

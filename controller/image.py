@@ -139,6 +139,11 @@ class MetadataImage:
     features: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     next_producer_id: int = -1
 
+    def broker_epoch(self, broker_id: int) -> int:
+        """The broker epoch of `broker_id`'s registration; -1 if it is not registered."""
+        registration = self.brokers.get(broker_id)
+        return -1 if registration is None else registration.broker_epoch
+
     def topic(self, name: str) -> TopicImage | None:
         """The topic named `name`, if it exists."""
         topic_id = self.topic_ids.get(name)

@@ -357,7 +357,11 @@ class BrokerRole:
             config.log_config(),
             config.min_insync_replicas,
             isr_changes=IsrChangeSender(
-                self._controller, config.node_id, lambda: self.lifecycle.broker_epoch
+                self._controller,
+                config.node_id,
+                lambda: self.lifecycle.broker_epoch,
+                # Not `replayer.image.broker_epoch`: that would be the image of this moment.
+                lambda broker_id: replayer.image.broker_epoch(broker_id),  # noqa: PLW0108
             ),
             replica_lag_time_max_ms=config.replica_lag_time_max_ms,
             eligible_leader_replicas_enable=config.eligible_leader_replicas_enable,

@@ -164,10 +164,12 @@ class UnansweredController(ControllerClient):
 
     def __init__(self) -> None:
         super().__init__({}, client_id="test")
-        self.received: list[tuple[int, ...]] = []
+        # Each request's ISR members, as (broker id, broker epoch).
+        self.received: list[tuple[tuple[int, int], ...]] = []
 
     async def send(self, request: Any, *, deadline_s: float = 30.0, patient: bool = False) -> Any:
-        self.received.append(tuple(request.topics[0].partitions[0].new_isr))
+        members = request.topics[0].partitions[0].new_isr_with_epochs
+        self.received.append(tuple((m.broker_id, m.broker_epoch) for m in members))
         raise NoControllerError("no answer within the deadline")
 
 
@@ -175,7 +177,10 @@ async def test_an_unanswered_isr_expansion_stays_pending_and_is_asked_again(
     brokers: MakeBrokers,
 ) -> None:
     controller = UnansweredController()
-    sender = IsrChangeSender(controller, 1, lambda: 1, retry_backoff_s=0.01)
+    # Each member is named with its registration's broker epoch (KIP-903): 10 times its id.
+    sender = IsrChangeSender(
+        controller, 1, lambda: 10, lambda broker_id: 10 * broker_id, retry_backoff_s=0.01
+    )
     (leader,) = brokers(1, isr_changes=sender)
     in_sync, joining = brokers(2, 3)
     state = PartitionState(replicas=(1, 3, 2), isr=(1, 2), leader=1)
@@ -189,7 +194,7 @@ async def test_an_unanswered_isr_expansion_stays_pending_and_is_asked_again(
     await asyncio.sleep(0.05)
     # The controller may have committed it: the joiner still counts for the high watermark.
     assert len(controller.received) > 1
-    assert set(controller.received) == {(1, 3, 2)}
+    assert set(controller.received) == {((1, 10), (3, 30), (2, 20))}
     assert leader.partition().pending_isr == (1, 3, 2)
     produce = asyncio.create_task(leader.replicas.produce(-1, 5_000, [(TOPIC, 0, batch(b"r1"))]))
     await settle()
