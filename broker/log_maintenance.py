@@ -26,6 +26,7 @@ import structlog
 
 from broker.partition import Partition
 from broker.replica_manager import ReplicaManager
+from net.record_batch import RecordBatchError
 from storage.cleaner import CleanStats, LogClean, dirty_ratio
 from storage.errors import StorageError
 from storage.log import wall_clock_ms
@@ -64,6 +65,8 @@ class LogMaintenance:
         # The earliest tombstone horizon of each compacted replica after its last clean;
         # absent: not cleaned since start, so a clean finds out.
         self._delete_horizons: dict[Partition, int | None] = {}
+        # Replicas whose log holds a batch the cleaner cannot decode.
+        self._uncleanable: set[Partition] = set()
 
     def start(self) -> None:
         periodic: list[tuple[int, Callable[[], object]]] = [
@@ -125,17 +128,34 @@ class LogMaintenance:
                     error=str(error),
                 )
                 continue
+            except RecordBatchError as error:
+                # A batch that cannot be decoded would fail every clean: as Kafka's cleaner,
+                # leave the log as it is until the broker restarts, and go on with the others.
+                self._uncleanable.add(partition)
+                log.error(
+                    "log_uncleanable",
+                    topic=partition.topic,
+                    partition=partition.partition_id,
+                    error=str(error),
+                )
+                continue
             if stats is not None:
                 self._delete_horizons[partition] = stats.next_delete_horizon_ms
         self._delete_horizons = {
             partition: horizon
             for partition, horizon in self._delete_horizons.items()
-            if self._replicas.partitions.get((partition.topic, partition.partition_id)) is partition
+            if self._hosted(partition)
         }
+        self._uncleanable = {
+            partition for partition in self._uncleanable if self._hosted(partition)
+        }
+
+    def _hosted(self, partition: Partition) -> bool:
+        return self._replicas.partitions.get((partition.topic, partition.partition_id)) is partition
 
     def _is_due(self, partition: Partition) -> bool:
         replica_log = partition.log
-        if not replica_log.config.compact or replica_log.offline:
+        if not replica_log.config.compact or replica_log.offline or partition in self._uncleanable:
             return False
         if partition not in self._delete_horizons:
             return True

@@ -31,7 +31,8 @@ import structlog
 from broker.producer_snapshots import ProducerSnapshots
 from broker.producer_state import ProducerStateManager
 from controller.partition_state import PartitionState
-from net.record_batch import NO_TIMESTAMP, BatchHeader, TimestampType
+from net.record_batch import NO_TIMESTAMP, BatchHeader, InvalidBatchError, TimestampType
+from net.records import RecordColumns, decode_batch_columns
 from storage.errors import StorageError
 from storage.log import Log
 
@@ -204,14 +205,18 @@ class Partition:
 
         A single batch that repeats one of its producer's last five is not written again: the
         offset it got the first time is returned. Raises ProducerStateError for a batch its
-        producer's state refuses (nothing is written then), and the log's errors.
+        producer's state refuses, InvalidBatchError for a record without a key in a compacted
+        topic (nothing is written then), and the log's errors.
         """
         if not self.is_leader:
             raise NotLeaderError
         validated: list[BatchHeader] = []
+        compacted = self.log.config.compact
 
         def check_producers(headers: Sequence[BatchHeader]) -> None:
             # After the log validated the batches (CRC included), before it writes them.
+            if compacted:
+                _refuse_records_without_keys(records, headers)
             if len(headers) == 1:
                 duplicate = self.producers.find_duplicate(headers[0])
                 if duplicate is not None:
@@ -435,3 +440,18 @@ class Partition:
     def _wake(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
+
+
+def _refuse_records_without_keys(
+    records: memoryview | bytes, headers: Sequence[BatchHeader]
+) -> None:
+    """Kafka's rule for compacted topics: every record has a key, since the cleaner keeps the
+    newest record of each key and drops records without one. The only place the broker decodes
+    records, for compacted topics alone."""
+    columns = RecordColumns.empty(with_headers=False)
+    position = 0
+    for header in headers:
+        decode_batch_columns(records, position, columns)
+        position += header.size
+    if None in columns.keys:
+        raise InvalidBatchError("a compacted topic accepts only records with a key")

@@ -259,7 +259,12 @@ class LogClean:
             writer.path.unlink()
             return CleanedGroup(group, None)
         # Kafka keeps the newest modification time, which time-based decisions may read.
-        modified = max(os.stat(segment.log_path).st_mtime_ns for segment in group)
+        try:
+            modified = max(os.stat(segment.log_path).st_mtime_ns for segment in group)
+        except FileNotFoundError:
+            # Retention or DeleteRecords removed the group meanwhile: the log outran the clean.
+            self.abandon(CleanedGroup(group, writer.path))
+            return CleanedGroup(group, None)
         os.utime(writer.path, ns=(modified, modified))
         return CleanedGroup(
             group,

@@ -37,10 +37,15 @@ def batch(value: bytes) -> bytes:
 
 
 def image(
-    partitions: Mapping[int, PartitionState], *, min_isr: int = 1, end_offset: int = 1
+    partitions: Mapping[int, PartitionState],
+    *,
+    min_isr: int = 1,
+    end_offset: int = 1,
+    configs: Mapping[str, str] = MappingProxyType({}),
 ) -> MetadataImage:
-    """Topic `orders` with these partition states and `min.insync.replicas`."""
-    configs = {"min.insync.replicas": str(min_isr)}
+    """Topic `orders` with these partition states, `min.insync.replicas` and other topic
+    configs."""
+    configs = {"min.insync.replicas": str(min_isr), **configs}
     return MetadataImage(
         end_offset=end_offset,
         topics=MappingProxyType({TOPIC_ID: TopicImage(TOPIC, TOPIC_ID, dict(partitions))}),

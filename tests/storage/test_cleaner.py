@@ -372,6 +372,22 @@ def test_segments_deleted_during_a_clean_void_it(tmp_path: Path) -> None:
     assert_reads_agree(log)
 
 
+def test_segments_deleted_before_their_cleaned_copy_is_written_void_the_clean(
+    tmp_path: Path,
+) -> None:
+    log = three_sealed_segments(tmp_path)
+    log_clean = LogClean(log, now_ms=2_000, delete_retention_ms=DAY_MS)
+    (group,) = log_clean.prepare()
+    log.delete_records(1)
+    cleaned = log_clean.write(group)
+    assert cleaned.path is None
+    assert not list(tmp_path.glob("*.cleaned"))
+    assert not log_clean.swap(cleaned)
+    log_clean.finish()
+    assert entries(log) == [(1, b"a", b"2"), (2, b"b", b"1")]
+    assert read_first_dirty_offset(tmp_path) is None
+
+
 def test_dirty_ratio_is_the_dirty_share_of_the_cleanable_bytes(tmp_path: Path) -> None:
     log = open_log(tmp_path)
     assert dirty_ratio(log) == 0.0
