@@ -10,10 +10,10 @@ records to the partition (acks=all) and reports each outcome with `write_complet
 - Groups: JoinGroup, SyncGroup, Heartbeat and LeaveGroup go to the group's ClassicGroup. A
   JoinGroup without a member id creates the group; any other request for a group that does not
   exist is UNKNOWN_MEMBER_ID, and creates nothing (as Kafka).
-- Offsets: an OffsetCommit is checked against the group as Kafka does (a simple consumer's
-  commit, generation -1 and no member, is accepted while the group is Empty or absent), its
-  records are written, and only once they are durable does the store hold them and the commit
-  get its answer. A metadata string longer than `offset.metadata.max.bytes` is
+- Offsets: an OffsetCommit is checked against the group as Kafka does (a commit with a negative
+  generation, a simple consumer's, creates the group Empty if it is absent and is accepted while
+  it is Empty), its records are written, and only once they are durable does the store hold them
+  and the commit get its answer. A metadata string longer than `offset.metadata.max.bytes` is
   OFFSET_METADATA_TOO_LARGE for its partition alone.
 - Retention: `tick` tombstones the offsets of member-less groups past retention.
 - Administration, for classic groups as Kafka's GroupMetadataManager and OffsetMetadataManager
@@ -308,13 +308,14 @@ class CoordinatorShard(Generic[K]):
 
         `retention_ms`: the retention OffsetCommit v2-4 may ask for, stored as the offsets'
         expiry (None: `offsets.retention.minutes` after the group empties, KIP-211).
-        `unknown_group_error`: what a member's commit to a group that does not exist gets
-        (ILLEGAL_GENERATION before OffsetCommit v9, GROUP_ID_NOT_FOUND from v9, as Kafka)."""
+        `unknown_group_error`: what a commit with a generation to a group that does not exist
+        gets (ILLEGAL_GENERATION before OffsetCommit v9, GROUP_ID_NOT_FOUND from v9, as Kafka)."""
         group = self._touched_group(group_id)
         if group is None:
-            if generation_id >= 0 or member_id or group_instance_id is not None:
+            if generation_id >= 0:
                 return self._commit_refused(key, offsets, unknown_group_error)
-            # A simple consumer's commit: Kafka keeps an Empty group for it.
+            # A simple consumer's commit, whatever member or instance id it carries: Kafka
+            # keeps an Empty group for it.
             group = self._groups[group_id] = ClassicGroup(
                 group_id, self._config.group, self._new_uuid
             )

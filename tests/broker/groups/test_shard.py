@@ -90,18 +90,21 @@ class Coordinator:
         *,
         member: str = "",
         generation: int = -1,
+        instance: str | None = None,
         retention_ms: int | None = None,
+        unknown_group_error: ErrorCode = ErrorCode.illegal_generation,
     ) -> dict[tuple[str, int], ErrorCode] | None:
         key = next(self.keys)
         step = self.shard.commit_offsets(
             key,
             group,
             member_id=member,
-            group_instance_id=None,
+            group_instance_id=instance,
             generation_id=generation,
             offsets=offsets,
             now_ms=now,
             retention_ms=retention_ms,
+            unknown_group_error=unknown_group_error,
         )
         self.run(step, now)
         answer = self.answers.get(key)
@@ -166,6 +169,31 @@ def test_member_commits_are_checked_against_the_group() -> None:
     }
     assert committed(coordinator.shard, "g") == {("t", 0): 3}
     assert coordinator.shard.group("nope") is None
+
+
+def test_a_negative_generation_commit_with_a_member_id_or_instance_id_is_a_simple_one() -> None:
+    # As Kafka: a commit to a group that does not exist creates the (Empty) simple group whenever
+    # its generation is negative, whatever member or instance id it carries (pre-2.7 consumers
+    # in assign() mode send their group.instance.id), and the Empty group then accepts it.
+    for version_error in (ErrorCode.illegal_generation, ErrorCode.group_id_not_found):
+        coordinator = Coordinator()
+        offsets = [OffsetToCommit("t", 0, 5)]
+        with_instance = coordinator.commit(
+            "a", offsets, 1, instance="inst-1", unknown_group_error=version_error
+        )
+        with_member = coordinator.commit(
+            "b", offsets, 1, member="m-1", unknown_group_error=version_error
+        )
+        with_generation = coordinator.commit(
+            "c", offsets, 1, member="m-1", generation=0, unknown_group_error=version_error
+        )
+        assert with_instance == with_member == {("t", 0): ErrorCode.none}
+        assert with_generation == {("t", 0): version_error}
+        assert (
+            committed(coordinator.shard, "a") == committed(coordinator.shard, "b") == {("t", 0): 5}
+        )
+        assert coordinator.shard.describe("a").state is GroupState.EMPTY
+        assert coordinator.shard.group("c") is None
 
 
 def test_too_long_metadata_refuses_its_partition_only() -> None:
