@@ -15,7 +15,8 @@ records to the partition (acks=all) and reports each outcome with `write_complet
   it is Empty), its records are written, and only once they are durable does the store hold them
   and the commit get its answer. A metadata string longer than `offset.metadata.max.bytes` is
   OFFSET_METADATA_TOO_LARGE for its partition alone.
-- Retention: `tick` tombstones the offsets of member-less groups past retention.
+- Retention: `tick` tombstones the offsets of member-less groups past retention, never one whose
+  commit is being written.
 - Administration, for classic groups as Kafka's GroupMetadataManager and OffsetMetadataManager
   serve it: `describe` and `listed` read the groups (a group that only has committed offsets is
   Empty with protocol type ""; one this partition does not know is described Dead, with no
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import struct
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -213,6 +215,9 @@ class CoordinatorShard(Generic[K]):
             | _OffsetsDeletion[K],
         ] = {}
         self._next_write_id = 0
+        # The offsets whose commits are being written, with how many of each: Kafka never
+        # expires an offset with a pending commit.
+        self._pending_commits: Counter[OffsetCommitKey] = Counter()
         # Every group's next deadline is in this heap (with stale entries, dropped when they
         # surface); groups whose timers may have changed are pushed again before it is read.
         self._deadlines: list[tuple[int, str]] = []
@@ -345,6 +350,7 @@ class CoordinatorShard(Generic[K]):
             _CommitWrite(key, tuple(written), tuple(errors)),
             tuple((encode_key(k), encode_value(v)) for k, v in written),
         )
+        self._pending_commits.update(k for k, _ in written)
         return ShardStep(writes=(write,))
 
     def _commit_refused(
@@ -550,7 +556,11 @@ class CoordinatorShard(Generic[K]):
                 step = self._from_group(group.tick(now_ms))
                 answers.extend(step.answers)
                 writes.extend(step.writes)
-        expired = tuple(self.offsets.expired(now_ms, self._config.offsets_retention_ms))
+        expired = tuple(
+            k
+            for k in self.offsets.expired(now_ms, self._config.offsets_retention_ms)
+            if k not in self._pending_commits
+        )
         if expired:
             writes.append(
                 self._new_write(
@@ -593,6 +603,10 @@ class CoordinatorShard(Generic[K]):
                 return ShardStep()
             return self._from_group(group.write_completed(pending.group_write_id, error, now_ms))
         if isinstance(pending, _CommitWrite):
+            for key, _ in pending.written:
+                self._pending_commits[key] -= 1
+                if not self._pending_commits[key]:
+                    del self._pending_commits[key]
             if error is not ErrorCode.none:
                 failed = _COMMIT_WRITE_ERROR_ANSWERS.get(error, error)
                 answer = CommitAnswer(
@@ -641,6 +655,7 @@ class CoordinatorShard(Generic[K]):
             elif isinstance(pending, _OffsetsDeletion):
                 answers.append((pending.key, OffsetDeleteAnswer(ErrorCode.not_coordinator)))
         self._writes.clear()
+        self._pending_commits.clear()
         self._groups.clear()
         self._deadlines.clear()
         self._touched.clear()

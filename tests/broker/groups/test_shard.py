@@ -65,6 +65,14 @@ class Coordinator:
             self.log.extend(write.records)
             self.run(self.shard.write_completed(write.write_id, ErrorCode.none, now), now)
 
+    def release(self, now: int) -> None:
+        """The held writes are written, in order, and their outcomes reported."""
+        self.hold_writes = False
+        held, self.held = self.held, []
+        for write in held:
+            self.log.extend(write.records)
+            self.run(self.shard.write_completed(write.write_id, ErrorCode.none, now), now)
+
     def join_and_sync(self, group: str, now: int) -> tuple[str, int]:
         """A one-member group formed: its member id and generation."""
         key = next(self.keys)
@@ -268,6 +276,36 @@ def test_an_explicit_retention_expires_the_offsets_then_and_survives_a_reload() 
         assert committed(shard, "old-client") == {("t", 0): 3}
         expired = shard.tick(6_000).writes
         assert [record[1] for write in expired for record in write.records] == [None]
+
+
+def test_an_offset_whose_commit_is_being_written_does_not_expire() -> None:
+    coordinator = Coordinator()
+    coordinator.commit("solo", [OffsetToCommit("t", 0, 1)], 0)
+    # Past retention, the consumer commits again; retention is checked while that is written.
+    coordinator.hold_writes = True
+    coordinator.commit("solo", [OffsetToCommit("t", 0, 2)], 10 * MINUTE)
+    coordinator.run(coordinator.shard.tick(10 * MINUTE + 1), 10 * MINUTE + 1)
+    assert len(coordinator.held) == 1  # the commit, and no tombstone after it
+    coordinator.release(10 * MINUTE + 2)
+    assert committed(coordinator.shard, "solo") == {("t", 0): 2}
+    loaded: CoordinatorShard[int] = CoordinatorShard(CONFIG)
+    for key, value in coordinator.log:
+        loaded.replay(key, value)
+    loaded.activate(10 * MINUTE + 3)
+    assert committed(loaded, "solo") == {("t", 0): 2}
+
+    # A commit whose write failed holds nothing back: the offset expires on time.
+    coordinator.hold_writes = True
+    coordinator.commit("solo", [OffsetToCommit("t", 0, 3)], 20 * MINUTE)
+    (write,) = coordinator.held
+    coordinator.held.clear()
+    step = coordinator.shard.write_completed(
+        write.write_id, ErrorCode.not_leader_or_follower, 20 * MINUTE
+    )
+    coordinator.run(step, 20 * MINUTE)
+    coordinator.hold_writes = False
+    coordinator.run(coordinator.shard.tick(20 * MINUTE), 20 * MINUTE)
+    assert committed(coordinator.shard, "solo") == {}
 
 
 def test_requests_for_unknown_groups_create_nothing_and_unload_answers_waiters() -> None:
