@@ -15,8 +15,8 @@ records to the partition (acks=all) and reports each outcome with `write_complet
   it is Empty), its records are written, and only once they are durable does the store hold them
   and the commit get its answer. A metadata string longer than `offset.metadata.max.bytes` is
   OFFSET_METADATA_TOO_LARGE for its partition alone.
-- Retention: `tick` tombstones the offsets of member-less groups past retention, never one whose
-  commit is being written.
+- Retention: `tick` tombstones the offsets past retention of Empty groups (as Kafka, never while
+  a group rebalances), never one whose commit is being written.
 - Administration, for classic groups as Kafka's GroupMetadataManager and OffsetMetadataManager
   serve it: `describe` and `listed` read the groups (a group that only has committed offsets is
   Empty with protocol type ""; one this partition does not know is described Dead, with no
@@ -559,7 +559,7 @@ class CoordinatorShard(Generic[K]):
         expired = tuple(
             k
             for k in self.offsets.expired(now_ms, self._config.offsets_retention_ms)
-            if k not in self._pending_commits
+            if k not in self._pending_commits and self._offsets_may_expire(k.group)
         )
         if expired:
             writes.append(
@@ -568,6 +568,12 @@ class CoordinatorShard(Generic[K]):
                 )
             )
         return ShardStep(tuple(answers), tuple(writes))
+
+    def _offsets_may_expire(self, group_id: str) -> bool:
+        """Kafka expires a classic group's offsets only while it is Empty; the store learns of
+        members only from the assignment's write, too late for a group that rebalances."""
+        group = self._groups.get(group_id)
+        return group is None or group.state is GroupState.EMPTY
 
     def next_deadline_ms(self) -> int | None:
         """When `tick` next has group work to do (retention is checked on any tick)."""

@@ -308,6 +308,52 @@ def test_an_offset_whose_commit_is_being_written_does_not_expire() -> None:
     assert committed(coordinator.shard, "solo") == {}
 
 
+def test_offsets_of_a_group_do_not_expire_while_it_rebalances() -> None:
+    shard: CoordinatorShard[int] = CoordinatorShard(
+        ShardConfig(
+            offsets_retention_ms=10_000, group=GroupConfig(initial_rebalance_delay_ms=3_000)
+        )
+    )
+    shard.activate(0)
+    coordinator = Coordinator(shard)
+    join = JoinRequest(
+        "", "c", "h", "consumer", (Protocol("range", b""),), 30_000, 30_000,
+        require_known_member_id=False,
+    )  # fmt: skip
+    key = next(coordinator.keys)
+    coordinator.run(shard.join(key, "g", join, 0), 0)
+    coordinator.run(shard.tick(3_000), 3_000)
+    joined = coordinator.answers[key]
+    assert isinstance(joined, JoinAnswer)
+    member, generation = joined.member_id, joined.generation_id
+    sync = SyncRequest(member, generation, {member: b"as"})
+    coordinator.run(shard.sync(next(coordinator.keys), "g", sync, 3_000), 3_000)
+    coordinator.commit(
+        "g", [OffsetToCommit("t", 0, 1)], 4_000, member=member, generation=generation
+    )
+    coordinator.run(shard.leave(next(coordinator.keys), "g", [LeavingMember(member)], 5_000), 5_000)
+
+    # Empty for longer than retention, the group rejoins before retention is next checked: no
+    # check during the rebalance (its first member is written only with the assignment) may
+    # take its offsets, as Kafka expires a group's offsets only while it is Empty.
+    key = next(coordinator.keys)
+    coordinator.run(shard.join(key, "g", join, 16_000), 16_000)
+    assert shard.describe("g").state is GroupState.PREPARING_REBALANCE
+    coordinator.run(shard.tick(16_001), 16_001)
+    assert committed(shard, "g") == {("t", 0): 1}
+    coordinator.run(shard.tick(19_000), 19_000)
+    assert shard.describe("g").state is GroupState.COMPLETING_REBALANCE
+    assert committed(shard, "g") == {("t", 0): 1}
+    joined = coordinator.answers[key]
+    assert isinstance(joined, JoinAnswer)
+    sync = SyncRequest(joined.member_id, joined.generation_id, {joined.member_id: b"as"})
+    coordinator.run(shard.sync(next(coordinator.keys), "g", sync, 19_000), 19_000)
+    coordinator.run(shard.tick(19_001), 19_001)
+    assert shard.describe("g").state is GroupState.STABLE
+    assert committed(shard, "g") == {("t", 0): 1}
+    assert all(value is not None for _, value in coordinator.log)
+
+
 def test_requests_for_unknown_groups_create_nothing_and_unload_answers_waiters() -> None:
     coordinator = Coordinator()
     key = next(coordinator.keys)
