@@ -20,9 +20,9 @@ records to the partition (acks=all) and reports each outcome with `write_complet
 - Administration, for classic groups as Kafka's GroupMetadataManager and OffsetMetadataManager
   serve it: `describe` and `listed` read the groups (a group that only has committed offsets is
   Empty with protocol type ""; one this partition does not know is described Dead, with no
-  error); `delete_groups` tombstones an Empty group's offsets and metadata and forgets it once
-  written (Dead meanwhile); `delete_offsets` (OffsetDelete) tombstones offsets of topics the
-  group's consumers are not subscribed to.
+  error); `delete_groups` tombstones an Empty group's offsets (those whose commits are being
+  written too) and metadata and forgets it once written (Dead meanwhile); `delete_offsets`
+  (OffsetDelete) tombstones offsets of topics the group's consumers are not subscribed to.
 """
 
 from __future__ import annotations
@@ -215,8 +215,8 @@ class CoordinatorShard(Generic[K]):
             | _OffsetsDeletion[K],
         ] = {}
         self._next_write_id = 0
-        # The offsets whose commits are being written, with how many of each: Kafka never
-        # expires an offset with a pending commit.
+        # The offsets whose commits are being written, with how many of each. Kafka holds a
+        # commit before it is durable, so retention keeps these and DeleteGroups tombstones them.
         self._pending_commits: Counter[OffsetCommitKey] = Counter()
         # Every group's next deadline is in this heap (with stale entries, dropped when they
         # surface); groups whose timers may have changed are pushed again before it is read.
@@ -455,7 +455,14 @@ class CoordinatorShard(Generic[K]):
         # Dead, a group answers its requests COORDINATOR_NOT_AVAILABLE: the client looks the
         # coordinator up again, and by then the group is gone and may be created anew.
         step = group.unload(now_ms)
-        offsets = tuple(self.offsets.deletions(group_id))
+        # A commit being written lands before these tombstones, which must then delete it too.
+        pending = {k for k in self._pending_commits if k.group == group_id}
+        offsets = tuple(
+            sorted(
+                pending.union(self.offsets.deletions(group_id)),
+                key=lambda k: (k.topic, k.partition),
+            )
+        )
         return _DeletedGroup(group_id, restore, offsets), step
 
     def _groups_deleted(

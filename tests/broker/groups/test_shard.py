@@ -537,6 +537,42 @@ def test_deleting_groups_refuses_non_empty_and_unknown_ones_and_answers_once_wri
     assert coordinator.commit("idle", [OffsetToCommit("t", 0, 9)], 6) == {("t", 0): ErrorCode.none}
 
 
+def test_deleting_a_group_tombstones_an_offset_whose_commit_is_being_written() -> None:
+    coordinator = Coordinator()
+    coordinator.commit("solo", [OffsetToCommit("t", 0, 10)], 0)
+    coordinator.hold_writes = True
+    commit_key = next(coordinator.keys)
+    coordinator.run(
+        coordinator.shard.commit_offsets(
+            commit_key,
+            "solo",
+            member_id="",
+            group_instance_id=None,
+            generation_id=-1,
+            offsets=[OffsetToCommit("t", 1, 20)],
+            now_ms=1,
+        ),
+        1,
+    )
+    delete_key = next(coordinator.keys)
+    coordinator.run(coordinator.shard.delete_groups(delete_key, ["solo"], 2), 2)
+    assert len(coordinator.held) == 2
+    deletion = coordinator.held[1]
+    # The commit is written before the deletion, whose tombstones therefore cover its offset.
+    assert [value for _, value in deletion.records] == [None, None, None]
+    coordinator.release(3)
+    assert coordinator.answers[commit_key] == CommitAnswer(((("t", 1), ErrorCode.none),))
+    assert coordinator.answers[delete_key] == DeleteGroupsAnswer((("solo", ErrorCode.none),))
+    assert committed(coordinator.shard, "solo") == {}
+    assert coordinator.shard.group_ids() == []
+    assert coordinator.shard.listed(ListGroupsFilter()) == []
+    loaded: CoordinatorShard[int] = CoordinatorShard(CONFIG)
+    for record_key, value in coordinator.log:
+        loaded.replay(record_key, value)
+    loaded.activate(4)
+    assert loaded.group_ids() == []
+
+
 def test_a_group_whose_deletion_fails_to_be_written_comes_back() -> None:
     coordinator = Coordinator()
     member, generation = form_group(coordinator, "g", "consumer", subscription("t"), 0)
