@@ -10,24 +10,26 @@ records to the partition (acks=all) and reports each outcome with `write_complet
 - Groups: JoinGroup, SyncGroup, Heartbeat and LeaveGroup go to the group's ClassicGroup. A
   JoinGroup without a member id creates the group; any other request for a group that does not
   exist is UNKNOWN_MEMBER_ID, and creates nothing (as Kafka).
-- Offsets: an OffsetCommit is checked against the group as Kafka does (a simple consumer's
-  commit, generation -1 and no member, is accepted while the group is Empty or absent), its
-  records are written, and only once they are durable does the store hold them and the commit
-  get its answer. A metadata string longer than `offset.metadata.max.bytes` is
+- Offsets: an OffsetCommit is checked against the group as Kafka does (a commit with a negative
+  generation, a simple consumer's, creates the group Empty if it is absent and is accepted while
+  it is Empty), its records are written, and only once they are durable does the store hold them
+  and the commit get its answer. A metadata string longer than `offset.metadata.max.bytes` is
   OFFSET_METADATA_TOO_LARGE for its partition alone.
-- Retention: `tick` tombstones the offsets of member-less groups past retention.
+- Retention: `tick` tombstones the offsets past retention of Empty groups (as Kafka, never while
+  a group rebalances), never one whose commit is being written.
 - Administration, for classic groups as Kafka's GroupMetadataManager and OffsetMetadataManager
   serve it: `describe` and `listed` read the groups (a group that only has committed offsets is
   Empty with protocol type ""; one this partition does not know is described Dead, with no
-  error); `delete_groups` tombstones an Empty group's offsets and metadata and forgets it once
-  written (Dead meanwhile); `delete_offsets` (OffsetDelete) tombstones offsets of topics the
-  group's consumers are not subscribed to.
+  error); `delete_groups` tombstones an Empty group's offsets (those whose commits are being
+  written too) and metadata and forgets it once written (Dead meanwhile); `delete_offsets`
+  (OffsetDelete) tombstones offsets of topics the group's consumers are not subscribed to.
 """
 
 from __future__ import annotations
 
 import heapq
 import struct
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -213,6 +215,9 @@ class CoordinatorShard(Generic[K]):
             | _OffsetsDeletion[K],
         ] = {}
         self._next_write_id = 0
+        # The offsets whose commits are being written, with how many of each. Kafka holds a
+        # commit before it is durable, so retention keeps these and DeleteGroups tombstones them.
+        self._pending_commits: Counter[OffsetCommitKey] = Counter()
         # Every group's next deadline is in this heap (with stale entries, dropped when they
         # surface); groups whose timers may have changed are pushed again before it is read.
         self._deadlines: list[tuple[int, str]] = []
@@ -308,13 +313,14 @@ class CoordinatorShard(Generic[K]):
 
         `retention_ms`: the retention OffsetCommit v2-4 may ask for, stored as the offsets'
         expiry (None: `offsets.retention.minutes` after the group empties, KIP-211).
-        `unknown_group_error`: what a member's commit to a group that does not exist gets
-        (ILLEGAL_GENERATION before OffsetCommit v9, GROUP_ID_NOT_FOUND from v9, as Kafka)."""
+        `unknown_group_error`: what a commit with a generation to a group that does not exist
+        gets (ILLEGAL_GENERATION before OffsetCommit v9, GROUP_ID_NOT_FOUND from v9, as Kafka)."""
         group = self._touched_group(group_id)
         if group is None:
-            if generation_id >= 0 or member_id or group_instance_id is not None:
+            if generation_id >= 0:
                 return self._commit_refused(key, offsets, unknown_group_error)
-            # A simple consumer's commit: Kafka keeps an Empty group for it.
+            # A simple consumer's commit, whatever member or instance id it carries: Kafka
+            # keeps an Empty group for it.
             group = self._groups[group_id] = ClassicGroup(
                 group_id, self._config.group, self._new_uuid
             )
@@ -344,6 +350,7 @@ class CoordinatorShard(Generic[K]):
             _CommitWrite(key, tuple(written), tuple(errors)),
             tuple((encode_key(k), encode_value(v)) for k, v in written),
         )
+        self._pending_commits.update(k for k, _ in written)
         return ShardStep(writes=(write,))
 
     def _commit_refused(
@@ -448,7 +455,14 @@ class CoordinatorShard(Generic[K]):
         # Dead, a group answers its requests COORDINATOR_NOT_AVAILABLE: the client looks the
         # coordinator up again, and by then the group is gone and may be created anew.
         step = group.unload(now_ms)
-        offsets = tuple(self.offsets.deletions(group_id))
+        # A commit being written lands before these tombstones, which must then delete it too.
+        pending = {k for k in self._pending_commits if k.group == group_id}
+        offsets = tuple(
+            sorted(
+                pending.union(self.offsets.deletions(group_id)),
+                key=lambda k: (k.topic, k.partition),
+            )
+        )
         return _DeletedGroup(group_id, restore, offsets), step
 
     def _groups_deleted(
@@ -549,7 +563,11 @@ class CoordinatorShard(Generic[K]):
                 step = self._from_group(group.tick(now_ms))
                 answers.extend(step.answers)
                 writes.extend(step.writes)
-        expired = tuple(self.offsets.expired(now_ms, self._config.offsets_retention_ms))
+        expired = tuple(
+            k
+            for k in self.offsets.expired(now_ms, self._config.offsets_retention_ms)
+            if k not in self._pending_commits and self._offsets_may_expire(k.group)
+        )
         if expired:
             writes.append(
                 self._new_write(
@@ -557,6 +575,12 @@ class CoordinatorShard(Generic[K]):
                 )
             )
         return ShardStep(tuple(answers), tuple(writes))
+
+    def _offsets_may_expire(self, group_id: str) -> bool:
+        """Kafka expires a classic group's offsets only while it is Empty; the store learns of
+        members only from the assignment's write, too late for a group that rebalances."""
+        group = self._groups.get(group_id)
+        return group is None or group.state is GroupState.EMPTY
 
     def next_deadline_ms(self) -> int | None:
         """When `tick` next has group work to do (retention is checked on any tick)."""
@@ -592,6 +616,10 @@ class CoordinatorShard(Generic[K]):
                 return ShardStep()
             return self._from_group(group.write_completed(pending.group_write_id, error, now_ms))
         if isinstance(pending, _CommitWrite):
+            for key, _ in pending.written:
+                self._pending_commits[key] -= 1
+                if not self._pending_commits[key]:
+                    del self._pending_commits[key]
             if error is not ErrorCode.none:
                 failed = _COMMIT_WRITE_ERROR_ANSWERS.get(error, error)
                 answer = CommitAnswer(
@@ -640,6 +668,7 @@ class CoordinatorShard(Generic[K]):
             elif isinstance(pending, _OffsetsDeletion):
                 answers.append((pending.key, OffsetDeleteAnswer(ErrorCode.not_coordinator)))
         self._writes.clear()
+        self._pending_commits.clear()
         self._groups.clear()
         self._deadlines.clear()
         self._touched.clear()

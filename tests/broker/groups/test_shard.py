@@ -65,6 +65,14 @@ class Coordinator:
             self.log.extend(write.records)
             self.run(self.shard.write_completed(write.write_id, ErrorCode.none, now), now)
 
+    def release(self, now: int) -> None:
+        """The held writes are written, in order, and their outcomes reported."""
+        self.hold_writes = False
+        held, self.held = self.held, []
+        for write in held:
+            self.log.extend(write.records)
+            self.run(self.shard.write_completed(write.write_id, ErrorCode.none, now), now)
+
     def join_and_sync(self, group: str, now: int) -> tuple[str, int]:
         """A one-member group formed: its member id and generation."""
         key = next(self.keys)
@@ -90,18 +98,21 @@ class Coordinator:
         *,
         member: str = "",
         generation: int = -1,
+        instance: str | None = None,
         retention_ms: int | None = None,
+        unknown_group_error: ErrorCode = ErrorCode.illegal_generation,
     ) -> dict[tuple[str, int], ErrorCode] | None:
         key = next(self.keys)
         step = self.shard.commit_offsets(
             key,
             group,
             member_id=member,
-            group_instance_id=None,
+            group_instance_id=instance,
             generation_id=generation,
             offsets=offsets,
             now_ms=now,
             retention_ms=retention_ms,
+            unknown_group_error=unknown_group_error,
         )
         self.run(step, now)
         answer = self.answers.get(key)
@@ -166,6 +177,31 @@ def test_member_commits_are_checked_against_the_group() -> None:
     }
     assert committed(coordinator.shard, "g") == {("t", 0): 3}
     assert coordinator.shard.group("nope") is None
+
+
+def test_a_negative_generation_commit_with_a_member_id_or_instance_id_is_a_simple_one() -> None:
+    # As Kafka: a commit to a group that does not exist creates the (Empty) simple group whenever
+    # its generation is negative, whatever member or instance id it carries (pre-2.7 consumers
+    # in assign() mode send their group.instance.id), and the Empty group then accepts it.
+    for version_error in (ErrorCode.illegal_generation, ErrorCode.group_id_not_found):
+        coordinator = Coordinator()
+        offsets = [OffsetToCommit("t", 0, 5)]
+        with_instance = coordinator.commit(
+            "a", offsets, 1, instance="inst-1", unknown_group_error=version_error
+        )
+        with_member = coordinator.commit(
+            "b", offsets, 1, member="m-1", unknown_group_error=version_error
+        )
+        with_generation = coordinator.commit(
+            "c", offsets, 1, member="m-1", generation=0, unknown_group_error=version_error
+        )
+        assert with_instance == with_member == {("t", 0): ErrorCode.none}
+        assert with_generation == {("t", 0): version_error}
+        assert (
+            committed(coordinator.shard, "a") == committed(coordinator.shard, "b") == {("t", 0): 5}
+        )
+        assert coordinator.shard.describe("a").state is GroupState.EMPTY
+        assert coordinator.shard.group("c") is None
 
 
 def test_too_long_metadata_refuses_its_partition_only() -> None:
@@ -240,6 +276,82 @@ def test_an_explicit_retention_expires_the_offsets_then_and_survives_a_reload() 
         assert committed(shard, "old-client") == {("t", 0): 3}
         expired = shard.tick(6_000).writes
         assert [record[1] for write in expired for record in write.records] == [None]
+
+
+def test_an_offset_whose_commit_is_being_written_does_not_expire() -> None:
+    coordinator = Coordinator()
+    coordinator.commit("solo", [OffsetToCommit("t", 0, 1)], 0)
+    # Past retention, the consumer commits again; retention is checked while that is written.
+    coordinator.hold_writes = True
+    coordinator.commit("solo", [OffsetToCommit("t", 0, 2)], 10 * MINUTE)
+    coordinator.run(coordinator.shard.tick(10 * MINUTE + 1), 10 * MINUTE + 1)
+    assert len(coordinator.held) == 1  # the commit, and no tombstone after it
+    coordinator.release(10 * MINUTE + 2)
+    assert committed(coordinator.shard, "solo") == {("t", 0): 2}
+    loaded: CoordinatorShard[int] = CoordinatorShard(CONFIG)
+    for key, value in coordinator.log:
+        loaded.replay(key, value)
+    loaded.activate(10 * MINUTE + 3)
+    assert committed(loaded, "solo") == {("t", 0): 2}
+
+    # A commit whose write failed holds nothing back: the offset expires on time.
+    coordinator.hold_writes = True
+    coordinator.commit("solo", [OffsetToCommit("t", 0, 3)], 20 * MINUTE)
+    (write,) = coordinator.held
+    coordinator.held.clear()
+    step = coordinator.shard.write_completed(
+        write.write_id, ErrorCode.not_leader_or_follower, 20 * MINUTE
+    )
+    coordinator.run(step, 20 * MINUTE)
+    coordinator.hold_writes = False
+    coordinator.run(coordinator.shard.tick(20 * MINUTE), 20 * MINUTE)
+    assert committed(coordinator.shard, "solo") == {}
+
+
+def test_offsets_of_a_group_do_not_expire_while_it_rebalances() -> None:
+    shard: CoordinatorShard[int] = CoordinatorShard(
+        ShardConfig(
+            offsets_retention_ms=10_000, group=GroupConfig(initial_rebalance_delay_ms=3_000)
+        )
+    )
+    shard.activate(0)
+    coordinator = Coordinator(shard)
+    join = JoinRequest(
+        "", "c", "h", "consumer", (Protocol("range", b""),), 30_000, 30_000,
+        require_known_member_id=False,
+    )  # fmt: skip
+    key = next(coordinator.keys)
+    coordinator.run(shard.join(key, "g", join, 0), 0)
+    coordinator.run(shard.tick(3_000), 3_000)
+    joined = coordinator.answers[key]
+    assert isinstance(joined, JoinAnswer)
+    member, generation = joined.member_id, joined.generation_id
+    sync = SyncRequest(member, generation, {member: b"as"})
+    coordinator.run(shard.sync(next(coordinator.keys), "g", sync, 3_000), 3_000)
+    coordinator.commit(
+        "g", [OffsetToCommit("t", 0, 1)], 4_000, member=member, generation=generation
+    )
+    coordinator.run(shard.leave(next(coordinator.keys), "g", [LeavingMember(member)], 5_000), 5_000)
+
+    # Empty for longer than retention, the group rejoins before retention is next checked: no
+    # check during the rebalance (its first member is written only with the assignment) may
+    # take its offsets, as Kafka expires a group's offsets only while it is Empty.
+    key = next(coordinator.keys)
+    coordinator.run(shard.join(key, "g", join, 16_000), 16_000)
+    assert shard.describe("g").state is GroupState.PREPARING_REBALANCE
+    coordinator.run(shard.tick(16_001), 16_001)
+    assert committed(shard, "g") == {("t", 0): 1}
+    coordinator.run(shard.tick(19_000), 19_000)
+    assert shard.describe("g").state is GroupState.COMPLETING_REBALANCE
+    assert committed(shard, "g") == {("t", 0): 1}
+    joined = coordinator.answers[key]
+    assert isinstance(joined, JoinAnswer)
+    sync = SyncRequest(joined.member_id, joined.generation_id, {joined.member_id: b"as"})
+    coordinator.run(shard.sync(next(coordinator.keys), "g", sync, 19_000), 19_000)
+    coordinator.run(shard.tick(19_001), 19_001)
+    assert shard.describe("g").state is GroupState.STABLE
+    assert committed(shard, "g") == {("t", 0): 1}
+    assert all(value is not None for _, value in coordinator.log)
 
 
 def test_requests_for_unknown_groups_create_nothing_and_unload_answers_waiters() -> None:
@@ -423,6 +535,42 @@ def test_deleting_groups_refuses_non_empty_and_unknown_ones_and_answers_once_wri
     # The group may then be created anew.
     coordinator.hold_writes = False
     assert coordinator.commit("idle", [OffsetToCommit("t", 0, 9)], 6) == {("t", 0): ErrorCode.none}
+
+
+def test_deleting_a_group_tombstones_an_offset_whose_commit_is_being_written() -> None:
+    coordinator = Coordinator()
+    coordinator.commit("solo", [OffsetToCommit("t", 0, 10)], 0)
+    coordinator.hold_writes = True
+    commit_key = next(coordinator.keys)
+    coordinator.run(
+        coordinator.shard.commit_offsets(
+            commit_key,
+            "solo",
+            member_id="",
+            group_instance_id=None,
+            generation_id=-1,
+            offsets=[OffsetToCommit("t", 1, 20)],
+            now_ms=1,
+        ),
+        1,
+    )
+    delete_key = next(coordinator.keys)
+    coordinator.run(coordinator.shard.delete_groups(delete_key, ["solo"], 2), 2)
+    assert len(coordinator.held) == 2
+    deletion = coordinator.held[1]
+    # The commit is written before the deletion, whose tombstones therefore cover its offset.
+    assert [value for _, value in deletion.records] == [None, None, None]
+    coordinator.release(3)
+    assert coordinator.answers[commit_key] == CommitAnswer(((("t", 1), ErrorCode.none),))
+    assert coordinator.answers[delete_key] == DeleteGroupsAnswer((("solo", ErrorCode.none),))
+    assert committed(coordinator.shard, "solo") == {}
+    assert coordinator.shard.group_ids() == []
+    assert coordinator.shard.listed(ListGroupsFilter()) == []
+    loaded: CoordinatorShard[int] = CoordinatorShard(CONFIG)
+    for record_key, value in coordinator.log:
+        loaded.replay(record_key, value)
+    loaded.activate(4)
+    assert loaded.group_ids() == []
 
 
 def test_a_group_whose_deletion_fails_to_be_written_comes_back() -> None:
