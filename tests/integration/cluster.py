@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -25,16 +26,43 @@ CLUSTER_ID = "integration"
 T = TypeVar("T")
 
 
+def _ephemeral_range() -> range:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+    except (OSError, ValueError):
+        return range(32768, 61000)
+    return range(int(low), int(high) + 1)
+
+
+# Ports are taken below the kernel's ephemeral range: a port from inside it, closed until a
+# node binds it (or while a node restarts), can meanwhile become the source port of any
+# outgoing connection, and the node then fails with "address already in use".
+_EPHEMERAL = _ephemeral_range()
+_CANDIDATES = [port for port in range(20000, 32768) if port not in _EPHEMERAL] or list(
+    range(20000, 32768)
+)
+_handed_out: set[int] = set()
+
+
 def free_ports(count: int) -> list[int]:
-    """Ports the kernel just handed out (closed again, so a process may bind them)."""
-    sockets = []
-    for _ in range(count):
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        sockets.append(sock)
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
+    """`count` ports nothing listens on now, outside the ephemeral range, and never handed out
+    before in this process (a stopped node's port stays its own for a restart)."""
+    ports: list[int] = []
+    generator = random.Random(os.getpid() ^ time.monotonic_ns())
+    for port in generator.sample(_CANDIDATES, len(_CANDIDATES)):
+        if len(ports) == count:
+            break
+        if port in _handed_out:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        ports.append(port)
+    if len(ports) < count:
+        raise RuntimeError(f"no {count} free ports outside the ephemeral range")
     return ports
 
 
