@@ -541,19 +541,7 @@ def test_deleting_a_group_tombstones_an_offset_whose_commit_is_being_written() -
     coordinator = Coordinator()
     coordinator.commit("solo", [OffsetToCommit("t", 0, 10)], 0)
     coordinator.hold_writes = True
-    commit_key = next(coordinator.keys)
-    coordinator.run(
-        coordinator.shard.commit_offsets(
-            commit_key,
-            "solo",
-            member_id="",
-            group_instance_id=None,
-            generation_id=-1,
-            offsets=[OffsetToCommit("t", 1, 20)],
-            now_ms=1,
-        ),
-        1,
-    )
+    assert coordinator.commit("solo", [OffsetToCommit("t", 1, 20)], 1) is None
     delete_key = next(coordinator.keys)
     coordinator.run(coordinator.shard.delete_groups(delete_key, ["solo"], 2), 2)
     assert len(coordinator.held) == 2
@@ -561,7 +549,7 @@ def test_deleting_a_group_tombstones_an_offset_whose_commit_is_being_written() -
     # The commit is written before the deletion, whose tombstones therefore cover its offset.
     assert [value for _, value in deletion.records] == [None, None, None]
     coordinator.release(3)
-    assert coordinator.answers[commit_key] == CommitAnswer(((("t", 1), ErrorCode.none),))
+    assert CommitAnswer(((("t", 1), ErrorCode.none),)) in coordinator.answers.values()
     assert coordinator.answers[delete_key] == DeleteGroupsAnswer((("solo", ErrorCode.none),))
     assert committed(coordinator.shard, "solo") == {}
     assert coordinator.shard.group_ids() == []
