@@ -336,7 +336,11 @@ class Partition:
         # truncates to the smaller, then the next fetch checks again from there.
         _, local_end = self.log.end_offset_for_epoch(epoch)
         offset = min(end_offset, local_end)
-        if offset < self.log.log_end_offset:
+        if offset >= self.log.log_end_offset:
+            # Nothing to cut, but an epoch this replica began as leader and never wrote in
+            # must go (see Log.truncate_to), or the next fetch diverges the same way again.
+            self.log.truncate_to(offset)
+        else:
             log.warning(
                 "partition_truncated_to_divergence",
                 topic=self.topic,

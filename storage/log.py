@@ -675,9 +675,21 @@ class Log:
 
         Truncation is by whole batches, so the new log end offset may be below `offset`, but
         never below the log start offset: a log left with no batch restarts empty there.
+
+        With nothing to cut, the leader-epoch cache still forgets epochs starting at the log
+        end: such an epoch is one this replica began as leader and never wrote in, and a
+        follower that kept it would name it as its last fetched epoch, and be told the same
+        divergence by its leader, on every fetch (Kafka's UnifiedLog.truncateTo does the same).
         """
         self._check_online()
         if offset >= self._log_end_offset:
+            try:
+                self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
+            except OSError as error:
+                raise StorageIOError(
+                    f"cannot write the leader-epoch checkpoint of {self.directory}: {error}",
+                    error.errno,
+                ) from error
             return
         if offset < self._log_start_offset:
             self.truncate_fully_and_start_at(offset)

@@ -255,6 +255,41 @@ async def test_a_new_leader_starts_its_epoch_so_a_follower_of_the_deposed_one_tr
     assert third.partition().log.high_watermark == 2
 
 
+async def test_a_follower_forgets_an_epoch_it_led_without_writing_and_replicates_again(
+    brokers: MakeBrokers,
+) -> None:
+    first, second, third = brokers(1, 2, 3)
+    lead_from_first([first, second, third])
+    await first.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"e0"))])
+    for _ in range(2):
+        for follower in (second, third):
+            await replicate(first, follower)
+    # Broker 3 leads epoch 1 cut off from the others, writes nothing, and is deposed: its
+    # epoch cache ends with epoch 1 starting at its log end; broker 2 leads epoch 2.
+    epoch_1 = PartitionState(
+        replicas=(1, 2, 3), isr=(1, 2, 3), leader=3, leader_epoch=1, partition_epoch=1
+    )
+    third.apply(image({0: epoch_1}, end_offset=2))
+    assert third.partition().log.latest_epoch == 1
+    epoch_2 = PartitionState(
+        replicas=(1, 2, 3), isr=(1, 2, 3), leader=2, leader_epoch=2, partition_epoch=2
+    )
+    for broker in (first, second, third):
+        broker.apply(image({0: epoch_2}, end_offset=3))
+    result, went_on = await replicate(second, third)
+    assert result.diverging_epoch == (0, 1)
+    assert went_on
+    # Nothing was cut, but epoch 1 is gone: the next fetch names epoch 0 and counts.
+    assert values(third.partition().log) == [b"e0"]
+    assert third.partition().log.latest_epoch == 0
+    result, _ = await replicate(second, third)
+    assert result.diverging_epoch is None
+    assert second.partition().followers[3].log_end_offset == 1
+    await second.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"e2"))])
+    await replicate(second, third)
+    assert values(third.partition().log) == [b"e0", b"e2"]
+
+
 async def test_a_corrupt_batch_from_the_leader_backs_off_and_writes_nothing(
     brokers: MakeBrokers,
 ) -> None:

@@ -332,6 +332,18 @@ def test_truncate_to_removes_whole_batches_and_epochs(tmp_path: Path) -> None:
     assert info.first_offset == 9
 
 
+def test_truncate_past_the_end_forgets_epochs_that_start_there(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append(make_batch(3), leader_epoch=1)
+    # Led epoch 2 without writing in it, then a follower again.
+    log.start_leader_epoch(2)
+    log.truncate_to(3)
+    assert log.log_end_offset == 3
+    assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries] == [(1, 0)]
+    reopened = Log.open(tmp_path, LogConfig())
+    assert reopened.latest_epoch == 1
+
+
 def test_truncate_fully_and_start_at(tmp_path: Path) -> None:
     log = open_log(tmp_path)
     log.append(make_batch(5), leader_epoch=2)
