@@ -35,6 +35,7 @@ from controller.client import (
     broker_heartbeat_request,
     broker_registration_request,
 )
+from net.tasks import start_essential
 
 log = structlog.get_logger(__name__)
 
@@ -82,7 +83,7 @@ class BrokerLifecycleManager:
         self._heartbeat_now = asyncio.Event()
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run())
+        self._task = start_essential(self._run(), "broker-lifecycle")
 
     async def stop(self) -> None:
         if self._task is not None:

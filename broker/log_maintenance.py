@@ -27,6 +27,7 @@ import structlog
 from broker.partition import Partition
 from broker.replica_manager import ReplicaManager
 from net.record_batch import RecordBatchError
+from net.tasks import start_essential
 from storage.cleaner import CleanStats, LogClean, dirty_ratio
 from storage.errors import StorageError
 from storage.log import wall_clock_ms
@@ -75,10 +76,11 @@ class LogMaintenance:
             (self._config.retention_check_interval_ms, self._enforce_retention),
         ]
         self._tasks = [
-            asyncio.create_task(self._every(interval_ms, task)) for interval_ms, task in periodic
+            start_essential(self._every(interval_ms, task), f"log-maintenance-{task.__name__}")
+            for interval_ms, task in periodic
         ]
         if self._config.cleaner_enabled:
-            self._tasks.append(asyncio.create_task(self._run_cleaner()))
+            self._tasks.append(start_essential(self._run_cleaner(), "log-cleaner"))
 
     async def stop(self) -> None:
         """Stop every task; a clean in progress finishes the segment it is writing first."""

@@ -28,9 +28,10 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import Payload
 
 from broker.partition import Partition
-from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
+from net.client import NodeConnection, RequestTimedOutError
 from net.protocol import ProtocolError, field_entity_type, make_entity, request_schema
 from net.record_batch import RecordBatchError
+from net.tasks import start_essential
 from storage.errors import StorageError
 
 log = structlog.get_logger(__name__)
@@ -71,7 +72,7 @@ class ReplicaFetcher:
         self._delayed_until: dict[tuple[str, int], float] = {}
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run())
+        self._task = start_essential(self._run(), f"replica-fetcher-{self.leader_id}")
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -117,7 +118,7 @@ class ReplicaFetcher:
             epochs = {key: partition.leader_epoch for key, partition in fetched.items()}
             try:
                 response: Any = await self._connection.send(self._request(fetched))
-            except (KafkaConnectionError, RequestTimedOutError, ProtocolError) as error:
+            except (OSError, RequestTimedOutError, ProtocolError) as error:
                 log.info("replica_fetch_failed", leader_id=self.leader_id, error=str(error))
                 await asyncio.sleep(BACKOFF_S)
                 continue
@@ -143,7 +144,7 @@ class ReplicaFetcher:
                     and partition is fetched.get(key)
                     and partition.leader_epoch == epochs[key]
                 ):
-                    if not self.apply_answer(partition, answer):
+                    if not self._apply_answer_safely(partition, answer):
                         self._delayed_until[key] = time.monotonic() + BACKOFF_S
                         went_on = False
                     elif answer.records:
@@ -185,6 +186,23 @@ class ReplicaFetcher:
             forgotten_topics_data=(),
             rack_id="",
         )
+
+    def _apply_answer_safely(self, partition: Partition, answer: Any) -> bool:
+        """`apply_answer`, with any failure confined to that partition: it backs off and is
+        asked again, while the fetcher goes on serving the others (Kafka's fetcher threads
+        mark such a partition failed the same way). A failure never ends the fetcher, which
+        would leave every partition of this leader unreplicated with nothing in the log."""
+        try:
+            return self.apply_answer(partition, answer)
+        except Exception:
+            log.exception(
+                "replica_fetch_partition_failed",
+                topic=partition.topic,
+                partition=partition.partition_id,
+                leader_id=self.leader_id,
+                leader_epoch=partition.leader_epoch,
+            )
+            return False
 
     def apply_answer(self, partition: Partition, answer: Any) -> bool:
         """Apply one partition's answer; False when that partition should back off."""

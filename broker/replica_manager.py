@@ -35,6 +35,7 @@ from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_state import PartitionState
 from kraft.messages import Entry, SnapshotId
 from net.record_batch import NO_TIMESTAMP, CorruptBatchError, RecordBatchError
+from net.tasks import start_essential
 from storage.errors import (
     InvalidTimestampError,
     OffsetOutOfRangeError,
@@ -215,7 +216,7 @@ class ReplicaManager:
     def start(self) -> None:
         """Start checking the ISRs of led partitions for lagging followers."""
         if self._isr_changes is not None:
-            self._expiration = asyncio.create_task(self._expire_lagging_followers())
+            self._expiration = start_essential(self._expire_lagging_followers(), "isr-expiration")
 
     async def stop(self) -> None:
         """Stop fetching from the leaders and checking ISRs, then close every hosted replica

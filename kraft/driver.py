@@ -102,8 +102,8 @@ from net.api_registry import ApiRegistry, RequestContext
 from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
 from net.protocol import ProtocolError, error_response
 from net.server import DEFAULT_CONNECTIONS_MAX_IDLE_MS, DEFAULT_MAX_REQUEST_SIZE, KafkaServer
+from net.tasks import report_fatal
 from storage.atomic_file import write_atomically
-from storage.errors import StorageError
 from storage.log import Log
 
 QUORUM_STATE_FILE = "quorum-state"
@@ -142,6 +142,10 @@ _SERVED = (
 log = structlog.get_logger(__name__)
 
 _ENTRY_OVERHEAD = len(encode_entries((Entry(0, 0, b""),)))
+
+
+class MetadataLogDivergedError(Exception):
+    """The metadata log on disk no longer holds what the quorum state machine says it does."""
 
 
 class NotLeaderError(Exception):
@@ -261,6 +265,7 @@ class RaftDriver:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._role = Role.UNATTACHED
         self._leader_id: int | None = None
+        self._failed = False
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -457,6 +462,22 @@ class RaftDriver:
     # -- the Ready loop ------------------------------------------------------------------------
 
     def _process(self) -> None:
+        """Drain and apply every `Ready`. A failure is fatal: the state machine moved on when
+        the `Ready` was taken, so whatever of it was not applied (log operations, the high
+        watermark, commits for the image) would leave the node and its disk disagreeing for
+        good."""
+        try:
+            self._apply_ready()
+        except Exception as error:
+            self._fail(error)
+            raise
+
+    def _fail(self, error: Exception) -> None:
+        if not self._failed:
+            self._failed = True
+            report_fatal("raft_driver", error)
+
+    def _apply_ready(self) -> None:
         node = self._require_node()
         while True:
             ready = node.take_ready()
@@ -495,6 +516,13 @@ class RaftDriver:
                 )
             elif isinstance(operation, LoadSnapshot):
                 self._load_snapshot(operation.snapshot_id, operation.size)
+        node = self._require_node()
+        stored = (self._log.log_start_offset, self._log.log_end_offset)
+        if stored != (node.log_start_offset, node.log_end_offset):
+            raise MetadataLogDivergedError(
+                f"{self._log.directory} holds offsets [{stored[0]}, {stored[1]}) but the quorum "
+                f"state machine holds [{node.log_start_offset}, {node.log_end_offset})"
+            )
 
     def _delete_before(self, offset: int) -> None:
         """The log starts at `offset` now: a snapshot holds everything below it."""
@@ -658,11 +686,7 @@ class RaftDriver:
         self._waiters.setdefault(key, collections.deque()).append(waiter)
         node = self._require_node()
         node.receive(message, sender, self._now_ms())
-        try:
-            self._process()
-        except StorageError as error:
-            log.error("raft_storage_failed", error=str(error))
-            raise
+        self._process()
         try:
             answer = await asyncio.wait_for(waiter, self.config.request_timeout_ms / 1000)
         except TimeoutError:
@@ -688,8 +712,12 @@ class RaftDriver:
         while True:
             await asyncio.sleep(TICK_INTERVAL_S)
             now_ms = self._now_ms()
-            node.tick(now_ms)
-            self._maybe_append_noop(now_ms)
+            try:
+                node.tick(now_ms)
+                self._maybe_append_noop(now_ms)
+            except Exception as error:
+                self._fail(error)
+                raise
             self._process()
 
     def _maybe_append_noop(self, now_ms: int) -> None:

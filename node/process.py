@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 from typing import Any
 
 import structlog
@@ -50,6 +51,7 @@ from kraft.messages import QuorumView, ReplicaView
 from kraft.raft import RaftConfig
 from net.api_registry import ApiRegistry
 from net.server import KafkaServer, RequestMetrics
+from net.tasks import set_fatal_handler
 from node.config import NodeConfig, Role
 from node.meta_properties import ensure_formatted
 from storage import durability
@@ -58,6 +60,8 @@ from storage.log_manager import LogManager, TopicPartition
 
 METADATA_PARTITION = TopicPartition("__cluster_metadata", 0)
 DURABILITY_JOURNAL_ENV = "KRAFT_DURABILITY_JOURNAL"
+# The exit status after a fatal fault (what `kraft serve` returns for a failed start, too).
+FATAL_FAULT_EXIT_STATUS = 1
 # How long requests in flight may take to finish once the listener stops accepting.
 _IN_FLIGHT_GRACE_S = 5.0
 # How long an admin API mutation looks for the active controller before answering 503.
@@ -474,8 +478,22 @@ class BrokerRole:
         return None if epoch < 0 else epoch
 
 
+def terminate_process(what: str, error: BaseException) -> None:
+    """The fatal-fault handler of a running node: log, then exit at once with status 1.
+
+    A background task that failed (a replica fetcher, the quorum driver) leaves state the node
+    cannot trust, so it does not try a controlled shutdown: like a crash, the restart recovers
+    from what is durable (Kafka's ProcessTerminatingFaultHandler halts the same way).
+    """
+    log.critical("node_fatal_fault", task=what, error=repr(error), exc_info=error)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(FATAL_FAULT_EXIT_STATUS)
+
+
 async def serve(config: NodeConfig) -> None:
-    """Run the node until SIGTERM or SIGINT."""
+    """Run the node until SIGTERM or SIGINT (or until a fatal fault ends the process)."""
+    set_fatal_handler(terminate_process)
     journal = os.environ.get(DURABILITY_JOURNAL_ENV)
     if journal:
         durability.enable_journal(journal)

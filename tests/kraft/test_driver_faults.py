@@ -1,0 +1,94 @@
+"""The Raft driver over a real metadata log: a Ready it cannot apply is a fatal fault.
+
+The state machine moves on when a `Ready` is taken, so a `Ready` applied only in part (an
+append the storage log refuses, a log that no longer holds what the state machine says) would
+leave the node and its disk disagreeing for good: issue 19 saw a voter wedge that way, every
+later append refused while the node stayed up. The driver reports such a failure to the fatal
+handler (the node's terminates the process) instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from kraft.driver import MetadataLogDivergedError, RaftDriver
+from kraft.messages import Entry
+from kraft.raft import RaftConfig
+from kraft.wire import encode_entries
+from net.tasks import set_fatal_handler
+from storage.errors import UnexpectedAppendOffsetError
+from storage.log import Log, LogConfig
+from tests.integration.cluster import free_ports
+
+CONFIG = RaftConfig(
+    election_timeout_ms=100,
+    fetch_timeout_ms=200,
+    election_backoff_max_ms=50,
+    request_timeout_ms=200,
+)
+
+
+@pytest.fixture
+def faults() -> Iterator[list[tuple[str, BaseException]]]:
+    reported: list[tuple[str, BaseException]] = []
+    set_fatal_handler(lambda what, error: reported.append((what, error)))
+    yield reported
+    set_fatal_handler(None)
+
+
+@pytest.fixture
+async def leader(tmp_path: Path) -> AsyncIterator[tuple[RaftDriver, Log]]:
+    """A single-voter quorum that elected itself and committed an append."""
+    metadata_log = Log.open(tmp_path / "__cluster_metadata-0", LogConfig(retention_ms=None))
+    (port,) = free_ports(1)
+    driver = RaftDriver(
+        node_id=1,
+        cluster_id="faults",
+        voters={1: ("127.0.0.1", port)},
+        config=CONFIG,
+        metadata_log=metadata_log,
+        listen=("127.0.0.1", port),
+        max_idle_interval_ms=0,
+    )
+    await driver.start()
+    try:
+        async with asyncio.timeout(10):
+            while not driver.is_leader:
+                await asyncio.sleep(0.02)
+            await driver.append([b"first"])
+        yield driver, metadata_log
+    finally:
+        await driver.stop(resign=False)
+        metadata_log.close()
+
+
+async def test_an_append_the_storage_log_refuses_is_fatal(
+    leader: tuple[RaftDriver, Log], faults: list[tuple[str, BaseException]]
+) -> None:
+    driver, metadata_log = leader
+    # The storage log gains an entry the state machine never made: its end moves past the
+    # state machine's, as in the wedged voter of issue 19.
+    end = metadata_log.log_end_offset
+    metadata_log.append_as_follower(encode_entries([Entry(end, driver.epoch, b"stray")]))
+    with pytest.raises(UnexpectedAppendOffsetError):
+        driver.submit([b"second"])
+    assert [what for what, _ in faults] == ["raft_driver"]
+    assert isinstance(faults[0][1], UnexpectedAppendOffsetError)
+
+
+async def test_a_log_that_no_longer_matches_the_state_machine_is_fatal(
+    leader: tuple[RaftDriver, Log], faults: list[tuple[str, BaseException]]
+) -> None:
+    driver, metadata_log = leader
+    # The storage log lost its entries behind the driver's back but still ends where the state
+    # machine's does, so the next append lands: the driver notices the mismatch anyway, before
+    # anything is built on it.
+    metadata_log.truncate_fully_and_start_at(metadata_log.log_end_offset)
+    with pytest.raises(MetadataLogDivergedError, match="quorum state machine holds"):
+        driver.submit([b"second"])
+    assert [what for what, _ in faults] == ["raft_driver"]
+    assert str(metadata_log.directory) in str(faults[0][1])
