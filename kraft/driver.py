@@ -58,9 +58,9 @@ from kraft.messages import (
     VoteResponse,
 )
 from kraft.messages import ErrorCode as QuorumError
+from kraft.metadata_log import MetadataLog
 from kraft.quorum_state import QuorumState, QuorumStateError
 from kraft.raft import (
-    Append,
     Appended,
     DeleteBefore,
     LoadSnapshot,
@@ -68,10 +68,9 @@ from kraft.raft import (
     RaftNode,
     Ready,
     Role,
-    SnapshotChunkToWrite,
     Truncate,
 )
-from kraft.snapshot_file import SnapshotStore, decode_snapshot, encode_snapshot
+from kraft.snapshot_file import decode_snapshot, encode_snapshot
 from kraft.wire import (
     BEGIN_QUORUM_EPOCH_KEY,
     BEGIN_QUORUM_EPOCH_VERSION,
@@ -88,7 +87,6 @@ from kraft.wire import (
     WireFormatError,
     WireRequest,
     WireResponse,
-    decode_entries,
     describe_quorum_request,
     describe_quorum_response,
     encode_entries,
@@ -142,10 +140,6 @@ _SERVED = (
 log = structlog.get_logger(__name__)
 
 _ENTRY_OVERHEAD = len(encode_entries((Entry(0, 0, b""),)))
-
-
-class MetadataLogDivergedError(Exception):
-    """The metadata log on disk no longer holds what the quorum state machine says it does."""
 
 
 class NotLeaderError(Exception):
@@ -236,10 +230,10 @@ class RaftDriver:
         self.cluster_id = cluster_id
         self.voters = dict(voters)
         self.config = config
-        self._log = metadata_log
+        self._metadata_log = MetadataLog(metadata_log)
+        self._snapshots = self._metadata_log.snapshots
         self._listen = listen
         self._state_path = Path(metadata_log.directory) / QUORUM_STATE_FILE
-        self._snapshots = SnapshotStore(Path(metadata_log.directory))
         self._snapshot_source: SnapshotSource = snapshot_source or EmptyImage()
         self._api_registry = api_registry if api_registry is not None else ApiRegistry()
         self._max_bytes_between_snapshots = max_bytes_between_snapshots
@@ -273,9 +267,7 @@ class RaftDriver:
         """Read the quorum state and the log, listen (voters), and start ticking."""
         self._loop = asyncio.get_running_loop()
         snapshot = self._snapshots.open_latest()
-        entries: list[Entry] = []
-        for batch, _ in self._log.batches():
-            entries.extend(decode_entries(batch.read()))
+        entries = self._metadata_log.entries()
         self._node = RaftNode(
             node_id=self.node_id,
             voters=self.voters,
@@ -487,14 +479,14 @@ class RaftDriver:
                 write_atomically(self._state_path, ready.quorum_state.encode())
             self._apply_log_ops(ready)
             if ready.fsync_up_to is not None:
-                self._log.flush()
-                node.fsync_completed(self._log.log_end_offset, self._now_ms())
+                self._metadata_log.log.flush()
+                node.fsync_completed(self._metadata_log.log.log_end_offset, self._now_ms())
             for outgoing in ready.messages:
                 self._dispatch(outgoing.to, outgoing.message)
             if self._prune_snapshots:
                 self._delete_older_snapshots()
             if ready.high_watermark is not None:
-                self._log.update_high_watermark(ready.high_watermark)
+                self._metadata_log.log.update_high_watermark(ready.high_watermark)
             if ready.committed:
                 self._on_committed(ready.committed)
                 self._maybe_snapshot(ready.committed)
@@ -503,46 +495,19 @@ class RaftDriver:
 
     def _apply_log_ops(self, ready: Ready) -> None:
         for operation in ready.log_ops:
+            self._metadata_log.apply(operation)
             if isinstance(operation, Truncate):
-                self._log.truncate_to(operation.offset)
                 self._fail_appends_from(operation.offset)
-            elif isinstance(operation, Append) and operation.entries:
-                self._log.append_as_follower(encode_entries(operation.entries))
             elif isinstance(operation, DeleteBefore):
-                self._delete_before(operation.offset)
-            elif isinstance(operation, SnapshotChunkToWrite):
-                self._snapshots.write_chunk(
-                    operation.snapshot_id, operation.position, operation.data
-                )
+                self._prune_snapshots = True
             elif isinstance(operation, LoadSnapshot):
-                self._load_snapshot(operation.snapshot_id, operation.size)
+                self._snapshot_loaded(operation.snapshot_id, operation.size)
         node = self._require_node()
-        stored = (self._log.log_start_offset, self._log.log_end_offset)
-        if stored != (node.log_start_offset, node.log_end_offset):
-            raise MetadataLogDivergedError(
-                f"{self._log.directory} holds offsets [{stored[0]}, {stored[1]}) but the quorum "
-                f"state machine holds [{node.log_start_offset}, {node.log_end_offset})"
-            )
+        self._metadata_log.check_holds(node.log_start_offset, node.log_end_offset)
 
-    def _delete_before(self, offset: int) -> None:
-        """The log starts at `offset` now: a snapshot holds everything below it."""
-        if self._log.log_end_offset < offset:
-            self._log.truncate_fully_and_start_at(offset)
-        else:
-            # Storage refuses to move the log start above its high watermark, which this
-            # driver only updates after sending; a snapshot covers committed entries only.
-            self._log.update_high_watermark(max(self._log.high_watermark, offset))
-            # Roll first, so the segment holding the deleted prefix is sealed: the next
-            # DeleteBefore (if not this one) frees it whole.
-            self._log.roll()
-            self._log.delete_records(offset)
-        self._prune_snapshots = True
-
-    def _load_snapshot(self, snapshot_id: SnapshotId, size: int) -> None:
-        """A fetched snapshot is complete: make it durable and visible, restart the log at
-        its end, and have the listeners replace their image with it."""
-        self._snapshots.complete(snapshot_id, size)
-        self._log.truncate_fully_and_start_at(snapshot_id.end_offset)
+    def _snapshot_loaded(self, snapshot_id: SnapshotId, size: int) -> None:
+        """A fetched snapshot replaced the log: appends above its end are gone, and the
+        listeners replace their image with it."""
         self._fail_appends_from(snapshot_id.end_offset)
         self._bytes_since_snapshot = 0
         self._prune_snapshots = True

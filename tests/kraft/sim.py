@@ -6,6 +6,14 @@ messages of the same `Ready` are sent. The network loses, delays, reorders and d
 messages and can be partitioned. Every invariant is checked after every step; a violation
 raises `InvariantViolationError` naming the seed so that the run can be reproduced exactly.
 
+With a `storage_root`, each node also keeps its log where the real driver does: a
+`kraft.metadata_log.MetadataLog` over a real storage log and snapshot files in its own
+directory, which every `Ready` is applied to as the driver applies it, and which must hold
+exactly the state machine's offsets after every `Ready`. A restarted node then starts, as the
+driver does, from what that storage log holds, opened with a stale log-start checkpoint; a
+crash is either a power cut (the storage log loses the unsynced tail, as the model does) or a
+SIGKILL (the page cache survives: everything written stays, synced or not).
+
 Each node also runs a toy controller whose metadata image is the list of the digests of the
 committed entries it applied. At random times it snapshots that image on a random node (the
 snapshot bytes are the digests, so they take several FetchSnapshot chunks to transfer) and
@@ -21,10 +29,13 @@ from __future__ import annotations
 import hashlib
 import heapq
 import random
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from kraft.messages import Entry, FetchSnapshotResponse, Message, SnapshotId
+from kraft.metadata_log import MetadataLog, MetadataLogDivergedError
 from kraft.quorum_state import QuorumState
 from kraft.raft import (
     Append,
@@ -39,6 +50,7 @@ from kraft.raft import (
     SnapshotChunkToWrite,
     Truncate,
 )
+from storage.log import Log, LogConfig
 
 SIM_CONFIG = RaftConfig(
     election_timeout_ms=300,
@@ -52,6 +64,9 @@ SIM_CONFIG = RaftConfig(
 )
 TICK_MS = 50
 DIGEST_BYTES = 8
+# Small segments, so that rolls, deletions of whole segments and truncations across segment
+# boundaries all happen within a run.
+SIM_LOG_CONFIG = LogConfig(segment_bytes=2048, retention_ms=None)
 
 
 def digest(entry: Entry) -> bytes:
@@ -93,6 +108,8 @@ class SimNode:
     last_high_watermark: int = 0
     # Offsets below this have been compared with the committed record.
     verified_offset: int = 0
+    # The metadata log on disk, with a storage root; None while crashed.
+    store: MetadataLog | None = None
 
 
 @dataclass
@@ -113,8 +130,11 @@ class FaultProfile:
 class Simulation:
     """Drives a quorum through a seeded schedule of events and checks it after every step."""
 
-    def __init__(self, seed: int, voters: int, observers: int = 1) -> None:
+    def __init__(
+        self, seed: int, voters: int, observers: int = 1, storage_root: Path | None = None
+    ) -> None:
         self.seed = seed
+        self.storage_root = storage_root
         self.rng = random.Random(seed)
         self.voter_ids = list(range(1, voters + 1))
         self.node_ids = self.voter_ids + [100 + i for i in range(observers)]
@@ -160,6 +180,8 @@ class Simulation:
     def _start(self, node_id: int) -> None:
         node = self.nodes[node_id]
         node.incarnation += 1
+        if self.storage_root is not None:
+            self._open_store(node)
         node.raft = RaftNode(
             node_id=node_id,
             voters=self.voter_ids,
@@ -183,18 +205,48 @@ class Simulation:
     def crash(self, node_id: int, lose_disk: bool = False) -> None:
         """Kill a node: its unsynced log tail is lost; the quorum state was written durably.
 
-        With `lose_disk` (observers only) everything is gone, quorum state included.
+        With `lose_disk` (observers only) everything is gone, quorum state included. With a
+        storage root, half the crashes are a SIGKILL instead, which keeps the unsynced tail.
         """
         node = self.nodes[node_id]
         node.raft = None
         node.incarnation += 1
         node.partial = None
+        if node.store is not None:
+            node.store.log.close()
+            node.store = None
         if lose_disk:
             if node_id in self.voter_ids:
                 raise ValueError("a voter that loses its disk breaks Raft's safety")
             self.nodes[node_id] = SimNode(node_id, incarnation=node.incarnation)
+            if self.storage_root is not None:
+                shutil.rmtree(self._store_directory(node_id), ignore_errors=True)
             return
+        if self.storage_root is not None and self.rng.random() < 0.5:
+            node.synced_end = node.log_start + len(node.log)
         del node.log[node.synced_end - node.log_start :]
+
+    def _store_directory(self, node_id: int) -> Path:
+        assert self.storage_root is not None
+        return self.storage_root / f"node{node_id}" / "__cluster_metadata-0"
+
+    def _open_store(self, node: SimNode) -> None:
+        """Open the node's metadata log as the driver does at start-up, the durable state the
+        model kept being what a crash left on disk, and start the model from its entries."""
+        store = MetadataLog(
+            Log.open(self._store_directory(node.node_id), SIM_LOG_CONFIG, log_start_offset=0)
+        )
+        store.snapshots.open_latest()
+        durable_end = node.log_start + len(node.log)
+        if store.log.log_end_offset > durable_end:
+            store.log.truncate_to(durable_end)  # the power cut lost what was never synced
+        entries = store.entries()
+        if [entry for entry in entries if entry.offset >= node.log_start] != node.log:
+            raise self.fail(f"node {node.node_id} storage log differs from the durable model")
+        node.log = entries
+        node.log_start = entries[0].offset if entries else store.log.log_start_offset
+        node.synced_end = max(node.synced_end, node.log_start)
+        node.store = store
 
     def restart(self, node_id: int) -> None:
         """Start a crashed node again from its durable state."""
@@ -217,6 +269,13 @@ class Simulation:
             node.quorum_state = ready.quorum_state
         for op in ready.log_ops:
             self._apply_log_op(node, op)
+            if node.store is not None:
+                node.store.apply(op)
+        if node.store is not None:
+            try:
+                node.store.check_holds(raft.log_start_offset, raft.log_end_offset)
+            except MetadataLogDivergedError as error:
+                raise self.fail(f"node {node.node_id}: {error}") from error
         if ready.fsync_up_to is not None:
             self._schedule(
                 1 + self.rng.randrange(15),
@@ -406,6 +465,8 @@ class Simulation:
         self._check_snapshot(node, snapshot_id, data)
         # Written durably first, then announced (driver contract).
         node.snapshot_files[snapshot_id] = data
+        if node.store is not None:
+            node.store.snapshots.write(snapshot_id, data)
         node.snapshot = LocalSnapshot(snapshot_id, len(data))
         if not raft.snapshot_created(end, epoch, len(data)):
             raise self.fail(f"node {node.node_id} refused snapshot {snapshot_id}")

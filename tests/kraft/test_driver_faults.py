@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from kraft.driver import MetadataLogDivergedError, RaftDriver
+from kraft.driver import RaftDriver
 from kraft.messages import Entry
+from kraft.metadata_log import MetadataLogDivergedError
 from kraft.raft import RaftConfig
 from kraft.wire import encode_entries
 from net.tasks import set_fatal_handler
