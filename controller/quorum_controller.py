@@ -57,6 +57,7 @@ from controller.topics import (
 from kraft.driver import LeadershipLostError, NotLeaderError, RaftDriver
 from kraft.messages import Entry, SnapshotId
 from net.api_registry import ApiRegistry, RequestContext
+from net.tasks import start_essential
 
 log = structlog.get_logger(__name__)
 
@@ -522,7 +523,9 @@ class QuorumController:
             )
 
     def _spawn(self, coroutine: Any) -> asyncio.Task[None]:
-        task: asyncio.Task[None] = asyncio.create_task(coroutine)
+        # Activation and the session timers: a controller that lost either leads the quorum
+        # while fencing no one, so their failure is fatal.
+        task: asyncio.Task[None] = start_essential(coroutine, "quorum-controller")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task

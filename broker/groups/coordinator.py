@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -54,6 +54,7 @@ from broker.replica_manager import ReplicaManager
 from controller.image import MetadataImage
 from controller.topics import OFFSETS_TOPIC
 from net.records import Record, decode_batches, encode_batch
+from net.tasks import start_essential
 
 _LOAD_READ_BYTES = 1024 * 1024
 # How often offsets past retention are looked for (offsets.retention.check.interval.ms).
@@ -437,8 +438,9 @@ class GroupCoordinator:
             load_ms=round((time.monotonic() - started) * 1000),
         )
 
-    def _spawn(self, coroutine: Awaitable[None]) -> asyncio.Task[None]:
-        task: asyncio.Task[None] = asyncio.ensure_future(coroutine)
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        # Loads and writes: one that failed would leave its groups unanswered for good.
+        task = start_essential(coroutine, "group-coordinator")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
