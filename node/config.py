@@ -173,6 +173,9 @@ class NodeConfig(BaseModel):
     log_dirs: Annotated[list[Path], BeforeValidator(_parse_list)] = Field(
         alias="log.dirs", min_length=1
     )
+    # Kafka's key: where the metadata log lives (default: the first of log.dirs). A directory
+    # of its own keeps the quorum writing when the partitions' disk fills up.
+    metadata_log_dir: Path | None = Field(default=None, alias="metadata.log.dir")
     broker_rack: str | None = Field(default=None, alias="broker.rack", min_length=1)
 
     num_partitions: int = Field(default=1, alias="num.partitions", ge=1)
@@ -320,6 +323,17 @@ class NodeConfig(BaseModel):
     def advertised_listener(self) -> Endpoint | None:
         """Where clients are told to connect: advertised.listeners, else listeners."""
         return self.advertised_listeners or self.listeners
+
+    @property
+    def all_log_dirs(self) -> list[Path]:
+        """`log.dirs`, plus `metadata.log.dir` when it is a directory of its own."""
+        metadata = self.metadata_log_directory
+        return self.log_dirs + ([] if metadata in self.log_dirs else [metadata])
+
+    @property
+    def metadata_log_directory(self) -> Path:
+        """The directory that holds the metadata log (`__cluster_metadata-0`)."""
+        return self.metadata_log_dir or self.log_dirs[0]
 
     def log_config(self) -> LogConfig:
         """The storage defaults these broker-level `log.*` settings describe."""

@@ -497,9 +497,13 @@ async def serve(config: NodeConfig) -> None:
     journal = os.environ.get(DURABILITY_JOURNAL_ENV)
     if journal:
         durability.enable_journal(journal)
-    ensure_formatted(config.log_dirs, config.cluster_id, config.node_id)
-    logs = LogManager.open(config.log_dirs, config.log_config())
-    metadata_log = logs.get_or_create_log(METADATA_PARTITION, metadata_log_config(config))
+    ensure_formatted(config.all_log_dirs, config.cluster_id, config.node_id)
+    logs = LogManager.open(config.all_log_dirs, config.log_config(), partition_dirs=config.log_dirs)
+    metadata_log = logs.get_or_create_log(
+        METADATA_PARTITION,
+        metadata_log_config(config),
+        directory=config.metadata_log_directory,
+    )
     metadata_log.config = metadata_log_config(config)
     is_voter = Role.CONTROLLER in config.process_roles
     listener = config.controller_listener if is_voter else None

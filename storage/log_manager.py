@@ -65,12 +65,16 @@ class LogManager:
         self,
         log_dirs: list[Path],
         *,
+        partition_dirs: list[Path] | None = None,
         default_config: LogConfig,
         clean_shutdown: bool,
         broker_epoch_at_start: int | None,
         clock: Callable[[], int],
     ) -> None:
         self.log_dirs = log_dirs
+        # Where new partition logs go: a directory outside these (the metadata log's own)
+        # takes only the logs created there by name.
+        self.partition_dirs = partition_dirs or log_dirs
         self.default_config = default_config
         self.clean_shutdown = clean_shutdown
         self.broker_epoch_at_start = broker_epoch_at_start
@@ -86,11 +90,14 @@ class LogManager:
         default_config: LogConfig | None = None,
         *,
         clock: Callable[[], int] = wall_clock_ms,
+        partition_dirs: Iterable[Path] | None = None,
     ) -> LogManager:
-        """Read and remove the shutdown markers, then open every log found in `log_dirs`."""
+        """Read and remove the shutdown markers, then open every log found in `log_dirs`.
+        New partition logs go to `partition_dirs` (default: every one of `log_dirs`)."""
         dirs = [Path(directory) for directory in log_dirs]
         if not dirs:
             raise ValueError("log.dirs names no directory")
+        placement = None if partition_dirs is None else [Path(d) for d in partition_dirs]
         epochs = []
         for directory in dirs:
             directory.mkdir(parents=True, exist_ok=True)
@@ -102,6 +109,7 @@ class LogManager:
             remove_durably(directory / CLEAN_SHUTDOWN_MARKER)
         manager = cls(
             dirs,
+            partition_dirs=placement,
             default_config=default_config or LogConfig(),
             clean_shutdown=clean,
             broker_epoch_at_start=broker_epoch if broker_epoch != -1 else None,
@@ -150,37 +158,48 @@ class LogManager:
     def get_log(self, partition: TopicPartition) -> Log | None:
         return self._logs.get(partition)
 
-    def get_or_create_log(self, partition: TopicPartition, config: LogConfig | None = None) -> Log:
-        """The log of `partition`, created empty in the least-loaded log directory if new."""
-        return self.get_or_create_logs([(partition, config)])[0]
+    def get_or_create_log(
+        self,
+        partition: TopicPartition,
+        config: LogConfig | None = None,
+        *,
+        directory: Path | None = None,
+    ) -> Log:
+        """The log of `partition`, created empty in `directory` (default: the least-loaded
+        partition directory) if new."""
+        return self.get_or_create_logs([(partition, config)], directory=directory)[0]
 
     def get_or_create_logs(
-        self, wanted: Sequence[tuple[TopicPartition, LogConfig | None]]
+        self,
+        wanted: Sequence[tuple[TopicPartition, LogConfig | None]],
+        *,
+        directory: Path | None = None,
     ) -> list[Log]:
         """The logs of the `(partition, config)` pairs, in order; each new one is created empty
-        in the least-loaded log directory, and every directory that gained one is synced once,
-        so that creating a topic's thousands of partitions costs one fsync, not one each."""
+        in `directory` or else the least-loaded partition directory, and every directory that
+        gained one is synced once, so that creating a topic's thousands of partitions costs one
+        fsync, not one each."""
         logs = []
         gained: set[Path] = set()
         for partition, config in wanted:
             existing = self._logs.get(partition)
             if existing is None:
-                directory = min(self.log_dirs, key=self._logs_in_dir.__getitem__)
+                home = directory or min(self.partition_dirs, key=self._logs_in_dir.__getitem__)
                 existing = Log.open(
-                    directory / partition.dir_name,
+                    home / partition.dir_name,
                     config or self.default_config,
                     clock=self._clock,
                 )
                 self._logs[partition] = existing
-                self._dir_of[partition] = directory
-                self._logs_in_dir[directory] += 1
-                gained.add(directory)
+                self._dir_of[partition] = home
+                self._logs_in_dir[home] += 1
+                gained.add(home)
                 log.info("log_created", topic=partition.topic, partition=partition.partition)
             logs.append(existing)
         # Before any of the new logs flushes data: a flushed log in a directory whose own entry
         # a power cut could lose would not be durable.
-        for directory in gained:
-            durability.sync_directory(directory)
+        for synced in gained:
+            durability.sync_directory(synced)
         return logs
 
     def delete_log(self, partition: TopicPartition) -> None:

@@ -66,6 +66,20 @@ def test_metadata_snapshot_and_idle_keys_have_kafkas_names_and_defaults(tmp_path
         load_config(path, ["metadata.max.idle.interval.ms=-1"], {})
 
 
+def test_the_metadata_log_lives_in_the_first_log_dir_unless_metadata_log_dir_says(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path, BASE)
+    config = load_config(path, [], {})
+    assert config.metadata_log_directory == Path("/var/lib/kraft/a")
+    assert config.all_log_dirs == config.log_dirs
+    config = load_config(path, ["metadata.log.dir=/var/lib/kraft/meta"], {})
+    assert config.metadata_log_directory == Path("/var/lib/kraft/meta")
+    assert config.all_log_dirs == [*config.log_dirs, Path("/var/lib/kraft/meta")]
+    config = load_config(path, ["metadata.log.dir=/var/lib/kraft/b"], {})
+    assert config.all_log_dirs == config.log_dirs
+
+
 def test_a_whole_configuration_can_come_from_the_environment() -> None:
     environment = {
         "KRAFT_NODE_ID": "2",

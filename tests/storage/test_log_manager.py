@@ -203,3 +203,22 @@ def test_each_directory_gaining_logs_is_synced_once_they_all_exist(
         assert placed[path] <= names
     assert len(placed[first]) == len(placed[second]) == 50
     manager.close()
+
+
+def test_new_partition_logs_go_to_partition_directories_only(tmp_path: Path) -> None:
+    data, metadata = tmp_path / "data", tmp_path / "metadata"
+    manager = LogManager.open([data, metadata], LogConfig(), partition_dirs=[data])
+    manager.get_or_create_log(METADATA, directory=metadata)
+    manager.get_or_create_logs([(ORDERS_0, None), (ORDERS_1, None)])
+    assert sorted(path.name for path in metadata.iterdir() if path.is_dir()) == [
+        "__cluster_metadata-0"
+    ]
+    assert sorted(path.name for path in data.iterdir() if path.is_dir()) == [
+        "orders-0",
+        "orders-1",
+    ]
+    manager.shutdown(broker_epoch=3)
+    reopened = LogManager.open([data, metadata], LogConfig(), partition_dirs=[data])
+    assert reopened.clean_shutdown and reopened.broker_epoch_at_start == 3
+    assert set(reopened.logs) == {METADATA, ORDERS_0, ORDERS_1}
+    reopened.close()
