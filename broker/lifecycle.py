@@ -66,7 +66,10 @@ class BrokerLifecycleManager:
         *,
         heartbeat_interval_ms: int,
         session_timeout_ms: int,
+        on_registered: Callable[[int], None] | None = None,
     ) -> None:
+        """`on_registered` is called with the broker epoch of each registration."""
+        self._on_registered = on_registered
         self._client = client
         self._identity = identity
         self._applied_offset = applied_offset
@@ -166,6 +169,8 @@ class BrokerLifecycleManager:
                     incarnation_id=str(self.incarnation_id),
                     previous_broker_epoch=identity.previous_broker_epoch,
                 )
+                if self._on_registered is not None:
+                    self._on_registered(self.broker_epoch)
                 return
             log.warning(
                 "broker_registration_refused",

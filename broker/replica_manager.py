@@ -100,11 +100,25 @@ class ReplicaManager:
         isr_changes: IsrChangeSender | None = None,
         replica_lag_time_max_ms: int = 30_000,
         eligible_leader_replicas_enable: bool = True,
+        fenced_until_registered: bool = False,
     ) -> None:
         """`isr_changes` sends the ISR changes of led partitions (None: the ISR only changes
         by the controller's own decisions). With `eligible_leader_replicas_enable` (the
         cluster's `eligible.leader.replicas.enable`), a leader's high watermark stays while its
-        ISR is below MinISR."""
+        ISR is below MinISR.
+
+        With `fenced_until_registered`, the metadata log's commits reach the replicas only
+        once `registered` was called and the replayed image holds that registration (the
+        start-up fence of async-storage-and-recovery.txt 5.2, as Kafka's brokers publish no
+        metadata before their initial catch-up): the metadata a restarted broker replays from
+        its own log may still name it leader, but the controller moved every leadership and
+        ISR membership off an incarnation that registers again, in the registration's own
+        batch. Acting on the replayed image before that would let a broker that lost its
+        unflushed tail lead, take writes at offsets its followers already hold, and have
+        them acknowledged."""
+        # The offset of this broker's registration record (its broker epoch): None while the
+        # broker has not registered, -1 when nothing fences the replicas.
+        self._registration_offset: int | None = None if fenced_until_registered else -1
         self.broker_id = broker_id
         self._elr_enabled = eligible_leader_replicas_enable
         self._isr_changes = isr_changes
@@ -124,13 +138,33 @@ class ReplicaManager:
     # -- RaftListener ---------------------------------------------------------------------------
 
     def on_commit(self, entries: Sequence[Entry]) -> None:
-        self.apply(self._replayer.image)
+        self._apply_replayed()
 
     def on_leader_change(self, leader_id: int | None, leader_epoch: int) -> None:
         """Nothing: partition leadership comes from metadata records, not the quorum."""
 
     def on_snapshot_loaded(self, snapshot_id: SnapshotId, records: Sequence[bytes]) -> None:
-        self.apply(self._replayer.image)
+        self._apply_replayed()
+
+    def registered(self, broker_epoch: int) -> None:
+        """This broker registered; its registration record is at offset `broker_epoch`. The
+        replicas follow the metadata log from the moment the replayed image holds it."""
+        if self._registration_offset is None:
+            self._registration_offset = broker_epoch
+            self._apply_replayed()
+
+    def _apply_replayed(self) -> None:
+        image = self._replayer.image
+        fence = self._registration_offset
+        if fence is None or image.end_offset <= fence:
+            return
+        if self._applied is MetadataImage.EMPTY and fence >= 0:
+            log.info(
+                "replicas_unfenced_at_registration",
+                broker_epoch=fence,
+                metadata_offset=image.end_offset - 1,
+            )
+        self.apply(image)
 
     # -- metadata ---------------------------------------------------------------------------------
 

@@ -353,6 +353,8 @@ class BrokerRole:
             lambda: replayer.image.end_offset - 1,
             heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
             session_timeout_ms=config.broker_session_timeout_ms,
+            # The replicas are made just below (their ISR changes need this lifecycle).
+            on_registered=lambda broker_epoch: self.replicas.registered(broker_epoch),  # noqa: PLW0108
         )
         self.replicas = ReplicaManager(
             config.node_id,
@@ -369,6 +371,7 @@ class BrokerRole:
             ),
             replica_lag_time_max_ms=config.replica_lag_time_max_ms,
             eligible_leader_replicas_enable=config.eligible_leader_replicas_enable,
+            fenced_until_registered=True,
         )
         self._offsets_topic_segment_bytes = config.offsets_topic_segment_bytes
         self._controlled_shutdown_timeout_ms = config.controlled_shutdown_timeout_ms

@@ -22,6 +22,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 CLUSTER_ID = "integration"
+# The settings under which the only replica of a partition leads again after its broker crashed
+# (SIGKILL): it registers unclean, so it leaves the ISR and ELR and only an unclean election
+# can elect it, until the unclean recovery strategies exist (issue 18).
+CRASHED_SOLE_REPLICAS_LEAD_AGAIN = {
+    "unclean.leader.election.enable": "true",
+    "unclean.recovery.strategy": "none",
+}
 
 T = TypeVar("T")
 
@@ -167,6 +174,14 @@ class Cluster:
         if sorted(known) != sorted(self.nodes) or any(b["fenced"] for b in known.values()):
             return None
         return known
+
+    def ready(self, node_id: int) -> bool:
+        """Node `node_id` answers ready: its own incarnation is registered and unfenced (after
+        a restart, the image may still show the previous one unfenced for a session)."""
+        try:
+            return bool(self.nodes[node_id].get("/v1/health/ready")["status"] == "ok")
+        except (OSError, ValueError):
+            return False
 
     def voters(self) -> dict[int, tuple[str, int]]:
         """Voter id -> (host, port) of its controller listener."""

@@ -19,7 +19,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaStorageError
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import CRASHED_SOLE_REPLICAS_LEAD_AGAIN, Cluster
 from tests.integration.test_produce_consume import create_topic
 
 TOPIC = "filling"
@@ -49,6 +49,7 @@ def node(tmp_path: Path, small_disk: Path) -> Iterator[Cluster]:
         **{
             "log.dirs": f"{small_disk},{root / 'node1' / 'big'}",
             "metadata.log.dir": str(root / "node1" / "metadata"),
+            **CRASHED_SOLE_REPLICAS_LEAD_AGAIN,
         },
     )
     cluster.start_all()
@@ -96,7 +97,11 @@ def test_a_full_disk_refuses_writes_to_its_partitions_only_and_loses_nothing(
         producer.close()
     node.kill(1)
     node.start(1)
-    node.wait_for("broker unfenced after the restart", node.brokers_unfenced)
+    node.wait_for("the restarted node ready", lambda: node.ready(1), 30.0)
+    node.wait_for(
+        "a leader again",
+        lambda: node.nodes[1].get(f"/v1/topics/{TOPIC}")["partitions"][full]["leader"] == 1,
+    )
     consumer = KafkaConsumer(
         bootstrap_servers=node.bootstrap, enable_auto_commit=False, consumer_timeout_ms=5_000
     )

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import CRASHED_SOLE_REPLICAS_LEAD_AGAIN, Cluster
 from tests.integration.test_produce_consume import create_topic
 from tests.integration.test_replication import partition_state
 
@@ -37,6 +37,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "offsets.topic.num.partitions": "1",
             "offsets.topic.segment.bytes": "2048",
             "group.initial.rebalance.delay.ms": "0",
+            **CRASHED_SOLE_REPLICAS_LEAD_AGAIN,
         },
     )
     cluster.start_all()
@@ -179,7 +180,7 @@ def test_the_offsets_topic_is_compacted_and_still_gives_every_commit(node: Clust
     # A coordinator that loads the compacted partition finds the last commit of each.
     node.kill(1)
     node.start(1)
-    node.wait_for("broker unfenced", node.brokers_unfenced)
+    node.wait_for("the restarted node ready", lambda: node.ready(1), 30.0)
     reader = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "committer"})
     try:
         committed = reader.committed(
