@@ -399,6 +399,7 @@ class BrokerRole:
             port=listener.port,
             max_request_size=config.socket_request_max_bytes,
             connections_max_idle_ms=config.connections_max_idle_ms,
+            limits=config.connection_limits(),
             metrics=request_metrics,
         )
 
