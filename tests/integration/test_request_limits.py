@@ -158,15 +158,75 @@ def closed_by_peer(connection: socket.socket, timeout: float) -> bool:
     return True
 
 
-def api_versions(connection: socket.socket, correlation_id: int) -> int:
+def api_versions(connection: socket.socket, correlation_id: int, timeout: float = 5) -> int:
     """Sends ApiVersions v0; returns the correlation id of the answer."""
     client_id = b"limits-test"
     header = struct.pack(">hhih", 18, 0, correlation_id, len(client_id)) + client_id
     connection.sendall(struct.pack(">i", len(header)) + header)
-    connection.settimeout(5)
+    connection.settimeout(timeout)
     size = struct.unpack(">i", connection.recv(4, socket.MSG_WAITALL))[0]
     answer = connection.recv(size, socket.MSG_WAITALL)
     return int(struct.unpack_from(">i", answer)[0])
+
+
+class KafkaProbe:
+    """Asks ApiVersions over the Kafka listener in a loop from a thread; `worst` is the slowest
+    answer."""
+
+    def __init__(self, port: int) -> None:
+        self._port = port
+        self._stop = threading.Event()
+        self.latencies: list[float] = []
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        with connect(self._port) as connection:
+            correlation_id = 0
+            while not self._stop.is_set():
+                correlation_id += 1
+                start = time.monotonic()
+                assert api_versions(connection, correlation_id, timeout=60) == correlation_id
+                self.latencies.append(time.monotonic() - start)
+                time.sleep(0.01)
+
+    def __enter__(self) -> KafkaProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+
+    @property
+    def worst(self) -> float:
+        return max(self.latencies)
+
+
+def test_the_largest_topic_one_request_may_create_does_not_freeze_the_node(
+    cluster: Cluster,
+) -> None:
+    base = admin_url(cluster)
+    port = cluster.nodes[1].broker_port
+    assert port is not None
+    partitions = 9_999  # with its TopicRecord, the 10,000 records one request may write
+    with KafkaProbe(port) as probe:
+        time.sleep(0.2)
+        created = requests.post(
+            f"{base}/v1/topics", json={"name": "largest", "partitions": partitions}, timeout=120
+        )
+        assert created.status_code == 201, created.text
+        # Its replicas are created in the background: until they are, the probe goes on.
+        replica_log = f"{base}/v1/topics/largest/partitions/{partitions - 1}/log"
+        cluster.wait_for(
+            "the last replica created",
+            lambda: requests.get(replica_log, timeout=30).status_code == 200 or None,
+            timeout=120,
+        )
+    # It froze the node for 12 s before (and the request failed with 503: its commit waited
+    # behind the creation of every replica), fencing the broker on its own controller.
+    assert probe.worst < 3.0, sorted(probe.latencies)[-5:]
+    broker = requests.get(f"{base}/v1/brokers/1", timeout=10).json()
+    assert broker["fenced"] is False
 
 
 def test_connections_over_the_per_ip_limit_are_closed_and_others_served(cluster: Cluster) -> None:
