@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -49,6 +50,10 @@ from storage.log_manager import LogManager, TopicPartition
 log = structlog.get_logger(__name__)
 
 # Fetch's replica id of consumers (and of the ReplicaState of v15+).
+# How long one slice of a metadata change may hold the event loop (`_apply_latest`).
+APPLY_SLICE_S = 0.02
+# New replicas whose logs are created together (one directory sync for them all).
+_NEW_LOGS_AT_ONCE = 64
 CONSUMER_REPLICA_ID = -1
 
 
@@ -119,11 +124,14 @@ class ReplicaManager:
         # The offset of this broker's registration record (its broker epoch): None while the
         # broker has not registered, -1 when nothing fences the replicas.
         self._registration_offset: int | None = None if fenced_until_registered else -1
+        self._fence_lifted = False
         self.broker_id = broker_id
         self._elr_enabled = eligible_leader_replicas_enable
         self._isr_changes = isr_changes
         self._lag_time_max_ms = replica_lag_time_max_ms
         self._expiration: asyncio.Task[None] | None = None
+        # Applies a large metadata change in slices (`_apply_latest`); None or done when idle.
+        self._applier: asyncio.Task[None] | None = None
         self._logs = logs
         self._replayer = replayer
         self._log_config = log_config
@@ -158,18 +166,54 @@ class ReplicaManager:
         fence = self._registration_offset
         if fence is None or image.end_offset <= fence:
             return
-        if self._applied is MetadataImage.EMPTY and fence >= 0:
-            log.info(
-                "replicas_unfenced_at_registration",
-                broker_epoch=fence,
-                metadata_offset=image.end_offset - 1,
-            )
-        self.apply(image)
+        if not self._fence_lifted:
+            self._fence_lifted = True
+            if fence >= 0:
+                log.info(
+                    "replicas_unfenced_at_registration",
+                    broker_epoch=fence,
+                    metadata_offset=image.end_offset - 1,
+                )
+        self._apply_latest()
 
     # -- metadata ---------------------------------------------------------------------------------
 
     def apply(self, image: MetadataImage) -> None:
-        """Bring the hosted replicas in line with `image`."""
+        """Bring the hosted replicas in line with `image`, at once."""
+        for _ in self._apply_steps(image):
+            pass
+
+    def _apply_latest(self) -> None:
+        """Bring the hosted replicas in line with the replayed image: at once when that takes
+        less than APPLY_SLICE_S (a change of a few partitions, answered in the same loop
+        iteration as before), otherwise in slices of about that long with the event loop free
+        between them, so that creating, moving or deleting thousands of replicas (each a log
+        and an fsynced epoch checkpoint) does not hold up heartbeats, fetches and requests for
+        seconds. Meanwhile the replicas not yet reached keep their previous state (as in
+        Kafka, whose brokers apply metadata deltas apart from request handling); images
+        committed meanwhile are applied after, the newest only."""
+        if self._applier is not None and not self._applier.done():
+            return  # it applies the newest image once it is done with this one
+        steps = self._apply_steps(self._replayer.image)
+        if self._run_slice(steps):
+            self._applier = start_essential(self._apply_rest(steps), "replica-metadata")
+
+    def _run_slice(self, steps: Iterator[None]) -> bool:
+        """Runs `steps` for up to APPLY_SLICE_S; True if some are left."""
+        deadline = time.monotonic() + APPLY_SLICE_S
+        return any(time.monotonic() >= deadline for _ in steps)
+
+    async def _apply_rest(self, steps: Iterator[None]) -> None:
+        while True:
+            while self._run_slice(steps):
+                await asyncio.sleep(0)
+            if self._replayer.image is self._applied:
+                return
+            steps = self._apply_steps(self._replayer.image)
+
+    def _apply_steps(self, image: MetadataImage) -> Iterator[None]:
+        """Brings the hosted replicas in line with `image`, one step per replica created,
+        changed or deleted (the caller may yield the event loop between steps)."""
         old = self._applied
         if image is old:
             return
@@ -187,39 +231,45 @@ class ReplicaManager:
                     self.broker_id not in state.replicas or partition.topic_id != topic_id
                 ):
                     self._remove(key)
+                    yield
                 if self.broker_id in state.replicas:
                     hosted.append((topic_id, state, log_config, min_isr, key))
-        # The new replicas' logs at once: their directories are synced once, not each.
-        new_logs = iter(
-            self._logs.get_or_create_logs(
-                [
-                    (TopicPartition(*key), log_config)
-                    for _, _, log_config, _, key in hosted
-                    if key not in self.partitions
-                ]
+        for first in range(0, len(hosted), _NEW_LOGS_AT_ONCE):
+            chunk = hosted[first : first + _NEW_LOGS_AT_ONCE]
+            # The new replicas' logs of a chunk at once: their directories are synced once,
+            # not each.
+            new_logs = iter(
+                self._logs.get_or_create_logs(
+                    [
+                        (TopicPartition(*key), log_config)
+                        for _, _, log_config, _, key in chunk
+                        if key not in self.partitions
+                    ]
+                )
             )
-        )
-        for topic_id, state, log_config, min_isr, key in hosted:
-            partition = self.partitions.get(key)
-            if partition is None:
-                partition = Partition(key[0], topic_id, key[1], self.broker_id, next(new_logs))
-                self.partitions[key] = partition
-            # A log reopened at start-up got the broker's settings.
-            partition.log.config = log_config
-            partition.min_insync_replicas = min_isr
-            partition.hold_high_watermark_below_min_isr = self._elr_enabled
-            led = (partition.is_leader, partition.leader_epoch)
-            partition.apply(state, _now_ms())
-            if (partition.is_leader, partition.leader_epoch) != led:
-                for listener in self.leadership_listeners:
-                    listener(partition, partition.is_leader)
-            if partition.is_leader or not state.has_leader:
-                self._fetchers.unfollow(partition)
-            else:
-                self._fetchers.follow(partition, state.leader)
+            for topic_id, state, log_config, min_isr, key in chunk:
+                partition = self.partitions.get(key)
+                if partition is None:
+                    partition = Partition(key[0], topic_id, key[1], self.broker_id, next(new_logs))
+                    self.partitions[key] = partition
+                # A log reopened at start-up got the broker's settings.
+                partition.log.config = log_config
+                partition.min_insync_replicas = min_isr
+                partition.hold_high_watermark_below_min_isr = self._elr_enabled
+                led = (partition.is_leader, partition.leader_epoch)
+                partition.apply(state, _now_ms())
+                if (partition.is_leader, partition.leader_epoch) != led:
+                    for listener in self.leadership_listeners:
+                        listener(partition, partition.is_leader)
+                if partition.is_leader or not state.has_leader:
+                    self._fetchers.unfollow(partition)
+                else:
+                    self._fetchers.follow(partition, state.leader)
+                yield
         for key, partition in list(self.partitions.items()):
             if partition.topic_id not in image.topics:
                 self._remove(key)
+                yield
         self._applied = image
 
     def _remove(self, key: tuple[str, int]) -> None:
@@ -253,12 +303,13 @@ class ReplicaManager:
             self._expiration = start_essential(self._expire_lagging_followers(), "isr-expiration")
 
     async def stop(self) -> None:
-        """Stop fetching from the leaders and checking ISRs, then close every hosted replica
-        (snapshotting its producer state)."""
-        if self._expiration is not None:
-            self._expiration.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._expiration
+        """Stop applying metadata, fetching from the leaders and checking ISRs, then close
+        every hosted replica (snapshotting its producer state)."""
+        for task in (self._applier, self._expiration):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self._isr_changes is not None:
             await self._isr_changes.stop()
         await self._fetchers.stop()

@@ -15,6 +15,10 @@ answers NOT_CONTROLLER and the callers find the leader. As in Kafka's QuorumCont
   metadata a failover could undo. Leadership lost before the commit answers NOT_CONTROLLER:
   the records may or may not survive, and the caller retries against the new controller, which
   sees either all of a request's records or none (they are one atomic batch).
+- A user request (CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders,
+  IncrementalAlterConfigs) may write at most `limits.MAX_RECORDS_PER_USER_OP` records; a larger
+  one is refused whole with POLICY_VIOLATION and writes nothing, as in Kafka, so one request
+  cannot hold the event loop of every node for long.
 - Timers, on the active controller only: broker sessions expire (fencing), and with
   `auto.leader.rebalance.enable` preferred leaders are restored periodically.
 
@@ -45,6 +49,7 @@ from controller.broker_lifecycle import (
 )
 from controller.elections import elect_leaders, rebalance_leaders
 from controller.image import MetadataDelta, MetadataImage, MetadataReplayer
+from controller.limits import MAX_RECORDS_PER_USER_OP, TOO_MANY_RECORDS, OperationTooLargeError
 from controller.producer_ids import allocate_producer_ids
 from controller.records import MetadataRecord, encode_record
 from controller.topics import (
@@ -224,16 +229,21 @@ class QuorumController:
         self,
         operation: str,
         build: Callable[[_Active, int], tuple[Sequence[MetadataRecord], _Result]],
+        max_records: int | None = None,
         **context: Any,
     ) -> _Result:
         """Runs `build` on the working image, appends its records, answers once committed.
 
         `build` gets the active state and the offset the first record will get. Raises
-        NotControllerError when this node is not (or stops being) the active controller.
+        NotControllerError when this node is not (or stops being) the active controller, and
+        OperationTooLargeError (from `build`, or when it gives more than `max_records`
+        records) with nothing appended.
         """
         active = await self._active_state()
         next_offset = self._driver.log_end_offset
         records, result = build(active, next_offset)
+        if max_records is not None and len(records) > max_records:
+            raise OperationTooLargeError(TOO_MANY_RECORDS)
         if not records:
             pending = active.last_commit
             if pending is not None and not pending.done():
@@ -285,6 +295,32 @@ class QuorumController:
             result = await self._write(operation, build, **context)
         except NotControllerError:
             return refuse(ErrorCode.not_controller)
+        return respond(result)
+
+    async def _serve_user(
+        self,
+        operation: str,
+        build: Callable[[_Active, int], tuple[Sequence[MetadataRecord], _Result]],
+        respond: Callable[[_Result], Any],
+        refuse: Callable[[ErrorCode, str | None], Any],
+        **context: Any,
+    ) -> Any:
+        """`_serve` for a user request: at most MAX_RECORDS_PER_USER_OP records, else `refuse`
+        with POLICY_VIOLATION and Kafka's message."""
+        try:
+            result = await self._write(
+                operation, build, max_records=MAX_RECORDS_PER_USER_OP, **context
+            )
+        except NotControllerError:
+            return refuse(ErrorCode.not_controller, None)
+        except OperationTooLargeError as error:
+            log.warning(
+                f"{operation}_refused",
+                reason=error.message,
+                max_records=MAX_RECORDS_PER_USER_OP,
+                **context,
+            )
+            return refuse(ErrorCode.policy_violation, error.message)
         return respond(result)
 
     # -- broker lifecycle ---------------------------------------------------------------------
@@ -381,7 +417,7 @@ class QuorumController:
             )
             return outcome.records, outcome.results
 
-        return await self._serve(
+        return await self._serve_user(
             "create_topics",
             build,
             partial(wire.create_topics_response, version),
@@ -397,7 +433,7 @@ class QuorumController:
             outcome = delete_topics(active.image, names_or_ids)
             return outcome.records, outcome.results
 
-        return await self._serve(
+        return await self._serve_user(
             "delete_topics",
             build,
             partial(wire.delete_topics_response, version),
@@ -415,7 +451,7 @@ class QuorumController:
             )
             return outcome.records, outcome.results
 
-        return await self._serve(
+        return await self._serve_user(
             "create_partitions",
             build,
             partial(wire.create_partitions_response, version),
@@ -432,11 +468,12 @@ class QuorumController:
             self._log_partition_events(outcome.events)
             return outcome.records, outcome.results
 
-        return await self._serve(
+        return await self._serve_user(
             "elect_leaders",
             build,
             partial(wire.elect_leaders_response, version),
-            partial(wire.elect_leaders_response, version, ()),
+            # ElectLeaders has a top-level error code but no message to carry.
+            lambda error, _message: wire.elect_leaders_response(version, (), error),
             election_type=election_type.name.lower(),
         )
 
@@ -450,7 +487,7 @@ class QuorumController:
             )
             return outcome.records, outcome.results
 
-        return await self._serve(
+        return await self._serve_user(
             "incremental_alter_configs",
             build,
             partial(wire.incremental_alter_configs_response, version),

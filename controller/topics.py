@@ -20,6 +20,9 @@ createPartitions / deleteTopic`, `Topic.validate`, `LogConfig` for topic configs
 - a partition count of 0 or below -1: INVALID_PARTITIONS; a replication factor of 0 or below
   -1, or above the number of usable brokers: INVALID_REPLICATION_FACTOR.
 
+A request asking for more than 10,000 partitions in all, or that would write more than 10,000
+records, raises `OperationTooLargeError` before anything is placed (`controller.limits`).
+
 Two deliberate differences from Kafka. Replicas are placed only on usable brokers (unfenced and
 not in controlled shutdown), where Kafka's placer may put followers on fenced brokers when it
 runs short. And two topics of one request whose names collide by '.' versus '_' are refused
@@ -45,6 +48,13 @@ from uuid import UUID
 from kio.schema.errors import ErrorCode
 
 from controller.image import BrokerRegistration, MetadataImage
+from controller.limits import (
+    MAX_PARTITIONS_PER_REQUEST,
+    MAX_RECORDS_PER_USER_OP,
+    TOO_MANY_PARTITIONS,
+    TOO_MANY_RECORDS,
+    OperationTooLargeError,
+)
 from controller.partition_state import PartitionState
 from controller.placement import (
     PlacementBroker,
@@ -451,8 +461,12 @@ def create_topics(
 
     Results come in request order, one per distinct name. With `validate_only` the results are
     those a real creation would give (topic ids included) and there are no records.
-    `new_topic_id` draws each created topic's id.
+    `new_topic_id` draws each created topic's id. Raises OperationTooLargeError, before any
+    other check, when the request asks for more than MAX_PARTITIONS_PER_REQUEST partitions
+    (as Kafka does, validate-only requests included).
     """
+    if _requested_partitions(requests, defaults) > MAX_PARTITIONS_PER_REQUEST:
+        raise OperationTooLargeError(TOO_MANY_PARTITIONS)
     duplicates = _duplicates([request.name for request in requests])
     # Unified names of the existing topics and of those this request creates so far.
     taken_unified = {_unified_name(name): name for name in image.topic_ids}
@@ -477,6 +491,21 @@ def create_topics(
         records.extend(topic_records)
         results[request.name] = result
     return TopicsOutcome(() if validate_only else tuple(records), tuple(results.values()))
+
+
+def _requested_partitions(requests: Sequence[NewTopic], defaults: TopicDefaults) -> int:
+    """The partitions a CreateTopics asks for, counted as Kafka's
+    `validateTotalNumberOfPartitions` counts them: a topic's assignments, else its count (the
+    default for -1, nothing for other invalid counts)."""
+    total = 0
+    for request in requests:
+        if request.assignments:
+            total += len(request.assignments)
+        elif request.num_partitions == -1:
+            total += defaults.num_partitions
+        elif request.num_partitions > 0:
+            total += request.num_partitions
+    return total
 
 
 def _create_topic(
@@ -656,6 +685,12 @@ def create_partitions(
     New partitions keep the topic's replication factor (that of partition 0) and continue its
     placement: the same start as at creation, from the current partition count on, so they land
     where creating them with the topic would have put them. With `validate_only`, no records.
+
+    Raises OperationTooLargeError as soon as a topic's new partitions would take the request
+    past MAX_RECORDS_PER_USER_OP records, before they are placed. (Kafka's controller checks
+    the same bound while it appends them, but answers that topic UNKNOWN_SERVER_ERROR and keeps
+    the records appended before the bound; refusing the whole request as its other operations
+    do writes nothing half-done.)
     """
     duplicates = _duplicates([request.name for request in requests])
     records: list[MetadataRecord] = []
@@ -669,7 +704,9 @@ def create_partitions(
             )
             continue
         try:
-            records.extend(_create_partitions(image, request))
+            records.extend(
+                _create_partitions(image, request, MAX_RECORDS_PER_USER_OP - len(records))
+            )
         except TopicError as error:
             results[request.name] = CreatePartitionsResult(
                 request.name, error.error_code, error.message
@@ -679,8 +716,11 @@ def create_partitions(
     return TopicsOutcome(() if validate_only else tuple(records), tuple(results.values()))
 
 
-def _create_partitions(image: MetadataImage, request: PartitionsIncrease) -> list[Partition]:
-    """The Partition records adding partitions to one topic; raises TopicError."""
+def _create_partitions(
+    image: MetadataImage, request: PartitionsIncrease, room: int
+) -> list[Partition]:
+    """The Partition records adding partitions to one topic; raises TopicError, or
+    OperationTooLargeError if they would be more than `room`."""
     topic = image.topic(request.name)
     if topic is None:
         raise TopicError(
@@ -697,6 +737,8 @@ def _create_partitions(image: MetadataImage, request: PartitionsIncrease) -> lis
             "would not be an increase.",
         )
     additional = request.count - current
+    if additional > room:
+        raise OperationTooLargeError(TOO_MANY_RECORDS)
     replication_factor = len(topic.partitions[0].replicas)
     if request.assignments is None:
         partitions = _placed_partitions(

@@ -294,9 +294,11 @@ def create_topics_response(version: int, results: Sequence[CreateTopicResult]) -
     )
 
 
-def create_topics_error(version: int, request: Any, error: ErrorCode) -> Any:
+def create_topics_error(
+    version: int, request: Any, error: ErrorCode, message: str | None = None
+) -> Any:
     return create_topics_response(
-        version, [CreateTopicResult(topic.name, error) for topic in request.topics]
+        version, [CreateTopicResult(topic.name, error, message) for topic in request.topics]
     )
 
 
@@ -329,11 +331,15 @@ def delete_topics_response(version: int, results: Sequence[DeleteTopicResult]) -
     )
 
 
-def delete_topics_error(version: int, request: Any, error: ErrorCode) -> Any:
+def delete_topics_error(
+    version: int, request: Any, error: ErrorCode, message: str | None = None
+) -> Any:
     return delete_topics_response(
         version,
         [
-            DeleteTopicResult(item if isinstance(item, str) else None, _as_uuid(item), error)
+            DeleteTopicResult(
+                item if isinstance(item, str) else None, _as_uuid(item), error, message
+            )
             for item in delete_topics_request(version, request)
         ],
     )
@@ -374,9 +380,11 @@ def create_partitions_response(version: int, results: Sequence[CreatePartitionsR
     )
 
 
-def create_partitions_error(version: int, request: Any, error: ErrorCode) -> Any:
+def create_partitions_error(
+    version: int, request: Any, error: ErrorCode, message: str | None = None
+) -> Any:
     return create_partitions_response(
-        version, [CreatePartitionsResult(topic.name, error) for topic in request.topics]
+        version, [CreatePartitionsResult(topic.name, error, message) for topic in request.topics]
     )
 
 
@@ -460,11 +468,13 @@ def incremental_alter_configs_response(version: int, results: Sequence[AlterConf
     )
 
 
-def incremental_alter_configs_error(version: int, request: Any, error: ErrorCode) -> Any:
+def incremental_alter_configs_error(
+    version: int, request: Any, error: ErrorCode, message: str | None = None
+) -> Any:
     return incremental_alter_configs_response(
         version,
         [
-            AlterConfigsResult(resource.resource_type, resource.resource_name, error)
+            AlterConfigsResult(resource.resource_type, resource.resource_name, error, message)
             for resource in request.resources
         ],
     )

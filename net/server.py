@@ -20,6 +20,15 @@ A connection stops reading while too many request bytes or requests are in fligh
 transport's write buffer is above the high-water mark, and resumes when they drain. It is closed
 after `connections_max_idle_ms` without traffic. `KafkaServer.close` stops accepting, lets
 in-flight requests finish until a deadline, then closes every connection.
+
+`ConnectionLimits` bound the listener as Kafka's SocketServer does with the same keys:
+`max.connections` and `max.connections.per.ip` (with `max.connections.per.ip.overrides`) close
+a new connection over the limit at once, as Kafka's acceptor closes one over the per-IP limit
+(over `max.connections` Kafka's acceptor stops accepting instead, leaving connections waiting
+in the listen backlog; closing them at once never leaves a client hanging); and
+`queued.max.request.bytes` stops every connection of the listener from reading while that many
+request bytes are in flight on the listener (Kafka's request memory pool), one request allowed
+to overshoot so that a request larger than the bound is still served.
 """
 
 import asyncio
@@ -28,7 +37,8 @@ import inspect
 import itertools
 import time
 import typing
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Protocol, Self
 
@@ -59,6 +69,22 @@ DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600_000  # Kafka's connections.max.idle.ms
 DEFAULT_MAX_IN_FLIGHT_REQUEST_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_IN_FLIGHT_REQUESTS = 256
 DEFAULT_WRITE_BUFFER_HIGH_WATER = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """What one listener admits; None is no limit. Kafka's `max.connections`,
+    `max.connections.per.ip`, `max.connections.per.ip.overrides` (by IP address) and
+    `queued.max.request.bytes`."""
+
+    max_connections: int | None = None
+    max_connections_per_ip: int | None = None
+    max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
+    queued_max_request_bytes: int | None = None
+
+    def per_ip(self, address: str) -> int | None:
+        """The most connections `address` may hold."""
+        return self.max_connections_per_ip_overrides.get(address, self.max_connections_per_ip)
 
 
 class RequestMetrics(Protocol):
@@ -106,6 +132,9 @@ class _Connection(asyncio.Protocol):
         self._id = connection_id
         self._transport: asyncio.Transport | None = None
         self._peer = "?"
+        self._address = "?"
+        # Counted in the server's connections (per IP too): refused connections never are.
+        self._admitted = False
         self._buffer = bytearray()
         self._in_flight: collections.deque[_InFlight] = collections.deque()
         self._in_flight_bytes = 0
@@ -128,10 +157,17 @@ class _Connection(asyncio.Protocol):
         self._transport = tcp = typing.cast(asyncio.Transport, transport)
         peer = tcp.get_extra_info("peername")
         if isinstance(peer, tuple):
+            self._address = str(peer[0])
             self._peer = f"{peer[0]}:{peer[1]}"
+        refusal = self._server.admit(self, self._address)
+        if refusal is not None:
+            log.info("kafka_connection_refused", peer=self._peer, reason=refusal)
+            self._closing = True
+            tcp.close()
+            return
+        self._admitted = True
         high = self._server.write_buffer_high_water
         tcp.set_write_buffer_limits(high=high, low=high // 4)
-        self._server.connections.add(self)
         self._arm_idle_timer(self._server.idle_timeout)
         log.debug("kafka_connection_opened", peer=self._peer, connection_id=self._id)
 
@@ -162,7 +198,10 @@ class _Connection(asyncio.Protocol):
         for task in self._tasks:
             task.cancel()
         self._in_flight.clear()
-        self._server.connections.discard(self)
+        self._release(self._in_flight_bytes)
+        if not self._admitted:
+            return
+        self._server.leave(self, self._address)
         log.debug(
             "kafka_connection_closed",
             peer=self._peer,
@@ -245,7 +284,7 @@ class _Connection(asyncio.Protocol):
             return
         in_flight = _InFlight(header, len(frame))
         self._in_flight.append(in_flight)
-        self._in_flight_bytes += in_flight.request_bytes
+        self._hold(in_flight.request_bytes)
         context = RequestContext(
             header=header,
             peer=self._peer,
@@ -291,7 +330,7 @@ class _Connection(asyncio.Protocol):
         )
         in_flight.complete(frames)
         self._in_flight.append(in_flight)
-        self._in_flight_bytes += in_flight.request_bytes
+        self._hold(in_flight.request_bytes)
         self._schedule_flush()
 
     async def _await(
@@ -362,7 +401,7 @@ class _Connection(asyncio.Protocol):
         close = False
         while self._in_flight and self._in_flight[0].done:
             in_flight = self._in_flight.popleft()
-            self._in_flight_bytes -= in_flight.request_bytes
+            self._release(in_flight.request_bytes)
             if in_flight.close:
                 close = True
                 break
@@ -392,12 +431,28 @@ class _Connection(asyncio.Protocol):
 
     # flow control and lifecycle
 
+    def _hold(self, request_bytes: int) -> None:
+        self._in_flight_bytes += request_bytes
+        self._server.queued_bytes += request_bytes
+
+    def _release(self, request_bytes: int) -> None:
+        self._in_flight_bytes -= request_bytes
+        self._server.release(request_bytes)
+
+    def resume(self) -> None:
+        """The listener's queued request bytes went below its bound: read again."""
+        if not self._closing:
+            self._process_buffer()
+
     def _over_limits(self) -> bool:
         if self._writing_paused:
             return True
+        server = self._server
+        if server.queue_full():
+            server.starved.add(self)
+            return True
         if not self._in_flight:
             return False
-        server = self._server
         return (
             self._in_flight_bytes >= server.max_in_flight_request_bytes
             or len(self._in_flight) >= server.max_in_flight_requests
@@ -467,6 +522,7 @@ class KafkaServer:
         max_in_flight_request_bytes: int = DEFAULT_MAX_IN_FLIGHT_REQUEST_BYTES,
         max_in_flight_requests: int = DEFAULT_MAX_IN_FLIGHT_REQUESTS,
         write_buffer_high_water: int = DEFAULT_WRITE_BUFFER_HIGH_WATER,
+        limits: ConnectionLimits = ConnectionLimits(),
         metrics: RequestMetrics | None = None,
     ) -> None:
         self.registry = registry
@@ -477,10 +533,54 @@ class KafkaServer:
         self.max_in_flight_request_bytes = max_in_flight_request_bytes
         self.max_in_flight_requests = max_in_flight_requests
         self.write_buffer_high_water = write_buffer_high_water
+        self.limits = limits
         self.metrics = metrics
         self.connections: set[_Connection] = set()
+        self.connections_per_ip: collections.Counter[str] = collections.Counter()
+        # Request bytes in flight over every connection, and the connections that stopped
+        # reading because they reached `queued_max_request_bytes`.
+        self.queued_bytes = 0
+        self.starved: set[_Connection] = set()
         self._server: asyncio.Server | None = None
         self._connection_ids = itertools.count(1)
+
+    def admit(self, connection: _Connection, address: str) -> str | None:
+        """Counts a new connection from `address` in, or says why it is refused."""
+        limits = self.limits
+        if limits.max_connections is not None and len(self.connections) >= limits.max_connections:
+            return (
+                f"the listener has the configured maximum of {limits.max_connections} connections"
+            )
+        per_ip = limits.per_ip(address)
+        if per_ip is not None and self.connections_per_ip[address] >= per_ip:
+            return f"{address} already has the configured maximum of {per_ip} connections"
+        self.connections.add(connection)
+        self.connections_per_ip[address] += 1
+        return None
+
+    def leave(self, connection: _Connection, address: str) -> None:
+        """Counts an admitted connection out."""
+        self.connections.discard(connection)
+        self.starved.discard(connection)
+        self.connections_per_ip[address] -= 1
+        if not self.connections_per_ip[address]:
+            del self.connections_per_ip[address]
+
+    def queue_full(self) -> bool:
+        bound = self.limits.queued_max_request_bytes
+        return bound is not None and self.queued_bytes >= bound
+
+    def release(self, request_bytes: int) -> None:
+        """`request_bytes` are no longer in flight: connections that stopped reading for the
+        listener's bound read again once it is no longer reached."""
+        self.queued_bytes -= request_bytes
+        if self.starved and not self.queue_full():
+            starved, self.starved = self.starved, set()
+            loop = asyncio.get_running_loop()
+            for connection in starved:
+                # Later, not here: the releasing connection may be in the middle of its own
+                # buffer processing.
+                loop.call_soon(connection.resume)
 
     @property
     def port(self) -> int:

@@ -13,6 +13,7 @@ An unknown key (in any source) or a bad value raises ConfigError naming the key.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import typing
@@ -34,6 +35,7 @@ from broker.configs import BrokerConfigEntry
 from controller.partition_change import UncleanRecoveryStrategy
 from controller.topics import ConfigSource, ConfigType
 from net.record_batch import TimestampType
+from net.server import ConnectionLimits
 
 # ConfigError and parse_properties live in node.properties (light to import); callers import
 # them from here too.
@@ -43,6 +45,7 @@ from node.properties import parse_properties as parse_properties  # noqa: PLC041
 from storage.log import LogConfig
 
 _DAY_MS = 24 * 3600 * 1000
+_INT_MAX = 2**31 - 1  # Kafka's Integer.MAX_VALUE: no limit
 
 
 class Role(StrEnum):
@@ -142,6 +145,25 @@ def _parse_optional_long(value: object) -> object:
     if value in ("-1", -1, str(2**63 - 1), 2**63 - 1, "", None):
         return None
     return value
+
+
+def _parse_connection_overrides(value: object) -> object:
+    """`address:count,...` (Kafka's `max.connections.per.ip.overrides`) into a mapping; the
+    count follows the last ':' so IPv6 addresses need no brackets. Addresses only: Kafka also
+    takes host names, which it resolves."""
+    if not isinstance(value, str):
+        return value
+    overrides: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        address, separator, count = item.rpartition(":")
+        try:
+            parsed = ipaddress.ip_address(address.strip().strip("[]"))
+        except ValueError:
+            raise ValueError(f"expected ip-address:count, got {item!r}") from None
+        if not separator or not count.strip().isdigit():
+            raise ValueError(f"expected ip-address:count, got {item!r}")
+        overrides[str(parsed)] = int(count)
+    return overrides
 
 
 Listener = Annotated[Endpoint, BeforeValidator(_parse_listener)]
@@ -294,6 +316,16 @@ class NodeConfig(BaseModel):
         default=104_857_600, alias="socket.request.max.bytes", ge=1024
     )
     connections_max_idle_ms: int = Field(default=600_000, alias="connections.max.idle.ms", ge=1)
+    # The Kafka listener's limits (net.server.ConnectionLimits); Kafka's defaults: none.
+    max_connections: int = Field(default=_INT_MAX, alias="max.connections", ge=0, le=_INT_MAX)
+    max_connections_per_ip: int = Field(
+        default=_INT_MAX, alias="max.connections.per.ip", ge=0, le=_INT_MAX
+    )
+    max_connections_per_ip_overrides: Annotated[
+        dict[str, Annotated[int, Field(ge=0, le=_INT_MAX)]],
+        BeforeValidator(_parse_connection_overrides),
+    ] = Field(default_factory=dict, alias="max.connections.per.ip.overrides")
+    queued_max_request_bytes: OptionalLong = Field(default=None, alias="queued.max.request.bytes")
 
     @model_validator(mode="after")
     def _check_roles(self) -> Self:
@@ -317,6 +349,11 @@ class NodeConfig(BaseModel):
             raise ValueError("broker.heartbeat.interval.ms must be below broker.session.timeout.ms")
         if len(set(self.process_roles)) != len(self.process_roles):
             raise ValueError("process.roles repeats a role")
+        if self.max_connections_per_ip == 0 and not self.max_connections_per_ip_overrides:
+            # As Kafka: a limit of 0 for every address lets no client in at all.
+            raise ValueError(
+                "max.connections.per.ip can be 0 only with max.connections.per.ip.overrides"
+            )
         return self
 
     @property
@@ -334,6 +371,15 @@ class NodeConfig(BaseModel):
     def metadata_log_directory(self) -> Path:
         """The directory that holds the metadata log (`__cluster_metadata-0`)."""
         return self.metadata_log_dir or self.log_dirs[0]
+
+    def connection_limits(self) -> ConnectionLimits:
+        """What the Kafka listener admits."""
+        return ConnectionLimits(
+            max_connections=self.max_connections,
+            max_connections_per_ip=self.max_connections_per_ip,
+            max_connections_per_ip_overrides=dict(self.max_connections_per_ip_overrides),
+            queued_max_request_bytes=self.queued_max_request_bytes,
+        )
 
     def log_config(self) -> LogConfig:
         """The storage defaults these broker-level `log.*` settings describe."""
@@ -392,6 +438,8 @@ def _kafka_spelling(key: str, value: object, annotation: object) -> str | None:
         if key in ("listeners", "advertised.listeners"):
             return f"PLAINTEXT://{value}"
         return f"http://{value}" if key == "admin.listener" else str(value)
+    if isinstance(value, dict):
+        return ",".join(f"{address}:{count}" for address, count in value.items())
     if isinstance(value, list):
         return ",".join(
             f"{item.node_id}@{item.endpoint}" if isinstance(item, Voter) else str(item)

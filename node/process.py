@@ -402,6 +402,7 @@ class BrokerRole:
             port=listener.port,
             max_request_size=config.socket_request_max_bytes,
             connections_max_idle_ms=config.connections_max_idle_ms,
+            limits=config.connection_limits(),
             metrics=request_metrics,
         )
 
@@ -557,7 +558,11 @@ async def serve(config: NodeConfig) -> None:
             config, driver, replayer, events=events, controller=admin_controller, broker=broker
         )
         app = create_app(status, token=config.admin_token, metrics=node_metrics)
-        runner = web.AppRunner(app, access_log=None)
+        # An idle keep-alive connection is closed after connections.max.idle.ms, as on the
+        # Kafka and controller listeners.
+        runner = web.AppRunner(
+            app, access_log=None, keepalive_timeout=config.connections_max_idle_ms / 1000
+        )
         await runner.setup()
         site = web.TCPSite(runner, config.admin_listener.host, config.admin_listener.port)
         await site.start()

@@ -16,6 +16,13 @@ from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
 from controller.image import MetadataDelta, MetadataImage
+from controller.limits import (
+    MAX_PARTITIONS_PER_REQUEST,
+    MAX_RECORDS_PER_USER_OP,
+    TOO_MANY_PARTITIONS,
+    TOO_MANY_RECORDS,
+    OperationTooLargeError,
+)
 from controller.partition_state import PartitionState
 from controller.placement import PlacementBroker, place_replicas, start_for_topic
 from controller.records import (
@@ -588,6 +595,80 @@ def test_create_partitions_validate_only_writes_nothing() -> None:
     outcome = create_partitions(image, [PartitionsIncrease("t", 4)], validate_only=True)
     assert outcome.records == ()
     assert outcome.results[0].error_code is ErrorCode.none
+
+
+# --- Bounds on one request (controller.limits) --------------------------------------------------
+
+
+@pytest.mark.parametrize("validate_only", [False, True])
+@pytest.mark.parametrize(
+    "topics",
+    [
+        [NewTopic("big", 999_999, 1)],
+        [NewTopic("a", 5_000, 1), NewTopic("b", 5_000, 1), NewTopic("c", 1, 1)],
+        # -1 counts as the default (here 10,000), assignments as many as they list.
+        [NewTopic("a", -1, 1), NewTopic("b", assignments=[(0, [0])])],
+        # A topic refused for another reason still counts, as in Kafka.
+        [NewTopic("a", 10_000, 1), NewTopic("a", 1, 1)],
+    ],
+)
+def test_a_create_topics_over_the_partition_bound_is_refused_whole(
+    topics: list[NewTopic], validate_only: bool
+) -> None:
+    defaults = TopicDefaults(num_partitions=MAX_PARTITIONS_PER_REQUEST, replication_factor=1)
+    with pytest.raises(OperationTooLargeError) as refused:
+        create_topics(cluster([0]), topics, defaults, validate_only=validate_only)
+    assert refused.value.message == TOO_MANY_PARTITIONS
+
+
+def test_a_create_topics_at_the_partition_bound_is_not_refused_by_it() -> None:
+    # Invalid counts (0, -2) ask for nothing, as Kafka counts them.
+    outcome = create_topics(
+        cluster([0]),
+        [NewTopic("a", MAX_PARTITIONS_PER_REQUEST - 1, 1), NewTopic("b", 0), NewTopic("c", -2)],
+        DEFAULTS,
+        validate_only=True,
+    )
+    assert [result.error_code for result in outcome.results] == [
+        ErrorCode.none,
+        ErrorCode.invalid_partitions,
+        ErrorCode.invalid_partitions,
+    ]
+
+
+@pytest.mark.parametrize("validate_only", [False, True])
+@pytest.mark.parametrize(
+    "increases",
+    [
+        [PartitionsIncrease("t", 1_000_000)],
+        [PartitionsIncrease("t", MAX_RECORDS_PER_USER_OP + 2)],
+        [PartitionsIncrease("t", 6_001), PartitionsIncrease("u", 4_002)],
+    ],
+)
+def test_a_create_partitions_over_the_record_bound_is_refused_whole(
+    increases: list[PartitionsIncrease], validate_only: bool
+) -> None:
+    image, _, _ = create(cluster([0]), NewTopic("t", 1, 1), NewTopic("u", 1, 1))
+    with pytest.raises(OperationTooLargeError) as refused:
+        create_partitions(image, increases, validate_only=validate_only)
+    assert refused.value.message == TOO_MANY_RECORDS
+
+
+def test_a_create_partitions_at_the_record_bound_is_served() -> None:
+    image, _, _ = create(cluster([0]), NewTopic("t", 1, 1), NewTopic("u", 1, 1))
+    outcome = create_partitions(
+        image,
+        # u's refused increase writes nothing, so it takes none of the bound.
+        [PartitionsIncrease("t", 6_001), PartitionsIncrease("u", 4_001, [[0]])],
+        validate_only=False,
+    )
+    assert [result.error_code for result in outcome.results] == [
+        ErrorCode.none,
+        ErrorCode.invalid_replica_assignment,
+    ]
+    assert len(outcome.records) == 6_000
+    outcome = create_partitions(image, [PartitionsIncrease("t", 10_001)], validate_only=False)
+    assert len(outcome.records) == MAX_RECORDS_PER_USER_OP
 
 
 def cluster_with_fenced(image: MetadataImage, broker_ids: Iterable[int]) -> MetadataImage:

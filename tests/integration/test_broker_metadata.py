@@ -115,20 +115,34 @@ async def test_clean_restart_registers_with_the_previous_broker_epoch(cluster: C
 async def test_a_create_topics_slower_than_the_controller_request_timeout_is_sent_once(
     tmp_path: Path,
 ) -> None:
-    # Creating 3,000 replicas on each node keeps its event loop busy far longer than 0.8 s: the
-    # brokers' heartbeats to the controller time out meanwhile, and their connections close.
-    # The forwarded CreateTopics waits on connections of its own, so it is neither lost nor
-    # sent again (which would answer TOPIC_ALREADY_EXISTS for the topic it created).
-    cluster = Cluster.combined(tmp_path, 3, **{"controller.quorum.request.timeout.ms": "800"})
+    # The active controller stalls (SIGSTOP) for longer than the 0.8 s request timeout while
+    # the CreateTopics is forwarded to it: the forwarding broker's heartbeats (every 0.3 s)
+    # time out meanwhile and close their connection. The forwarded CreateTopics waits on
+    # connections of its own, so it is neither lost nor sent again (which would answer
+    # TOPIC_ALREADY_EXISTS for the topic it created). (Creating 3,000 replicas used to stall
+    # every node long enough; their creation no longer holds the event loop.)
+    cluster = Cluster.combined(
+        tmp_path,
+        3,
+        **{"controller.quorum.request.timeout.ms": "800", "broker.heartbeat.interval.ms": "300"},
+    )
     cluster.start_all()
     try:
         await asyncio.to_thread(cluster.wait_for, "brokers unfenced", cluster.brokers_unfenced)
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        leader = await asyncio.to_thread(cluster.wait_for, "a quorum leader", cluster.agreed_leader)
+        controller = leader[0]
+        forwarder = cluster.nodes[min(set(cluster.nodes) - {controller})]
+        # Each broker names itself the controller: the admin client asks the forwarder.
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{forwarder.broker_port}"})
         futures = admin.create_topics(
             [NewTopic("wide", num_partitions=3000, replication_factor=3)],
             operation_timeout=60,
             request_timeout=90,
         )
+        cluster.pause(controller)
+        # Under the followers' fetch timeout (2 s): the quorum keeps its leader.
+        await asyncio.sleep(1.5)
+        cluster.resume(controller)
         await asyncio.to_thread(futures["wide"].result, 90)
         timed_out = [
             event

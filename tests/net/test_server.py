@@ -28,7 +28,7 @@ from net.protocol import (
     request_schema,
     response_schema,
 )
-from net.server import KafkaServer
+from net.server import ConnectionLimits, KafkaServer
 from tests.net.fake_broker import RawConnection, fake_broker
 from tests.net.schemas import WithErrorCode, request_type, response_type
 
@@ -558,6 +558,89 @@ async def test_close_gives_up_on_requests_that_outlive_the_deadline() -> None:
         assert time.monotonic() - start < 2.0
         assert await connection.closed_by_peer()
         assert not server.connections
+
+
+async def open_from(port: int, local_address: str) -> RawConnection:
+    """A connection to 127.0.0.1 whose source address is `local_address` (any of 127/8)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(local_address, 0))
+    return RawConnection(reader, writer)
+
+
+async def test_connections_over_max_connections_are_closed_until_one_leaves() -> None:
+    behaviour = Behaviour()
+    limits = ConnectionLimits(max_connections=2)
+    async with fake_broker(registry=registry_for(behaviour), limits=limits) as (server, _):
+        first = await RawConnection.open(server.port)
+        second = await open_from(server.port, "127.0.0.2")
+        refused = await RawConnection.open(server.port)
+        assert await refused.closed_by_peer(timeout=2.0)
+        for connection in (first, second):
+            await connection.request(heartbeat(3, "still served"))
+        await first.close()
+        await asyncio.sleep(0.1)
+        await assert_serves(server.port)
+        await second.close()
+
+
+async def test_connections_over_max_connections_per_ip_are_closed_other_ips_are_not() -> None:
+    behaviour = Behaviour()
+    limits = ConnectionLimits(max_connections_per_ip=2)
+    async with fake_broker(registry=registry_for(behaviour), limits=limits) as (server, _):
+        held = [await RawConnection.open(server.port) for _ in range(2)]
+        refused = await RawConnection.open(server.port)
+        assert await refused.closed_by_peer(timeout=2.0)
+        other = await open_from(server.port, "127.0.0.2")
+        await other.request(heartbeat(3, "another address"))
+        for connection in held:
+            await connection.request(heartbeat(3, "still served"))
+        assert dict(server.connections_per_ip) == {"127.0.0.1": 2, "127.0.0.2": 1}
+        await held[0].close()
+        await asyncio.sleep(0.1)
+        await assert_serves(server.port)
+        for connection in (held[1], other):
+            await connection.close()
+
+
+async def test_max_connections_per_ip_overrides_name_addresses() -> None:
+    behaviour = Behaviour()
+    limits = ConnectionLimits(
+        max_connections_per_ip=1, max_connections_per_ip_overrides={"127.0.0.2": 3}
+    )
+    async with fake_broker(registry=registry_for(behaviour), limits=limits) as (server, _):
+        overridden = [await open_from(server.port, "127.0.0.2") for _ in range(3)]
+        for connection in overridden:
+            await connection.request(heartbeat(3, "overridden"))
+        refused = await open_from(server.port, "127.0.0.2")
+        assert await refused.closed_by_peer(timeout=2.0)
+        default = await RawConnection.open(server.port)
+        await default.request(heartbeat(3, "default"))
+        refused = await RawConnection.open(server.port)
+        assert await refused.closed_by_peer(timeout=2.0)
+        for connection in [*overridden, default]:
+            await connection.close()
+
+
+async def test_reading_pauses_on_every_connection_while_the_listener_queues_too_many_bytes() -> (
+    None
+):
+    behaviour = Behaviour()
+    # Below one heartbeat request: one request at a time on the whole listener.
+    limits = ConnectionLimits(queued_max_request_bytes=10)
+    async with fake_broker(registry=registry_for(behaviour), limits=limits) as (server, _):
+        connections = [await RawConnection.open(server.port) for _ in range(3)]
+        for connection in connections:
+            await connection.send(heartbeat(3, "wait"))
+        await asyncio.sleep(0.3)
+        assert behaviour.started == ["wait"]
+        assert server.queued_bytes > 10
+        behaviour.release.set()
+        for connection in connections:
+            response: Any = decode_response(await connection.read_frame(), HEARTBEAT_KEY, 3)
+            assert response.error_code == ErrorCode.none
+        assert len(behaviour.started) == 3
+        assert server.queued_bytes == 0
+        for connection in connections:
+            await connection.close()
 
 
 def test_the_server_works_the_same_on_uvloop() -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from net.server import ConnectionLimits
 from node.config import ConfigError, Endpoint, Role, load_config, parse_properties
 
 BASE = """\
@@ -117,6 +118,25 @@ def test_log_cleaner_and_maintenance_keys_reach_the_log_config(tmp_path: Path) -
     assert config.log_retention_check_interval_ms == 500
 
 
+def test_connection_limits_have_kafkas_names_and_defaults(tmp_path: Path) -> None:
+    unlimited = load_config(write(tmp_path, BASE), environment={}).connection_limits()
+    assert unlimited == ConnectionLimits(2**31 - 1, 2**31 - 1, {}, None)
+    config = load_config(
+        write(
+            tmp_path,
+            BASE
+            + "max.connections=100\nmax.connections.per.ip=0\n"
+            + "max.connections.per.ip.overrides=10.0.0.1:5, ::1:7\n"
+            + "queued.max.request.bytes=1048576\n",
+        ),
+        environment={},
+    )
+    limits = config.connection_limits()
+    assert limits == ConnectionLimits(100, 0, {"10.0.0.1": 5, "::1": 7}, 1048576)
+    assert limits.per_ip("10.0.0.1") == 5
+    assert limits.per_ip("10.0.0.2") == 0
+
+
 @pytest.mark.parametrize(
     ("extra", "named"),
     [
@@ -134,6 +154,12 @@ def test_log_cleaner_and_maintenance_keys_reach_the_log_config(tmp_path: Path) -
         ("broker.heartbeat.interval.ms=10000\n", "broker.heartbeat.interval.ms"),
         ("log.cleanup.policy=shred\n", "log.cleanup.policy"),
         ("log.cleaner.min.cleanable.ratio=1.5\n", "log.cleaner.min.cleanable.ratio"),
+        ("max.connections=-1\n", "max.connections"),
+        ("max.connections.per.ip=many\n", "max.connections.per.ip"),
+        ("max.connections.per.ip=0\n", "max.connections.per.ip"),
+        ("max.connections.per.ip.overrides=broker-1:10\n", "max.connections.per.ip.overrides"),
+        ("max.connections.per.ip.overrides=10.0.0.1\n", "max.connections.per.ip.overrides"),
+        ("queued.max.request.bytes=lots\n", "queued.max.request.bytes"),
     ],
 )
 def test_bad_values_and_unknown_keys_are_named(tmp_path: Path, extra: str, named: str) -> None:
