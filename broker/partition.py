@@ -29,7 +29,7 @@ from uuid import UUID
 import structlog
 
 from broker.producer_snapshots import ProducerSnapshots
-from broker.producer_state import ProducerStateManager
+from broker.producer_state import ProducerStateManager, WrittenBatch
 from controller.partition_state import PartitionState
 from net.record_batch import NO_TIMESTAMP, BatchHeader, InvalidBatchError, TimestampType
 from net.records import RecordColumns, decode_batch_columns
@@ -44,18 +44,20 @@ class NotLeaderError(Exception):
 
 
 class _DuplicateBatchError(Exception):
-    """A producer's retried batch: it was written at `first_offset` already."""
+    """A producer's retried batch: it was written as `written` already."""
 
-    def __init__(self, first_offset: int) -> None:
-        super().__init__(first_offset)
-        self.first_offset = first_offset
+    def __init__(self, written: WrittenBatch) -> None:
+        super().__init__(written)
+        self.written = written
 
 
 class LeaderAppend(NamedTuple):
-    """Where a producer's batches went, and their LogAppendTime (NO_TIMESTAMP for CreateTime
-    topics and for duplicates)."""
+    """Where a producer's batches went: their first offset, the offset after their last (what
+    the high watermark must reach for acks=all), and their LogAppendTime (NO_TIMESTAMP for
+    CreateTime topics and for duplicates)."""
 
     first_offset: int
+    end_offset: int
     log_append_time_ms: int
 
 
@@ -204,7 +206,9 @@ class Partition:
         the time the log stamped them with if the topic uses LogAppendTime.
 
         A single batch that repeats one of its producer's last five is not written again: the
-        offset it got the first time is returned. Raises ProducerStateError for a batch its
+        offsets it got the first time are returned, so an acks=all retry waits for that batch
+        alone, as Kafka's answer to a duplicate does (not for batches the producer sent after
+        it, which may never commit here). Raises ProducerStateError for a batch its
         producer's state refuses, InvalidBatchError for a record without a key in a compacted
         topic (nothing is written then), and the log's errors.
         """
@@ -220,7 +224,7 @@ class Partition:
             if len(headers) == 1:
                 duplicate = self.producers.find_duplicate(headers[0])
                 if duplicate is not None:
-                    raise _DuplicateBatchError(duplicate.first_offset)
+                    raise _DuplicateBatchError(duplicate)
             for header in headers:
                 self.producers.check(header)
             validated.extend(headers)
@@ -228,7 +232,8 @@ class Partition:
         try:
             info = self.log.append(records, self.leader_epoch, before_write=check_producers)
         except _DuplicateBatchError as duplicate:
-            return LeaderAppend(duplicate.first_offset, NO_TIMESTAMP)
+            written = duplicate.written
+            return LeaderAppend(written.first_offset, written.last_offset + 1, NO_TIMESTAMP)
         offset = info.first_offset
         for header in validated:
             self.producers.update(header, offset)
@@ -236,9 +241,10 @@ class Partition:
         self._snapshot_if_rolled()
         self.maybe_advance_high_watermark()
         self._wake()
+        # `offset` is now past the last appended batch.
         if self.log.config.message_timestamp_type is TimestampType.LOG_APPEND_TIME:
-            return LeaderAppend(info.first_offset, info.max_timestamp)
-        return LeaderAppend(info.first_offset, NO_TIMESTAMP)
+            return LeaderAppend(info.first_offset, offset, info.max_timestamp)
+        return LeaderAppend(info.first_offset, offset, NO_TIMESTAMP)
 
     def isr_size(self) -> int:
         return 0 if self.state is None else len(self.state.isr)

@@ -29,7 +29,7 @@ from broker.configs import topic_log_config
 from broker.isr_changes import IsrChangeSender
 from broker.metadata_api import CLIENT_LISTENER
 from broker.offsets import OffsetAnswer, offset_for_timestamp
-from broker.partition import NotLeaderError, Partition
+from broker.partition import LeaderAppend, NotLeaderError, Partition
 from broker.producer_state import ProducerStateError
 from broker.replica_fetcher import ReplicaFetcherManager
 from controller.image import MetadataImage, MetadataReplayer
@@ -351,12 +351,22 @@ class ReplicaManager:
         waits: list[tuple[int, Partition, int, int]] = []
         for topic, partition_id, records in partitions:
             partition = self.partitions.get((topic, partition_id))
-            result = self._append(partition, topic, acks, records)
-            if acks == -1 and result.error is ErrorCode.none and partition is not None:
-                waits.append(
-                    (len(results), partition, partition.log.log_end_offset, partition.leader_epoch)
+            appended = self._append(partition, topic, acks, records)
+            if isinstance(appended, ProduceResult):
+                results.append(appended)
+                continue
+            assert partition is not None
+            if acks == -1:
+                # A retried batch waits for its first write alone (Kafka's requiredOffset).
+                waits.append((len(results), partition, appended.end_offset, partition.leader_epoch))
+            results.append(
+                ProduceResult(
+                    ErrorCode.none,
+                    appended.first_offset,
+                    partition.log.log_start_offset,
+                    log_append_time_ms=appended.log_append_time_ms,
                 )
-            results.append(result)
+            )
         if waits:
             # Every partition waits at once, so each sees its own leadership change when it
             # happens, not after the partitions before it in the request are done.
@@ -373,7 +383,9 @@ class ReplicaManager:
 
     def _append(
         self, partition: Partition | None, topic: str, acks: int, records: memoryview | bytes | None
-    ) -> ProduceResult:
+    ) -> ProduceResult | LeaderAppend:
+        """Where one partition's batches went (or went the first time, for a producer's retried
+        batch), or the error that refused them."""
         if partition is None:
             return ProduceResult(ErrorCode.unknown_topic_or_partition)
         if not partition.is_leader:
@@ -386,7 +398,7 @@ class ReplicaManager:
                 message=f"ISR {partition.isr_size()} is below min.insync.replicas",
             )
         try:
-            appended = partition.append_as_leader(records)
+            return partition.append_as_leader(records)
         except NotLeaderError:
             return ProduceResult(ErrorCode.not_leader_or_follower)
         except ProducerStateError as error:
@@ -400,12 +412,6 @@ class ReplicaManager:
         except StorageError as error:
             log.error("produce_storage_failed", topic=topic, error=str(error))
             return ProduceResult(ErrorCode.kafka_storage_error, message=str(error))
-        return ProduceResult(
-            ErrorCode.none,
-            appended.first_offset,
-            partition.log.log_start_offset,
-            log_append_time_ms=appended.log_append_time_ms,
-        )
 
     async def _until_replicated(
         self,
