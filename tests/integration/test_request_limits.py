@@ -9,7 +9,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -50,23 +50,27 @@ def admin_url(cluster: Cluster) -> str:
     return f"http://127.0.0.1:{cluster.nodes[1].admin_port}"
 
 
-class LivenessProbe:
-    """Asks /v1/health/live in a loop from a thread; `worst` is the slowest answer."""
+class LatencyProbe:
+    """Runs `ask` in a loop from a thread, every `pause` seconds; `worst` is the slowest answer.
+    `ask` gets the number of the question (from 1)."""
 
-    def __init__(self, base: str) -> None:
-        self._base = base
+    def __init__(self, ask: Callable[[int], None], pause: float) -> None:
+        self._ask = ask
+        self._pause = pause
         self._stop = threading.Event()
         self.latencies: list[float] = []
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        asked = 0
         while not self._stop.is_set():
+            asked += 1
             start = time.monotonic()
-            requests.get(f"{self._base}/v1/health/live", timeout=60).raise_for_status()
+            self._ask(asked)
             self.latencies.append(time.monotonic() - start)
-            time.sleep(0.02)
+            time.sleep(self._pause)
 
-    def __enter__(self) -> LivenessProbe:
+    def __enter__(self) -> LatencyProbe:
         self._thread.start()
         return self
 
@@ -79,11 +83,20 @@ class LivenessProbe:
         return max(self.latencies)
 
 
+def liveness_probe(base: str) -> LatencyProbe:
+    """/v1/health/live, asked in a loop."""
+
+    def ask(_: int) -> None:
+        requests.get(f"{base}/v1/health/live", timeout=60).raise_for_status()
+
+    return LatencyProbe(ask, 0.02)
+
+
 def test_a_post_of_999999_partitions_is_refused_at_once_and_the_node_stays_responsive(
     cluster: Cluster,
 ) -> None:
     base = admin_url(cluster)
-    with LivenessProbe(base) as probe:
+    with liveness_probe(base) as probe:
         time.sleep(0.2)
         start = time.monotonic()
         refused = requests.post(
@@ -169,37 +182,13 @@ def api_versions(connection: socket.socket, correlation_id: int, timeout: float 
     return int(struct.unpack_from(">i", answer)[0])
 
 
-class KafkaProbe:
-    """Asks ApiVersions over the Kafka listener in a loop from a thread; `worst` is the slowest
-    answer."""
+def kafka_probe(connection: socket.socket) -> LatencyProbe:
+    """ApiVersions over the Kafka listener, asked in a loop on `connection`."""
 
-    def __init__(self, port: int) -> None:
-        self._port = port
-        self._stop = threading.Event()
-        self.latencies: list[float] = []
-        self._thread = threading.Thread(target=self._run, daemon=True)
+    def ask(correlation_id: int) -> None:
+        assert api_versions(connection, correlation_id, timeout=60) == correlation_id
 
-    def _run(self) -> None:
-        with connect(self._port) as connection:
-            correlation_id = 0
-            while not self._stop.is_set():
-                correlation_id += 1
-                start = time.monotonic()
-                assert api_versions(connection, correlation_id, timeout=60) == correlation_id
-                self.latencies.append(time.monotonic() - start)
-                time.sleep(0.01)
-
-    def __enter__(self) -> KafkaProbe:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=60)
-
-    @property
-    def worst(self) -> float:
-        return max(self.latencies)
+    return LatencyProbe(ask, 0.01)
 
 
 def test_the_largest_topic_one_request_may_create_does_not_freeze_the_node(
@@ -209,7 +198,7 @@ def test_the_largest_topic_one_request_may_create_does_not_freeze_the_node(
     port = cluster.nodes[1].broker_port
     assert port is not None
     partitions = 9_999  # with its TopicRecord, the 10,000 records one request may write
-    with KafkaProbe(port) as probe:
+    with connect(port) as connection, kafka_probe(connection) as probe:
         time.sleep(0.2)
         created = requests.post(
             f"{base}/v1/topics", json={"name": "largest", "partitions": partitions}, timeout=120
