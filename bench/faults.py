@@ -9,6 +9,7 @@ consumer group, heals, reads everything back and checks it (see tests/faults/che
 seed's line holds its schedule, what was applied when, pass/fail, the counts, the heal time and
 the failures; a failing seed also prints its report to stderr with the one command that runs it
 again. `--seed K` runs that seed only; otherwise seeds `--first` .. `--first + --seeds - 1`.
+`--schedule '0.0 power-cut 1, 4.0 calm'` runs a schedule of one's own (to narrow a failure down).
 Exit status 1 if any seed failed. A passing seed's files are removed unless `--keep`.
 """
 
@@ -33,6 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heal-bound", type=float, default=90.0, help="seconds to heal")
     parser.add_argument("--workdir", type=Path, default=None, help="where runs keep files")
     parser.add_argument("--keep", action="store_true", help="keep a passing seed's files")
+    parser.add_argument(
+        "--schedule",
+        default=None,
+        help="run this schedule instead of the seed's, e.g. '0.0 power-cut 1, 4.0 calm'",
+    )
     args = parser.parse_args(argv)
     missing = require_tools()
     if missing is not None:
@@ -45,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         workdir = root / f"seed-{seed}"
         if workdir.exists():
             shutil.rmtree(workdir)
-        result = run_seed(seed, args.seconds, workdir, heal_bound=args.heal_bound)
+        result = run_seed(
+            seed, args.seconds, workdir, heal_bound=args.heal_bound, schedule=args.schedule
+        )
         print(result.json_line(), flush=True)
         if result.passed:
             if not args.keep:

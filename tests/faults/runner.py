@@ -25,7 +25,7 @@ from typing import Any
 from storage.durability import power_cut
 from tests.faults import checker
 from tests.faults.network import TestNetwork, fill_disk
-from tests.faults.schedule import Step, describe, generate
+from tests.faults.schedule import Step, describe, generate, parse
 from tests.integration.cluster import Cluster, Node
 
 NODE_IDS = [1, 2, 3]
@@ -52,8 +52,9 @@ SETTINGS = {
 AFTER_HEAL_SECONDS = 6.0
 
 
-def reproduce_command(seed: int, seconds: float) -> str:
-    return f".venv/bin/python -m bench.faults --seconds {seconds:g} --seed {seed}"
+def reproduce_command(seed: int, seconds: float, schedule: str | None = None) -> str:
+    given = "" if schedule is None else f" --schedule '{schedule}'"
+    return f".venv/bin/python -m bench.faults --seconds {seconds:g} --seed {seed}{given}"
 
 
 @dataclass
@@ -67,6 +68,12 @@ class RunResult:
     duration: float
     workdir: Path
     notes: list[str] = field(default_factory=list)
+    # Set when the schedule was given rather than generated from the seed.
+    given: str | None = None
+
+    @property
+    def command(self) -> str:
+        return reproduce_command(self.seed, self.seconds, self.given)
 
     @property
     def passed(self) -> bool:
@@ -86,7 +93,7 @@ class RunResult:
                 "failures": self.verdict.failures,
                 "notes": self.notes,
                 "workdir": str(self.workdir),
-                "reproduce": reproduce_command(self.seed, self.seconds),
+                "reproduce": self.command,
             }
         )
 
@@ -107,7 +114,7 @@ class RunResult:
         if self.verdict.failures:
             lines.append("  FAILURES:")
             lines.extend(f"    {failure}" for failure in self.verdict.failures)
-            lines.append(f"  reproduce: {reproduce_command(self.seed, self.seconds)}")
+            lines.append(f"  reproduce: {self.command}")
         return "\n".join(lines)
 
 
@@ -145,12 +152,15 @@ def _ready(node: Node) -> bool:
 
 
 class FaultRun:
-    def __init__(self, seed: int, seconds: float, workdir: Path, heal_bound: float) -> None:
+    def __init__(
+        self, seed: int, seconds: float, workdir: Path, heal_bound: float, given: str | None
+    ) -> None:
         self.seed = seed
         self.seconds = seconds
         self.workdir = workdir
         self.heal_bound = heal_bound
-        self.schedule = generate(seed, seconds, NODE_IDS)
+        self.given = given
+        self.schedule = generate(seed, seconds, NODE_IDS) if given is None else parse(given)
         self.applied: list[str] = []
         self.notes: list[str] = []
         self.network: TestNetwork | None = None
@@ -228,6 +238,7 @@ class FaultRun:
             time.monotonic() - self.started,
             self.workdir,
             self.notes,
+            self.given,
         )
 
     def _set_up(self) -> None:
@@ -345,8 +356,7 @@ class FaultRun:
             self._log("calm")
             return None
         if step.kind == "split":
-            quorum = self._any("/v1/quorum")
-            leader = quorum["leader_id"] if quorum and quorum["leader_id"] > 0 else NODE_IDS[0]
+            leader = self._active_controller() or NODE_IDS[0]
             others = [node_id for node_id in NODE_IDS if node_id != leader]
             for other in others:
                 network.cut(leader, other)
@@ -427,10 +437,21 @@ class FaultRun:
                 leader = partition.get("leader", -1)
                 if leader > 0 and leader != victim and victim in partition.get("replicas", []):
                     return int(leader)
-        quorum = self._any("/v1/quorum")
-        if quorum and quorum["leader_id"] > 0 and quorum["leader_id"] != victim:
-            return int(quorum["leader_id"])
+        leader = self._active_controller()
+        if leader is not None and leader != victim:
+            return leader
         return next(node_id for node_id in NODE_IDS if node_id != victim)
+
+    def _active_controller(self) -> int | None:
+        """The quorum leader of the highest epoch any node knows of (a node that just restarted
+        or was cut off may still name an old one)."""
+        views = [_get(node, "/v1/quorum") for node in self._nodes().values()]
+        known = [
+            (view["leader_epoch"], view["leader_id"])
+            for view in views
+            if view is not None and view.get("leader_id", -1) > 0
+        ]
+        return int(max(known)[1]) if known else None
 
     # -- healing and evidence -------------------------------------------------------------------
 
@@ -593,5 +614,13 @@ class FaultRun:
             self._log("torn down: processes killed, namespaces, bridge, route and mounts removed")
 
 
-def run_seed(seed: int, seconds: float, workdir: Path, *, heal_bound: float = 60.0) -> RunResult:
-    return FaultRun(seed, seconds, workdir, heal_bound).run()
+def run_seed(
+    seed: int,
+    seconds: float,
+    workdir: Path,
+    *,
+    heal_bound: float = 60.0,
+    schedule: str | None = None,
+) -> RunResult:
+    """Run `seed`'s schedule (or the `schedule` given, as `describe` prints one) for `seconds`."""
+    return FaultRun(seed, seconds, workdir, heal_bound, schedule).run()

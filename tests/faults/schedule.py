@@ -67,3 +67,22 @@ def generate(
 
 def describe(steps: list[Step]) -> str:
     return ", ".join(step.describe() for step in steps)
+
+
+def parse(text: str) -> list[Step]:
+    """A schedule as `describe` prints it ("0.0 kill 2, 4.5 split, ..."), to replay or to
+    narrow down a failure by hand."""
+    steps = []
+    for part in text.split(","):
+        fields = part.split()
+        if not fields:
+            continue
+        if len(fields) not in (2, 3) or fields[1] not in KINDS:
+            raise ValueError(f"not a step: {part.strip()!r} (want 'SECONDS KIND [NODE]')")
+        victim = int(fields[2]) if len(fields) == 3 else None
+        if (victim is None) != (fields[1] in WITHOUT_VICTIM):
+            raise ValueError(f"{fields[1]} takes {'no' if victim is not None else 'a'} node")
+        steps.append(Step(float(fields[0]), fields[1], victim))
+    if not steps or steps != sorted(steps, key=lambda step: step.start):
+        raise ValueError("a schedule needs steps in time order")
+    return steps
