@@ -48,8 +48,9 @@ SETTINGS = {
     "offsets.topic.replication.factor": "3",
     "group.initial.rebalance.delay.ms": "0",
 }
-# After healing, the producers must get writes acknowledged again within this time.
-AFTER_HEAL_SECONDS = 6.0
+# After healing, the producers must get writes acknowledged, and the consumer group must read,
+# within this time (a consumer may need a rebalance: its session timeout is 6 s).
+AFTER_HEAL_SECONDS = 10.0
 
 
 def reproduce_command(seed: int, seconds: float, schedule: str | None = None) -> str:
@@ -332,16 +333,17 @@ class FaultRun:
             delay = begin + step.start - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+            # Before healing: a disk-full heal restarts its node, which would hide an exit.
+            self._check_exits()
             if heal is not None:
                 heal()
-            self._check_exits()
             heal = self._apply(step)
         delay = begin + self.seconds - time.monotonic()
         if delay > 0:
             time.sleep(delay)
+        self._check_exits()
         if heal is not None:
             heal()
-        self._check_exits()
 
     def _running(self, node_id: int) -> bool:
         process = self._nodes()[node_id].process
@@ -568,7 +570,8 @@ class FaultRun:
     def _after_heal_availability(
         self, evidence: checker.Evidence, verdict: checker.Verdict
     ) -> None:
-        """Once healed, both producers must get writes acknowledged again."""
+        """Once healed, both producers must get writes acknowledged again and the consumer
+        group must read again."""
         if evidence.heal_seconds is None:
             return
         done = getattr(self, "_heal_done", None)
@@ -582,6 +585,16 @@ class FaultRun:
                     f"producer {name}: no write acknowledged in the {AFTER_HEAL_SECONDS:g} s "
                     "after the cluster healed"
                 )
+        reads = [e for e in evidence.consumer_events if e["event"] == "read"]
+        after = [e for e in reads if e["time"] >= done]
+        verdict.counts["consumer_reads_after_heal"] = len(after)
+        if not after:
+            last = max((e["time"] for e in reads), default=None)
+            since = "never read" if last is None else f"last read {done - last:.0f} s before"
+            verdict.failures.append(
+                f"consumer group: nothing read in the {AFTER_HEAL_SECONDS:g} s after the "
+                f"cluster healed ({since})"
+            )
 
     def _node_log_notes(self) -> None:
         """Errors the nodes logged (not failures by themselves: the checks above decide)."""
