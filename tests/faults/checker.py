@@ -110,6 +110,14 @@ class Verdict:
         return not self.failures
 
 
+def _all_partitions(evidence: Evidence) -> set[TopicPartition]:
+    """Every partition a client wrote to or read from."""
+    events = [*evidence.consumer_events]
+    for produced in evidence.producer_events.values():
+        events.extend(produced)
+    return {(e["topic"], e["partition"]) for e in events if "topic" in e and "partition" in e}
+
+
 def _limited(problems: list[str], limit: int = 10) -> list[str]:
     if len(problems) <= limit:
         return problems
@@ -121,9 +129,18 @@ def check(evidence: Evidence) -> Verdict:
     counts: Counter[str] = Counter()
 
     log: dict[TopicPartition, dict[int, str]] = defaultdict(dict)
+    unreadable: set[TopicPartition] = set()
     for event in evidence.readback_events:
         if event["event"] == "log":
             log[(event["topic"], event["partition"])][event["offset"]] = event["value"]
+        elif event["event"] == "readback_failed":
+            unreadable.add((event["topic"], event["partition"]))
+            failures.append(
+                f"read-back of {event['topic']}-{event['partition']} failed (no leader?): "
+                f"{event['error']}; its acknowledged writes and reads are not judged"
+            )
+        elif event["event"] == "committed_failed":
+            failures.append(f"the group's committed offsets could not be read: {event['error']}")
         elif event["event"] == "readback_short":
             failures.append(
                 f"read-back of {event['topic']}-{event['partition']} stopped at offset "
@@ -132,6 +149,13 @@ def check(evidence: Evidence) -> Verdict:
         elif event["event"] == "consume_error":
             counts["readback_errors"] += 1
     counts["records_in_logs"] = sum(len(records) for records in log.values())
+    if not any(event["event"] == "done" for event in evidence.readback_events):
+        # Without a whole read-back every write would look lost: say what is missing instead.
+        failures.append(
+            "the read-back did not complete (see readback.stderr): acknowledged writes and "
+            "reads not judged"
+        )
+        unreadable.update((topic, partition) for topic, partition in _all_partitions(evidence))
     where: dict[str, list[tuple[TopicPartition, int]]] = defaultdict(list)
     for tp, records in log.items():
         for offset, value in records.items():
@@ -148,6 +172,9 @@ def check(evidence: Evidence) -> Verdict:
             if kind != "ack":
                 continue
             tp = (event["topic"], event["partition"])
+            if tp in unreadable:
+                counts[f"{name}_acks_unverified"] += 1
+                continue
             elsewhere = where.get(event["value"], [])
             if event["offset"] is None or event["offset"] < 0:
                 # Acknowledged without an offset (librdkafka reports none when the answer
@@ -189,6 +216,8 @@ def check(evidence: Evidence) -> Verdict:
         counts[f"consumer_{kind}"] += 1
         if kind == "read":
             tp = (event["topic"], event["partition"])
+            if tp in unreadable:
+                continue
             now = log.get(tp, {}).get(event["offset"])
             if now != event["value"]:
                 changed.append(

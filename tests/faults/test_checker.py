@@ -157,3 +157,21 @@ def test_schedules_are_seeded_and_round_trip() -> None:
     assert first != generate(8, 60.0, [1, 2, 3])
     assert {step.kind for step in first} == set(KINDS)
     assert parse(describe(first)) == first
+
+
+def test_an_unreadable_partition_or_an_incomplete_read_back_is_said_not_counted_as_loss() -> None:
+    evidence = clean()
+    evidence.readback_events = [
+        {"event": "readback_failed", "topic": IDEMPOTENT, "partition": 0, "error": "no leader"},
+        log(PLAIN, 0, 0, "p-0"),
+        log(PLAIN, 0, 1, "p-x"),
+        log(PLAIN, 0, 2, "p-0"),
+        {"event": "done"},
+    ]
+    verdict = check(evidence)
+    assert len(verdict.failures) == 1 and "read-back of idem-0 failed" in verdict.failures[0]
+    assert verdict.counts["idempotent_acks_unverified"] == 2
+    evidence.readback_events = evidence.readback_events[:-1]
+    failures = check(evidence).failures
+    assert any("did not complete" in failure for failure in failures)
+    assert not any("acknowledged" in failure and "missing" in failure for failure in failures)
