@@ -117,6 +117,12 @@ def produce(args: argparse.Namespace) -> int:
                 sent += 1
             except BufferError:
                 pass
+            except KafkaException as error:
+                # Refused before it was queued (e.g. a broker that just restarted called the
+                # topic unknown): never sent, so never acknowledged; note it and go on.
+                out.write("produce_error", value=value, error=str(error))
+                sent += 1
+                time.sleep(0.1)
             next_send = max(next_send + interval, now - 1.0)
         producer.poll(min(0.05, max(0.0, next_send - time.monotonic())))
     unresolved = producer.flush(args.flush_seconds)
