@@ -246,11 +246,8 @@ class FaultRun:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.network = TestNetwork.open(NODE_IDS)
         self._log(f"test hosts {self.network.hosts} on bridge {self.network.bridge}")
-        self.cluster = Cluster.combined(
-            self.workdir,
-            len(NODE_IDS),
-            hosts=[self.network.hosts[node_id] for node_id in NODE_IDS],
-            **SETTINGS,
+        self.cluster = Cluster.combined_on(
+            self.workdir, [self.network.hosts[node_id] for node_id in NODE_IDS], **SETTINGS
         )
         for node_id, node in self._nodes().items():
             self.network.mount_tmpfs(node.data_dir, DISK_MIB)

@@ -112,12 +112,15 @@ class Cluster:
         return cls._configured(root, count, combined=False, extra=extra)
 
     @classmethod
-    def combined(
-        cls, root: Path, count: int, *, hosts: list[str] | None = None, **extra: str
-    ) -> Cluster:
-        """`count` nodes with both roles (broker and controller voter), not started. Node i
-        listens on `hosts[i - 1]` (default 127.0.0.1 for all)."""
-        return cls._configured(root, count, combined=True, extra=extra, hosts=hosts)
+    def combined(cls, root: Path, count: int, **extra: str) -> Cluster:
+        """`count` nodes with both roles (broker and controller voter), not started."""
+        return cls._configured(root, count, combined=True, extra=extra)
+
+    @classmethod
+    def combined_on(cls, root: Path, hosts: list[str], **extra: str) -> Cluster:
+        """One combined node per address in `hosts` (node i listens on `hosts[i - 1]`, e.g. a
+        test host of its own in a network namespace), not started."""
+        return cls._configured(root, len(hosts), combined=True, extra=extra, hosts=hosts)
 
     @classmethod
     def _configured(
