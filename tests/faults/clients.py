@@ -188,7 +188,19 @@ def readback(args: argparse.Namespace) -> int:
     reader = Consumer(
         common(args.bootstrap) | {"group.id": f"{args.group}-readback", "enable.auto.commit": False}
     )
+
+    def seen(topic: str) -> str:
+        """What a Metadata request answers for `topic` (its error, partitions and leaders)."""
+        try:
+            found = reader.list_topics(topic, timeout=5).topics[topic]
+        except (KafkaException, KeyError) as error:
+            return f"metadata request failed: {error}"
+        leaders = {p: meta.leader for p, meta in sorted(found.partitions.items())}
+        return f"error {found.error}, leaders {leaders}"
+
     for topic in args.topics.split(","):
+        # Also fills the client's metadata cache before the watermarks are asked for.
+        out.write("metadata", topic=topic, seen=seen(topic))
         for partition in range(args.partitions):
             # A partition without a leader (offline) has no watermarks: ask for a while, then
             # say so and read the others (the checker reports it; it is not a read of nothing).
@@ -202,7 +214,10 @@ def readback(args: argparse.Namespace) -> int:
                 except KafkaException as error:
                     if time.monotonic() > deadline:
                         out.write(
-                            "readback_failed", topic=topic, partition=partition, error=str(error)
+                            "readback_failed",
+                            topic=topic,
+                            partition=partition,
+                            error=f"{error}; the cluster's metadata says: {seen(topic)}",
                         )
                         low = high = -1
                         break
