@@ -87,9 +87,15 @@ class Node:
     process: subprocess.Popen[bytes] | None = None
     # The client listener's port, for nodes with the broker role.
     broker_port: int | None = None
+    # The address every listener of this node binds (the fault tests give each node its own
+    # network namespace and address).
+    host: str = "127.0.0.1"
+    # Put before `kraft serve ...` (e.g. `ip netns exec NS`), and set in its environment.
+    command_prefix: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
 
     def get(self, path: str, timeout: float = 1.0) -> Any:
-        url = f"http://127.0.0.1:{self.admin_port}{path}"
+        url = f"http://{self.host}:{self.admin_port}{path}"
         with urllib.request.urlopen(url, timeout=timeout) as response:
             return json.loads(response.read())
 
@@ -118,14 +124,28 @@ class Cluster:
         return cls._configured(root, count, combined=True, extra=extra)
 
     @classmethod
+    def combined_on(cls, root: Path, hosts: list[str], **extra: str) -> Cluster:
+        """One combined node per address in `hosts` (node i listens on `hosts[i - 1]`, e.g. a
+        test host of its own in a network namespace), not started."""
+        return cls._configured(root, len(hosts), combined=True, extra=extra, hosts=hosts)
+
+    @classmethod
     def _configured(
-        cls, root: Path, count: int, *, combined: bool, extra: dict[str, str]
+        cls,
+        root: Path,
+        count: int,
+        *,
+        combined: bool,
+        extra: dict[str, str],
+        hosts: list[str] | None = None,
     ) -> Cluster:
+        hosts = hosts or ["127.0.0.1"] * count
+        assert len(hosts) == count
         controller_ports = free_ports(count)
         admin_ports = free_ports(count)
         broker_ports = free_ports(count) if combined else []
         voters = ",".join(
-            f"{index + 1}@127.0.0.1:{port}" for index, port in enumerate(controller_ports)
+            f"{index + 1}@{hosts[index]}:{port}" for index, port in enumerate(controller_ports)
         )
         root.mkdir(parents=True, exist_ok=True)
         cluster = cls(root, extra=extra)
@@ -137,17 +157,22 @@ class Cluster:
                 "cluster.id": CLUSTER_ID,
                 "process.roles": "broker,controller" if combined else "controller",
                 "controller.quorum.voters": voters,
-                "controller.listener": f"127.0.0.1:{controller_ports[index]}",
-                "admin.listener": f"http://127.0.0.1:{admin_ports[index]}",
+                "controller.listener": f"{hosts[index]}:{controller_ports[index]}",
+                "admin.listener": f"http://{hosts[index]}:{admin_ports[index]}",
                 "log.dirs": str(data_dir),
             }
             if combined:
-                config["listeners"] = f"PLAINTEXT://127.0.0.1:{broker_ports[index]}"
+                config["listeners"] = f"PLAINTEXT://{hosts[index]}:{broker_ports[index]}"
             config.update(extra)
             config_path = root / f"node{node_id}.properties"
             config_path.write_text("".join(f"{key}={value}\n" for key, value in config.items()))
             cluster.nodes[node_id] = Node(
-                node_id, config_path, data_dir, admin_ports[index], root / f"node{node_id}.log"
+                node_id,
+                config_path,
+                data_dir,
+                admin_ports[index],
+                root / f"node{node_id}.log",
+                host=hosts[index],
             )
             if combined:
                 cluster.nodes[node_id].broker_port = broker_ports[index]
@@ -157,7 +182,7 @@ class Cluster:
     def bootstrap(self) -> str:
         """The client listeners, as a Kafka client's bootstrap.servers."""
         return ",".join(
-            f"127.0.0.1:{node.broker_port}" for node in self.nodes.values() if node.broker_port
+            f"{node.host}:{node.broker_port}" for node in self.nodes.values() if node.broker_port
         )
 
     def brokers_unfenced(self, asked: int | None = None) -> dict[int, Any] | None:
@@ -201,12 +226,19 @@ class Cluster:
         node = self.nodes[node_id]
         with node.log_path.open("ab") as output:
             node.process = subprocess.Popen(
-                [kraft_executable(), "serve", "--config", str(node.config_path)],
+                [
+                    *node.command_prefix,
+                    kraft_executable(),
+                    "serve",
+                    "--config",
+                    str(node.config_path),
+                ],
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 env={
                     key: value for key, value in os.environ.items() if not key.startswith("KRAFT_")
-                },
+                }
+                | node.env,
             )
 
     def start_all(self) -> None:
