@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,8 +149,12 @@ class TestNetwork:
 
     def close(self) -> None:
         """Remove everything this run made; every step is tried even if one fails. The caller
-        has stopped every process that used the namespaces, mounts or subnet first."""
+        has stopped every process that used the namespaces, mounts or subnet first. What each
+        mounted filesystem held is copied beside it first (`<path>-kept`), so a failing run's
+        logs can be read after the run."""
         for path in reversed(self.mounts):
+            with contextlib.suppress(OSError):
+                shutil.copytree(path, path.with_name(path.name + "-kept"), dirs_exist_ok=True)
             # Lazy unmount: a process we could not reap must not keep the mount forever.
             _run("umount", "-l", str(path), check=False)
         self.mounts.clear()
