@@ -506,7 +506,11 @@ class ReplicaManager:
         max_bytes: int,
         requests: Sequence[FetchPartition],
     ) -> list[FetchResult]:
-        """Read each partition; waits up to `max_wait_ms` for `min_bytes` if none failed."""
+        """Read each partition; waits up to `max_wait_ms` for `min_bytes` if none failed. A
+        fetch of no partition (every one it named unknown) is answered at once, as Kafka's
+        KafkaApis does when nothing is left to fetch."""
+        if not requests:
+            return []
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
         while True:

@@ -7,6 +7,7 @@ import asyncio
 import datetime
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from kafka.admin import ConfigResourceType as PythonConfigResourceType
 from kio.schema.errors import ErrorCode
 from kio.schema.produce.v9.response import ProduceResponse
 
-from broker.data_apis import OFFSET_FOR_LEADER_EPOCH_KEY, PRODUCE_KEY
+from broker.data_apis import FETCH_KEY, OFFSET_FOR_LEADER_EPOCH_KEY, PRODUCE_KEY
 from broker.producer_ids import INIT_PRODUCER_ID_KEY
 from controller.topics import ConfigSource
 from net.client import NodeConnection
@@ -468,3 +469,51 @@ def test_timestamps_log_append_time_and_bounds(node: Cluster) -> None:
     finally:
         consumer.close()
     assert read == {b"stamped": (1, stamped_at), b"recent": (0, now_ms - 1000)}
+
+
+async def test_a_fetch_naming_only_unknown_topic_ids_is_answered_at_once(node: Cluster) -> None:
+    # What a consumer of a just-deleted topic sends; the handler failed on it before
+    # (UNKNOWN_SERVER_ERROR for the whole request, asked again hundreds of times a second).
+    schema: Any = request_schema(FETCH_KEY, 13)
+    topic_type = field_entity_type(schema, "topics")
+    partition_type = field_entity_type(topic_type, "partitions")
+    request = make_entity(
+        schema,
+        replica_id=-1,
+        max_wait=datetime.timedelta(seconds=5),
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=(
+            make_entity(
+                topic_type,
+                topic_id=uuid.UUID(int=12345),
+                partitions=(
+                    make_entity(
+                        partition_type,
+                        partition=0,
+                        current_leader_epoch=-1,
+                        fetch_offset=0,
+                        last_fetched_epoch=-1,
+                        log_start_offset=-1,
+                        partition_max_bytes=1 << 20,
+                    ),
+                ),
+            ),
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+    connection = NodeConnection("127.0.0.1", node.nodes[1].broker_port or 0)
+    try:
+        started = time.monotonic()
+        response: Any = await connection.send(request)
+        elapsed = time.monotonic() - started
+    finally:
+        await connection.close()
+    assert response.error_code == ErrorCode.none
+    answer = response.responses[0].partitions[0]
+    assert ErrorCode(answer.error_code) is ErrorCode.unknown_topic_id
+    assert elapsed < 2.0
