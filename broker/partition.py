@@ -33,7 +33,7 @@ from broker.producer_state import ProducerStateManager, WrittenBatch
 from controller.partition_state import PartitionState
 from net.record_batch import NO_TIMESTAMP, BatchHeader, InvalidBatchError, TimestampType
 from net.records import RecordColumns, decode_batch_columns
-from storage.errors import StorageError
+from storage.errors import LogOfflineError, StorageError, StorageIOError
 from storage.log import Log
 
 log = structlog.get_logger(__name__)
@@ -109,6 +109,13 @@ class Partition:
         # (offset, arrival, future), so an advance releases only the ones it satisfies.
         self._high_watermark_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._arrivals = itertools.count()
+        # Set when a write to the log failed on the disk (a full or failing disk): from then
+        # on the replica takes no write and serves no fetch until the broker restarts, as
+        # Kafka takes the log directory offline. The failed write left nothing behind, but the
+        # ones queued behind it must not be judged by a producer state that never saw it (an
+        # idempotent producer answered OUT_OF_ORDER_SEQUENCE_NUMBER for its next batch takes
+        # it as not written, bumps its epoch and sends again what it may have written).
+        self.offline = False
 
     # -- role -----------------------------------------------------------------------------------
 
@@ -229,11 +236,15 @@ class Partition:
                 self.producers.check(header)
             validated.extend(headers)
 
+        self._check_online()
         try:
             info = self.log.append(records, self.leader_epoch, before_write=check_producers)
         except _DuplicateBatchError as duplicate:
             written = duplicate.written
             return LeaderAppend(written.first_offset, written.last_offset + 1, NO_TIMESTAMP)
+        except (StorageIOError, LogOfflineError) as error:
+            self._go_offline(error)
+            raise
         offset = info.first_offset
         for header in validated:
             self.producers.update(header, offset)
@@ -245,6 +256,22 @@ class Partition:
         if self.log.config.message_timestamp_type is TimestampType.LOG_APPEND_TIME:
             return LeaderAppend(info.first_offset, offset, info.max_timestamp)
         return LeaderAppend(info.first_offset, offset, NO_TIMESTAMP)
+
+    def _check_online(self) -> None:
+        if self.offline:
+            raise LogOfflineError(f"{self.log.directory} is offline since a disk error")
+
+    def _go_offline(self, error: StorageError) -> None:
+        if not self.offline:
+            self.offline = True
+            log.error(
+                "partition_offline",
+                topic=self.topic,
+                partition=self.partition_id,
+                leader_epoch=self.leader_epoch,
+                log_end_offset=self.log.log_end_offset,
+                error=str(error),
+            )
 
     def isr_size(self) -> int:
         return 0 if self.state is None else len(self.state.isr)
@@ -328,8 +355,13 @@ class Partition:
         """Append what the leader sent (keeping its offsets and epochs); the follower's high
         watermark is min(own LEO, the leader's high watermark)."""
         if records:
+            self._check_online()
             appended: list[BatchHeader] = []
-            self.log.append_as_follower(records, before_write=appended.extend)
+            try:
+                self.log.append_as_follower(records, before_write=appended.extend)
+            except (StorageIOError, LogOfflineError) as error:
+                self._go_offline(error)
+                raise
             self.producers.replay(appended)
             self._snapshot_if_rolled()
         self.log.update_high_watermark(min(self.log.log_end_offset, leader_high_watermark))

@@ -95,19 +95,24 @@ class ReplicaFetcher:
         self._delayed_until.pop(key, None)
 
     def due_partitions(self) -> dict[tuple[str, int], Partition]:
-        """The partitions to ask for now, in fetch order: all but those backing off."""
+        """The partitions to ask for now, in fetch order: all but those backing off and those
+        offline (a disk error: they fetch again once the broker restarted)."""
         now = time.monotonic()
         return {
             key: partition
             for key, partition in self.partitions.items()
-            if self._delayed_until.get(key, 0.0) <= now
+            if self._delayed_until.get(key, 0.0) <= now and not partition.offline
         }
 
     async def _run(self) -> None:
         while True:
             fetched = self.due_partitions()
             if not fetched:
-                backoffs = [self._delayed_until[key] for key in self.partitions]
+                backoffs = [
+                    self._delayed_until[key]
+                    for key in self.partitions
+                    if key in self._delayed_until
+                ]
                 self._changed.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(

@@ -453,6 +453,8 @@ class ReplicaManager:
         partition = self.partitions.get((topic, partition_id))
         if partition is None or partition.state is None:
             return ErrorCode.unknown_topic_or_partition, None
+        if partition.offline:
+            return ErrorCode.kafka_storage_error, partition
         if not partition.is_leader:
             return ErrorCode.not_leader_or_follower, partition
         if current_leader_epoch >= 0:
@@ -592,6 +594,7 @@ class ReplicaManager:
                 max_offset=None if is_follower else replica_log.high_watermark,
                 min_one_batch=first,
             )
+            records = None if read.records is None else read.records.read()
         except OffsetOutOfRangeError:
             return FetchResult(
                 ErrorCode.offset_out_of_range,
@@ -599,12 +602,12 @@ class ReplicaManager:
                 replica_log.log_start_offset,
                 leader=leader,
             )
+        except (StorageError, OSError) as error:
+            # That partition's answer only: the others of the fetch are served.
+            log.error("fetch_storage_failed", topic=request.topic, error=str(error))
+            return FetchResult(ErrorCode.kafka_storage_error, leader=leader)
         return FetchResult(
-            ErrorCode.none,
-            read.high_watermark,
-            read.log_start_offset,
-            records=None if read.records is None else read.records.read(),
-            leader=leader,
+            ErrorCode.none, read.high_watermark, read.log_start_offset, records, leader=leader
         )
 
 

@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 from controller.partition_state import PartitionState
 from net.records import Record, encode_batch
 from tests.broker.replicas import TOPIC, Broker, image, replicate, settle, values
+from tests.storage.test_io_errors import by_fd, failing
 
 PRODUCER_ID = 7
 
@@ -113,3 +114,26 @@ async def test_sequences_are_answered_as_kafka_does(
     if error is ErrorCode.none:
         assert answer.base_offset == sequence
     assert values(leader.partition().log) == [b"a", b"b"]
+
+
+async def test_after_a_disk_error_the_replica_refuses_with_storage_errors_not_sequence_ones(
+    pair: tuple[Broker, Broker], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen by the fault suite on a full disk: the write of sequence 1 failed, and the batch
+    queued behind it (sequence 2) was answered OUT_OF_ORDER_SEQUENCE_NUMBER, which librdkafka
+    reads as "not written, nor anything after it": it bumped its epoch and sent again, under
+    new sequences, batches of other partitions it had possibly written, which were then
+    written twice. Kafka takes the log directory offline at the first disk error, so the
+    batches behind it get KAFKA_STORAGE_ERROR (not written, retried as they are)."""
+    leader, _ = pair
+    (first,) = await leader.replicas.produce(1, 1_000, [(TOPIC, 0, idempotent(b"a", 0))])
+    assert first.error is ErrorCode.none
+    directory = leader.partition().log.directory
+    with failing(monkeypatch, "writev", directory, by_fd) as failed:
+        (refused,) = await leader.replicas.produce(1, 1_000, [(TOPIC, 0, idempotent(b"b", 1))])
+    assert failed
+    assert refused.error is ErrorCode.kafka_storage_error
+    (behind,) = await leader.replicas.produce(1, 1_000, [(TOPIC, 0, idempotent(b"c", 2))])
+    assert behind.error is ErrorCode.kafka_storage_error
+    assert leader.partition().offline
+    assert values(leader.partition().log) == [b"a"]

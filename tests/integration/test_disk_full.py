@@ -4,8 +4,9 @@ One real node keeps its partition logs on two directories, one a small filesyste
 test's own (tmpfs, mounted as root), and its metadata log on a third (`metadata.log.dir`).
 Filling the small one up: producers to its partitions get KAFKA_STORAGE_ERROR, the node stays
 ready and keeps taking writes on its other directory, nothing acknowledged is corrupted or lost;
-once space returns the partition takes writes again, and after a crash (SIGKILL) and restart
-every acknowledged record reads back in order.
+the partition stays offline (KAFKA_STORAGE_ERROR) until its broker restarts, even once space
+returns, as Kafka takes a failed log directory offline; after a crash (SIGKILL) and restart it
+takes writes again and every acknowledged record reads back in order.
 """
 
 from __future__ import annotations
@@ -89,10 +90,11 @@ def test_a_full_disk_refuses_writes_to_its_partitions_only_and_loses_nothing(
             producer.send(TOPIC, VALUE, partition=full).get(10)
         assert len(acknowledged(producer, spare, 5)) == 5
         assert node.nodes[1].get("/v1/health/ready")["status"] == "ok"
-        # Space returns: the same partition takes writes again, at the next offset.
+        # Space returns; the replica stays offline (as Kafka's failed log directory) until
+        # its broker restarts.
         subprocess.run(["mount", "-o", "remount,size=16m", str(small_disk)], check=True)
-        more = acknowledged(producer, full, 5)
-        assert more == list(range(written[-1] + 1, written[-1] + 6))
+        with pytest.raises(KafkaStorageError):
+            producer.send(TOPIC, VALUE, partition=full).get(10)
     finally:
         producer.close()
     node.kill(1)
@@ -102,6 +104,12 @@ def test_a_full_disk_refuses_writes_to_its_partitions_only_and_loses_nothing(
         "a leader again",
         lambda: node.nodes[1].get(f"/v1/topics/{TOPIC}")["partitions"][full]["leader"] == 1,
     )
+    producer = KafkaProducer(bootstrap_servers=node.bootstrap, acks="all", retries=5)
+    try:
+        more = acknowledged(producer, full, 5)
+    finally:
+        producer.close()
+    assert more == list(range(written[-1] + 1, written[-1] + 6))
     consumer = KafkaConsumer(
         bootstrap_servers=node.bootstrap, enable_auto_commit=False, consumer_timeout_ms=5_000
     )
