@@ -124,7 +124,10 @@ class ReplicaManager:
         # The offset of this broker's registration record (its broker epoch): None while the
         # broker has not registered, -1 when nothing fences the replicas.
         self._registration_offset: int | None = None if fenced_until_registered else -1
-        self._fence_lifted = False
+        # Set once the replicas follow the metadata log: the broker serves clients from then.
+        self.published = asyncio.Event()
+        if not fenced_until_registered:
+            self.published.set()
         self.broker_id = broker_id
         self._elr_enabled = eligible_leader_replicas_enable
         self._isr_changes = isr_changes
@@ -166,8 +169,8 @@ class ReplicaManager:
         fence = self._registration_offset
         if fence is None or image.end_offset <= fence:
             return
-        if not self._fence_lifted:
-            self._fence_lifted = True
+        if not self.published.is_set():
+            self.published.set()
             if fence >= 0:
                 log.info(
                     "replicas_unfenced_at_registration",

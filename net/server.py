@@ -590,15 +590,27 @@ class KafkaServer:
         port: int = self._server.sockets[0].getsockname()[1]
         return port
 
-    async def start(self) -> None:
-        """Bind and start accepting connections."""
+    async def start(self, *, serving: bool = True) -> None:
+        """Bind and start accepting connections; with `serving` False, bind only (an address
+        in use fails now) and accept once `start_serving` is called: connections wait in the
+        listen backlog meanwhile, as they do on a Kafka broker that is not ready to process
+        requests yet."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
             lambda: _Connection(self, next(self._connection_ids)),
             self.host,
             self._requested_port,
             reuse_address=True,
+            start_serving=serving,
         )
+        if serving:
+            log.info("kafka_server_listening", host=self.host, port=self.port)
+
+    async def start_serving(self) -> None:
+        """Accept connections on the address `start(serving=False)` bound."""
+        if self._server is None:
+            raise RuntimeError("server not started")
+        await self._server.start_serving()
         log.info("kafka_server_listening", host=self.host, port=self.port)
 
     async def close(self, timeout: float = 30.0) -> None:

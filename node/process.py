@@ -51,7 +51,7 @@ from kraft.messages import QuorumView, ReplicaView
 from kraft.raft import RaftConfig
 from net.api_registry import ApiRegistry
 from net.server import KafkaServer, RequestMetrics
-from net.tasks import set_fatal_handler
+from net.tasks import set_fatal_handler, start_essential
 from node.config import NodeConfig, Role
 from node.meta_properties import ensure_formatted
 from storage import durability
@@ -376,6 +376,7 @@ class BrokerRole:
         self._offsets_topic_segment_bytes = config.offsets_topic_segment_bytes
         self._controlled_shutdown_timeout_ms = config.controlled_shutdown_timeout_ms
         self.maintenance = LogMaintenance(logs, self.replicas, maintenance_config(config))
+        self._serving: asyncio.Task[None] | None = None
         self.groups = GroupCoordinator(
             config.node_id,
             self.replicas,
@@ -443,10 +444,20 @@ class BrokerRole:
             log.info("offsets_topic_requested", partitions=partitions)
 
     async def start(self) -> None:
-        await self._server.start()
+        """Bind the client listener, register, and serve clients once the replicas follow the
+        metadata log (the start-up fence): before that, every answer would come from metadata
+        this broker replayed from its own log, which may be stale (a restarted broker would
+        name itself the leader of partitions it no longer leads), as Kafka's brokers process
+        no request before their initial metadata catch-up."""
+        await self._server.start(serving=False)
         self.lifecycle.start()
         self.replicas.start()
         self.maintenance.start()
+        self._serving = start_essential(self._serve_once_published(), "broker-listener")
+
+    async def _serve_once_published(self) -> None:
+        await self.replicas.published.wait()
+        await self._server.start_serving()
         log.info("broker_listening", listener=str(self._listener))
 
     async def stop(self, give_up: asyncio.Event) -> int | None:
@@ -472,6 +483,8 @@ class BrokerRole:
         else:
             log.warning("controlled_shutdown_incomplete", broker_epoch=epoch, reason=incomplete)
         await self.lifecycle.stop()
+        if self._serving is not None:
+            self._serving.cancel()
         await self._server.close(timeout=0.0 if give_up.is_set() else _IN_FLIGHT_GRACE_S)
         await self.groups.stop()
         await self.maintenance.stop()

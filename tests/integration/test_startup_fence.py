@@ -1,5 +1,5 @@
 """The start-up fence (async-storage-and-recovery.txt 5.2): a restarted broker leads nothing,
-and takes no write, before the controller has its new incarnation registered.
+and serves no client, before the controller has its new incarnation registered.
 
 The metadata a broker replays from its own log at start-up may still name it the leader of
 partitions it led before a crash. Found by the fault suite (issue 19): a leader that lost its
@@ -64,7 +64,18 @@ async def test_a_restarted_leader_takes_no_write_until_its_registration_is_repla
                 await asyncio.sleep(0.1)
             finally:
                 await connection.close()
-        assert answers, "the restarted broker never answered before its registration"
+        # It answers nothing before its registration is replayed (its listener accepts no
+        # connection yet), and certainly acknowledges nothing.
         assert ErrorCode.none not in answers, answers
+        # Then it serves again: a client gets a real answer from it.
+        await asyncio.to_thread(
+            cluster.wait_for, "the restarted broker ready", lambda: cluster.ready(leader)
+        )
+        connection = NodeConnection("127.0.0.1", port, request_timeout=5)
+        try:
+            error, _ = await produce_answer(connection, TOPIC, encode_batch([Record(b"later")]))
+        finally:
+            await connection.close()
+        assert error in (ErrorCode.none, ErrorCode.not_leader_or_follower)
     finally:
         cluster.stop_all()
