@@ -228,7 +228,7 @@ class FaultRun:
         if crashed is not None:
             verdict.failures.insert(0, crashed)
         self._after_heal_availability(evidence, verdict)
-        self._node_log_notes()
+        self._node_log_notes(verdict)
         return RunResult(
             self.seed,
             self.seconds,
@@ -591,13 +591,17 @@ class FaultRun:
                 f"cluster healed ({since})"
             )
 
-    def _node_log_notes(self) -> None:
-        """Errors the nodes logged (not failures by themselves: the checks above decide)."""
+    def _node_log_notes(self, verdict: checker.Verdict) -> None:
+        """Errors the nodes logged: notes, not failures by themselves (the checks above
+        decide), except a fatal fault or a task exception nobody retrieved, which is a bug
+        even when the node was restarted and the cluster healed."""
         for node_id, node in self._nodes().items():
             if not node.log_path.exists():
                 continue
             seen = 0
             for line in node.log_path.read_text(errors="replace").splitlines():
+                if '"event": "node_fatal_fault"' in line or "Task exception was never" in line:
+                    verdict.failures.append(f"node {node_id} failed: {line[:600]}")
                 if '"level": "error"' in line or "Task exception was never retrieved" in line:
                     seen += 1
                     if seen <= 3:
