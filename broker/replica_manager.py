@@ -50,11 +50,11 @@ from storage.log_manager import LogManager, TopicPartition
 log = structlog.get_logger(__name__)
 
 # Fetch's replica id of consumers (and of the ReplicaState of v15+).
+CONSUMER_REPLICA_ID = -1
 # How long one slice of a metadata change may hold the event loop (`_apply_latest`).
 APPLY_SLICE_S = 0.02
 # New replicas whose logs are created together (one directory sync for them all).
 _NEW_LOGS_AT_ONCE = 64
-CONSUMER_REPLICA_ID = -1
 
 
 @dataclass(frozen=True, slots=True)
