@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -25,7 +26,14 @@ from tests.faults.network import require_tools
 from tests.faults.runner import run_seed
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    # SystemExit unwinds through the run's teardown, which stops the clients and nodes and
+    # removes the namespaces, bridge, route and mounts (the default SIGTERM skips it).
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     parser = argparse.ArgumentParser(prog="python -m bench.faults", description=__doc__)
     parser.add_argument("--seconds", type=float, default=60.0, help="schedule length per seed")
     parser.add_argument("--seeds", type=int, default=5, help="how many seeds to run")
