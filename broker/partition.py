@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 from uuid import UUID
@@ -116,6 +116,9 @@ class Partition:
         # idempotent producer answered OUT_OF_ORDER_SEQUENCE_NUMBER for its next batch takes
         # it as not written, bumps its epoch and sends again what it may have written).
         self.offline = False
+        # Told when this replica goes offline (the replica manager takes its directory
+        # offline with it).
+        self.offline_listener: Callable[[Partition, StorageError], None] | None = None
 
     # -- role -----------------------------------------------------------------------------------
 
@@ -263,15 +266,25 @@ class Partition:
 
     def _go_offline(self, error: StorageError) -> None:
         if not self.offline:
-            self.offline = True
-            log.error(
-                "partition_offline",
-                topic=self.topic,
-                partition=self.partition_id,
-                leader_epoch=self.leader_epoch,
-                log_end_offset=self.log.log_end_offset,
-                error=str(error),
-            )
+            self.take_offline(str(error))
+            if self.offline_listener is not None:
+                self.offline_listener(self, error)
+
+    def take_offline(self, reason: str) -> None:
+        """This replica takes no write and serves no fetch until its broker restarts."""
+        if self.offline:
+            return
+        self.offline = True
+        self._release_high_watermark_waiters(release_all=True)
+        self._wake()
+        log.error(
+            "partition_offline",
+            topic=self.topic,
+            partition=self.partition_id,
+            leader_epoch=self.leader_epoch,
+            log_end_offset=self.log.log_end_offset,
+            reason=reason,
+        )
 
     def isr_size(self) -> int:
         return 0 if self.state is None else len(self.state.isr)

@@ -20,6 +20,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from uuid import UUID
 
 import structlog
@@ -36,7 +37,7 @@ from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_state import PartitionState
 from kraft.messages import Entry, SnapshotId
 from net.record_batch import NO_TIMESTAMP, CorruptBatchError, RecordBatchError
-from net.tasks import start_essential
+from net.tasks import report_fatal, start_essential
 from storage.errors import (
     InvalidTimestampError,
     OffsetOutOfRangeError,
@@ -141,6 +142,8 @@ class ReplicaManager:
         self._default_min_isr = default_min_insync_replicas
         self._applied = MetadataImage.EMPTY
         self.partitions: dict[tuple[str, int], Partition] = {}
+        # Log directories a disk error took offline (until the broker restarts).
+        self._offline_dirs: set[Path] = set()
         self._fetchers = ReplicaFetcherManager(broker_id, self._client_address)
         # Called with a hosted partition whose leadership (or leader epoch) changed, and
         # whether this broker leads it now (a deleted replica leads nothing).
@@ -254,6 +257,7 @@ class ReplicaManager:
                 partition = self.partitions.get(key)
                 if partition is None:
                     partition = Partition(key[0], topic_id, key[1], self.broker_id, next(new_logs))
+                    partition.offline_listener = self._replica_went_offline
                     self.partitions[key] = partition
                 # A log reopened at start-up got the broker's settings.
                 partition.log.config = log_config
@@ -274,6 +278,30 @@ class ReplicaManager:
                 self._remove(key)
                 yield
         self._applied = image
+
+    def _replica_went_offline(self, failed: Partition, error: StorageError) -> None:
+        """A write to `failed`'s log failed on the disk: its whole log directory goes offline,
+        as in Kafka, so that no replica there takes writes a failing disk may lose; once no
+        log directory is left, the broker can serve nothing and ends (a fatal fault, as
+        Kafka's broker halts when all its log directories have failed), so the controller
+        moves its leaderships and ISR memberships at once instead of after every replica
+        timed out on its own."""
+        directory = self._logs.directory_of(TopicPartition(failed.topic, failed.partition_id))
+        if directory is None or directory in self._offline_dirs:
+            return
+        self._offline_dirs.add(directory)
+        taken = [
+            partition
+            for key, partition in self.partitions.items()
+            if self._logs.directory_of(TopicPartition(*key)) == directory
+        ]
+        log.error(
+            "log_dir_offline", directory=str(directory), replicas=len(taken), error=str(error)
+        )
+        for partition in taken:
+            partition.take_offline(f"log directory {directory} is offline")
+        if set(self._logs.partition_dirs) <= self._offline_dirs:
+            report_fatal("log_dirs_offline", error)
 
     def _remove(self, key: tuple[str, int]) -> None:
         partition = self.partitions.pop(key)
@@ -434,6 +462,8 @@ class ReplicaManager:
             return ProduceResult(ErrorCode.request_timed_out)
         if self.partitions.get((partition.topic, partition.partition_id)) is not partition:
             return ProduceResult(ErrorCode.unknown_topic_or_partition)
+        if partition.offline:
+            return ProduceResult(ErrorCode.kafka_storage_error)
         if (
             not partition.is_leader
             or partition.leader_epoch != leader_epoch

@@ -155,6 +155,10 @@ class LogManager:
     def logs(self) -> dict[TopicPartition, Log]:
         return dict(self._logs)
 
+    def directory_of(self, partition: TopicPartition) -> Path | None:
+        """The log directory holding `partition`'s log, if there is one."""
+        return self._dir_of.get(partition)
+
     def get_log(self, partition: TopicPartition) -> Log | None:
         return self._logs.get(partition)
 

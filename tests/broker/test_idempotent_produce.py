@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 from controller.partition_state import PartitionState
 from net.records import Record, encode_batch
 from tests.broker.replicas import TOPIC, Broker, image, replicate, settle, values
+from tests.fatal_faults import Faults, faults  # noqa: F401 (the fixture)
 from tests.storage.test_io_errors import by_fd, failing
 
 PRODUCER_ID = 7
@@ -117,7 +118,9 @@ async def test_sequences_are_answered_as_kafka_does(
 
 
 async def test_after_a_disk_error_the_replica_refuses_with_storage_errors_not_sequence_ones(
-    pair: tuple[Broker, Broker], monkeypatch: pytest.MonkeyPatch
+    pair: tuple[Broker, Broker],
+    monkeypatch: pytest.MonkeyPatch,
+    faults: Faults,  # noqa: F811
 ) -> None:
     """Seen by the fault suite on a full disk: the write of sequence 1 failed, and the batch
     queued behind it (sequence 2) was answered OUT_OF_ORDER_SEQUENCE_NUMBER, which librdkafka
@@ -137,3 +140,6 @@ async def test_after_a_disk_error_the_replica_refuses_with_storage_errors_not_se
     assert behind.error is ErrorCode.kafka_storage_error
     assert leader.partition().offline
     assert values(leader.partition().log) == [b"a"]
+    # The broker's only log directory is offline: it can serve nothing more and ends (the
+    # node's handler exits), as Kafka's broker halts when all its log directories failed.
+    assert [what for what, _ in faults] == ["log_dirs_offline"]

@@ -600,7 +600,10 @@ class FaultRun:
                 continue
             seen = 0
             for line in node.log_path.read_text(errors="replace").splitlines():
-                if '"event": "node_fatal_fault"' in line or "Task exception was never" in line:
+                # A broker whose every log directory failed ends by design (Kafka halts too).
+                expected_halt = '"task": "log_dirs_offline"' in line
+                fatal = '"event": "node_fatal_fault"' in line and not expected_halt
+                if fatal or "Task exception was never" in line:
                     verdict.failures.append(f"node {node_id} failed: {line[:600]}")
                 if '"level": "error"' in line or "Task exception was never retrieved" in line:
                     seen += 1

@@ -10,7 +10,7 @@ handler (the node's terminates the process) instead.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -20,9 +20,9 @@ from kraft.messages import Entry
 from kraft.metadata_log import MetadataLogDivergedError
 from kraft.raft import RaftConfig
 from kraft.wire import encode_entries
-from net.tasks import set_fatal_handler
 from storage.errors import UnexpectedAppendOffsetError
 from storage.log import Log, LogConfig
+from tests.fatal_faults import Faults, faults  # noqa: F401 (the fixture)
 from tests.integration.cluster import free_ports
 
 CONFIG = RaftConfig(
@@ -31,14 +31,6 @@ CONFIG = RaftConfig(
     election_backoff_max_ms=50,
     request_timeout_ms=200,
 )
-
-
-@pytest.fixture
-def faults() -> Iterator[list[tuple[str, BaseException]]]:
-    reported: list[tuple[str, BaseException]] = []
-    set_fatal_handler(lambda what, error: reported.append((what, error)))
-    yield reported
-    set_fatal_handler(None)
 
 
 @pytest.fixture
@@ -68,7 +60,8 @@ async def leader(tmp_path: Path) -> AsyncIterator[tuple[RaftDriver, Log]]:
 
 
 async def test_an_append_the_storage_log_refuses_is_fatal(
-    leader: tuple[RaftDriver, Log], faults: list[tuple[str, BaseException]]
+    leader: tuple[RaftDriver, Log],
+    faults: Faults,  # noqa: F811
 ) -> None:
     driver, metadata_log = leader
     # The storage log gains an entry the state machine never made: its end moves past the
@@ -82,7 +75,8 @@ async def test_an_append_the_storage_log_refuses_is_fatal(
 
 
 async def test_a_log_that_no_longer_matches_the_state_machine_is_fatal(
-    leader: tuple[RaftDriver, Log], faults: list[tuple[str, BaseException]]
+    leader: tuple[RaftDriver, Log],
+    faults: Faults,  # noqa: F811
 ) -> None:
     driver, metadata_log = leader
     # The storage log lost its entries behind the driver's back but still ends where the state

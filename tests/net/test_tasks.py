@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
-from net.tasks import set_fatal_handler, start_essential
-
-
-@pytest.fixture
-def faults() -> Iterator[list[tuple[str, BaseException]]]:
-    reported: list[tuple[str, BaseException]] = []
-    set_fatal_handler(lambda what, error: reported.append((what, error)))
-    yield reported
-    set_fatal_handler(None)
+from net.tasks import start_essential
+from tests.fatal_faults import Faults, faults  # noqa: F401 (the fixture)
 
 
 async def test_a_failed_essential_task_is_reported_with_its_name(
-    faults: list[tuple[str, BaseException]],
+    faults: Faults,  # noqa: F811
 ) -> None:
     async def fail() -> None:
         await asyncio.sleep(0)
@@ -33,7 +25,7 @@ async def test_a_failed_essential_task_is_reported_with_its_name(
 
 
 async def test_cancelling_or_finishing_an_essential_task_is_no_fault(
-    faults: list[tuple[str, BaseException]],
+    faults: Faults,  # noqa: F811
 ) -> None:
     sleeper = start_essential(asyncio.sleep(10), "ticker")
     finished = start_essential(asyncio.sleep(0), "quick")
