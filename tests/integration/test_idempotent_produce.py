@@ -4,43 +4,26 @@ answers them: a retried batch gets its first write's offset once that write is c
 from __future__ import annotations
 
 import asyncio
-import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.data_apis import PRODUCE_KEY
 from net.client import NodeConnection
-from net.protocol import field_entity_type, make_entity, request_schema
 from net.records import Record, encode_batch
 from tests.integration.cluster import Cluster
-from tests.integration.test_produce_consume import create_topic, init_producer_id
-
-
-def produce_request(records: bytes, timeout_ms: int) -> Any:
-    """Produce v9, acks=all, of `records` to partition 0 of topic "retried"."""
-    schema: Any = request_schema(PRODUCE_KEY, 9)
-    topic_type = field_entity_type(schema, "topic_data")
-    partition_type = field_entity_type(topic_type, "partition_data")
-    return make_entity(
-        schema,
-        transactional_id=None,
-        acks=-1,
-        timeout=datetime.timedelta(milliseconds=timeout_ms),
-        topic_data=(
-            make_entity(
-                topic_type,
-                name="retried",
-                partition_data=(make_entity(partition_type, index=0, records=records),),
-            ),
-        ),
-    )
+from tests.integration.test_produce_consume import (
+    create_topic,
+    init_producer_id,
+    produce_request,
+)
 
 
 async def produce(connection: NodeConnection, records: bytes, timeout_ms: int) -> tuple[Any, int]:
-    response: Any = await connection.send(produce_request(records, timeout_ms))
+    response: Any = await connection.send(
+        produce_request("retried", records, timeout_ms=timeout_ms)
+    )
     answer = response.responses[0].partition_responses[0]
     return ErrorCode(answer.error_code), answer.base_offset
 

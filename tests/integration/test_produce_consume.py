@@ -298,7 +298,9 @@ async def init_producer_id(connection: NodeConnection) -> tuple[int, int]:
     return response.producer_id, response.producer_epoch
 
 
-def produce_request(topic: str, records: bytes, acks: int = -1, partition: int = 0) -> Any:
+def produce_request(
+    topic: str, records: bytes, acks: int = -1, partition: int = 0, timeout_ms: int = 10_000
+) -> Any:
     schema: Any = request_schema(PRODUCE_KEY, 9)
     topic_type = field_entity_type(schema, "topic_data")
     partition_type = field_entity_type(topic_type, "partition_data")
@@ -306,7 +308,7 @@ def produce_request(topic: str, records: bytes, acks: int = -1, partition: int =
         schema,
         transactional_id=None,
         acks=acks,
-        timeout=datetime.timedelta(seconds=10),
+        timeout=datetime.timedelta(milliseconds=timeout_ms),
         topic_data=(
             make_entity(
                 topic_type,
