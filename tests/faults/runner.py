@@ -600,8 +600,11 @@ class FaultRun:
                 continue
             seen = 0
             for line in node.log_path.read_text(errors="replace").splitlines():
-                # A broker whose every log directory failed ends by design (Kafka halts too).
-                expected_halt = '"task": "log_dirs_offline"' in line
+                # A node ends by design when its every log directory failed, or when its
+                # metadata log cannot be written on a full disk (Kafka halts in both cases).
+                expected_halt = '"task": "log_dirs_offline"' in line or (
+                    '"task": "raft_driver"' in line and "[Errno 28]" in line
+                )
                 fatal = '"event": "node_fatal_fault"' in line and not expected_halt
                 if fatal or "Task exception was never" in line:
                     verdict.failures.append(f"node {node_id} failed: {line[:600]}")
