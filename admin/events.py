@@ -28,10 +28,12 @@ from controller.records import (
     RegisterBroker,
     RemoveTopic,
     Topic,
+    UncleanRecovery,
     UnfenceBroker,
     UnregisterBroker,
     decode_record,
 )
+from controller.unclean_recovery import lost_offsets
 from kraft.messages import Entry, EntryKind, SnapshotId
 
 DEFAULT_CAPACITY = 10_000
@@ -42,6 +44,9 @@ def derive_events(before: MetadataImage, entries: Iterable[Entry], time: str) ->
     names = {topic_id: topic.name for topic_id, topic in before.topics.items()}
     # Partition states changed by earlier entries of this batch, by (topic id, partition).
     states: dict[tuple[UUID, int], PartitionState] = {}
+    # Partitions whose next PartitionChange is the election of an UncleanRecovery record,
+    # which already reported the potential data loss.
+    recovered: set[tuple[UUID, int]] = set()
     events: list[Event] = []
 
     def state_of(topic_id: UUID, partition_id: int) -> PartitionState | None:
@@ -108,18 +113,28 @@ def derive_events(before: MetadataImage, entries: Iterable[Entry], time: str) ->
                         **_state_fields(state),
                     )
                 )
+            case UncleanRecovery():
+                events.append(event(**_recovery_fields(record, names.get(record.topic_id))))
+                if record.leader != NO_LEADER:
+                    recovered.add((record.topic_id, record.partition_id))
             case PartitionChange():
                 old = state_of(record.topic_id, record.partition_id)
                 if old is None:
                     continue
+                key = (record.topic_id, record.partition_id)
                 new = record.merge(old)
-                states[(record.topic_id, record.partition_id)] = new
+                states[key] = new
                 events.extend(
                     event(kind, data_loss_possible=loss, **fields)
                     for kind, loss, fields in _partition_changes(
-                        names.get(record.topic_id), record.partition_id, old, new
+                        names.get(record.topic_id),
+                        record.partition_id,
+                        old,
+                        new,
+                        recovered=key in recovered,
                     )
                 )
+                recovered.discard(key)
             case Config():
                 events.append(
                     event(
@@ -156,17 +171,62 @@ def _state_fields(state: PartitionState) -> dict[str, Any]:
     }
 
 
+def _recovery_fields(record: UncleanRecovery, topic: str | None) -> dict[str, Any]:
+    """The event of an UncleanRecovery record: a recovery's election, which may have lost
+    acknowledged data, or what a recovery waits for."""
+    fields: dict[str, Any] = {
+        "topic": topic,
+        "partition": record.partition_id,
+        "strategy": record.strategy,
+        "replica_logs": [
+            {
+                "broker": replica.broker_id,
+                "broker_epoch": replica.broker_epoch,
+                "last_written_leader_epoch": replica.last_written_leader_epoch,
+                "log_end_offset": replica.log_end_offset,
+            }
+            for replica in record.replica_logs
+        ],
+    }
+    if record.leader == NO_LEADER:
+        waiting = list(record.waiting_for)
+        return {
+            **fields,
+            "kind": "unclean_recovery_waiting",
+            "waiting_for": waiting,
+            "detail": f"waiting for the logs of replicas {waiting}",
+        }
+    chosen = next((r for r in record.replica_logs if r.broker_id == record.leader), None)
+    lost = None if chosen is None else lost_offsets(chosen, record.replica_logs)
+    return {
+        **fields,
+        "kind": "unclean_recovery",
+        "data_loss_possible": True,
+        "leader": record.leader,
+        "lost_offsets": None if lost is None else {"start": lost[0], "end": lost[1]},
+        "detail": f"{record.strategy} recovery elected replica {record.leader}",
+    }
+
+
 def _partition_changes(
-    topic: str | None, partition: int, old: PartitionState, new: PartitionState
+    topic: str | None,
+    partition: int,
+    old: PartitionState,
+    new: PartitionState,
+    *,
+    recovered: bool = False,
 ) -> list[tuple[str, bool, dict[str, Any]]]:
-    """(type, data loss possible, fields) of each kind of change from `old` to `new`."""
+    """(type, data loss possible, fields) of each kind of change from `old` to `new`.
+
+    `recovered`: the change elects the leader an UncleanRecovery record (just before it)
+    reported, with the potential data loss, so it is a plain leader change here."""
     fields: dict[str, Any] = {"topic": topic, "partition": partition, **_state_fields(new)}
     changes: list[tuple[str, bool, dict[str, Any]]] = []
     if new.leader != old.leader or new.leader_epoch != old.leader_epoch:
         moved = {**fields, "previous_leader": old.leader}
         if new.leader == NO_LEADER:
             changes.append(("partition_offline", False, moved))
-        elif new.leader != old.leader and new.leader not in old.isr + old.elr:
+        elif new.leader != old.leader and new.leader not in old.isr + old.elr and not recovered:
             # A leader from outside ISR and ELR may miss acknowledged writes: Kafka's unclean
             # election (or an unclean recovery).
             changes.append(

@@ -216,6 +216,22 @@ class Reassignment(BaseModel):
     replicas: list[int] = Field(min_length=1)
 
 
+class ReplicaLogAnswer(BaseModel):
+    """A replica's log as its broker answered GetReplicaLogInfo."""
+
+    broker: int
+    broker_epoch: int
+    last_written_leader_epoch: int = Field(description="-1 for an empty log")
+    log_end_offset: int
+
+
+class OffsetRange(BaseModel):
+    """Offsets from `start` (inclusive) to `end` (exclusive)."""
+
+    start: int
+    end: int
+
+
 class Event(BaseModel):
     """A state change or a potential data-loss event, derived from the metadata log."""
 
@@ -228,7 +244,7 @@ class Event(BaseModel):
         description="topic_created, topic_deleted, partition_created, leader_changed, "
         "isr_changed, elr_changed, unclean_election, partition_offline, broker_registered, "
         "broker_fenced, broker_unfenced, broker_unregistered, broker_controlled_shutdown, "
-        "config_changed"
+        "config_changed, unclean_recovery, unclean_recovery_waiting"
     )
     data_loss_possible: bool = Field(
         description="true when the change may have lost acknowledged data"
@@ -244,4 +260,22 @@ class Event(BaseModel):
     isr: list[int] | None = None
     elr: list[int] | None = None
     last_known_elr: list[int] | None = None
+    strategy: str | None = Field(
+        default=None,
+        description="unclean recovery events: balanced, proactive, manual, or elect_leaders "
+        "(an operator's unclean ElectLeaders)",
+    )
+    replica_logs: list[ReplicaLogAnswer] | None = Field(
+        default=None,
+        description="unclean recovery events: each answering replica's log as it reported it",
+    )
+    waiting_for: list[int] | None = Field(
+        default=None, description="unclean_recovery_waiting: the replicas that have not answered"
+    )
+    lost_offsets: OffsetRange | None = Field(
+        default=None,
+        description="unclean_recovery: the offsets other answering replicas held beyond the "
+        "new leader's log end, which they truncate (replicas that did not answer may have held "
+        "more); null when none did",
+    )
     detail: str | None = None

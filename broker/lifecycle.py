@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -52,6 +52,8 @@ class BrokerIdentity:
     listeners: Sequence[tuple[str, str, int]]
     rack: str | None
     previous_broker_epoch: int
+    # This process's incarnation: a new one each time the node starts.
+    incarnation_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
 class BrokerLifecycleManager:
@@ -77,7 +79,7 @@ class BrokerLifecycleManager:
         self._session_timeout_s = session_timeout_ms / 1000
         # Loop time of the last heartbeat a controller answered.
         self._last_answer_at = asyncio.get_running_loop().time()
-        self.incarnation_id = uuid.uuid4()
+        self.incarnation_id = identity.incarnation_id
         self.broker_epoch = -1
         self.fenced = True
         self._task: asyncio.Task[None] | None = None

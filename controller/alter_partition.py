@@ -13,9 +13,8 @@ module checks the request around them as Kafka's ReplicationControlManager.alter
   Kafka's order, and last the eligibility of the new ISR's members, where KIP-903 adds that a
   member named with a broker epoch (not -1) must be registered with that epoch: a replica that
   restarted since the leader saw it fetch is INELIGIBLE_REPLICA.
-- A replica the leader adds to the ISR proved it caught up (KIP-966 case E), so it is marked
-  caught up in the broker lifecycle, which lifts its "unclean until caught up" exclusion; only
-  for a request that passes every check, so a stale or refused request proves nothing.
+- A replica the leader adds to the ISR proved it caught up (KIP-966 case E): that is how a
+  replica that restarted uncleanly ends its Unclean Exclusion.
 - A new ISR equal to the current one (a retry of an applied change) is answered with the
   current state and no record, as Kafka does.
 - A partition named twice in one request: the repeats are INVALID_REQUEST (Kafka does not
@@ -149,9 +148,8 @@ def _alter(
     asked: PartitionIsrChange,
 ) -> tuple[ErrorCode, PartitionChange | None]:
     """One partition's change: its error and the change (None when nothing changes)."""
-    tp = TopicPartition(asked.topic_id, asked.partition_id)
     new_isr = tuple(member.broker_id for member in asked.new_isr)
-    facts = lifecycle.broker_facts(image, tp)
+    facts = lifecycle.broker_facts(image)
     # KIP-903: a member the leader names with another epoch than its registration's is a new
     # incarnation the leader has not seen fetch; as ineligible as a fenced broker, so it is
     # refused exactly where fenced members are.
@@ -161,18 +159,12 @@ def _alter(
         if member.broker_epoch != NO_BROKER_EPOCH
         and image.broker_epoch(member.broker_id) != member.broker_epoch
     }
-    joining = [broker for broker in new_isr if broker not in state.isr]
-    # The facts as they are once the leader's word is taken for the joining replicas; they are
-    # only marked caught up in the lifecycle if the whole change is accepted with them.
-    proven = BrokerFacts(facts.unfenced - restarted, facts.unclean - set(joining))
     outcome = partition_change.alter_partition(
         state,
         AlterPartitionRequest(sender, asked.leader_epoch, asked.partition_epoch, new_isr),
-        proven,
+        BrokerFacts(facts.unfenced - restarted),
         partition_config(image, topic.name, lifecycle.partition_defaults),
     )
     if outcome.error is not ErrorCode.none:
         return outcome.error, None
-    for broker in joining:
-        lifecycle.mark_caught_up(broker, tp)
     return ErrorCode.none, outcome.change

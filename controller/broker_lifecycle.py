@@ -11,7 +11,8 @@ BrokerHeartbeatManager, ReplicationControlManager) and KIP-966 for unclean shutd
 
 - Registration. A registered broker id whose session is still valid (unfenced, heard from
   within `broker.session.timeout.ms`) refuses another incarnation: DUPLICATE_BROKER_REGISTRATION
-  (101); the newcomer retries and gets in once the old session has expired. The same
+  (101); the newcomer retries and gets in once the old session has expired, except the
+  broker of the controller's own process (`LifecycleConfig.local_broker`). The same
   incarnation registering again (a retried request) keeps its broker epoch and its fenced and
   controlled-shutdown state (Kafka's "amended" registration). A new incarnation is registered
   fenced, and its broker epoch is the offset of its RegisterBroker record in the metadata log
@@ -20,9 +21,11 @@ BrokerHeartbeatManager, ReplicationControlManager) and KIP-966 for unclean shutd
   fenced and out of all ISRs before it registers). When `previous_broker_epoch` (the epoch its
   clean-shutdown marker holds) is the epoch of its last registration, that is a plain fence;
   otherwise (no marker, -1, or another epoch) it had an unclean shutdown: it also leaves every
-  ELR for the LastKnownELR, and it is "unclean until caught up" for every partition it hosts
-  (`BrokerFacts.unclean`), so it cannot lead, join the ISR or join the ELR of one before the
-  caller marks it caught up there (`mark_caught_up`).
+  ELR for the LastKnownELR. That is the whole Unclean Exclusion (5.1.2), and it lives in the
+  metadata log, so it survives a controller failover: out of every ISR and ELR, the replica
+  can neither lead nor join an ELR, and only its leader's AlterPartition brings it back into
+  an ISR (case E), which proves it caught up; KIP-903's broker epochs in that request refuse
+  a leader's view of a replica from before the restart.
 - Heartbeat. An unknown broker id gets BROKER_ID_NOT_REGISTERED (102), another broker epoch
   than the registration's STALE_BROKER_EPOCH (77). The broker is caught up once its metadata
   offset reached the offset of its RegisterBroker record, i.e. its broker epoch (Kafka's rule:
@@ -64,6 +67,7 @@ from controller.partition_change import (
     PartitionChange,
     PartitionConfig,
     PartitionEvent,
+    UncleanRecoveryStrategy,
     fence_broker,
     register_unclean_broker,
     shut_down_broker,
@@ -95,10 +99,16 @@ class LifecycleConfig:
 
     `partition_defaults`: the cluster-wide partition configuration; a topic's overrides of
     min.insync.replicas and unclean.leader.election.enable apply on top of it.
+    `local_broker`: (broker id, incarnation id) of the broker in the controller's own process,
+    if any. When that incarnation registers, the one it replaces was this node's previous
+    process, certainly gone: it need not wait out that incarnation's session (which a newly
+    active controller has just started afresh), so a lone node restarted after a crash
+    registers at once instead of one session timeout later.
     """
 
     session_timeout_ms: int = 9_000
     partition_defaults: PartitionConfig = field(default_factory=PartitionConfig)
+    local_broker: tuple[int, UUID] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,35 +200,48 @@ class HeartbeatOutcome:
 def partition_config(
     image: MetadataImage, topic_name: str, defaults: PartitionConfig
 ) -> PartitionConfig:
-    """The effective configuration of a topic's partitions: `defaults` plus its overrides."""
+    """The effective configuration of a topic's partitions: `defaults` plus its overrides.
+
+    The unclean recovery strategy, as KIP-966 maps the older key onto it: with the recovery
+    manager disabled, none (then `unclean.leader.election.enable` alone decides, as before
+    KIP-966); otherwise the topic's `unclean.recovery.strategy`, else proactive when the
+    topic sets `unclean.leader.election.enable=true`, else the cluster's strategy (which the
+    node already resolved the same way from its own keys).
+    """
     overrides = image.topic_configs(topic_name)
     min_isr = overrides.get("min.insync.replicas")
     unclean = overrides.get("unclean.leader.election.enable")
+    unclean_enabled = (
+        defaults.unclean_leader_election_enable if unclean is None else unclean.lower() == "true"
+    )
+    strategy = overrides.get("unclean.recovery.strategy")
+    if not defaults.unclean_recovery_manager_enabled:
+        effective = UncleanRecoveryStrategy.NONE
+    elif strategy is not None:
+        effective = UncleanRecoveryStrategy(strategy)
+    elif unclean is not None and unclean_enabled:
+        effective = UncleanRecoveryStrategy.PROACTIVE
+    else:
+        effective = defaults.unclean_recovery_strategy
     return PartitionConfig(
         min_insync_replicas=defaults.min_insync_replicas if min_isr is None else int(min_isr),
         eligible_leader_replicas_enable=defaults.eligible_leader_replicas_enable,
-        unclean_leader_election_enable=defaults.unclean_leader_election_enable
-        if unclean is None
-        else unclean.lower() == "true",
-        unclean_recovery_strategy=defaults.unclean_recovery_strategy,
+        unclean_leader_election_enable=unclean_enabled,
+        unclean_recovery_strategy=effective,
+        unclean_recovery_manager_enabled=defaults.unclean_recovery_manager_enabled,
     )
 
 
 class BrokerLifecycle:
-    """The active controller's broker lifecycle state: sessions and unclean replicas.
+    """The active controller's broker lifecycle state: sessions and shutdown progress.
 
     Kept in memory by the active controller only, like Kafka's BrokerHeartbeatManager. It is
     not in the metadata log: a newly active controller builds a fresh one with `activate`.
-    The unclean-replica set is lost then too; that costs no safety, since an unclean broker
-    left every ISR and ELR when it registered and only the leader's AlterPartition (case E)
-    brings it back, which proves it caught up.
     """
 
     def __init__(self, config: LifecycleConfig) -> None:
         self._config = config
         self._last_contact_ms: dict[int, int] = {}
-        # Broker id -> the partitions where it registered unclean and has not caught up yet.
-        self._unclean: dict[int, set[TopicPartition]] = {}
         # Broker id -> the metadata offset its last heartbeat reported.
         self._metadata_offset: dict[int, int] = {}
         # Broker id (in controlled shutdown) -> the offset of the last record that moved its
@@ -235,32 +258,14 @@ class BrokerLifecycle:
             lifecycle._last_contact_ms[broker_id] = now_ms
         return lifecycle
 
-    def broker_facts(self, image: MetadataImage, partition: TopicPartition) -> BrokerFacts:
-        """What `partition_change` needs to know of the brokers to change `partition`."""
-        return BrokerFacts(_active_brokers(image), self.unclean_at(partition))
-
-    def unclean_at(self, partition: TopicPartition) -> frozenset[int]:
-        """The brokers that registered unclean and have not caught up on `partition`."""
-        return frozenset(b for b, pending in self._unclean.items() if partition in pending)
+    def broker_facts(self, image: MetadataImage) -> BrokerFacts:
+        """What `partition_change` needs to know of the brokers to change a partition."""
+        return BrokerFacts(_active_brokers(image))
 
     @property
     def partition_defaults(self) -> PartitionConfig:
         """The cluster-wide partition configuration, before topic overrides."""
         return self._config.partition_defaults
-
-    def mark_caught_up(self, broker_id: int, partition: TopicPartition) -> None:
-        """`broker_id`'s replica of `partition` proved it caught up with the leader.
-
-        The AlterPartition handler calls this for each replica the leader adds to the ISR,
-        before it builds the `BrokerFacts` for that request: the leader's word is the proof
-        (case E), and without it the unclean replica would be refused as ineligible.
-        """
-        pending = self._unclean.get(broker_id)
-        if pending is None:
-            return
-        pending.discard(partition)
-        if not pending:
-            del self._unclean[broker_id]
 
     def register(
         self,
@@ -273,7 +278,13 @@ class BrokerLifecycle:
         broker_id = request.broker_id
         existing = image.brokers.get(broker_id)
         new_incarnation = existing is None or existing.incarnation_id != request.incarnation_id
-        if existing is not None and new_incarnation and self._has_live_session(existing, now_ms):
+        replaces_own_process = self._config.local_broker == (broker_id, request.incarnation_id)
+        if (
+            existing is not None
+            and new_incarnation
+            and self._has_live_session(existing, now_ms)
+            and not replaces_own_process
+        ):
             return RegistrationOutcome(ErrorCode.duplicate_broker_registration)
 
         batch = _Batch(image, self)
@@ -285,18 +296,8 @@ class BrokerLifecycle:
                 and request.previous_broker_epoch == existing.broker_epoch
             )
             if clean_shutdown:
-                self._unclean.pop(broker_id, None)
                 batch.remove_broker(broker_id, fence_broker)
             else:
-                # Unclean until caught up on every replica it hosts (5.2 Unclean Exclusion);
-                # set first, so the partition moves below already treat it as unclean. Without
-                # the ELR, as in Kafka, the flag has no use: a plain fenced replica, which an
-                # ISR it is still in may elect again.
-                hosted = set(batch.hosted_by(broker_id))
-                if hosted and self._config.partition_defaults.eligible_leader_replicas_enable:
-                    self._unclean[broker_id] = hosted
-                else:
-                    self._unclean.pop(broker_id, None)
                 batch.remove_broker(broker_id, register_unclean_broker, include_elr=True)
 
         # The same incarnation registering again (a retry) amends its registration and keeps
@@ -504,7 +505,7 @@ class _Batch:
         move: _PartitionMove,
         broker_id: int,
     ) -> bool:
-        facts = BrokerFacts(frozenset(self._active), self._lifecycle.unclean_at(tp))
+        facts = BrokerFacts(frozenset(self._active))
         config = partition_config(self._image, topic_name, self._lifecycle.partition_defaults)
         change = move(state, broker_id, facts, config)
         if change is None:

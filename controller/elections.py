@@ -8,7 +8,10 @@ answers as Kafka's KRaft controller does:
 
 - `elect_leaders` is ReplicationControlManager.electLeaders: no partition list means every
   partition of every topic, and then the partitions that need no election are left out of the
-  answer; an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION.
+  answer; an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION. An UNCLEAN election
+  with no clean candidate elects by the unclean recovery rules (`unclean_recovery`) among the
+  replicas' logs the caller inspected, not in replica order, and records what it saw
+  (an UncleanRecovery record before the change).
 - `rebalance_leaders` is the automatic preferred leader election (the design's
   checkLoadBalancing, Kafka's maybeBalancePartitionLeaders): every partition not led by its
   preferred replica moves there when that replica can be elected cleanly now, at most
@@ -17,7 +20,7 @@ answers as Kafka's KRaft controller does:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -39,7 +42,11 @@ from controller.partition_change import (
     elect_unclean_leader,
 )
 from controller.partition_state import PartitionState
-from controller.records import MetadataRecord
+from controller.records import MetadataRecord, ReplicaLogState, UncleanRecovery
+from controller.unclean_recovery import best_replica, usable_answers
+
+# The strategy an operator's ElectLeaders UNCLEAN names in its UncleanRecovery record.
+UNCLEAN_ELECTION_STRATEGY = "elect_leaders"
 
 # Kafka's default for the automatic preferred leader election (MAX_ELECTIONS_PER_IMBALANCE).
 MAX_ELECTIONS_PER_REBALANCE = 1000
@@ -87,17 +94,20 @@ def elect_leaders(
     lifecycle: BrokerLifecycle,
     election_type: ElectionType,
     partitions: Sequence[tuple[str, int]] | None,
+    replica_logs: Mapping[TopicPartition, Sequence[ReplicaLogState]] | None = None,
 ) -> ElectionsOutcome:
     """An ElectLeadersRequest: elect the leaders of `partitions`, (topic name, partition id).
 
     Answers each distinct partition once, in request order (a repeated one is answered where
     it first appears). `partitions` None means every partition, in topic name then partition
     order, and leaves out the ones answered ELECTION_NOT_NEEDED, as Kafka does.
+    `replica_logs`: for an UNCLEAN election, the replicas' answers to GetReplicaLogInfo of
+    the partitions that may need an unclean leader (`unclean_candidates`).
     """
     elect = (
         elect_preferred_leader if election_type is ElectionType.PREFERRED else elect_unclean_leader
     )
-    batch = _Elections(image, lifecycle)
+    batch = _Elections(image, lifecycle, replica_logs or {})
     if partitions is None:
         for topic, partition_id, state in _every_partition(image):
             error = batch.elect(topic, partition_id, state, elect)
@@ -108,6 +118,28 @@ def elect_leaders(
     for topic_name, partition_id in dict.fromkeys(partitions):
         batch.elect_named(topic_name, partition_id, elect)
     return batch.outcome()
+
+
+def unclean_candidates(
+    image: MetadataImage, lifecycle: BrokerLifecycle, partitions: Sequence[tuple[str, int]] | None
+) -> dict[int, list[TopicPartition]]:
+    """For an UNCLEAN ElectLeaders of `partitions` (None: all): the unfenced replicas to ask
+    for their logs, by broker, of each leaderless partition with no clean candidate."""
+    facts = lifecycle.broker_facts(image)
+    asked: dict[int, list[TopicPartition]] = {}
+    wanted = None if partitions is None else set(partitions)
+    for topic, partition_id, state in _every_partition(image):
+        if wanted is not None and (topic.name, partition_id) not in wanted:
+            continue
+        if state.has_leader:
+            continue
+        config = partition_config(image, topic.name, lifecycle.partition_defaults)
+        if elect_unclean_leader(state, facts, config).error is ErrorCode.none:
+            continue  # a clean election is possible
+        for replica in state.replicas:
+            if replica in facts.unfenced:
+                asked.setdefault(replica, []).append(TopicPartition(topic.topic_id, partition_id))
+    return asked
 
 
 def rebalance_leaders(
@@ -143,9 +175,15 @@ def _every_partition(image: MetadataImage) -> Iterator[tuple[TopicImage, int, Pa
 class _Elections:
     """The records, answers and events of one call."""
 
-    def __init__(self, image: MetadataImage, lifecycle: BrokerLifecycle) -> None:
+    def __init__(
+        self,
+        image: MetadataImage,
+        lifecycle: BrokerLifecycle,
+        replica_logs: Mapping[TopicPartition, Sequence[ReplicaLogState]] | None = None,
+    ) -> None:
         self._image = image
         self._lifecycle = lifecycle
+        self._replica_logs = replica_logs or {}
         self.records: list[MetadataRecord] = []
         self.results: list[ElectionResult] = []
         self.events: list[TopicPartitionEvent] = []
@@ -156,8 +194,28 @@ class _Elections:
         """Runs `elect` on the partition and keeps its change, if any; its error code."""
         tp = TopicPartition(topic.topic_id, partition_id)
         config = partition_config(self._image, topic.name, self._lifecycle.partition_defaults)
-        outcome = elect(state, self._lifecycle.broker_facts(self._image, tp), config)
+        facts = self._lifecycle.broker_facts(self._image)
+        answers: tuple[ReplicaLogState, ...] = ()
+        if elect is elect_unclean_leader:
+            epochs = {b: r.broker_epoch for b, r in self._image.brokers.items()}
+            answers = usable_answers(state, facts, epochs, self._replica_logs.get(tp, ()))
+            best = best_replica(state, answers)
+            outcome = elect_unclean_leader(
+                state, facts, config, None if best is None else best.broker_id
+            )
+        else:
+            outcome = elect(state, facts, config)
         if outcome.change is not None:
+            if outcome.change.event.potential_data_loss:
+                self.records.append(
+                    UncleanRecovery(
+                        tp.topic_id,
+                        partition_id,
+                        UNCLEAN_ELECTION_STRATEGY,
+                        outcome.change.state.leader,
+                        answers,
+                    )
+                )
             self.records.append(change_record(tp, state, outcome.change.state))
             self.events.append(TopicPartitionEvent(tp, outcome.change.event))
         return outcome.error

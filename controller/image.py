@@ -42,6 +42,7 @@ from controller.records import (
     RegisterBroker,
     RemoveTopic,
     Topic,
+    UncleanRecovery,
     UnfenceBroker,
     UnregisterBroker,
     decode_record,
@@ -262,7 +263,7 @@ class MetadataDelta:
                     features[record.name] = record.level
             case ProducerIds():
                 self._next_producer_id = record.next_producer_id
-            case NoOp():
+            case NoOp() | UncleanRecovery():
                 pass
 
     def partition(self, topic_id: UUID, partition_id: int) -> PartitionState | None:

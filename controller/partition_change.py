@@ -76,12 +76,17 @@ class BrokerFacts:
 
 @dataclass(frozen=True, slots=True)
 class PartitionConfig:
-    """The partition's effective configuration (topic overrides applied)."""
+    """The partition's effective configuration (topic overrides applied).
+
+    `unclean_recovery_strategy` is the effective one (`broker_lifecycle.partition_config`);
+    `unclean_recovery_manager_enabled` is the cluster's switch it was resolved under.
+    """
 
     min_insync_replicas: int = 1
     eligible_leader_replicas_enable: bool = True
     unclean_leader_election_enable: bool = False
     unclean_recovery_strategy: UncleanRecoveryStrategy = UncleanRecoveryStrategy.NONE
+    unclean_recovery_manager_enabled: bool = True
 
 
 class ChangeCause(StrEnum):
@@ -94,6 +99,7 @@ class ChangeCause(StrEnum):
     ALTER_PARTITION = "alter_partition"
     PREFERRED_ELECTION = "preferred_election"
     UNCLEAN_ELECTION = "unclean_election"
+    UNCLEAN_RECOVERY = "unclean_recovery"
 
 
 class Election(StrEnum):
@@ -283,22 +289,41 @@ def elect_preferred_leader(
 
 
 def elect_unclean_leader(
-    state: PartitionState, brokers: BrokerFacts, config: PartitionConfig
+    state: PartitionState,
+    brokers: BrokerFacts,
+    config: PartitionConfig,
+    best_replica: int | None = None,
 ) -> ElectionOutcome:
     """ElectLeaders (UNCLEAN), asked by an operator whatever the topic's configuration.
 
-    A leaderless partition elects cleanly if it can, else the first unfenced replica in replica
-    order (a potential data-loss event). ELECTION_NOT_NEEDED when it has a leader,
-    ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is unfenced.
+    A leaderless partition elects cleanly if it can, else `best_replica`, the replica whose
+    log the unclean recovery rules rank first (`unclean_recovery.best_replica`), when it is
+    unfenced: a potential data-loss event. ELECTION_NOT_NEEDED when it has a leader,
+    ELIGIBLE_LEADERS_NOT_AVAILABLE when neither is possible.
     """
     if state.has_leader:
         return ElectionOutcome(ErrorCode.election_not_needed)
-    change = _change(
-        state, ChangeCause.UNCLEAN_ELECTION, brokers, config, state.isr, allow_unclean=True
-    )
+    change = _change(state, ChangeCause.UNCLEAN_ELECTION, brokers, config, state.isr)
+    if (change is None or not change.state.has_leader) and best_replica is not None:
+        change = elect_recovered_leader(state, best_replica, brokers, config)
     if change is None or not change.state.has_leader:
         return ElectionOutcome(ErrorCode.eligible_leaders_not_available)
     return ElectionOutcome(ErrorCode.none, change)
+
+
+def elect_recovered_leader(
+    state: PartitionState,
+    leader: int,
+    brokers: BrokerFacts,
+    config: PartitionConfig,
+    cause: ChangeCause = ChangeCause.UNCLEAN_ELECTION,
+) -> PartitionChange | None:
+    """The unclean election of `leader`, the replica an unclean recovery chose: it becomes
+    the only ISR member and the ELR and LastKnownELR are cleared, since its log now defines
+    what is committed (5.3). None when `leader` is not an unfenced replica."""
+    if leader not in state.replicas or leader not in brokers.unfenced:
+        return None
+    return _change(state, cause, brokers, config, (leader,), unclean_leader=leader)
 
 
 def needs_unclean_recovery(
@@ -342,12 +367,12 @@ def _change(
     target_isr: Iterable[int],
     *,
     preferred: int | None = None,
-    allow_unclean: bool = False,
+    unclean_leader: int | None = None,
 ) -> PartitionChange | None:
     """Apply a target ISR, elect, then track the ELR and LastKnownELR; None if nothing moved.
 
-    `preferred` forces that (already validated) clean candidate as leader; `allow_unclean`
-    permits an unclean election whatever the configuration (an operator's request).
+    `preferred` forces that (already validated) clean candidate as leader; `unclean_leader`
+    forces that (already validated) replica as an unclean leader.
     """
     replicas = state.replicas
     elr_enabled = config.eligible_leader_replicas_enable
@@ -364,9 +389,12 @@ def _change(
     unclean_election = False
     if preferred is not None:
         leader, election = preferred, Election.ISR if preferred in isr else Election.ELR
+    elif unclean_leader is not None:
+        leader, election, unclean_election = unclean_leader, Election.UNCLEAN, True
     elif not _is_clean_candidate(leader, isr, elr, brokers):
         candidates = [r for r in replicas if _is_clean_candidate(r, isr, elr, brokers)]
-        unclean_allowed = allow_unclean or (
+        # Kafka before KIP-966: any unfenced replica, without looking at the logs.
+        unclean_allowed = (
             config.unclean_leader_election_enable
             and config.unclean_recovery_strategy is UncleanRecoveryStrategy.NONE
         )

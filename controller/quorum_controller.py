@@ -21,6 +21,13 @@ answers NOT_CONTROLLER and the callers find the leader. As in Kafka's QuorumCont
   cannot hold the event loop of every node for long.
 - Timers, on the active controller only: broker sessions expire (fencing), and with
   `auto.leader.rebalance.enable` preferred leaders are restored periodically.
+- Unclean recovery, on the active controller only, in a loop of its own (it waits on brokers):
+  every leaderless partition that needs it (`unclean_recovery.pending_recoveries`, found in
+  the image, so a newly active controller takes over every recovery a failover interrupted)
+  has its replicas asked for their logs with GetReplicaLogInfo; the answers, checked against
+  the broker epochs of the image at the time of the write, elect by the partition's strategy.
+  An operator's ElectLeaders UNCLEAN asks the replicas the same way first, and
+  ElectRecoveredLeader (`net.manual_recovery`) elects the replica the operator chose.
 
 Every state change is logged three times, with its epochs: `*_requested` when the records
 are appended (with their offsets), `*_committed` when they commit, and `metadata_applied`
@@ -31,13 +38,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
 import structlog
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32Timedelta
 
 from controller import wire
 from controller.alter_partition import alter_partitions
@@ -45,13 +53,15 @@ from controller.broker_lifecycle import (
     BrokerLifecycle,
     LifecycleChange,
     LifecycleConfig,
+    TopicPartition,
     TopicPartitionEvent,
 )
-from controller.elections import elect_leaders, rebalance_leaders
+from controller.elections import ElectionType, elect_leaders, rebalance_leaders, unclean_candidates
 from controller.image import MetadataDelta, MetadataImage, MetadataReplayer
 from controller.limits import MAX_RECORDS_PER_USER_OP, TOO_MANY_RECORDS, OperationTooLargeError
 from controller.producer_ids import allocate_producer_ids
-from controller.records import MetadataRecord, encode_record
+from controller.records import MetadataRecord, ReplicaLogState, encode_record
+from controller.replica_log_inspector import ReplicaLogInspector
 from controller.topics import (
     TopicDefaults,
     create_partitions,
@@ -59,9 +69,25 @@ from controller.topics import (
     delete_topics,
     incremental_alter_configs,
 )
+from controller.unclean_recovery import (
+    PendingRecovery,
+    choose_manually,
+    pending_recoveries,
+    recover,
+    replicas_to_inspect,
+)
 from kraft.driver import LeadershipLostError, NotLeaderError, RaftDriver
 from kraft.messages import Entry, SnapshotId
 from net.api_registry import ApiRegistry, RequestContext
+from net.manual_recovery import (
+    ELECT_RECOVERED_LEADER_KEY,
+    ElectRecoveredLeaderRequest,
+    ElectRecoveredLeaderResponse,
+)
+from net.manual_recovery import (
+    VERSIONS as MANUAL_RECOVERY_VERSIONS,
+)
+from net.protocol import NO_THROTTLE
 from net.tasks import start_essential
 
 log = structlog.get_logger(__name__)
@@ -70,6 +96,8 @@ _Result = TypeVar("_Result")
 
 # How often the active controller looks for expired broker sessions.
 SESSION_CHECK_INTERVAL_S = 0.1
+# How often the active controller looks for partitions that need unclean recovery.
+RECOVERY_CHECK_INTERVAL_S = 0.5
 
 
 class NotControllerError(Exception):
@@ -88,6 +116,11 @@ class ControllerConfig:
     leader_imbalance_check_interval_ms: int = 300_000
     # How long a request waits for this node to finish becoming the active controller.
     activation_timeout_ms: int = 5_000
+    # `unclean.recovery.timeout.ms`: how long a broker's GetReplicaLogInfo answer is waited
+    # for, and the proactive strategy's window.
+    unclean_recovery_timeout_ms: int = 10_000
+    # The listener brokers register for clients, where they answer GetReplicaLogInfo.
+    broker_listener: str = "PLAINTEXT"
 
 
 @dataclass(slots=True)
@@ -126,6 +159,10 @@ class QuorumController:
         self._committed = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._timers: asyncio.Task[None] | None = None
+        self._recovery: asyncio.Task[None] | None = None
+        self._inspector = ReplicaLogInspector(
+            config.broker_listener, config.unclean_recovery_timeout_ms / 1000
+        )
 
     # -- wiring ------------------------------------------------------------------------------
 
@@ -149,6 +186,12 @@ class QuorumController:
                 min_version=served.min_version,
                 max_version=served.max_version,
             )
+        registry.register(
+            ELECT_RECOVERED_LEADER_KEY,
+            self._on_elect_recovered_leader,
+            min_version=MANUAL_RECOVERY_VERSIONS[0],
+            max_version=MANUAL_RECOVERY_VERSIONS[-1],
+        )
 
     async def stop(self) -> None:
         self._deactivate("stopping")
@@ -156,6 +199,7 @@ class QuorumController:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self._inspector.close()
 
     # -- RaftListener -----------------------------------------------------------------------
 
@@ -196,11 +240,13 @@ class QuorumController:
             topics=len(image.topics),
         )
         self._timers = self._spawn(self._run_timers(epoch))
+        self._recovery = self._spawn(self._run_unclean_recovery(epoch))
 
     def _deactivate(self, reason: str) -> None:
-        if self._timers is not None:
-            self._timers.cancel()
-            self._timers = None
+        for task in (self._timers, self._recovery):
+            if task is not None:
+                task.cancel()
+        self._timers = self._recovery = None
         self._activated.clear()
         if self._active is not None:
             log.info(
@@ -462,9 +508,21 @@ class QuorumController:
     async def _on_elect_leaders(self, context: RequestContext, request: Any) -> Any:
         version = context.header.api_version
         election_type, partitions = wire.elect_leaders_request(request)
+        replica_logs: dict[Any, list[ReplicaLogState]] = {}
+        if election_type is ElectionType.UNCLEAN:
+            # The replicas' logs decide an unclean leader; asked before the write, which
+            # checks every answer against the image of its own moment.
+            try:
+                active = await self._active_state()
+            except NotControllerError:
+                return wire.elect_leaders_response(version, (), ErrorCode.not_controller)
+            asked = unclean_candidates(active.image, active.lifecycle, partitions)
+            replica_logs = await self._inspector.inspect(active.image, asked)
 
         def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
-            outcome = elect_leaders(active.image, active.lifecycle, election_type, partitions)
+            outcome = elect_leaders(
+                active.image, active.lifecycle, election_type, partitions, replica_logs
+            )
             self._log_partition_events(outcome.events)
             return outcome.records, outcome.results
 
@@ -494,6 +552,105 @@ class QuorumController:
             partial(wire.incremental_alter_configs_error, version, request),
             resources=[resource.resource_name for resource in resources],
         )
+
+    # -- unclean recovery ---------------------------------------------------------------------
+
+    async def _on_elect_recovered_leader(
+        self, context: RequestContext, request: ElectRecoveredLeaderRequest
+    ) -> ElectRecoveredLeaderResponse:
+        def answer(error: ErrorCode, message: str | None) -> ElectRecoveredLeaderResponse:
+            return ElectRecoveredLeaderResponse(
+                throttle_time=i32Timedelta.parse(NO_THROTTLE),
+                error_code=error,
+                error_message=message,
+            )
+
+        tp = TopicPartition(request.topic_id, int(request.partition))
+        try:
+            active = await self._active_state()
+        except NotControllerError:
+            return answer(ErrorCode.not_controller, None)
+        state = active.image.partition(tp.topic_id, tp.partition_id)
+        asked = {} if state is None else {b: [tp] for b in state.replicas}
+        replica_logs = (await self._inspector.inspect(active.image, asked)).get(tp, [])
+
+        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+            error, message, outcome = choose_manually(
+                active.image, active.lifecycle, tp, int(request.leader), replica_logs
+            )
+            self._log_partition_events(outcome.events)
+            return outcome.records, (error, message)
+
+        response: ElectRecoveredLeaderResponse = await self._serve(
+            "manual_unclean_recovery",
+            build,
+            lambda result: answer(*result),
+            lambda error: answer(error, None),
+            topic_id=str(tp.topic_id),
+            partition=tp.partition_id,
+            leader=int(request.leader),
+        )
+        return response
+
+    async def _run_unclean_recovery(self, epoch: int) -> None:
+        """Recovers, round after round, every partition that needs an unclean recovery."""
+        # When each pending partition was first seen to need recovery (monotonic seconds),
+        # and what the last rounds recorded it waits for.
+        began: dict[TopicPartition, float] = {}
+        reported: Mapping[TopicPartition, tuple[int, ...]] = {}
+        while True:
+            await asyncio.sleep(RECOVERY_CHECK_INTERVAL_S)
+            active = self._active
+            if active is None or active.epoch != epoch:
+                return
+            pending = pending_recoveries(active.image, active.lifecycle)
+            now = asyncio.get_running_loop().time()
+            began = {p.partition: began.get(p.partition, now) for p in pending}
+            if not pending:
+                reported = {}
+                continue
+            try:
+                reported = await self._recover_round(active, pending, began, reported)
+            except NotControllerError:
+                return
+
+    async def _recover_round(
+        self,
+        active: _Active,
+        pending: Sequence[PendingRecovery],
+        began: Mapping[TopicPartition, float],
+        reported: Mapping[TopicPartition, tuple[int, ...]],
+    ) -> Mapping[TopicPartition, tuple[int, ...]]:
+        """Asks the replicas of the `pending` partitions for their logs and elects where the
+        answers allow; what each partition still waits for."""
+        asked = replicas_to_inspect(pending, active.lifecycle.broker_facts(active.image))
+        replica_logs = await self._inspector.inspect(active.image, asked)
+        window_s = self._config.unclean_recovery_timeout_ms / 1000
+        now = asyncio.get_running_loop().time()
+        windows_over = {tp for tp, start in began.items() if now - start >= window_s}
+
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], Mapping[TopicPartition, tuple[int, ...]]]:
+            outcome = recover(
+                active.image,
+                active.lifecycle,
+                replica_logs,
+                windows_over=windows_over,
+                reported_waiting=reported,
+            )
+            self._log_partition_events(outcome.events)
+            for tp, waiting in outcome.waiting.items():
+                if reported.get(tp) != waiting:
+                    log.warning(
+                        "unclean_recovery_waiting",
+                        topic_id=str(tp.topic_id),
+                        partition=tp.partition_id,
+                        waiting_for=list(waiting),
+                    )
+            return outcome.records, outcome.waiting
+
+        return await self._write("unclean_recovery", build)
 
     # -- timers -------------------------------------------------------------------------------
 

@@ -314,6 +314,38 @@ class NoOp:
     VERSION: ClassVar[int] = 0
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicaLogState:
+    """One replica's log as its broker reported it for an unclean recovery."""
+
+    broker_id: int
+    broker_epoch: int
+    last_written_leader_epoch: int
+    log_end_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class UncleanRecovery:
+    """What an unclean recovery saw and did, for every node's event log: written just before
+    the PartitionChange that elects `leader`, so the potential data loss is reported with
+    what the controller knew when it chose (the strategy, each answering replica's log); or,
+    with `leader` NO_LEADER, when the recovery waits for the replicas in `waiting_for`.
+
+    Not one of Kafka's records (Kafka logs this only on its controller): the api key is far
+    above Kafka's so that none of theirs collides with it. Replaying it changes nothing.
+    """
+
+    API_KEY: ClassVar[int] = 10_000
+    VERSION: ClassVar[int] = 0
+
+    topic_id: UUID
+    partition_id: int
+    strategy: str
+    leader: int
+    replica_logs: tuple[ReplicaLogState, ...] = ()
+    waiting_for: tuple[int, ...] = ()
+
+
 MetadataRecord: TypeAlias = (
     RegisterBroker
     | UnregisterBroker
@@ -328,6 +360,7 @@ MetadataRecord: TypeAlias = (
     | ProducerIds
     | BrokerRegistrationChange
     | NoOp
+    | UncleanRecovery
 )
 
 
@@ -819,6 +852,43 @@ def _decode_no_op(reader: _Reader) -> NoOp:
     return NoOp()
 
 
+def _encode_unclean_recovery(record: UncleanRecovery, writer: _Writer) -> None:
+    writer.uuid(record.topic_id)
+    writer.int32(record.partition_id)
+    writer.string(record.strategy)
+    writer.int32(record.leader)
+    writer.uvarint(len(record.replica_logs) + 1)
+    for replica in record.replica_logs:
+        writer.int32(replica.broker_id)
+        writer.int64(replica.broker_epoch)
+        writer.int32(replica.last_written_leader_epoch)
+        writer.int64(replica.log_end_offset)
+        writer.tagged_fields([])
+    writer.int32_array(record.waiting_for)
+    writer.tagged_fields([])
+
+
+def _decode_unclean_recovery(reader: _Reader) -> UncleanRecovery:
+    topic_id = reader.uuid()
+    partition_id = reader.int32()
+    strategy = reader.string()
+    leader = reader.int32()
+    count = reader.uvarint() - 1
+    if count < 0:
+        raise RecordDecodeError("null in a non-nullable array")
+    replica_logs = []
+    for _ in range(count):
+        replica_logs.append(
+            ReplicaLogState(reader.int32(), reader.int64(), reader.int32(), reader.int64())
+        )
+        reader.skip_tagged_fields()
+    waiting_for = reader.int32_array()
+    reader.skip_tagged_fields()
+    return UncleanRecovery(
+        topic_id, partition_id, strategy, leader, tuple(replica_logs), waiting_for
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class _Codec:
     record_type: type[MetadataRecord]
@@ -859,6 +929,7 @@ _CODECS = (
         _decode_broker_registration_change,
     ),
     _codec(NoOp, _encode_no_op, _decode_no_op),
+    _codec(UncleanRecovery, _encode_unclean_recovery, _decode_unclean_recovery),
 )
 _BY_CLASS = {codec.record_type: codec for codec in _CODECS}
 # The registry by record type (api key), as the frame names it.

@@ -163,6 +163,13 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
     "unclean.leader.election.enable": TopicConfigDef(
         ConfigType.BOOLEAN, "false", "unclean.leader.election.enable"
     ),
+    # KIP-966's strategy (async-storage-and-recovery.txt 5.3.1), a topic override here too.
+    "unclean.recovery.strategy": TopicConfigDef(
+        ConfigType.STRING,
+        "balanced",
+        "unclean.recovery.strategy",
+        choices=frozenset({"none", "proactive", "balanced", "manual"}),
+    ),
 }
 
 

@@ -41,7 +41,7 @@ from kio.static.constants import EntityType
 from kio.static.primitive import TZAware, TZAwareMicros, f64, i32Timedelta, i64Timedelta
 from kio.static.protocol import Payload
 
-from net import legacy_produce
+from net import legacy_produce, manual_recovery, replica_log_info
 from net.buffer_gatherer import Buffer, BufferGatherer
 from net.fetch_response import encode_fetch_response
 
@@ -100,11 +100,29 @@ class RequestHeader(NamedTuple):
     size: int
 
 
+# Messages kio lacks, declared in kio's form: api key -> (versions, request, response).
+_OWN_SCHEMAS: dict[int, tuple[range, type[Payload], type[Payload]]] = {
+    replica_log_info.GET_REPLICA_LOG_INFO_KEY: (
+        replica_log_info.VERSIONS,
+        replica_log_info.GetReplicaLogInfoRequest,
+        replica_log_info.GetReplicaLogInfoResponse,
+    ),
+    manual_recovery.ELECT_RECOVERED_LEADER_KEY: (
+        manual_recovery.VERSIONS,
+        manual_recovery.ElectRecoveredLeaderRequest,
+        manual_recovery.ElectRecoveredLeaderResponse,
+    ),
+}
+
+
 @functools.cache
 def request_schema(api_key: int, api_version: int) -> type[Payload] | None:
     """The request body class of `api_key` at `api_version`, or None if no schema exists."""
     if api_key == PRODUCE_KEY and api_version in legacy_produce.LEGACY_VERSIONS:
         return legacy_produce.REQUEST_SCHEMAS[api_version]
+    if api_key in _OWN_SCHEMAS:
+        versions, request, _ = _OWN_SCHEMAS[api_key]
+        return request if api_version in versions else None
     try:
         schema: type[Payload] = load_request_schema(api_key, api_version)
     except (UnknownAPIKey, UnknownEntity):
@@ -117,6 +135,9 @@ def response_schema(api_key: int, api_version: int) -> type[Payload] | None:
     """The response body class of `api_key` at `api_version`, or None if no schema exists."""
     if api_key == PRODUCE_KEY and api_version in legacy_produce.LEGACY_VERSIONS:
         return legacy_produce.RESPONSE_SCHEMAS[api_version]
+    if api_key in _OWN_SCHEMAS:
+        versions, _, response = _OWN_SCHEMAS[api_key]
+        return response if api_version in versions else None
     try:
         schema: type[Payload] = load_response_schema(api_key, api_version)
     except (UnknownAPIKey, UnknownEntity):
@@ -130,6 +151,8 @@ def schema_versions(api_key: int) -> tuple[int, ...]:
 
     Produce v0-2 are left out: their schemas exist only to refuse them.
     """
+    if api_key in _OWN_SCHEMAS:
+        return tuple(_OWN_SCHEMAS[api_key][0])
     name = api_key_map.get(api_key)
     if name is None:
         return ()

@@ -210,6 +210,14 @@ class NodeConfig(BaseModel):
     unclean_recovery_strategy: UncleanRecoveryStrategy = Field(
         default=UncleanRecoveryStrategy.BALANCED, alias="unclean.recovery.strategy"
     )
+    unclean_recovery_manager_enabled: bool = Field(
+        default=True, alias="unclean.recovery.manager.enabled"
+    )
+    # How long the controller waits for a broker's GetReplicaLogInfo answer, and the window
+    # after which proactive recovery elects the best answer it has.
+    unclean_recovery_timeout_ms: int = Field(
+        default=10_000, alias="unclean.recovery.timeout.ms", ge=1
+    )
     eligible_leader_replicas_enable: bool = Field(
         default=True, alias="eligible.leader.replicas.enable"
     )
@@ -401,6 +409,19 @@ class NodeConfig(BaseModel):
             delete_retention_ms=self.log_cleaner_delete_retention_ms,
             min_cleanable_dirty_ratio=self.log_cleaner_min_cleanable_ratio,
         )
+
+    def default_unclean_recovery_strategy(self) -> UncleanRecoveryStrategy:
+        """The cluster-wide strategy as KIP-966 maps the older key onto it: none with the
+        recovery manager disabled; proactive when `unclean.leader.election.enable` is true
+        and `unclean.recovery.strategy` is not set; the strategy otherwise."""
+        if not self.unclean_recovery_manager_enabled:
+            return UncleanRecoveryStrategy.NONE
+        if (
+            self.unclean_leader_election_enable
+            and "unclean_recovery_strategy" not in self.model_fields_set
+        ):
+            return UncleanRecoveryStrategy.PROACTIVE
+        return self.unclean_recovery_strategy
 
     def broker_config_entries(self) -> tuple[BrokerConfigEntry, ...]:
         """Every setting as DescribeConfigs reports it, in Kafka's spelling: keys set in any

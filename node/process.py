@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 from typing import Any
+from uuid import UUID, uuid4
 
 import structlog
 from aiohttp import web
@@ -39,6 +40,7 @@ from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager
 from broker.log_maintenance import LogMaintenance, MaintenanceConfig
 from broker.metadata_api import CLIENT_LISTENER
 from broker.producer_ids import InitProducerIdApi, ProducerIdBlocks
+from broker.replica_log_info import ReplicaLogInfoApi
 from broker.replica_manager import ReplicaManager
 from controller.broker_lifecycle import LifecycleConfig
 from controller.client import ControllerClient, NoControllerError, create_topics_request
@@ -103,6 +105,7 @@ def topic_defaults(config: NodeConfig) -> TopicDefaults:
         configs={
             "min.insync.replicas": str(config.min_insync_replicas),
             "unclean.leader.election.enable": str(config.unclean_leader_election_enable).lower(),
+            "unclean.recovery.strategy": config.default_unclean_recovery_strategy().value,
             "segment.bytes": str(config.log_segment_bytes),
             "segment.ms": str(config.log_roll_ms),
             "retention.ms": no_limit_as(config.log_retention_ms, -1),
@@ -153,24 +156,33 @@ def coordinator_config(config: NodeConfig) -> CoordinatorConfig:
     )
 
 
-def controller_config(config: NodeConfig) -> ControllerConfig:
+def controller_config(
+    config: NodeConfig, local_incarnation_id: UUID | None = None
+) -> ControllerConfig:
     """The controller's rules from the node's configuration: broker-level values of topic
-    configs are the defaults of every topic."""
+    configs are the defaults of every topic. `local_incarnation_id`: the incarnation of the
+    broker in this same process, if it has one."""
     return ControllerConfig(
         node_id=config.node_id,
         cluster_id=config.cluster_id,
         lifecycle=LifecycleConfig(
             session_timeout_ms=config.broker_session_timeout_ms,
+            local_broker=None
+            if local_incarnation_id is None
+            else (config.node_id, local_incarnation_id),
             partition_defaults=PartitionConfig(
                 min_insync_replicas=config.min_insync_replicas,
                 eligible_leader_replicas_enable=config.eligible_leader_replicas_enable,
                 unclean_leader_election_enable=config.unclean_leader_election_enable,
-                unclean_recovery_strategy=config.unclean_recovery_strategy,
+                unclean_recovery_strategy=config.default_unclean_recovery_strategy(),
+                unclean_recovery_manager_enabled=config.unclean_recovery_manager_enabled,
             ),
         ),
         topic_defaults=topic_defaults(config),
         auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
         leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_seconds * 1000,
+        unclean_recovery_timeout_ms=config.unclean_recovery_timeout_ms,
+        broker_listener=CLIENT_LISTENER,
     )
 
 
@@ -327,6 +339,7 @@ class BrokerRole:
         replayer: MetadataReplayer,
         logs: LogManager,
         request_metrics: RequestMetrics | None = None,
+        incarnation_id: UUID | None = None,
     ) -> None:
         self._replayer = replayer
         self._default_min_insync_replicas = config.min_insync_replicas
@@ -349,6 +362,7 @@ class BrokerRole:
                 previous_broker_epoch=-1
                 if logs.broker_epoch_at_start is None
                 else logs.broker_epoch_at_start,
+                incarnation_id=incarnation_id or uuid4(),
             ),
             lambda: replayer.image.end_offset - 1,
             heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
@@ -393,6 +407,7 @@ class BrokerRole:
             BrokerSettings(config.node_id, topic_defaults(config), config.broker_config_entries()),
         ).register(registry)
         DataApis(self.replicas).register(registry)
+        ReplicaLogInfoApi(self.replicas, lambda: self.lifecycle.broker_epoch).register(registry)
         GroupApis(self.groups, lambda: replayer.image).register(registry)
         InitProducerIdApi(
             ProducerIdBlocks(self._controller, config.node_id, lambda: self.lifecycle.broker_epoch)
@@ -544,12 +559,17 @@ async def serve(config: NodeConfig) -> None:
         connections_max_idle_ms=config.connections_max_idle_ms,
     )
     driver.add_listener(replayer)
+    is_broker = Role.BROKER in config.process_roles
+    # This process's broker incarnation, known to its own controller too (see LifecycleConfig).
+    incarnation_id = uuid4()
     # After the replayer: the event log compares each batch with the image before it.
     events = EventLog(lambda: replayer.image)
     driver.add_listener(events)
     controller: QuorumController | None = None
     if is_voter:
-        controller = QuorumController(driver, replayer, controller_config(config))
+        controller = QuorumController(
+            driver, replayer, controller_config(config, incarnation_id if is_broker else None)
+        )
         controller.register_apis(controller_apis)
         driver.add_listener(controller)
     broker: BrokerRole | None = None
@@ -558,8 +578,8 @@ async def serve(config: NodeConfig) -> None:
         lambda: [] if broker is None else broker.replica_states(),
         lambda: quorum_state(driver),
     )
-    if Role.BROKER in config.process_roles:
-        broker = BrokerRole(config, replayer, logs, node_metrics.requests)
+    if is_broker:
+        broker = BrokerRole(config, replayer, logs, node_metrics.requests, incarnation_id)
         driver.add_listener(broker.replicas)
     await driver.start()
     if broker is not None:

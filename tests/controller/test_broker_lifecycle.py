@@ -34,6 +34,7 @@ from controller.partition_change import (
     PartitionConfig,
     UncleanRecoveryStrategy,
     alter_partition,
+    fence_broker,
 )
 from controller.partition_state import NO_LEADER, PartitionState
 from controller.records import (
@@ -334,7 +335,6 @@ def test_controlled_shutdown_moves_leadership_then_lets_the_broker_stop() -> Non
     restart = cluster.register(1, previous_epoch=epoch)
     assert [type(r) for r in restart.change.records] == [RegisterBroker]
     assert restart.change.broker_events[0].clean_shutdown is True
-    assert cluster.lifecycle.unclean_at(P0) == frozenset()
     assert not cluster.image.brokers[1].in_controlled_shutdown
 
 
@@ -383,7 +383,6 @@ def test_example_5_3_3_steps_6_to_8_unclean_registrations() -> None:
     [event] = step8.change.partition_events
     assert event.event.cause is ChangeCause.UNCLEAN_REGISTRATION
     assert event.event.needs_unclean_recovery
-    assert cluster.lifecycle.unclean_at(P0) == frozenset({1, 2, 3})
     # The registration record comes last, and its offset is the broker epoch.
     assert isinstance(step8.change.records[-1], RegisterBroker)
     assert step8.broker_epoch == cluster.image.end_offset - 1 == cluster.epoch(3)
@@ -408,7 +407,10 @@ def test_a_wrong_previous_epoch_is_an_unclean_shutdown() -> None:
     assert shape(cluster.partition()) == (NO_LEADER, (), (3,), (2,))
 
 
-def test_an_unclean_broker_rejoins_the_isr_once_marked_caught_up() -> None:
+def test_the_unclean_exclusion_survives_a_controller_failover() -> None:
+    """The exclusion is the replica's absence from the ISR and ELR, which the metadata log
+    keeps: a controller that takes over with a fresh lifecycle still never elects it cleanly,
+    and only its leader's word brings it back into the ISR (case E, then G)."""
     cluster = Cluster()
     cluster.start(1, 2)
     cluster.create_partitions(PartitionState(replicas=(1, 2), isr=(1, 2), leader=1))
@@ -419,15 +421,14 @@ def test_an_unclean_broker_rejoins_the_isr_once_marked_caught_up() -> None:
     state = cluster.partition()
     assert shape(state) == (2, (2,), (), (1,))
 
-    # The leader says broker 1 caught up: refused while the lifecycle still calls it unclean...
+    cluster.lifecycle = BrokerLifecycle.activate(cluster.image, cluster.now_ms, cluster.config)
+    facts = cluster.lifecycle.broker_facts(cluster.image)
+    # Its leader gone, the partition has no clean candidate: broker 1 is not one.
+    leader_fenced = fence_broker(state, 2, facts, PartitionConfig(2))
+    assert leader_fenced is not None
+    assert shape(leader_fenced.state) == (NO_LEADER, (), (2,), (1,))
+
     request = AlterPartitionRequest(2, state.leader_epoch, state.partition_epoch, (1, 2))
-    facts = cluster.lifecycle.broker_facts(cluster.image, P0)
-    assert alter_partition(state, request, facts, PartitionConfig(2)).error is (
-        ErrorCode.ineligible_replica
-    )
-    # ...accepted once the AlterPartition handler marks it caught up there (case E, then G).
-    cluster.lifecycle.mark_caught_up(1, P0)
-    facts = cluster.lifecycle.broker_facts(cluster.image, P0)
     outcome = alter_partition(state, request, facts, PartitionConfig(2))
     assert outcome.error is ErrorCode.none and outcome.change is not None
     assert shape(outcome.change.state) == (2, (1, 2), (), ())
@@ -446,7 +447,6 @@ def test_without_the_elr_an_unclean_last_isr_member_leads_again_when_unfenced() 
     cluster.heartbeat(2, want_fence=True)
     assert shape(cluster.partition()) == (NO_LEADER, (2,), (), ())
     cluster.register(2)
-    assert cluster.lifecycle.unclean_at(P0) == frozenset()
     cluster.heartbeat(2)
     assert shape(cluster.partition()) == (2, (2,), (), ())
 

@@ -19,11 +19,12 @@ from controller.elections import (
     ElectionType,
     elect_leaders,
     rebalance_leaders,
+    unclean_candidates,
 )
 from controller.image import MetadataImage
 from controller.partition_change import ChangeCause, Election
 from controller.partition_state import NO_LEADER, PartitionState
-from controller.records import MetadataRecord, PartitionChange
+from controller.records import MetadataRecord, PartitionChange, ReplicaLogState, UncleanRecovery
 from tests.controller.images import broker, lifecycle, replay, topic
 
 # Created "b" first, with the smaller id: the all-partitions form still goes by name.
@@ -126,10 +127,17 @@ def test_preferred_election_of_every_partition_leaves_out_the_balanced_ones() ->
     assert [e.partition for e in outcome.events] == [TopicPartition(A, 0), TopicPartition(B, 0)]
 
 
+def log_of(image: MetadataImage, broker_id: int, epoch: int, end: int) -> ReplicaLogState:
+    """Broker `broker_id`'s answer about a replica: last written epoch, log end offset."""
+    return ReplicaLogState(broker_id, image.brokers[broker_id].broker_epoch, epoch, end)
+
+
 def test_unclean_election_of_listed_partitions() -> None:
     image = cluster()
     asked = [("b", 1), ("b", 0), ("c", 1), ("nope", 0)]
-    outcome = elect_leaders(image, lifecycle(image), ElectionType.UNCLEAN, asked)
+    assert unclean_candidates(image, lifecycle(image), asked) == {1: [TopicPartition(B, 1)]}
+    logs = {TopicPartition(B, 1): [log_of(image, 1, 3, 40)]}
+    outcome = elect_leaders(image, lifecycle(image), ElectionType.UNCLEAN, asked, logs)
 
     assert answers(outcome.results) == [
         ("b", 1, ErrorCode.none),
@@ -137,8 +145,12 @@ def test_unclean_election_of_listed_partitions() -> None:
         ("c", 1, ErrorCode.eligible_leaders_not_available),
         ("nope", 0, ErrorCode.unknown_topic_or_partition),
     ]
-    # The first unfenced replica leads alone; the LastKnownELR is cleared.
-    assert outcome.records == (PartitionChange(B, 1, isr=(1,), leader=1, last_known_elr=()),)
+    # The replica that answered leads alone; the LastKnownELR is cleared; what the election
+    # saw is recorded first.
+    assert outcome.records == (
+        UncleanRecovery(B, 1, "elect_leaders", 1, (log_of(image, 1, 3, 40),)),
+        PartitionChange(B, 1, isr=(1,), leader=1, last_known_elr=()),
+    )
     (event,) = outcome.events
     assert event.event.cause is ChangeCause.UNCLEAN_ELECTION
     assert event.event.potential_data_loss
@@ -147,15 +159,41 @@ def test_unclean_election_of_listed_partitions() -> None:
     assert (after.leader, after.isr, after.last_known_elr) == (1, (1,), ())
 
 
+def test_unclean_election_without_an_answer_elects_no_one() -> None:
+    image = cluster()
+    outcome = elect_leaders(image, lifecycle(image), ElectionType.UNCLEAN, [("b", 1)])
+    assert answers(outcome.results) == [("b", 1, ErrorCode.eligible_leaders_not_available)]
+    assert outcome.records == ()
+
+
+def test_unclean_election_picks_the_best_log_not_the_first_replica() -> None:
+    records: list[MetadataRecord] = [broker(1), broker(2), broker(3)]
+    records += topic("d", A, PartitionState((1, 2, 3), (), leader=NO_LEADER))
+    image = replay(records)
+    tp = TopicPartition(A, 0)
+    assert unclean_candidates(image, lifecycle(image), None) == {1: [tp], 2: [tp], 3: [tp]}
+    logs = {
+        tp: [
+            log_of(image, 1, 4, 90),
+            log_of(image, 2, 5, 60),
+            # Broker 3's answer from an earlier incarnation: never elected from.
+            ReplicaLogState(3, image.brokers[3].broker_epoch - 1, 9, 99),
+        ]
+    }
+    outcome = elect_leaders(image, lifecycle(image), ElectionType.UNCLEAN, [("d", 0)], logs)
+    assert outcome.records[-1] == PartitionChange(A, 0, isr=(2,), leader=2)
+
+
 def test_unclean_election_of_every_partition_answers_only_the_leaderless_ones() -> None:
     image = cluster()
-    outcome = elect_leaders(image, lifecycle(image), ElectionType.UNCLEAN, None)
+    logs = {TopicPartition(B, 1): [log_of(image, 1, 3, 40)]}
+    outcome = elect_leaders(image, lifecycle(image), ElectionType.UNCLEAN, None, logs)
 
     assert answers(outcome.results) == [
         ("b", 1, ErrorCode.none),
         ("c", 1, ErrorCode.eligible_leaders_not_available),
     ]
-    assert len(outcome.records) == 1
+    assert len(outcome.records) == 2
 
 
 def test_no_partitions_listed_elects_nothing() -> None:

@@ -26,6 +26,7 @@ from controller.partition_change import (
     UncleanRecoveryStrategy,
     alter_partition,
     elect_preferred_leader,
+    elect_recovered_leader,
     elect_unclean_leader,
     fence_broker,
     needs_unclean_recovery,
@@ -412,12 +413,32 @@ def test_only_proactive_recovery_starts_while_fenced_elr_members_remain(
 
 def test_operator_unclean_election() -> None:
     s = state(NO_LEADER, (), (), (2, 3))
-    outcome = elect_unclean_leader(s, facts(1, unclean=(1,)), MIN_ISR_2)
+    # Only with the replica the recovery rules chose from the logs, and only if unfenced.
+    assert elect_unclean_leader(s, facts(1), MIN_ISR_2).error is (
+        ErrorCode.eligible_leaders_not_available
+    )
+    assert elect_unclean_leader(s, facts(1), MIN_ISR_2, best_replica=2).error is (
+        ErrorCode.eligible_leaders_not_available
+    )
+    outcome = elect_unclean_leader(s, facts(1), MIN_ISR_2, best_replica=1)
     assert outcome.error is ErrorCode.none
     change = changed(outcome.change)
     assert shape(change.state) == (1, (1,), (), ())
     assert change.event.cause is ChangeCause.UNCLEAN_ELECTION
+    assert change.event.election is Election.UNCLEAN
     assert change.event.potential_data_loss
+
+
+def test_a_recovered_leader_must_be_an_unfenced_replica() -> None:
+    s = state(NO_LEADER, (), (), (2, 3))
+    assert elect_recovered_leader(s, 4, facts(4), MIN_ISR_2) is None
+    assert elect_recovered_leader(s, 2, facts(1), MIN_ISR_2) is None
+    change = changed(
+        elect_recovered_leader(s, 3, facts(3), MIN_ISR_2, ChangeCause.UNCLEAN_RECOVERY)
+    )
+    assert shape(change.state) == (3, (3,), (), ())
+    assert change.event.cause is ChangeCause.UNCLEAN_RECOVERY
+    assert change.state.leader_epoch == s.leader_epoch + 1
 
 
 def test_operator_unclean_election_elects_cleanly_when_it_can() -> None:
