@@ -4,9 +4,9 @@ The node hands it a read model (`NodeStatus`); reads render the node's metadata 
 replica state as the pydantic models of `admin.models`, and mutations go to the active
 controller as Kafka requests (CreateTopics, DeleteTopics, CreatePartitions,
 IncrementalAlterConfigs, ElectLeaders), the same ones Kafka admin clients send, so the two can
-never disagree. Every route is declared once in a table that builds both the router and the
-OpenAPI document (`/v1/openapi.json`). Errors are JSON `{"error", "message"}` with the HTTP
-status.
+never disagree; a manual unclean recovery sends our own ElectRecoveredLeader. Every route is
+declared once in a table that builds both the router and the OpenAPI document
+(`/v1/openapi.json`). Errors are JSON `{"error", "message"}` with the HTTP status.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 import aiohttp
@@ -22,6 +22,7 @@ import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32
 from kio.static.protocol import Payload
 from pydantic import BaseModel, ValidationError
 
@@ -44,12 +45,16 @@ from admin.models import (
     Metadata,
     Partition,
     PartitionDetail,
+    PartitionRecovery,
     Quorum,
     Reassignment,
+    RecoveryElection,
     ReplicaLog,
+    ReplicaRecoveryView,
     Topic,
 )
 from admin.openapi import PathParam, Route, openapi_document
+from controller.broker_lifecycle import TopicPartition, broker_facts, partition_config
 from controller.client import (
     NoControllerError,
     create_partitions_request,
@@ -59,6 +64,10 @@ from controller.client import (
     incremental_alter_configs_request,
 )
 from controller.image import MetadataImage
+from controller.partition_change import PartitionConfig, needs_unclean_recovery
+from controller.records import ReplicaLogState
+from controller.unclean_recovery import best_replica, replicas_to_ask, usable_answers
+from net.manual_recovery import ElectRecoveredLeaderRequest
 
 API_PREFIX = "/v1"
 # The listener name under which a broker registers its admin endpoint, so any node can ask a
@@ -105,6 +114,15 @@ class NodeStatus(Protocol):
 
     async def send_to_controller(self, request: Payload) -> Any:
         """The active controller's response; NoControllerError if none answers in time."""
+
+    @property
+    def partition_defaults(self) -> PartitionConfig:
+        """The cluster's partition configuration, before topic overrides."""
+
+    async def inspect_replica_logs(
+        self, image: MetadataImage, asked: Mapping[int, Sequence[TopicPartition]]
+    ) -> dict[TopicPartition, list[ReplicaLogState]]:
+        """The brokers' GetReplicaLogInfo answers about the partitions `asked` (by broker)."""
 
 
 def json_response(model: BaseModel, status: int = 200) -> web.Response:
@@ -419,6 +437,76 @@ def create_app(
         await caught_up(applied)
         return json_response(existing_topic(name))
 
+    async def recovery(request: web.Request) -> web.Response:
+        name, index, _ = partition_state(request)
+        current = image()
+        topic = current.topic(name)
+        assert topic is not None
+        state = topic.partitions[index]
+        tp = TopicPartition(topic.topic_id, index)
+        config = partition_config(current, name, status.partition_defaults)
+        strategy = config.unclean_recovery_strategy
+        facts = broker_facts(current)
+        logs = await status.inspect_replica_logs(current, {b: [tp] for b in state.replicas})
+        epochs = {b: r.broker_epoch for b, r in current.brokers.items()}
+        answers = {a.broker_id: a for a in usable_answers(state, facts, epochs, logs.get(tp, []))}
+        asked = replicas_to_ask(state, strategy)
+        best = best_replica(state, answers.values())
+        return json_response(
+            PartitionRecovery(
+                topic=name,
+                partition=index,
+                strategy=strategy.value,
+                needs_recovery=needs_unclean_recovery(state, facts, config),
+                leader=state.leader,
+                isr=list(state.isr),
+                elr=list(state.elr),
+                last_known_elr=list(state.last_known_elr),
+                replicas=[
+                    ReplicaRecoveryView(
+                        broker=replica,
+                        fenced=replica not in facts.unfenced,
+                        broker_epoch=epochs.get(replica),
+                        asked=replica in asked,
+                        answered=replica in answers,
+                        last_written_leader_epoch=answers[replica].last_written_leader_epoch
+                        if replica in answers
+                        else None,
+                        log_end_offset=answers[replica].log_end_offset
+                        if replica in answers
+                        else None,
+                    )
+                    for replica in state.replicas
+                ],
+                best=None if best is None else best.broker_id,
+                waiting_for=[r for r in asked if r not in answers],
+            )
+        )
+
+    async def elect_recovered_leader(request: web.Request) -> web.Response:
+        body = await read_body(request, RecoveryElection)
+        topic = image().topic(body.topic)
+        if topic is None or body.partition not in topic.partitions:
+            raise ApiError(
+                404, "not_found", f"no partition {body.partition} of a topic {body.topic!r}"
+            )
+        response = await to_controller(
+            ElectRecoveredLeaderRequest(
+                topic_id=topic.topic_id, partition=i32(body.partition), leader=i32(body.leader)
+            )
+        )
+        if response.error_code != ErrorCode.none:
+            raise kafka_error(
+                response.error_code, response.error_message, f"{body.topic}-{body.partition}"
+            )
+
+        def replayed(current: MetadataImage) -> bool:
+            state = current.partition(topic.topic_id, body.partition)
+            return state is None or state.has_leader
+
+        await caught_up(replayed)
+        return json_response(existing_topic(body.topic))
+
     async def elect(request: web.Request) -> web.Response:
         body = await read_body(request, Election)
         response = await to_controller(
@@ -557,6 +645,27 @@ def create_app(
             ReplicaLog,
             params=(name_param, partition_param),
             errors=(404,),
+        ),
+        Route(
+            "GET",
+            "/v1/topics/{name}/partitions/{p}/recovery",
+            recovery,
+            "what an unclean recovery of the partition sees and would choose now (every "
+            "replica asked for its log)",
+            PartitionRecovery,
+            params=(name_param, partition_param),
+            errors=(404,),
+        ),
+        Route(
+            "POST",
+            "/v1/recoveries",
+            elect_recovered_leader,
+            "manual unclean recovery: elect the chosen replica of a leaderless partition "
+            "(a potential data-loss event); the topic with its partitions after the change",
+            Topic,
+            body=RecoveryElection,
+            errors=(400, 404, 409, 503),
+            mutation=True,
         ),
         Route(
             "POST",

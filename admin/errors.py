@@ -32,7 +32,7 @@ _UNAVAILABLE = frozenset(
     }
 )
 # Refusals because of the cluster's current state rather than the request's shape.
-_STATE_CONFLICT = frozenset({ErrorCode.election_not_needed})
+_STATE_CONFLICT = frozenset({ErrorCode.election_not_needed, ErrorCode.ineligible_replica})
 
 
 def http_status(code: ErrorCode) -> int:

@@ -206,6 +206,52 @@ class ElectionResults(BaseModel):
     results: list[ElectionResult]
 
 
+class RecoveryElection(BaseModel):
+    """POST /v1/recoveries: elect `leader` as the unclean leader of a leaderless partition."""
+
+    model_config = _REQUEST
+
+    topic: str = Field(pattern=TOPIC_NAME_PATTERN)
+    partition: int = Field(ge=0, le=2**31 - 1)
+    leader: int = Field(ge=0, le=2**31 - 1, description="the replica (broker id) to elect")
+
+
+class ReplicaRecoveryView(BaseModel):
+    """One replica of a partition, as an unclean recovery sees it."""
+
+    broker: int
+    fenced: bool = Field(description="fenced or unknown: it cannot be elected")
+    broker_epoch: int | None = Field(description="its registered broker epoch, null if none")
+    asked: bool = Field(description="the partition's strategy inspects this replica's log")
+    answered: bool = Field(
+        description="it answered GetReplicaLogInfo from its registered incarnation just now"
+    )
+    last_written_leader_epoch: int | None = None
+    log_end_offset: int | None = None
+
+
+class PartitionRecovery(BaseModel):
+    """GET /v1/topics/{name}/partitions/{p}/recovery: what an unclean recovery of the
+    partition would see and choose now."""
+
+    topic: str
+    partition: int
+    strategy: str = Field(description="the topic's effective unclean.recovery.strategy")
+    needs_recovery: bool = Field(
+        description="leaderless with no clean election possible under the strategy"
+    )
+    leader: int
+    isr: list[int]
+    elr: list[int]
+    last_known_elr: list[int]
+    replicas: list[ReplicaRecoveryView]
+    best: int | None = Field(
+        description="the replica the choice rule ranks first among the answers (highest last "
+        "written leader epoch, then log end offset), null when none answered"
+    )
+    waiting_for: list[int] = Field(description="asked replicas that did not answer")
+
+
 class Reassignment(BaseModel):
     """POST /v1/reassignments: move a partition to `replicas` (the first is preferred)."""
 

@@ -260,7 +260,7 @@ class BrokerLifecycle:
 
     def broker_facts(self, image: MetadataImage) -> BrokerFacts:
         """What `partition_change` needs to know of the brokers to change a partition."""
-        return BrokerFacts(_active_brokers(image))
+        return broker_facts(image)
 
     @property
     def partition_defaults(self) -> PartitionConfig:
@@ -422,6 +422,11 @@ class BrokerLifecycle:
             return False
         last_contact = self._last_contact_ms.get(registration.broker_id)
         return last_contact is not None and now_ms - last_contact <= self._config.session_timeout_ms
+
+
+def broker_facts(image: MetadataImage) -> BrokerFacts:
+    """What `partition_change` needs to know of `image`'s brokers to change a partition."""
+    return BrokerFacts(_active_brokers(image))
 
 
 def _active_brokers(image: MetadataImage) -> frozenset[int]:

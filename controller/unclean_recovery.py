@@ -262,7 +262,7 @@ def choose_manually(
     strategy's partition the operator settles by hand).
 
     Refused when the partition is unknown (UNKNOWN_TOPIC_OR_PARTITION), has a leader
-    (ELECTION_NOT_NEEDED), or `leader` is not one of its replicas or not unfenced
+    (ELECTION_NOT_NEEDED), `leader` is not one of its replicas (INVALID_REQUEST) or is fenced
     (INELIGIBLE_REPLICA); otherwise elected as an unclean recovery with the answers given.
     """
     empty = RecoveryOutcome((), (), {})
@@ -274,7 +274,7 @@ def choose_manually(
         return ErrorCode.election_not_needed, f"The partition is led by {state.leader}.", empty
     facts = lifecycle.broker_facts(image)
     if leader not in state.replicas:
-        return ErrorCode.ineligible_replica, f"Broker {leader} is not a replica.", empty
+        return ErrorCode.invalid_request, f"Broker {leader} is not a replica.", empty
     if leader not in facts.unfenced:
         return ErrorCode.ineligible_replica, f"Broker {leader} is fenced or unknown.", empty
     config = partition_config(image, topic.name, lifecycle.partition_defaults)

@@ -5,6 +5,7 @@
                  [--partitions N]
     kraft brokers | kraft quorum | kraft partitions describe TOPIC [PARTITION]
     kraft elect preferred|unclean TOPIC:PARTITION ...
+    kraft recover TOPIC:PARTITION [--leader BROKER]
     kraft reassign list | kraft reassign start TOPIC:PARTITION=B1,B2,... | kraft events
 
 Every command takes `--admin URL` (default http://127.0.0.1:9292, or `KRAFT_ADMIN_URL`),
@@ -163,6 +164,35 @@ def render_partition(partition: dict[str, Any]) -> str:
     )
 
 
+def render_recovery(recovery: dict[str, Any]) -> str:
+    """What an unclean recovery of the partition sees: each replica's log, and the choice."""
+    rows = [
+        [
+            replica["broker"],
+            "fenced" if replica["fenced"] else "unfenced",
+            "yes" if replica["asked"] else "no",
+            replica["last_written_leader_epoch"] if replica["answered"] else "no answer",
+            replica["log_end_offset"],
+        ]
+        for replica in recovery["replicas"]
+    ]
+    state = (
+        f"{recovery['topic']}:{recovery['partition']}  strategy {recovery['strategy']}  "
+        f"leader {recovery['leader']}  isr {recovery['isr']}  elr {recovery['elr']}  "
+        f"last_known_elr {recovery['last_known_elr']}"
+    )
+    if recovery["needs_recovery"]:
+        choice = (
+            f"needs unclean recovery; the best log is replica {recovery['best']}"
+            if recovery["best"] is not None
+            else "needs unclean recovery; no replica answered"
+        )
+    else:
+        choice = "needs no unclean recovery now"
+    headings = ["BROKER", "STATE", "ASKED", "LAST EPOCH", "LOG END"]
+    return "\n".join([state, table(rows, headings), choice])
+
+
 def render_events(events: Sequence[dict[str, Any]]) -> str:
     rows = [
         [
@@ -248,6 +278,14 @@ def _elect(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[[A
     return api.call("POST", "/v1/elections", body), lambda answer: json.dumps(answer, indent=2)
 
 
+def _recover(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[[Any], str]]:
+    target = _topic_partition(args.partition)
+    if args.leader is None:
+        path = f"/v1/topics/{target['topic']}/partitions/{target['partition']}/recovery"
+        return api.call("GET", path), render_recovery
+    return api.call("POST", "/v1/recoveries", {**target, "leader": args.leader}), render_topic
+
+
 def _reassign(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[[Any], str]]:
     if args.reassign_action == "list":
         answer = api.call("GET", "/v1/reassignments")
@@ -268,6 +306,7 @@ COMMANDS: dict[str, Handler] = {
     "quorum": lambda api, _: (api.call("GET", "/v1/quorum"), render_quorum),
     "partitions": _partitions,
     "elect": _elect,
+    "recover": _recover,
     "reassign": _reassign,
     "events": lambda api, _: (api.call("GET", "/v1/events"), render_events),
 }
@@ -317,6 +356,18 @@ def add_admin_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     elect = commands.add_parser("elect", parents=[common], help="elect leaders")
     elect.add_argument("type", choices=("preferred", "unclean"))
     elect.add_argument("partitions", nargs="+", metavar="TOPIC:PARTITION")
+    recover = commands.add_parser(
+        "recover",
+        parents=[common],
+        help="show a partition's unclean recovery (each replica's log), or elect --leader",
+    )
+    recover.add_argument("partition", metavar="TOPIC:PARTITION")
+    recover.add_argument(
+        "--leader",
+        type=int,
+        metavar="BROKER",
+        help="elect this replica as the unclean leader (a potential data-loss event)",
+    )
     reassign = commands.add_parser("reassign", help="partition reassignments")
     reassign_actions = reassign.add_subparsers(dest="reassign_action", required=True)
     reassign_actions.add_parser("list", parents=[common])

@@ -13,6 +13,7 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -43,10 +44,13 @@ from broker.producer_ids import InitProducerIdApi, ProducerIdBlocks
 from broker.replica_log_info import ReplicaLogInfoApi
 from broker.replica_manager import ReplicaManager
 from controller.broker_lifecycle import LifecycleConfig
+from controller.broker_lifecycle import TopicPartition as ControllerTopicPartition
 from controller.client import ControllerClient, NoControllerError, create_topics_request
 from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_change import PartitionConfig
 from controller.quorum_controller import ControllerConfig, QuorumController
+from controller.records import ReplicaLogState
+from controller.replica_log_inspector import ReplicaLogInspector
 from controller.topics import OFFSETS_TOPIC, TopicDefaults
 from kraft.driver import RaftDriver
 from kraft.messages import QuorumView, ReplicaView
@@ -156,6 +160,17 @@ def coordinator_config(config: NodeConfig) -> CoordinatorConfig:
     )
 
 
+def partition_defaults(config: NodeConfig) -> PartitionConfig:
+    """The cluster-wide partition configuration, before topic overrides."""
+    return PartitionConfig(
+        min_insync_replicas=config.min_insync_replicas,
+        eligible_leader_replicas_enable=config.eligible_leader_replicas_enable,
+        unclean_leader_election_enable=config.unclean_leader_election_enable,
+        unclean_recovery_strategy=config.default_unclean_recovery_strategy(),
+        unclean_recovery_manager_enabled=config.unclean_recovery_manager_enabled,
+    )
+
+
 def controller_config(
     config: NodeConfig, local_incarnation_id: UUID | None = None
 ) -> ControllerConfig:
@@ -170,13 +185,7 @@ def controller_config(
             local_broker=None
             if local_incarnation_id is None
             else (config.node_id, local_incarnation_id),
-            partition_defaults=PartitionConfig(
-                min_insync_replicas=config.min_insync_replicas,
-                eligible_leader_replicas_enable=config.eligible_leader_replicas_enable,
-                unclean_leader_election_enable=config.unclean_leader_election_enable,
-                unclean_recovery_strategy=config.default_unclean_recovery_strategy(),
-                unclean_recovery_manager_enabled=config.unclean_recovery_manager_enabled,
-            ),
+            partition_defaults=partition_defaults(config),
         ),
         topic_defaults=topic_defaults(config),
         auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
@@ -200,6 +209,9 @@ class NodeStatusView:
         broker: BrokerRole | None,
     ) -> None:
         self._cluster_id = config.cluster_id
+        self._partition_defaults = partition_defaults(config)
+        # An operator looking at a recovery waits no longer than the controller would.
+        self._recovery_timeout_s = config.unclean_recovery_timeout_ms / 1000
         self._driver = driver
         self._replayer = replayer
         self._events = events
@@ -268,6 +280,19 @@ class NodeStatusView:
         return await self._controller.send(
             request, deadline_s=_ADMIN_CONTROLLER_DEADLINE_S, patient=True
         )
+
+    @property
+    def partition_defaults(self) -> PartitionConfig:
+        return self._partition_defaults
+
+    async def inspect_replica_logs(
+        self, image: MetadataImage, asked: Mapping[int, Sequence[ControllerTopicPartition]]
+    ) -> dict[ControllerTopicPartition, list[ReplicaLogState]]:
+        inspector = ReplicaLogInspector(CLIENT_LISTENER, self._recovery_timeout_s)
+        try:
+            return await inspector.inspect(image, asked)
+        finally:
+            await inspector.close()
 
 
 def controller_client(config: NodeConfig, client_id: str) -> ControllerClient:

@@ -14,6 +14,8 @@ one, by the topic's `unclean.recovery.strategy`:
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, kraft_executable
+from tests.integration.test_admin_api import call
 from tests.integration.test_produce_consume import kcat_consume
 
 pytestmark = pytest.mark.timeout(180)
@@ -99,3 +102,222 @@ async def test_one_node_with_defaults_leads_again_after_kill_9(single_node: Clus
     assert recovery["lost_offsets"] is None
     # The election itself is not reported as a second data-loss event.
     assert [e for e in cluster.nodes[1].get("/v1/events") if e["data_loss_possible"]] == [recovery]
+
+
+@pytest.fixture
+def five_nodes(tmp_path: Path) -> Iterator[Cluster]:
+    """Five combined nodes with short broker sessions and a 2 s recovery window: two of them
+    may be down while the other three keep the metadata quorum."""
+    settings = {**FAST_SESSIONS, "unclean.recovery.timeout.ms": "2000"}
+    cluster = Cluster.combined(tmp_path, 5, **settings)
+    cluster.start_all()
+    try:
+        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, 30)
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def replicas_off_the_quorum_leader(cluster: Cluster) -> tuple[int, int, int]:
+    """(a, b, q): the two nodes that do not lead the metadata quorum, and the one that does,
+    so the quorum keeps its majority while one of a and b is down."""
+    quorum_leader = cluster.wait_for("a quorum leader", cluster.agreed_leader)[0]
+    a, b = [n for n in sorted(cluster.nodes) if n != quorum_leader][:2]
+    return a, b, quorum_leader
+
+
+def shape(state: dict[str, Any]) -> tuple[int, list[int], list[int], list[int]]:
+    return state["leader"], state["isr"], state["elr"], state["last_known_elr"]
+
+
+def wait_for_shape(
+    cluster: Cluster, observer: int, topic: str, expected: tuple[Any, ...], timeout: float = 30
+) -> None:
+    cluster.wait_for(
+        f"{topic} (leader, isr, elr, last_known_elr) = {expected}",
+        lambda: shape(partition(cluster, observer, topic)) == expected,
+        timeout,
+    )
+
+
+def wait_fenced(cluster: Cluster, observer: int, broker: int) -> None:
+    def fenced() -> bool:
+        listed = {b["id"]: b for b in cluster.nodes[observer].get("/v1/brokers")}
+        return bool(listed[broker]["fenced"])
+
+    cluster.wait_for(f"broker {broker} fenced", fenced, 30)
+
+
+def crash_both_replicas(cluster: Cluster, topic: str, a: int, b: int, q: int) -> None:
+    """SIGKILL both replicas one after the other (ISR [] and ELR [a, b] once both are fenced),
+    then start them again: each registers without a clean shutdown and moves from the ELR to
+    the LastKnownELR (5.3.3 steps 3-8, for two replicas)."""
+    cluster.kill(a)
+    wait_for_shape(cluster, q, topic, (b, [b], [a], []))
+    cluster.kill(b)
+    wait_for_shape(cluster, q, topic, (-1, [], [a, b], []))
+    cluster.start(a)
+    wait_for_shape(cluster, q, topic, (-1, [], [b], [a]))
+    cluster.start(b)
+    wait_for_shape(cluster, q, topic, (-1, [], [], [a, b]))
+
+
+def alter_topic(cluster: Cluster, node: int, topic: str, **configs: str) -> None:
+    status, answer = call(
+        cluster, node, "PATCH", f"/v1/topics/{topic}/configs", {"set": configs}, token=None
+    )
+    assert status == 200, answer
+
+
+async def test_balanced_waits_for_every_last_known_elr_member(five_nodes: Cluster) -> None:
+    cluster = five_nodes
+    a, b, q = await asyncio.to_thread(replicas_off_the_quorum_leader, cluster)
+    # Manual first: the LastKnownELR forms without a recovery racing the test.
+    configs = {"min.insync.replicas": "2", "unclean.recovery.strategy": "manual"}
+    await asyncio.to_thread(create_topic, cluster, "waits", [a, b], **configs)
+    values = [f"m{i}" for i in range(20)]
+    await asyncio.to_thread(produce, cluster, "waits", values)
+    await asyncio.to_thread(crash_both_replicas, cluster, "waits", a, b, q)
+
+    # Broker b goes down again; balanced recovery may not elect a without b's answer.
+    cluster.kill(b)
+    await asyncio.to_thread(wait_fenced, cluster, q, b)
+    await asyncio.to_thread(
+        alter_topic, cluster, q, "waits", **{"unclean.recovery.strategy": "balanced"}
+    )
+    [waiting] = await asyncio.to_thread(
+        cluster.wait_for,
+        "a recovery waiting for b",
+        lambda: events(cluster, q, "waits", "unclean_recovery_waiting"),
+    )
+    assert waiting["waiting_for"] == [b]
+    assert waiting["data_loss_possible"] is False
+    assert [r["broker"] for r in waiting["replica_logs"]] == [a]
+    await asyncio.sleep(2)
+    assert shape(partition(cluster, q, "waits")) == (-1, [], [], [a, b])
+
+    cluster.start(b)
+    [recovery] = await asyncio.to_thread(
+        cluster.wait_for,
+        "the recovery",
+        lambda: events(cluster, q, "waits", "unclean_recovery"),
+        30,
+    )
+    assert recovery["strategy"] == "balanced"
+    assert sorted(r["broker"] for r in recovery["replica_logs"]) == [a, b]
+    leader = recovery["leader"]
+    await asyncio.to_thread(wait_for_shape, cluster, q, "waits", (leader, sorted([a, b]), [], []))
+    read = await asyncio.to_thread(kcat_consume, cluster, "waits")
+    assert [value for _, _, value in read] == values
+
+
+async def test_proactive_elects_the_best_answer_within_its_window(five_nodes: Cluster) -> None:
+    cluster = five_nodes
+    a, b, q = await asyncio.to_thread(replicas_off_the_quorum_leader, cluster)
+    configs = {"min.insync.replicas": "2", "unclean.recovery.strategy": "proactive"}
+    await asyncio.to_thread(create_topic, cluster, "eager", [a, b], **configs)
+    values = [f"m{i}" for i in range(20)]
+    await asyncio.to_thread(produce, cluster, "eager", values)
+    cluster.kill(a)
+    await asyncio.to_thread(wait_for_shape, cluster, q, "eager", (b, [b], [a], []))
+    cluster.kill(b)
+    await asyncio.to_thread(wait_for_shape, cluster, q, "eager", (-1, [], [a, b], []))
+
+    # Only a returns: b, in the ELR, stays fenced; proactive does not wait for it.
+    cluster.start(a)
+    [recovery] = await asyncio.to_thread(
+        cluster.wait_for,
+        "the recovery",
+        lambda: events(cluster, q, "eager", "unclean_recovery"),
+        20,
+    )
+    assert recovery["strategy"] == "proactive"
+    assert recovery["leader"] == a
+    assert [r["broker"] for r in recovery["replica_logs"]] == [a]
+    await asyncio.to_thread(wait_for_shape, cluster, q, "eager", (a, [a], [], []))
+    detail = cluster.nodes[q].get("/v1/topics/eager/partitions/0", timeout=5)
+    assert detail["log_end_offsets"][str(a)] == len(values)
+    # Below min.insync.replicas the high watermark holds (KIP-966); b's return heals it.
+    cluster.start(b)
+    await asyncio.to_thread(wait_for_shape, cluster, q, "eager", (a, [a, b], [], []))
+    read = await asyncio.to_thread(kcat_consume, cluster, "eager")
+    assert [value for _, _, value in read] == values
+
+
+async def test_manual_recovery_through_the_admin_api_and_the_cli(five_nodes: Cluster) -> None:
+    cluster = five_nodes
+    a, b, q = await asyncio.to_thread(replicas_off_the_quorum_leader, cluster)
+    configs = {"min.insync.replicas": "2", "unclean.recovery.strategy": "manual"}
+    await asyncio.to_thread(create_topic, cluster, "byhand", [a, b], **configs)
+    values = [f"m{i}" for i in range(20)]
+    await asyncio.to_thread(produce, cluster, "byhand", values)
+    await asyncio.to_thread(crash_both_replicas, cluster, "byhand", a, b, q)
+    await asyncio.to_thread(
+        cluster.wait_for, "both ready", lambda: cluster.ready(a) and cluster.ready(b), 30
+    )
+    await asyncio.sleep(1.5)
+    assert shape(partition(cluster, q, "byhand")) == (-1, [], [], [a, b])
+
+    # The operator sees every replica's log and the one the choice rule ranks first.
+    recovery = cluster.nodes[q].get("/v1/topics/byhand/partitions/0/recovery", timeout=15)
+    assert (recovery["strategy"], recovery["needs_recovery"]) == ("manual", True)
+    by_broker = {r["broker"]: r for r in recovery["replicas"]}
+    assert all(r["answered"] and not r["fenced"] for r in by_broker.values())
+    assert by_broker[a]["log_end_offset"] == by_broker[b]["log_end_offset"] == len(values)
+    assert recovery["best"] == a  # equal logs: replica order
+    assert recovery["waiting_for"] == []
+
+    # Refusals: not a replica; then a fenced replica.
+    status, answer = call(
+        cluster,
+        q,
+        "POST",
+        "/v1/recoveries",
+        {"topic": "byhand", "partition": 0, "leader": q},
+        token=None,
+    )
+    assert (status, answer["error"]) == (400, "invalid_request")
+    status, answer = call(
+        cluster,
+        q,
+        "POST",
+        "/v1/recoveries",
+        {"topic": "nope", "partition": 0, "leader": a},
+        token=None,
+    )
+    assert status == 404
+
+    admin = f"http://127.0.0.1:{cluster.nodes[q].admin_port}"
+    shown = subprocess.run(
+        [kraft_executable(), "recover", "byhand:0", "--admin", admin],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert "needs unclean recovery; the best log is replica" in shown
+    elected = subprocess.run(
+        [kraft_executable(), "recover", "byhand:0", "--leader", str(b), "--admin", admin, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert json.loads(elected)["partitions"][0]["leader"] == b
+    # a follows b now and rejoins the ISR once caught up.
+    await asyncio.to_thread(wait_for_shape, cluster, q, "byhand", (b, sorted([a, b]), [], []))
+    [event] = events(cluster, q, "byhand", "unclean_recovery")
+    assert (event["strategy"], event["leader"], event["data_loss_possible"]) == ("manual", b, True)
+    read = await asyncio.to_thread(kcat_consume, cluster, "byhand")
+    assert [value for _, _, value in read] == values
+
+    # Led again: nothing to recover.
+    status, answer = call(
+        cluster,
+        q,
+        "POST",
+        "/v1/recoveries",
+        {"topic": "byhand", "partition": 0, "leader": a},
+        token=None,
+    )
+    assert (status, answer["error"]) == (409, "election_not_needed")

@@ -7,7 +7,7 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -17,8 +17,11 @@ from kio.static.protocol import Payload
 
 from admin.app import create_app
 from admin.models import Event, Quorum, ReplicaLog
+from controller.broker_lifecycle import TopicPartition
 from controller.client import NoControllerError
 from controller.image import MetadataImage
+from controller.partition_change import PartitionConfig
+from controller.records import ReplicaLogState
 from node.healthcheck import check, ready_url
 from tests.integration.cluster import free_ports
 
@@ -59,6 +62,15 @@ class Status:
 
     async def send_to_controller(self, request: Payload) -> NoReturn:
         raise NoControllerError("the test's node knows no controller")
+
+    @property
+    def partition_defaults(self) -> PartitionConfig:
+        return PartitionConfig()
+
+    async def inspect_replica_logs(
+        self, image: MetadataImage, asked: Mapping[int, Sequence[TopicPartition]]
+    ) -> dict[TopicPartition, list[ReplicaLogState]]:
+        return {}
 
 
 @pytest.fixture
