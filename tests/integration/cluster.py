@@ -2,6 +2,11 @@
 
 Every process is started from its own properties file, tracked by pid, and killed (SIGKILL) by
 `stop_all` if still running, so a failing test leaves nothing behind.
+
+Clusters are combined nodes (`Cluster.combined`), or controller-only voters
+(`Cluster.controllers`) to which `add_brokers` adds broker-only nodes. A node started after
+`keep_durability_journal` records what each of its fsyncs made durable, and `power_cut` kills it
+and cuts its files back to that, as a power failure that loses the page cache would.
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+
+from storage.durability import power_cut
 
 CLUSTER_ID = "integration"
 # The settings under which the only replica of a partition leads again after its broker crashed
@@ -29,6 +36,10 @@ CRASHED_SOLE_REPLICAS_LEAD_AGAIN = {
     "unclean.leader.election.enable": "true",
     "unclean.recovery.strategy": "none",
 }
+
+# node.process.DURABILITY_JOURNAL_ENV (not imported: it would load the whole node into every
+# test that only starts processes).
+DURABILITY_JOURNAL_ENV = "KRAFT_DURABILITY_JOURNAL"
 
 T = TypeVar("T")
 
@@ -93,6 +104,8 @@ class Node:
     # Put before `kraft serve ...` (e.g. `ip netns exec NS`), and set in its environment.
     command_prefix: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    # The durability journal the node keeps from its next start (`Cluster.keep_durability_journal`).
+    journal: Path | None = None
 
     def get(self, path: str, timeout: float = 1.0) -> Any:
         url = f"http://{self.host}:{self.admin_port}{path}"
@@ -119,6 +132,12 @@ class Cluster:
         return cls._configured(root, count, combined=False, extra=extra)
 
     @classmethod
+    def controllers_from(cls, root: Path, first_id: int, count: int, **extra: str) -> Cluster:
+        """`count` controller-only voters with node ids from `first_id` on, configured but not
+        started, leaving the ids below to broker-only nodes (`add_brokers`)."""
+        return cls._configured(root, count, combined=False, extra=extra, first_id=first_id)
+
+    @classmethod
     def combined(cls, root: Path, count: int, **extra: str) -> Cluster:
         """`count` nodes with both roles (broker and controller voter), not started."""
         return cls._configured(root, count, combined=True, extra=extra)
@@ -138,6 +157,7 @@ class Cluster:
         combined: bool,
         extra: dict[str, str],
         hosts: list[str] | None = None,
+        first_id: int = 1,
     ) -> Cluster:
         hosts = hosts or ["127.0.0.1"] * count
         assert len(hosts) == count
@@ -145,12 +165,13 @@ class Cluster:
         admin_ports = free_ports(count)
         broker_ports = free_ports(count) if combined else []
         voters = ",".join(
-            f"{index + 1}@{hosts[index]}:{port}" for index, port in enumerate(controller_ports)
+            f"{first_id + index}@{hosts[index]}:{port}"
+            for index, port in enumerate(controller_ports)
         )
         root.mkdir(parents=True, exist_ok=True)
         cluster = cls(root, extra=extra)
         for index in range(count):
-            node_id = index + 1
+            node_id = first_id + index
             data_dir = root / f"node{node_id}"
             config = {
                 "node.id": str(node_id),
@@ -177,6 +198,62 @@ class Cluster:
             if combined:
                 cluster.nodes[node_id].broker_port = broker_ports[index]
         return cluster
+
+    def add_brokers(self, broker_ids: Iterable[int], **extra: str) -> None:
+        """Broker-only nodes (`process.roles=broker`), one per id in `broker_ids`, that reach the
+        controller quorum through this cluster's voters; configured with the cluster's settings
+        and `extra` on top, not started."""
+        voters = ",".join(f"{voter}@{host}:{port}" for voter, (host, port) in self.voters().items())
+        ids = list(broker_ids)
+        assert not set(ids) & set(self.nodes), f"node ids {ids} already taken"
+        broker_ports = free_ports(len(ids))
+        admin_ports = free_ports(len(ids))
+        for node_id, broker_port, admin_port in zip(ids, broker_ports, admin_ports, strict=True):
+            data_dir = self.root / f"node{node_id}"
+            config = {
+                "node.id": str(node_id),
+                "cluster.id": CLUSTER_ID,
+                "process.roles": "broker",
+                "controller.quorum.voters": voters,
+                "listeners": f"PLAINTEXT://127.0.0.1:{broker_port}",
+                "admin.listener": f"http://127.0.0.1:{admin_port}",
+                "log.dirs": str(data_dir),
+                **self.extra,
+                **extra,
+            }
+            config_path = self.root / f"node{node_id}.properties"
+            config_path.write_text("".join(f"{key}={value}\n" for key, value in config.items()))
+            self.nodes[node_id] = Node(
+                node_id,
+                config_path,
+                data_dir,
+                admin_port,
+                self.root / f"node{node_id}.log",
+                broker_port=broker_port,
+            )
+
+    @property
+    def broker_ids(self) -> list[int]:
+        """The nodes with the broker role (a client listener)."""
+        return [node_id for node_id, node in self.nodes.items() if node.broker_port is not None]
+
+    def keep_durability_journal(self, node_id: int) -> Path:
+        """From its next start, node `node_id` appends the durable length of every file it
+        fsyncs to a journal (`KRAFT_DURABILITY_JOURNAL`), which `power_cut` replays."""
+        node = self.nodes[node_id]
+        node.journal = self.root / f"node{node_id}.journal"
+        node.env = {**node.env, DURABILITY_JOURNAL_ENV: str(node.journal)}
+        return node.journal
+
+    def power_cut(self, node_id: int) -> None:
+        """A lossy crash: SIGKILL the node (if it runs), then cut every file of its data
+        directory back to the length its last fsync made durable and remove the files never
+        synced, as a power failure that drops the page cache leaves them
+        (`storage.durability.power_cut`). Needs `keep_durability_journal` before its start."""
+        node = self.nodes[node_id]
+        assert node.journal is not None, f"node {node_id} keeps no durability journal"
+        self.kill(node_id)
+        power_cut(node.journal, node.data_dir)
 
     @property
     def bootstrap(self) -> str:
