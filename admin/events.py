@@ -39,14 +39,23 @@ from kraft.messages import Entry, EntryKind, SnapshotId
 DEFAULT_CAPACITY = 10_000
 
 
-def derive_events(before: MetadataImage, entries: Iterable[Entry], time: str) -> list[Event]:
-    """The events the committed `entries` cause on top of the image `before`, in log order."""
+def derive_events(
+    before: MetadataImage,
+    entries: Iterable[Entry],
+    time: str,
+    recovered: set[tuple[UUID, int]] | None = None,
+) -> list[Event]:
+    """The events the committed `entries` cause on top of the image `before`, in log order.
+
+    `recovered`: the partitions (topic id, partition) whose next PartitionChange elects the
+    leader an UncleanRecovery record already reported with its potential data loss; updated
+    in place, so a caller that passes the same set with every batch reports that loss once
+    even when a commit falls between the two records.
+    """
     names = {topic_id: topic.name for topic_id, topic in before.topics.items()}
     # Partition states changed by earlier entries of this batch, by (topic id, partition).
     states: dict[tuple[UUID, int], PartitionState] = {}
-    # Partitions whose next PartitionChange is the election of an UncleanRecovery record,
-    # which already reported the potential data loss.
-    recovered: set[tuple[UUID, int]] = set()
+    recovered = set() if recovered is None else recovered
     events: list[Event] = []
 
     def state_of(topic_id: UUID, partition_id: int) -> PartitionState | None:
@@ -272,6 +281,8 @@ class EventLog:
         self._before = image()
         self._clock = clock
         self._events: deque[Event] = deque(maxlen=capacity)
+        # Partitions whose recovery was reported and whose election is still to come.
+        self._recovered: set[tuple[UUID, int]] = set()
 
     def events(self) -> list[Event]:
         """The events kept, oldest first."""
@@ -281,7 +292,7 @@ class EventLog:
         if not entries:
             return
         time = self._clock().isoformat(timespec="milliseconds")
-        self._events.extend(derive_events(self._before, entries, time))
+        self._events.extend(derive_events(self._before, entries, time, self._recovered))
         self._before = self._image()
 
     def on_leader_change(self, leader_id: int | None, leader_epoch: int) -> None:
@@ -290,3 +301,4 @@ class EventLog:
     def on_snapshot_loaded(self, snapshot_id: SnapshotId, records: Sequence[bytes]) -> None:
         # A snapshot summarises history it does not replay: events continue after it.
         self._before = self._image()
+        self._recovered.clear()

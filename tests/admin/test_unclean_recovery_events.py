@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from admin.events import derive_events
+from admin.events import EventLog, derive_events
 from admin.models import Event
-from controller.image import MetadataImage
+from controller.image import MetadataDelta, MetadataImage
 from controller.partition_state import NO_LEADER
 from controller.records import (
     MetadataRecord,
@@ -213,3 +213,20 @@ def test_an_operator_unclean_election_record_names_its_strategy() -> None:
     (loss,) = data_loss(events)
     assert (loss.type, loss.strategy) == ("unclean_recovery", "elect_leaders")
     assert loss.lost_offsets is None
+
+
+def test_a_commit_between_the_recovery_and_its_election_still_reports_one_loss() -> None:
+    """The event log carries the recovery across batches: the election committed in the next
+    batch is a plain leader change, not a second data-loss event."""
+    image, end = leaderless()
+    current = [image]
+    log = EventLog(lambda: current[0])
+    recovery: list[MetadataRecord] = [UncleanRecovery(TOPIC_ID, 0, "balanced", 2, (TWO, THREE))]
+    log.on_commit(entries(recovery, end))
+    delta = MetadataDelta(image)
+    delta.replay(elected())
+    current[0] = delta.apply(end + 2, 1)
+    log.on_commit(entries([elected()], end + 1))
+
+    assert [e.type for e in data_loss(log.events())] == ["unclean_recovery"]
+    assert "leader_changed" in [e.type for e in log.events()]

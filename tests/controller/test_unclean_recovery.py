@@ -444,8 +444,8 @@ def test_choose_manually_refusals() -> None:
         (image, TopicPartition(UUID(int=99), 0), 2, ErrorCode.unknown_topic_or_partition),
         (image, TopicPartition(T, 7), 2, ErrorCode.unknown_topic_or_partition),
         (image, TopicPartition(T, 1), 2, ErrorCode.election_not_needed),
-        (image, TP, 5, ErrorCode.ineligible_replica),  # unfenced, not a replica
-        (image, TP, 4, ErrorCode.ineligible_replica),  # fenced, not a replica
+        (image, TP, 5, ErrorCode.invalid_request),  # unfenced, not a replica
+        (image, TP, 4, ErrorCode.invalid_request),  # fenced, not a replica
         (fenced_replica, TP, 3, ErrorCode.ineligible_replica),  # a fenced replica
     ]
     for at, partition, leader, expected in cases:

@@ -312,16 +312,6 @@ def test_example_5_2_2_clean_elr_based_recovery(tmp_path: Path, stopped: list[Cl
     assert "refused" not in read.values()
 
 
-class NoBalancedRecoveryError(AssertionError):
-    """Steps 9-10 of 5.3.3 did not happen: the controller recovered no leader."""
-
-
-@pytest.mark.xfail(
-    reason="balanced unclean recovery lands with issue 18",
-    strict=True,
-    # Only the missing recovery is expected to fail: any earlier step failing fails the test.
-    raises=NoBalancedRecoveryError,
-)
 def test_example_5_3_3_balanced_unclean_recovery(tmp_path: Path, stopped: list[Cluster]) -> None:
     """5.3.3 step by step, with the example's LEOs: replica 1 has 15 records, replica 2 has 12
     and replica 3 has 10 (followers paused at different times while acks=1 writes go on; the
@@ -457,14 +447,11 @@ def test_example_5_3_3_balanced_unclean_recovery(tmp_path: Path, stopped: list[C
 
     # 9-10. Balanced recovery: GetReplicaLogInfo to the LastKnownELR (2 and 3); replica 2 has
     # the highest (last epoch, LEO) and is elected, reported as a potential data-loss event.
-    try:
-        cluster.wait_for(
-            "balanced recovery to elect replica 2",
-            lambda: partition(cluster, topic)["leader"] == 2,
-            timeout=20,
-        )
-    except AssertionError as error:
-        raise NoBalancedRecoveryError(str(error)[:2000]) from error
+    cluster.wait_for(
+        "balanced recovery to elect replica 2",
+        lambda: partition(cluster, topic)["leader"] == 2,
+        timeout=20,
+    )
     recoveries = [
         event
         for event in events(cluster)
@@ -475,12 +462,15 @@ def test_example_5_3_3_balanced_unclean_recovery(tmp_path: Path, stopped: list[C
     assert len(recoveries) == 1, recoveries
     (recovery,) = recoveries
     assert recovery["type"] == "unclean_recovery", recovery
-    assert recovery["strategy"] == "balanced", recovery
-    assert state_of(recovery) == State(2, [2], [], []), recovery
-    # The replicas' answers (last epoch, LEO of 2 and 3) are in the event: whatever their
-    # field is called, it is one the base events do not have.
-    base_fields = set(events(cluster)[0]) | {"strategy"}
-    assert {key for key, value in recovery.items() if value and key not in base_fields}, recovery
+    assert (recovery["strategy"], recovery["leader"]) == ("balanced", 2), recovery
+    # Every LastKnownELR member's answer: replica 2 kept its 12 records, replica 3 lost its
+    # unflushed ones; nothing beyond replica 2's log end is lost.
+    answers = {r["broker"]: r["log_end_offset"] for r in recovery["replica_logs"]}
+    assert sorted(answers) == [2, 3] and answers[2] == 12 and answers[3] < 12, recovery
+    assert recovery["lost_offsets"] is None, recovery
+    # The election that follows it: replica 2 alone in the ISR, ELR and LastKnownELR cleared.
+    elected = [state for _, state in partition_states(cluster, topic, recovery["offset"])]
+    assert elected[0] == State(2, [2], [], []), elected
 
     # In the end, no committed data was lost: 1 and 3 recover from replica 2.
     wait_state(cluster, topic, State(2, [1, 2, 3], [], []), timeout=45)

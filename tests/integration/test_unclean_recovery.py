@@ -104,26 +104,28 @@ async def test_one_node_with_defaults_leads_again_after_kill_9(single_node: Clus
     assert [e for e in cluster.nodes[1].get("/v1/events") if e["data_loss_possible"]] == [recovery]
 
 
+CONTROLLERS = (101, 102, 103)
+A, B = 1, 2
+
+
 @pytest.fixture
-def five_nodes(tmp_path: Path) -> Iterator[Cluster]:
-    """Five combined nodes with short broker sessions and a 2 s recovery window: two of them
-    may be down while the other three keep the metadata quorum."""
+def split(tmp_path: Path) -> Iterator[Cluster]:
+    """Three controller-only voters and brokers 1 and 2, with short broker sessions and a 2 s
+    recovery window: both brokers may be down while the quorum stands."""
     settings = {**FAST_SESSIONS, "unclean.recovery.timeout.ms": "2000"}
-    cluster = Cluster.combined(tmp_path, 5, **settings)
+    cluster = Cluster.controllers_from(tmp_path, CONTROLLERS[0], len(CONTROLLERS), **settings)
+    cluster.add_brokers([A, B])
     cluster.start_all()
     try:
-        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, 30)
+        cluster.wait_for("brokers ready", lambda: cluster.ready(A) and cluster.ready(B), 30)
         yield cluster
     finally:
         cluster.stop_all()
 
 
-def replicas_off_the_quorum_leader(cluster: Cluster) -> tuple[int, int, int]:
-    """(a, b, q): the two nodes that do not lead the metadata quorum, and the one that does,
-    so the quorum keeps its majority while one of a and b is down."""
-    quorum_leader = cluster.wait_for("a quorum leader", cluster.agreed_leader)[0]
-    a, b = [n for n in sorted(cluster.nodes) if n != quorum_leader][:2]
-    return a, b, quorum_leader
+def observer(cluster: Cluster) -> int:
+    """A running controller whose admin API answers."""
+    return next(node for node in CONTROLLERS if node in cluster.running())
 
 
 def shape(state: dict[str, Any]) -> tuple[int, list[int], list[int], list[int]]:
@@ -148,7 +150,7 @@ def wait_fenced(cluster: Cluster, observer: int, broker: int) -> None:
     cluster.wait_for(f"broker {broker} fenced", fenced, 30)
 
 
-def crash_both_replicas(cluster: Cluster, topic: str, a: int, b: int, q: int) -> None:
+def crash_both_replicas(cluster: Cluster, topic: str, q: int, a: int = A, b: int = B) -> None:
     """SIGKILL both replicas one after the other (ISR [] and ELR [a, b] once both are fenced),
     then start them again: each registers without a clean shutdown and moves from the ELR to
     the LastKnownELR (5.3.3 steps 3-8, for two replicas)."""
@@ -169,15 +171,15 @@ def alter_topic(cluster: Cluster, node: int, topic: str, **configs: str) -> None
     assert status == 200, answer
 
 
-async def test_balanced_waits_for_every_last_known_elr_member(five_nodes: Cluster) -> None:
-    cluster = five_nodes
-    a, b, q = await asyncio.to_thread(replicas_off_the_quorum_leader, cluster)
+async def test_balanced_waits_for_every_last_known_elr_member(split: Cluster) -> None:
+    cluster = split
+    a, b, q = A, B, observer(cluster)
     # Manual first: the LastKnownELR forms without a recovery racing the test.
     configs = {"min.insync.replicas": "2", "unclean.recovery.strategy": "manual"}
     await asyncio.to_thread(create_topic, cluster, "waits", [a, b], **configs)
     values = [f"m{i}" for i in range(20)]
     await asyncio.to_thread(produce, cluster, "waits", values)
-    await asyncio.to_thread(crash_both_replicas, cluster, "waits", a, b, q)
+    await asyncio.to_thread(crash_both_replicas, cluster, "waits", q)
 
     # Broker b goes down again; balanced recovery may not elect a without b's answer.
     cluster.kill(b)
@@ -211,9 +213,9 @@ async def test_balanced_waits_for_every_last_known_elr_member(five_nodes: Cluste
     assert [value for _, _, value in read] == values
 
 
-async def test_proactive_elects_the_best_answer_within_its_window(five_nodes: Cluster) -> None:
-    cluster = five_nodes
-    a, b, q = await asyncio.to_thread(replicas_off_the_quorum_leader, cluster)
+async def test_proactive_elects_the_best_answer_within_its_window(split: Cluster) -> None:
+    cluster = split
+    a, b, q = A, B, observer(cluster)
     configs = {"min.insync.replicas": "2", "unclean.recovery.strategy": "proactive"}
     await asyncio.to_thread(create_topic, cluster, "eager", [a, b], **configs)
     values = [f"m{i}" for i in range(20)]
@@ -244,14 +246,14 @@ async def test_proactive_elects_the_best_answer_within_its_window(five_nodes: Cl
     assert [value for _, _, value in read] == values
 
 
-async def test_manual_recovery_through_the_admin_api_and_the_cli(five_nodes: Cluster) -> None:
-    cluster = five_nodes
-    a, b, q = await asyncio.to_thread(replicas_off_the_quorum_leader, cluster)
+async def test_manual_recovery_through_the_admin_api_and_the_cli(split: Cluster) -> None:
+    cluster = split
+    a, b, q = A, B, observer(cluster)
     configs = {"min.insync.replicas": "2", "unclean.recovery.strategy": "manual"}
     await asyncio.to_thread(create_topic, cluster, "byhand", [a, b], **configs)
     values = [f"m{i}" for i in range(20)]
     await asyncio.to_thread(produce, cluster, "byhand", values)
-    await asyncio.to_thread(crash_both_replicas, cluster, "byhand", a, b, q)
+    await asyncio.to_thread(crash_both_replicas, cluster, "byhand", q)
     await asyncio.to_thread(
         cluster.wait_for, "both ready", lambda: cluster.ready(a) and cluster.ready(b), 30
     )
@@ -321,3 +323,50 @@ async def test_manual_recovery_through_the_admin_api_and_the_cli(five_nodes: Clu
         token=None,
     )
     assert (status, answer["error"]) == (409, "election_not_needed")
+
+
+async def test_a_recovery_survives_the_active_controllers_death(split: Cluster) -> None:
+    """The new active controller takes the recovery over from the image: the waiting balanced
+    recovery completes under it once the missing member returns."""
+    cluster = split
+    q = observer(cluster)
+    configs = {"min.insync.replicas": "2", "unclean.recovery.strategy": "manual"}
+    await asyncio.to_thread(create_topic, cluster, "failover", [A, B], **configs)
+    values = [f"m{i}" for i in range(20)]
+    await asyncio.to_thread(produce, cluster, "failover", values)
+    await asyncio.to_thread(crash_both_replicas, cluster, "failover", q)
+    cluster.kill(B)
+    await asyncio.to_thread(wait_fenced, cluster, q, B)
+    balanced = {"unclean.recovery.strategy": "balanced"}
+    await asyncio.to_thread(alter_topic, cluster, q, "failover", **balanced)
+    await asyncio.to_thread(
+        cluster.wait_for,
+        "a recovery waiting for b",
+        lambda: events(cluster, q, "failover", "unclean_recovery_waiting"),
+    )
+
+    def controllers_agree() -> tuple[int, int, int] | None:
+        return cluster.agreed_leader([c for c in CONTROLLERS if c in cluster.running()])
+
+    active = cluster.wait_for("a quorum leader", controllers_agree)[0]
+    cluster.kill(active)
+    survivor = observer(cluster)
+    await asyncio.to_thread(
+        cluster.wait_for,
+        "a new active controller",
+        lambda: (leader := controllers_agree()) is not None and leader[0] != active,
+        30,
+    )
+    cluster.start(B)
+    [recovery] = await asyncio.to_thread(
+        cluster.wait_for,
+        "the recovery under the new controller",
+        lambda: events(cluster, survivor, "failover", "unclean_recovery"),
+        30,
+    )
+    assert recovery["strategy"] == "balanced"
+    assert sorted(r["broker"] for r in recovery["replica_logs"]) == [A, B]
+    leader = recovery["leader"]
+    await asyncio.to_thread(wait_for_shape, cluster, survivor, "failover", (leader, [A, B], [], []))
+    read = await asyncio.to_thread(kcat_consume, cluster, "failover")
+    assert [value for _, _, value in read] == values
