@@ -29,13 +29,6 @@ from typing import Any, TypeVar
 from storage.durability import power_cut
 
 CLUSTER_ID = "integration"
-# The settings under which the only replica of a partition leads again after its broker crashed
-# (SIGKILL): it registers unclean, so it leaves the ISR and ELR and only an unclean election
-# can elect it, until the unclean recovery strategies exist (issue 18).
-CRASHED_SOLE_REPLICAS_LEAD_AGAIN = {
-    "unclean.leader.election.enable": "true",
-    "unclean.recovery.strategy": "none",
-}
 
 # node.process.DURABILITY_JOURNAL_ENV (not imported: it would load the whole node into every
 # test that only starts processes).

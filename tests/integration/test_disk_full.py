@@ -20,7 +20,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaStorageError
 
-from tests.integration.cluster import CRASHED_SOLE_REPLICAS_LEAD_AGAIN, Cluster
+from tests.integration.cluster import Cluster
 from tests.integration.test_produce_consume import create_topic
 
 TOPIC = "filling"
@@ -50,7 +50,6 @@ def node(tmp_path: Path, small_disk: Path) -> Iterator[Cluster]:
         **{
             "log.dirs": f"{small_disk},{root / 'node1' / 'big'}",
             "metadata.log.dir": str(root / "node1" / "metadata"),
-            **CRASHED_SOLE_REPLICAS_LEAD_AGAIN,
         },
     )
     cluster.start_all()

@@ -24,7 +24,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.groups.partitioning import offsets_partition_for
 from net.client import NodeConnection
-from tests.integration.cluster import CRASHED_SOLE_REPLICAS_LEAD_AGAIN, Cluster
+from tests.integration.cluster import Cluster
 from tests.integration.group_requests import raw_commit, raw_fetch
 from tests.integration.test_groups import group_consumer, shared_by
 from tests.integration.test_produce_consume import create_topic, produce_with_librdkafka
@@ -178,7 +178,7 @@ async def test_a_coordinator_answers_load_in_progress_until_its_groups_are_read(
     node = Cluster.combined(
         tmp_path,
         1,
-        **{"offsets.topic.num.partitions": "1", **CRASHED_SOLE_REPLICAS_LEAD_AGAIN},
+        **{"offsets.topic.num.partitions": "1"},
     )
     node.start_all()
     try:

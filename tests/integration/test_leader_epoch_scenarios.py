@@ -4,7 +4,9 @@
   when the leader then dies and it takes over, no committed message is lost.
 - Data diverge: both replicas crash and the one missing the other's last message returns first
   and leads in a new epoch; the other returns, truncates its orphaned message where the
-  leader's epoch begins, and the logs end up byte-identical.
+  leader's epoch begins, and the logs end up byte-identical. With the reference's setting (no
+  ELR) the last ISR member leads again; with the defaults (ELR, balanced unclean recovery) the
+  returning replica is elected by unclean recovery, with the same end.
 
 Three combined nodes; the partition lives on the two that do not lead the metadata quorum, so
 the quorum keeps a majority while one of them is down.
@@ -157,6 +159,58 @@ async def test_data_diverge_scenario_the_returning_replica_truncates_its_orphane
 
     # A returns as a follower: the leader epochs show where the logs part, A drops m2 and
     # takes m3; the ISR heals and the logs are byte-identical.
+    cluster.start(a)
+    await asyncio.to_thread(wait_for_isr, cluster, observer, "diverge", sorted([a, b]))
+    await asyncio.to_thread(
+        cluster.wait_for,
+        "identical replicas",
+        lambda: segment_bytes(cluster, a, "diverge", 0) == segment_bytes(cluster, b, "diverge", 0),
+        10.0,
+    )
+    assert b"m2" not in segment_bytes(cluster, a, "diverge", 0)
+    read = await asyncio.to_thread(kcat_consume, cluster, "diverge")
+    assert [(offset, value) for _, offset, value in read] == [(0, "m1"), (1, "m3")]
+
+
+async def test_data_diverge_scenario_with_default_settings_recovers_and_converges(
+    cluster: Cluster,
+) -> None:
+    """The same crashes with every setting at its default (ELR on, balanced recovery).
+
+    When B crashes too, its new incarnation registers without a clean shutdown: it leaves the
+    ISR for the LastKnownELR, and no clean election is possible. Balanced unclean recovery asks
+    B, the only LastKnownELR member, for its log and elects it (a potential data-loss event);
+    A returns as a follower, drops its orphaned m2 where B's epoch begins, and the logs end
+    byte-identical.
+    """
+    a, b, observer = await asyncio.to_thread(two_replica_topic, cluster, "diverge")
+    await asyncio.to_thread(produce, cluster, "diverge", ["m1"], "all")
+    cluster.pause(b)
+    await asyncio.sleep(1.5)
+    await asyncio.to_thread(produce, cluster, "diverge", ["m2"], "1")
+    cluster.kill(a)
+    cluster.resume(b)
+    await asyncio.to_thread(wait_for_leader, cluster, observer, "diverge", b)
+    cluster.kill(b)
+    cluster.start(b)
+    await asyncio.to_thread(
+        cluster.wait_for,
+        "B recovered as leader",
+        lambda: (
+            (state := partition_state(cluster, observer, "diverge"))["leader"] == b
+            and state["leader_epoch"] >= 2
+        ),
+        30.0,
+    )
+    [recovery] = [
+        event
+        for event in cluster.nodes[observer].get("/v1/events")
+        if event["type"] == "unclean_recovery" and event["topic"] == "diverge"
+    ]
+    assert (recovery["strategy"], recovery["leader"]) == ("balanced", b)
+    assert [r["broker"] for r in recovery["replica_logs"]] == [b]
+    await asyncio.to_thread(produce, cluster, "diverge", ["m3"], "1")
+
     cluster.start(a)
     await asyncio.to_thread(wait_for_isr, cluster, observer, "diverge", sorted([a, b]))
     await asyncio.to_thread(

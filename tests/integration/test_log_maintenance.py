@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.cluster import CRASHED_SOLE_REPLICAS_LEAD_AGAIN, Cluster
+from tests.integration.cluster import Cluster
 from tests.integration.test_produce_consume import create_topic
 from tests.integration.test_replication import partition_state
 
@@ -37,7 +37,6 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "offsets.topic.num.partitions": "1",
             "offsets.topic.segment.bytes": "2048",
             "group.initial.rebalance.delay.ms": "0",
-            **CRASHED_SOLE_REPLICAS_LEAD_AGAIN,
         },
     )
     cluster.start_all()
