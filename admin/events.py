@@ -281,6 +281,8 @@ class EventLog:
         self._before = image()
         self._clock = clock
         self._events: deque[Event] = deque(maxlen=capacity)
+        # Called with each new event, in log order (e.g. to count some of them).
+        self.listeners: list[Callable[[Event], None]] = []
         # Partitions whose recovery was reported and whose election is still to come.
         self._recovered: set[tuple[UUID, int]] = set()
 
@@ -292,7 +294,11 @@ class EventLog:
         if not entries:
             return
         time = self._clock().isoformat(timespec="milliseconds")
-        self._events.extend(derive_events(self._before, entries, time, self._recovered))
+        derived = derive_events(self._before, entries, time, self._recovered)
+        self._events.extend(derived)
+        for listener in self.listeners:
+            for event in derived:
+                listener(event)
         self._before = self._image()
 
     def on_leader_change(self, leader_id: int | None, leader_epoch: int) -> None:

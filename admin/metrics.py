@@ -5,7 +5,8 @@ listener's `RequestMetrics`). Everything else is read when scraped (`StateCollec
 replicas this node hosts (high watermark, log end offset, ISR size, and Kafka's per-broker
 under-replicated, under-min-ISR and leader counts for the partitions it leads), the cluster as
 the metadata image says (offline partitions, brokers, fenced brokers) and the node's view of the
-controller quorum (role, epoch, high watermark, lag).
+controller quorum (role, epoch, high watermark, lag). Unclean recoveries are counted as the node
+derives their events from the metadata log (`count_event`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
+from admin.models import Event
 from controller.image import MetadataImage
 
 __all__ = ["CONTENT_TYPE_LATEST", "NodeMetrics", "QuorumState", "ReplicaState"]
@@ -221,6 +223,19 @@ class NodeMetrics:
         self.registry = CollectorRegistry(auto_describe=False)
         self.requests = RequestStats(self.registry)
         self.registry.register(StateCollector(image, replicas, quorum))
+        self._unclean_recoveries = Counter(
+            "kraft_unclean_recoveries",
+            "Unclean recoveries (potential data-loss events) in the metadata log this node "
+            "replayed since it started",
+            ["strategy"],
+            registry=self.registry,
+        )
+
+    def count_event(self, event: Event) -> None:
+        """Counts the potential data-loss events of unclean recoveries; give it every event
+        the node derives from the metadata log."""
+        if event.type == "unclean_recovery":
+            self._unclean_recoveries.labels(event.strategy or "unknown").inc()
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

@@ -5,7 +5,9 @@ from the metadata log (`image`), one partition's state (`partition_state`) and i
 ISR, ELR, LastKnownELR, elections (`partition_change`) — placement (`placement`), topic
 requests (`topics`), broker sessions and fencing (`broker_lifecycle`), AlterPartition
 (`alter_partition`), ElectLeaders and the automatic preferred election (`elections`),
-producer-id blocks (`producer_ids`). Around them: the active controller (`quorum_controller`),
-its Kafka APIs (`wire`) and the client that reaches it (`client`).
-Still to come: reassignment and unclean recovery.
+producer-id blocks (`producer_ids`), unclean recovery's choice of a leader from the replicas'
+logs (`unclean_recovery`). Around them: the active controller (`quorum_controller`), its Kafka
+APIs (`wire`), the client that reaches it (`client`), and the GetReplicaLogInfo client that
+inspects brokers' logs (`replica_log_inspector`).
+Still to come: reassignment.
 """

@@ -603,6 +603,7 @@ async def serve(config: NodeConfig) -> None:
         lambda: [] if broker is None else broker.replica_states(),
         lambda: quorum_state(driver),
     )
+    events.listeners.append(node_metrics.count_event)
     if is_broker:
         broker = BrokerRole(config, replayer, logs, node_metrics.requests, incarnation_id)
         driver.add_listener(broker.replicas)

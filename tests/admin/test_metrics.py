@@ -7,6 +7,8 @@ from uuid import UUID
 from prometheus_client.parser import text_string_to_metric_families
 
 from admin.metrics import NodeMetrics, QuorumState, ReplicaState
+from admin.models import Event
+from controller.image import MetadataImage
 from controller.partition_state import PartitionState
 from tests.controller.images import broker, replay, topic
 
@@ -79,3 +81,23 @@ def test_requests_are_counted_by_api_with_latency_and_bytes() -> None:
         found["kraft_request_latency_seconds_bucket", (("api", "produce"), ("le", "0.0025"))] == 1
     )
     assert "kraft_quorum_role" not in {name for name, _ in found}
+
+
+def test_unclean_recoveries_are_counted_by_strategy() -> None:
+    metrics = NodeMetrics(lambda: MetadataImage.EMPTY, list, lambda: None)
+
+    def event(kind: str, strategy: str | None = None) -> Event:
+        return Event(offset=1, time="t", type=kind, data_loss_possible=False, strategy=strategy)
+
+    for item in (
+        event("unclean_recovery", "balanced"),
+        event("unclean_recovery_waiting", "balanced"),
+        event("unclean_recovery", "manual"),
+        event("unclean_recovery", "balanced"),
+        event("leader_changed"),
+    ):
+        metrics.count_event(item)
+
+    text = metrics.render().decode()
+    assert 'kraft_unclean_recoveries_total{strategy="balanced"} 2.0' in text
+    assert 'kraft_unclean_recoveries_total{strategy="manual"} 1.0' in text
