@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration.cluster import Cluster, kraft_executable
 from tests.integration.test_admin_api import call
+from tests.integration.test_leader_epoch_scenarios import produce
 from tests.integration.test_produce_consume import kcat_consume
 
 pytestmark = pytest.mark.timeout(180)
@@ -37,17 +37,6 @@ def create_topic(cluster: Cluster, name: str, assignment: list[int], **configs: 
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     topic = NewTopic(name, 1, replica_assignment=[assignment], config=configs)
     admin.create_topics([topic])[name].result(30)
-
-
-def produce(cluster: Cluster, topic: str, values: list[str]) -> None:
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
-    errors: list[Any] = []
-    for value in values:
-        producer.produce(
-            topic, value.encode(), on_delivery=lambda e, _: errors.append(e) if e else None
-        )
-    assert producer.flush(30) == 0
-    assert errors == []
 
 
 def partition(cluster: Cluster, observer: int, topic: str) -> dict[str, Any]:
@@ -79,7 +68,7 @@ async def test_one_node_with_defaults_leads_again_after_kill_9(single_node: Clus
     cluster = single_node
     await asyncio.to_thread(create_topic, cluster, "solo", [1])
     values = [f"m{i}" for i in range(100)]
-    await asyncio.to_thread(produce, cluster, "solo", values)
+    await asyncio.to_thread(produce, cluster, "solo", values, "all")
 
     cluster.kill(1)
     cluster.start(1)
@@ -164,6 +153,19 @@ def crash_both_replicas(cluster: Cluster, topic: str, q: int, a: int = A, b: int
     wait_for_shape(cluster, q, topic, (-1, [], [], [a, b]))
 
 
+VALUES = [f"m{i}" for i in range(20)]
+
+
+def last_known_elr_of_both(cluster: Cluster, topic: str, q: int) -> None:
+    """`topic` on brokers A and B (min.insync.replicas 2, manual recovery, so that nothing
+    races the test), VALUES acknowledged by both, then both crashed and restarted: leaderless
+    with ISR and ELR empty and LastKnownELR [A, B]."""
+    configs = {"min.insync.replicas": "2", "unclean.recovery.strategy": "manual"}
+    create_topic(cluster, topic, [A, B], **configs)
+    produce(cluster, topic, VALUES, "all")
+    crash_both_replicas(cluster, topic, q)
+
+
 def alter_topic(cluster: Cluster, node: int, topic: str, **configs: str) -> None:
     status, answer = call(
         cluster, node, "PATCH", f"/v1/topics/{topic}/configs", {"set": configs}, token=None
@@ -174,12 +176,8 @@ def alter_topic(cluster: Cluster, node: int, topic: str, **configs: str) -> None
 async def test_balanced_waits_for_every_last_known_elr_member(split: Cluster) -> None:
     cluster = split
     a, b, q = A, B, observer(cluster)
-    # Manual first: the LastKnownELR forms without a recovery racing the test.
-    configs = {"min.insync.replicas": "2", "unclean.recovery.strategy": "manual"}
-    await asyncio.to_thread(create_topic, cluster, "waits", [a, b], **configs)
-    values = [f"m{i}" for i in range(20)]
-    await asyncio.to_thread(produce, cluster, "waits", values)
-    await asyncio.to_thread(crash_both_replicas, cluster, "waits", q)
+    await asyncio.to_thread(last_known_elr_of_both, cluster, "waits", q)
+    values = VALUES
 
     # Broker b goes down again; balanced recovery may not elect a without b's answer.
     cluster.kill(b)
@@ -219,7 +217,7 @@ async def test_proactive_elects_the_best_answer_within_its_window(split: Cluster
     configs = {"min.insync.replicas": "2", "unclean.recovery.strategy": "proactive"}
     await asyncio.to_thread(create_topic, cluster, "eager", [a, b], **configs)
     values = [f"m{i}" for i in range(20)]
-    await asyncio.to_thread(produce, cluster, "eager", values)
+    await asyncio.to_thread(produce, cluster, "eager", values, "all")
     cluster.kill(a)
     await asyncio.to_thread(wait_for_shape, cluster, q, "eager", (b, [b], [a], []))
     cluster.kill(b)
@@ -249,11 +247,8 @@ async def test_proactive_elects_the_best_answer_within_its_window(split: Cluster
 async def test_manual_recovery_through_the_admin_api_and_the_cli(split: Cluster) -> None:
     cluster = split
     a, b, q = A, B, observer(cluster)
-    configs = {"min.insync.replicas": "2", "unclean.recovery.strategy": "manual"}
-    await asyncio.to_thread(create_topic, cluster, "byhand", [a, b], **configs)
-    values = [f"m{i}" for i in range(20)]
-    await asyncio.to_thread(produce, cluster, "byhand", values)
-    await asyncio.to_thread(crash_both_replicas, cluster, "byhand", q)
+    await asyncio.to_thread(last_known_elr_of_both, cluster, "byhand", q)
+    values = VALUES
     await asyncio.to_thread(
         cluster.wait_for, "both ready", lambda: cluster.ready(a) and cluster.ready(b), 30
     )
@@ -330,11 +325,8 @@ async def test_a_recovery_survives_the_active_controllers_death(split: Cluster) 
     recovery completes under it once the missing member returns."""
     cluster = split
     q = observer(cluster)
-    configs = {"min.insync.replicas": "2", "unclean.recovery.strategy": "manual"}
-    await asyncio.to_thread(create_topic, cluster, "failover", [A, B], **configs)
-    values = [f"m{i}" for i in range(20)]
-    await asyncio.to_thread(produce, cluster, "failover", values)
-    await asyncio.to_thread(crash_both_replicas, cluster, "failover", q)
+    await asyncio.to_thread(last_known_elr_of_both, cluster, "failover", q)
+    values = VALUES
     cluster.kill(B)
     await asyncio.to_thread(wait_fenced, cluster, q, B)
     balanced = {"unclean.recovery.strategy": "balanced"}
