@@ -311,13 +311,15 @@ class LogManager:
         returns, so that a crash cannot leave a half-deleted log that looks live, and its
         files are removed in the background. Returns the directory's name aside (None when
         there was no such log). StorageIOError on a disk error: if the rename failed, the
-        log stays (closed); if only the sync after it did, it is gone, but a crash may bring
-        it back under its name (a start then tells it apart by its topic id)."""
+        log stays, closed (its directory is to go offline); if only the sync after it did,
+        it is gone, but a crash may bring it back under its name (a start then tells it
+        apart by its topic id)."""
         removed = self._logs.get(partition)
         directory = self._dir_of.get(partition)
         if removed is None or directory is None:
             return None
         doomed = directory / partition.deleted_dir_name()
+        # Closed first: closing writes its indexes, by their names.
         removed.close()
         try:
             removed.directory.rename(doomed)
