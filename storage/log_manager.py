@@ -255,6 +255,8 @@ class LogManager:
             existing = self._logs.get(partition)
             if existing is None:
                 home = directory or min(self.partition_dirs, key=self._logs_in_dir.__getitem__)
+                if topic_id is not None:
+                    self._record_new_topic_id(partition, home / partition.dir_name, topic_id)
                 existing = Log.open(
                     home / partition.dir_name,
                     config or self.default_config,
@@ -264,8 +266,6 @@ class LogManager:
                 self._dir_of[partition] = home
                 self._logs_in_dir[home] += 1
                 gained.add(home)
-                if topic_id is not None:
-                    self._record_topic_id(partition, existing, topic_id)
                 log.info("log_created", topic=partition.topic, partition=partition.partition)
             elif topic_id is not None:
                 self.record_topic_id(partition, topic_id)
@@ -300,6 +300,23 @@ class LogManager:
     def _record_topic_id(self, partition: TopicPartition, owner: Log, topic_id: uuid.UUID) -> None:
         try:
             write_partition_metadata(owner.directory, topic_id)
+        except OSError as error:
+            raise StorageIOError(
+                f"cannot record the topic id of {partition.dir_name}: {error}", error.errno
+            ) from error
+        self._topic_ids[partition] = topic_id
+
+    def _record_new_topic_id(
+        self, partition: TopicPartition, partition_dir: Path, topic_id: uuid.UUID
+    ) -> None:
+        """Record the topic id of a log about to be created in `partition_dir`: before any
+        file of the log exists, so that every later sync of the directory (the first comes
+        before any of its records is durable: the leader-epoch checkpoint, the first segment
+        flush) makes it durable too; a sync of its own for each new log would double what
+        creating a topic's partitions costs."""
+        try:
+            partition_dir.mkdir(parents=True, exist_ok=True)
+            write_partition_metadata(partition_dir, topic_id, sync_directory=False)
         except OSError as error:
             raise StorageIOError(
                 f"cannot record the topic id of {partition.dir_name}: {error}", error.errno

@@ -50,14 +50,20 @@ def decode_topic_id(text: str) -> UUID:
     return UUID(bytes=raw)
 
 
-def write_partition_metadata(directory: Path, topic_id: UUID) -> None:
-    """Record `topic_id` in `directory`, atomically and durably (the file and its directory
-    entry are fsynced before this returns)."""
+def write_partition_metadata(
+    directory: Path, topic_id: UUID, *, sync_directory: bool = True
+) -> None:
+    """Record `topic_id` in `directory`, atomically and durably: the file is fsynced, and
+    so is its directory entry (unless not `sync_directory`: then it is durable from the next
+    sync of `directory`, which is enough for a new partition directory, whose log syncs it
+    before any of its records is durable)."""
     if topic_id.int == 0:
         # Kafka's zero Uuid means "no id": a file holding it would be refused when read.
         raise ValueError("the zero topic id names no topic")
     text = f"version: {_VERSION}\ntopic_id: {encode_topic_id(topic_id)}\n"
-    write_atomically(directory / PARTITION_METADATA_FILE, text.encode("ascii"))
+    write_atomically(
+        directory / PARTITION_METADATA_FILE, text.encode("ascii"), sync_directory=sync_directory
+    )
 
 
 def read_partition_metadata(directory: Path) -> UUID | None:

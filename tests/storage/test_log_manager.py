@@ -275,7 +275,7 @@ def test_the_durability_journal_follows_a_deleted_logs_files_aside(tmp_path: Pat
     assert aside is not None
     lengths = durability.durable_lengths(journal)
     assert not any(path.startswith(str(directory / "orders-0") + os.sep) for path in lengths)
-    assert str(aside / PARTITION_METADATA_FILE) in lengths
+    assert str(aside / "00000000000000000000.log") in lengths
     manager.close()
 
 
@@ -364,3 +364,28 @@ def test_new_partition_logs_go_to_partition_directories_only(tmp_path: Path) -> 
     assert reopened.clean_shutdown and reopened.broker_epoch_at_start == 3
     assert set(reopened.logs) == {METADATA, ORDERS_0, ORDERS_1}
     reopened.close()
+
+
+def test_a_new_logs_topic_id_is_in_its_directory_before_any_sync_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its directory entry is made durable by the log's own first sync of the directory, which
+    # comes before any of its records is durable; so no record outlives a crash without it.
+    directory = tmp_path / "a"
+    manager = LogManager.open([directory])
+    partition_dir = directory / "orders-0"
+    seen: list[set[str]] = []
+    real_sync = durability.sync_directory
+
+    def sync_directory(path: str | os.PathLike[str]) -> None:
+        if Path(path) == partition_dir:
+            seen.append({child.name for child in partition_dir.iterdir()})
+        real_sync(path)
+
+    monkeypatch.setattr(durability, "sync_directory", sync_directory)
+    log = manager.get_or_create_log(ORDERS_0, topic_id=ORDERS_ID)
+    log.append(make_batch(), leader_epoch=0)
+    log.flush()
+    assert seen
+    assert all(PARTITION_METADATA_FILE in names for names in seen)
+    manager.close()
