@@ -1,8 +1,19 @@
 """The partitions this broker hosts, kept in line with the metadata log; produce and fetch.
 
 As a `RaftListener` (after the `MetadataReplayer`) it applies each new metadata image: a
-replica assigned to this broker gets its log (created if new) and its role and leader epoch;
-a topic gone from the image has its replicas closed and their data deleted.
+replica assigned to this broker gets its log (created if new, recording its topic id) and its
+role and leader epoch; a topic gone from the image has its replicas closed and their data
+deleted.
+
+Topic identity: a log belongs to the topic whose id its directory records, not to whatever
+topic now has its name. From the first image applied (once the broker's registration is
+replayed, so the image is at least as new as anything decided while it was down) and with
+every change after, a local log is deleted when the image has no topic of its name, or has
+one under another id (the topic was deleted and created again): its directory is renamed aside
+at once, so it is never opened or served again, and removed in the background; a re-created
+topic's replica starts an empty log. A log of a topic that still exists under the same id is
+kept even when this broker is no replica of it. A log without a recorded id (from before ids
+were recorded) takes the image's id. Logs on an offline log directory are left alone.
 
 Produce (leader only): every partition is validated and appended at once; acks=all waits
 (bounded by the request timeout) until the high watermark passes the last appended offset,
@@ -36,6 +47,7 @@ from broker.replica_fetcher import ReplicaFetcherManager
 from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_state import PartitionState
 from kraft.messages import Entry, SnapshotId
+from kraft.wire import METADATA_TOPIC
 from net.record_batch import NO_TIMESTAMP, CorruptBatchError, RecordBatchError
 from net.tasks import report_fatal, start_essential
 from storage.errors import (
@@ -142,6 +154,10 @@ class ReplicaManager:
         self._default_min_isr = default_min_insync_replicas
         self._applied = MetadataImage.EMPTY
         self.partitions: dict[tuple[str, int], Partition] = {}
+        # Local logs no hosted replica has taken: checked against every new set of topics.
+        # None until the first image is applied, which fills it with every log found at start
+        # (and a replica removed while its log directory is offline leaves its log here).
+        self._unhosted: set[TopicPartition] | None = None
         # Log directories a disk error took offline (until the broker restarts).
         self._offline_dirs: set[Path] = set()
         self._fetchers = ReplicaFetcherManager(broker_id, self._client_address)
@@ -223,6 +239,10 @@ class ReplicaManager:
         old = self._applied
         if image is old:
             return
+        reconciling_all = self._unhosted is None
+        if self._unhosted is None:
+            # The metadata log is the quorum's, never a replica of a topic.
+            self._unhosted = {found for found in self._logs.logs if found.topic != METADATA_TOPIC}
         hosted: list[tuple[UUID, PartitionState, LogConfig, int, tuple[str, int]]] = []
         for topic_id, topic in image.topics.items():
             configs = image.topic_configs(topic.name)
@@ -236,10 +256,14 @@ class ReplicaManager:
                 if partition is not None and (
                     self.broker_id not in state.replicas or partition.topic_id != topic_id
                 ):
-                    self._remove(key)
+                    self._remove(key, topic_id)
                     yield
-                if self.broker_id in state.replicas:
-                    hosted.append((topic_id, state, log_config, min_isr, key))
+                if self.broker_id not in state.replicas:
+                    continue
+                if key not in self.partitions and not self._take_local_log(key, topic_id):
+                    yield
+                    continue
+                hosted.append((topic_id, state, log_config, min_isr, key))
         for first in range(0, len(hosted), _NEW_LOGS_AT_ONCE):
             chunk = hosted[first : first + _NEW_LOGS_AT_ONCE]
             # The new replicas' logs of a chunk at once: their directories are synced once,
@@ -250,7 +274,8 @@ class ReplicaManager:
                         (TopicPartition(*key), log_config)
                         for _, _, log_config, _, key in chunk
                         if key not in self.partitions
-                    ]
+                    ],
+                    topic_ids={key[0]: topic_id for topic_id, _, _, _, key in chunk},
                 )
             )
             for topic_id, state, log_config, min_isr, key in chunk:
@@ -275,9 +300,96 @@ class ReplicaManager:
                 yield
         for key, partition in list(self.partitions.items()):
             if partition.topic_id not in image.topics:
-                self._remove(key)
+                # A topic of its name now (created again with fewer partitions) has a new id.
+                self._remove(key, image.topic_ids.get(key[0]))
                 yield
+        # Only a change of the topics' names or ids can make a log a stray.
+        if reconciling_all or image.topic_ids is not old.topic_ids:
+            yield from self._delete_strays(image)
         self._applied = image
+
+    def _take_local_log(self, key: tuple[str, int], topic_id: UUID) -> bool:
+        """Whether a new replica of `key` under `topic_id` may have its log here: a log found
+        there that belongs to another topic id (a topic of the same name deleted while this
+        broker was down) is deleted first; a log on an offline log directory is left alone,
+        and the replica with it (it could serve nothing)."""
+        found = TopicPartition(*key)
+        recorded = self._logs.topic_id_of(found)
+        offline = self._logs.directory_of(found) in self._offline_dirs
+        if offline:
+            log.warning(
+                "replica_log_dir_offline",
+                topic=found.topic,
+                partition=found.partition,
+                directory=str(self._logs.directory_of(found)),
+            )
+            return False
+        if self._logs.get_log(found) is None or recorded in (None, topic_id):
+            return True
+        return self._delete_log(found, recorded, topic_id, reason="topic_recreated")
+
+    def _delete_strays(self, image: MetadataImage) -> Iterator[None]:
+        """Deletes the local logs no replica hosts whose topic is gone from `image` or is
+        there under another id; one step per log deleted."""
+        assert self._unhosted is not None
+        for found in sorted(self._unhosted):
+            if (found.topic, found.partition) in self.partitions or not self._logs.get_log(found):
+                self._unhosted.discard(found)
+                continue
+            if self._logs.directory_of(found) in self._offline_dirs:
+                continue
+            recorded = self._logs.topic_id_of(found)
+            topic = image.topic(found.topic)
+            if topic is None:
+                deleted = self._delete_log(found, recorded, None, reason="topic_deleted")
+            elif recorded not in (None, topic.topic_id) or found.partition not in topic.partitions:
+                # A partition the topic of that name does not have is of an earlier one too.
+                deleted = self._delete_log(
+                    found, recorded, topic.topic_id, reason="topic_recreated"
+                )
+            else:
+                if recorded is None:
+                    self._adopt_topic_id(found, topic.topic_id)
+                continue
+            if deleted:
+                self._unhosted.discard(found)
+            yield
+
+    def _adopt_topic_id(self, found: TopicPartition, topic_id: UUID) -> None:
+        try:
+            self._logs.record_topic_id(found, topic_id)
+        except StorageError as error:
+            self._log_dir_failed(self._logs.directory_of(found), error)
+
+    def _delete_log(
+        self,
+        found: TopicPartition,
+        recorded: UUID | None,
+        topic_id: UUID | None,
+        *,
+        reason: str,
+        leader_epoch: int | None = None,
+    ) -> bool:
+        """Deletes `found`'s log (`recorded`: the topic id it belongs to; `topic_id`: the id
+        of the topic of its name now, if any) and logs one event saying why; False if a disk
+        error kept it (its log directory is offline then)."""
+        directory = self._logs.directory_of(found)
+        try:
+            aside = self._logs.delete_log(found)
+        except StorageError as error:
+            self._log_dir_failed(directory, error)
+            return False
+        log.info(
+            "partition_replica_deleted",
+            topic=found.topic,
+            partition=found.partition,
+            reason=reason,
+            topic_id=None if recorded is None else str(recorded),
+            new_topic_id=None if topic_id is None else str(topic_id),
+            leader_epoch=leader_epoch,
+            directory=None if aside is None else str(aside),
+        )
+        return True
 
     def _replica_went_offline(self, failed: Partition, error: StorageError) -> None:
         """A write to `failed`'s log failed on the disk: its whole log directory goes offline,
@@ -286,7 +398,12 @@ class ReplicaManager:
         Kafka's broker halts when all its log directories have failed), so the controller
         moves its leaderships and ISR memberships at once instead of after every replica
         timed out on its own."""
-        directory = self._logs.directory_of(TopicPartition(failed.topic, failed.partition_id))
+        self._log_dir_failed(
+            self._logs.directory_of(TopicPartition(failed.topic, failed.partition_id)), error
+        )
+
+    def _log_dir_failed(self, directory: Path | None, error: StorageError) -> None:
+        """A disk error in `directory`: it goes offline with every replica in it."""
         if directory is None or directory in self._offline_dirs:
             return
         self._offline_dirs.add(directory)
@@ -303,20 +420,29 @@ class ReplicaManager:
         if set(self._logs.partition_dirs) <= self._offline_dirs:
             report_fatal("log_dirs_offline", error)
 
-    def _remove(self, key: tuple[str, int]) -> None:
+    def _remove(self, key: tuple[str, int], topic_id: UUID | None) -> None:
+        """Stop hosting the replica of `key` and delete its log (`topic_id`: the id of the
+        topic of its name now, None if there is none)."""
         partition = self.partitions.pop(key)
         partition.remove()
         if partition.is_leader:
             for listener in self.leadership_listeners:
                 listener(partition, False)
         self._fetchers.unfollow(partition)
-        self._logs.delete_log(TopicPartition(*key))
-        log.info(
-            "partition_replica_deleted",
-            topic=partition.topic,
-            partition=partition.partition_id,
-            leader_epoch=partition.leader_epoch,
-        )
+        found = TopicPartition(*key)
+        if topic_id is None:
+            reason = "topic_deleted"
+        elif topic_id != partition.topic_id:
+            reason = "topic_recreated"
+        else:
+            reason = "replica_unassigned"
+        if self._logs.directory_of(found) in self._offline_dirs or not self._delete_log(
+            found, partition.topic_id, topic_id, reason=reason, leader_epoch=partition.leader_epoch
+        ):
+            # Left alone while its log directory is offline (until a restart, which
+            # reconciles it as a stray).
+            assert self._unhosted is not None
+            self._unhosted.add(found)
 
     def _client_address(self, broker_id: int) -> tuple[str, int] | None:
         # The replayer's image: `apply` may be running on it and not have recorded it yet.

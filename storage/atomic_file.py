@@ -9,8 +9,11 @@ from pathlib import Path
 from storage import durability
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Make `path` hold exactly `data`, durably; a crash leaves either the old or the new file."""
+def write_atomically(path: Path, data: bytes, *, sync_directory: bool = True) -> None:
+    """Make `path` hold exactly `data`, durably; a crash leaves either the old or the new file.
+
+    Without `sync_directory`, the new name is durable only once the caller (or the next sync
+    of that directory) syncs it; the content is synced either way."""
     temporary = path.with_name(path.name + ".tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -27,8 +30,9 @@ def write_atomically(path: Path, data: bytes) -> None:
     finally:
         os.close(fd)
     os.replace(temporary, path)
-    durability.sync_directory(path.parent)
-    durability.record_rename(temporary, path)
+    if sync_directory:
+        durability.sync_directory(path.parent)
+        durability.record_rename(temporary, path)
 
 
 def remove_durably(path: Path) -> None:

@@ -6,7 +6,8 @@ sync appends one line to it, written with `os.write` on an O_APPEND descriptor s
 the kernel before the call returns and survives a SIGKILL of the process:
 
     F <length> <path>     the first <length> bytes of <path> are on disk
-    R <source> <target>   <source> was renamed to <target> (then its directory was synced)
+    R <source> <target>   <source> (a file or a directory) was renamed to <target> (then its
+                          directory was synced)
     U <path>              <path> was unlinked (then its directory was synced)
 
 (fields separated by tabs, so paths may hold spaces)
@@ -89,10 +90,14 @@ def durable_lengths(journal: str | os.PathLike[str]) -> dict[str, int]:
             elif kind == "R":
                 source, _, target = rest.partition("\t")
                 moved = lengths.pop(source, None)
-                if moved is None:
-                    lengths.pop(target, None)
-                else:
+                if moved is not None:
                     lengths[target] = moved
+                    continue
+                lengths.pop(target, None)
+                # A renamed directory (a deleted log put aside) takes its files along.
+                inside = source + os.sep
+                for path in [path for path in lengths if path.startswith(inside)]:
+                    lengths[target + os.sep + path[len(inside) :]] = lengths.pop(path)
             elif kind == "U":
                 lengths.pop(rest, None)
     return lengths

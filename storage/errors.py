@@ -53,3 +53,10 @@ class StorageIOError(StorageError):
 class LogOfflineError(StorageError):
     """An earlier disk error left the log in a state only a reopen (with recovery) can trust,
     for instance a failed fsync, whose outcome the kernel does not let us retry."""
+
+
+class InconsistentTopicIdError(StorageError):
+    """A log was asked for under another topic id than the one its directory records: it
+    belongs to an earlier topic of the same name."""
+
+    error_code = 103  # INCONSISTENT_TOPIC_ID

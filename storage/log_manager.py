@@ -2,7 +2,15 @@
 
 Each log directory holds one sub-directory per partition (`<topic>-<partition>`) and, as in
 Kafka, three checkpoint files covering all of its partitions: `recovery-point-offset-checkpoint`,
-`replication-offset-checkpoint` (high watermarks) and `log-start-offset-checkpoint`.
+`replication-offset-checkpoint` (high watermarks) and `log-start-offset-checkpoint`. A partition
+directory records the id of its topic in `partition.metadata` (storage/partition_metadata.py), so
+that the log of a topic deleted and created again under the same name is told apart from the
+new topic's.
+
+A deleted log is renamed aside at once (`<topic>-<partition>.<unique id>-delete`, as Kafka names
+it), so that nothing opens or serves it again, and its files are removed in the background; a
+directory with that suffix found at start (a crash came first) is never loaded and is removed
+again.
 
 The clean-shutdown marker (`.kraft_cleanshutdown`, JSON with the broker epoch) is written in
 every log directory after every log was flushed and checkpointed, and read and removed at start
@@ -17,8 +25,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import threading
+import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for_futures
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,8 +39,13 @@ import structlog
 from storage import durability
 from storage.atomic_file import remove_durably, write_atomically
 from storage.checkpoint_file import CheckpointFormatError, read_checkpoint, write_checkpoint
-from storage.errors import StorageError, StorageIOError
+from storage.errors import InconsistentTopicIdError, StorageError, StorageIOError
 from storage.log import Log, LogConfig, wall_clock_ms
+from storage.partition_metadata import (
+    PartitionMetadataError,
+    read_partition_metadata,
+    write_partition_metadata,
+)
 
 CLEAN_SHUTDOWN_MARKER = ".kraft_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -36,6 +53,8 @@ HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 _MARKER_VERSION = 0
 _DELETED_SUFFIX = "-delete"
+# The longest file name the file systems in use take (a name aside for deletion is cut to it).
+_MAX_FILE_NAME = 255
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 log = structlog.get_logger(__name__)
@@ -56,6 +75,13 @@ class TopicPartition:
         if match is None:
             return None
         return cls(match["topic"], int(match["partition"]))
+
+    def deleted_dir_name(self) -> str:
+        """A name for this partition's directory once it is deleted, unique so that a log
+        created again under the same name can be deleted before the previous one is gone
+        (Kafka's `<topic>-<partition>.<unique id>-delete`, its topic cut to fit a name)."""
+        suffix = f"-{self.partition}.{uuid.uuid4().hex}{_DELETED_SUFFIX}"
+        return self.topic[: _MAX_FILE_NAME - len(suffix)] + suffix
 
 
 class LogManager:
@@ -82,6 +108,12 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
         self._logs_in_dir: Counter[Path] = Counter()
+        # The topic id each log's directory records (none for a log from before topic ids).
+        self._topic_ids: dict[TopicPartition, uuid.UUID] = {}
+        # Removes the directories of deleted logs, off the caller's thread (made on first use).
+        self._deleter: ThreadPoolExecutor | None = None
+        self._deletions: set[Future[None]] = set()
+        self._deletions_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -134,11 +166,21 @@ class LogManager:
             if not child.is_dir():
                 continue
             if child.name.endswith(_DELETED_SUFFIX):
-                shutil.rmtree(child, ignore_errors=True)
+                # Deleted before a crash (or a stop) finished removing it.
+                self._remove_in_background(child)
                 continue
             partition = TopicPartition.from_dir_name(child.name)
             if partition is None:
                 continue
+            try:
+                topic_id = read_partition_metadata(child)
+            except PartitionMetadataError as error:
+                # Written atomically, so only something outside the broker left it so: the
+                # log is taken as one without an id, which adopts its topic's on first use.
+                log.warning("partition_metadata_unreadable", directory=str(child), error=str(error))
+                topic_id = None
+            if topic_id is not None:
+                self._topic_ids[partition] = topic_id
             self._logs[partition] = Log.open(
                 child,
                 self.default_config,
@@ -162,33 +204,59 @@ class LogManager:
     def get_log(self, partition: TopicPartition) -> Log | None:
         return self._logs.get(partition)
 
+    def topic_id_of(self, partition: TopicPartition) -> uuid.UUID | None:
+        """The topic id `partition`'s log directory records; None when there is no such log or
+        it records none (a log from before topic ids were recorded)."""
+        return self._topic_ids.get(partition)
+
     def get_or_create_log(
         self,
         partition: TopicPartition,
         config: LogConfig | None = None,
         *,
         directory: Path | None = None,
+        topic_id: uuid.UUID | None = None,
     ) -> Log:
         """The log of `partition`, created empty in `directory` (default: the least-loaded
-        partition directory) if new."""
-        return self.get_or_create_logs([(partition, config)], directory=directory)[0]
+        partition directory) if new; with `topic_id` as in `get_or_create_logs`."""
+        topic_ids = {} if topic_id is None else {partition.topic: topic_id}
+        return self.get_or_create_logs(
+            [(partition, config)], directory=directory, topic_ids=topic_ids
+        )[0]
 
     def get_or_create_logs(
         self,
         wanted: Sequence[tuple[TopicPartition, LogConfig | None]],
         *,
         directory: Path | None = None,
+        topic_ids: Mapping[str, uuid.UUID] | None = None,
     ) -> list[Log]:
         """The logs of the `(partition, config)` pairs, in order; each new one is created empty
         in `directory` or else the least-loaded partition directory, and every directory that
         gained one is synced once, so that creating a topic's thousands of partitions costs one
-        fsync, not one each."""
+        fsync, not one each.
+
+        `topic_ids` (topic name -> id) are recorded durably in the directory of each new log
+        of those topics, and of each existing one that records no id yet (it takes the id it
+        is first used under). An existing log that records another id than asked for is never
+        handed out: InconsistentTopicIdError (the caller deletes it first)."""
+        topic_ids = topic_ids or {}
+        for partition, _ in wanted:
+            recorded = self._topic_ids.get(partition)
+            asked = topic_ids.get(partition.topic)
+            if partition in self._logs and None not in (recorded, asked) and recorded != asked:
+                raise InconsistentTopicIdError(
+                    f"the log of {partition.dir_name} belongs to topic id {recorded}, not {asked}"
+                )
         logs = []
         gained: set[Path] = set()
         for partition, config in wanted:
+            topic_id = topic_ids.get(partition.topic)
             existing = self._logs.get(partition)
             if existing is None:
                 home = directory or min(self.partition_dirs, key=self._logs_in_dir.__getitem__)
+                if topic_id is not None:
+                    self._record_new_topic_id(partition, home / partition.dir_name, topic_id)
                 existing = Log.open(
                     home / partition.dir_name,
                     config or self.default_config,
@@ -199,6 +267,8 @@ class LogManager:
                 self._logs_in_dir[home] += 1
                 gained.add(home)
                 log.info("log_created", topic=partition.topic, partition=partition.partition)
+            elif topic_id is not None:
+                self.record_topic_id(partition, topic_id)
             logs.append(existing)
         # Before any of the new logs flushes data: a flushed log in a directory whose own entry
         # a power cut could lose would not be durable.
@@ -206,23 +276,115 @@ class LogManager:
             durability.sync_directory(synced)
         return logs
 
-    def delete_log(self, partition: TopicPartition) -> None:
-        """Remove a partition's log. It is renamed first, so a crash mid-way cannot leave a
-        half-deleted log that looks live."""
-        removed = self._logs.pop(partition, None)
-        directory = self._dir_of.pop(partition, None)
+    def record_topic_id(self, partition: TopicPartition, topic_id: uuid.UUID) -> None:
+        """Record `topic_id` durably as the topic id of `partition`'s log, which records none
+        yet (a log from before topic ids were recorded takes the id it is first used under).
+        InconsistentTopicIdError if it records another; StorageIOError on a disk error."""
+        owner = self._logs.get(partition)
+        if owner is None:
+            raise KeyError(partition)
+        recorded = self._topic_ids.get(partition)
+        if recorded is not None and recorded != topic_id:
+            raise InconsistentTopicIdError(
+                f"the log of {partition.dir_name} belongs to topic id {recorded}, not {topic_id}"
+            )
+        if recorded is None:
+            self._record_topic_id(partition, owner, topic_id)
+            log.info(
+                "log_topic_id_adopted",
+                topic=partition.topic,
+                partition=partition.partition,
+                topic_id=str(topic_id),
+            )
+
+    def _record_topic_id(self, partition: TopicPartition, owner: Log, topic_id: uuid.UUID) -> None:
+        try:
+            write_partition_metadata(owner.directory, topic_id)
+        except OSError as error:
+            raise StorageIOError(
+                f"cannot record the topic id of {partition.dir_name}: {error}", error.errno
+            ) from error
+        self._topic_ids[partition] = topic_id
+
+    def _record_new_topic_id(
+        self, partition: TopicPartition, partition_dir: Path, topic_id: uuid.UUID
+    ) -> None:
+        """Record the topic id of a log about to be created in `partition_dir`: before any
+        file of the log exists, so that every later sync of the directory (the first comes
+        before any of its records is durable: the leader-epoch checkpoint, the first segment
+        flush) makes it durable too; a sync of its own for each new log would double what
+        creating a topic's partitions costs."""
+        try:
+            partition_dir.mkdir(parents=True, exist_ok=True)
+            write_partition_metadata(partition_dir, topic_id, sync_directory=False)
+        except OSError as error:
+            raise StorageIOError(
+                f"cannot record the topic id of {partition.dir_name}: {error}", error.errno
+            ) from error
+        self._topic_ids[partition] = topic_id
+
+    def delete_log(self, partition: TopicPartition) -> Path | None:
+        """Remove a partition's log: its directory is renamed aside (durably) before this
+        returns, so that a crash cannot leave a half-deleted log that looks live, and its
+        files are removed in the background. Returns the directory's name aside (None when
+        there was no such log). StorageIOError on a disk error: if the rename failed, the
+        log stays, closed (its directory is to go offline); if only the sync after it did,
+        it is gone, but a crash may bring it back under its name (a start then tells it
+        apart by its topic id)."""
+        removed = self._logs.get(partition)
+        directory = self._dir_of.get(partition)
         if removed is None or directory is None:
-            return
-        self._logs_in_dir[directory] -= 1
+            return None
+        doomed = directory / partition.deleted_dir_name()
+        # Closed first: closing writes its indexes, by their names.
         removed.close()
-        doomed = directory / (partition.dir_name + _DELETED_SUFFIX)
-        removed.directory.rename(doomed)
-        durability.sync_directory(directory)
+        try:
+            removed.directory.rename(doomed)
+        except OSError as error:
+            raise StorageIOError(
+                f"cannot delete the log of {partition.dir_name}: {error}", error.errno
+            ) from error
+        del self._logs[partition], self._dir_of[partition]
+        self._topic_ids.pop(partition, None)
+        self._logs_in_dir[directory] -= 1
+        try:
+            durability.sync_directory(directory)
+        except OSError as error:
+            raise StorageIOError(
+                f"cannot sync {directory} after deleting {partition.dir_name}: {error}",
+                error.errno,
+            ) from error
         durability.record_rename(removed.directory, doomed)
-        for path in doomed.iterdir():
-            durability.record_unlink(path)
-        shutil.rmtree(doomed, ignore_errors=True)
-        log.info("log_deleted", topic=partition.topic, partition=partition.partition)
+        # Only once the rename is durable: a crash must not find the files half removed
+        # under the log's own name.
+        self._remove_in_background(doomed)
+        log.debug(
+            "log_renamed_for_deletion",
+            topic=partition.topic,
+            partition=partition.partition,
+            directory=str(doomed),
+        )
+        return doomed
+
+    def _remove_in_background(self, doomed: Path) -> None:
+        if self._deleter is None:
+            self._deleter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-deleter")
+        future = self._deleter.submit(_remove_deleted_directory, doomed)
+        with self._deletions_lock:
+            self._deletions.add(future)
+        future.add_done_callback(self._deletion_done)
+
+    def _deletion_done(self, future: Future[None]) -> None:
+        with self._deletions_lock:
+            self._deletions.discard(future)
+
+    def wait_for_deletions(self, timeout: float | None = None) -> bool:
+        """Wait until every deleted log's directory is removed (or `timeout` seconds passed);
+        True if none is left to remove."""
+        with self._deletions_lock:
+            pending = set(self._deletions)
+        _, not_done = wait_for_futures(pending, timeout)
+        return not not_done
 
     def checkpoint(self) -> None:
         """Write the recovery-point, high-watermark and log-start checkpoints of each dir.
@@ -288,6 +450,7 @@ class LogManager:
         self.checkpoint()
         for entry in self._logs.values():
             entry.close()
+        self._stop_deleter()
         if any(entry.offline for entry in self._logs.values()):
             log.error("log_manager_shutdown_unclean", reason="a log is offline")
             return
@@ -301,6 +464,29 @@ class LogManager:
         """Close every log without flushing or writing the marker (an unclean stop)."""
         for entry in self._logs.values():
             entry.close()
+        self._stop_deleter()
+
+    def _stop_deleter(self) -> None:
+        # Not waited for: a directory left aside is removed again at the next start. (The
+        # interpreter still lets the removals queued so far finish before it exits.)
+        if self._deleter is not None:
+            self._deleter.shutdown(wait=False)
+            self._deleter = None
+
+
+def _remove_deleted_directory(doomed: Path) -> None:
+    """Remove a directory renamed aside for deletion (on the deleter's thread)."""
+    # Its removal is not synced (nothing depends on it: a start removes what is left), so
+    # the durability journal records none.
+    try:
+        shutil.rmtree(doomed)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        # It stays aside, never loaded, and the next start tries again.
+        log.warning("deleted_log_removal_failed", directory=str(doomed), error=str(error))
+        return
+    log.debug("deleted_log_removed", directory=str(doomed))
 
 
 def _read_marker(directory: Path) -> int | None:

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import threading
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 
 from storage import durability
+from storage.errors import InconsistentTopicIdError
 from storage.log import LogConfig
 from storage.log_manager import (
     CLEAN_SHUTDOWN_MARKER,
@@ -18,11 +23,14 @@ from storage.log_manager import (
     LogManager,
     TopicPartition,
 )
+from storage.partition_metadata import PARTITION_METADATA_FILE, read_partition_metadata
 from tests.storage.helpers import make_batch, read_values
 
 ORDERS_0 = TopicPartition("orders", 0)
 ORDERS_1 = TopicPartition("orders", 1)
 METADATA = TopicPartition("__cluster_metadata", 0)
+ORDERS_ID = UUID(int=0x0A)
+NEW_ID = UUID(int=0x0B)
 
 
 def test_first_start_is_unclean_and_has_no_broker_epoch(tmp_path: Path) -> None:
@@ -126,15 +134,149 @@ def test_deleted_logs_are_gone_and_half_deleted_ones_are_finished_at_start(
     manager = LogManager.open([directory])
     manager.get_or_create_log(ORDERS_0).append(make_batch(), leader_epoch=0)
     manager.get_or_create_log(ORDERS_1).append(make_batch(), leader_epoch=0)
-    manager.delete_log(ORDERS_0)
+    manager.get_or_create_log(TopicPartition("orders", 2)).append(make_batch(), leader_epoch=0)
+    aside = manager.delete_log(ORDERS_0)
+    assert aside is not None
+    assert re.fullmatch(r"orders-0\.[0-9a-f]{32}-delete", aside.name)
     assert manager.get_log(ORDERS_0) is None
     assert not (directory / "orders-0").exists()
+    assert manager.wait_for_deletions(timeout=10)
+    assert not aside.exists()
     manager.close()
+    # A crash came before the removal finished: the old style of name and Kafka's.
     (directory / "orders-1").rename(directory / "orders-1-delete")
+    (directory / "orders-2").rename(directory / "orders-2.0123456789abcdef0123456789abcdef-delete")
     reopened = LogManager.open([directory])
     assert reopened.logs == {}
-    assert not (directory / "orders-1-delete").exists()
+    assert reopened.wait_for_deletions(timeout=10)
+    assert [path.name for path in directory.iterdir() if path.is_dir()] == []
     reopened.close()
+
+
+def test_a_log_deleted_twice_before_its_first_removal_ran_goes_aside_under_two_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "a"
+    manager = LogManager.open([directory])
+    # Hold the deleter: the first directory aside is still there when the second goes.
+    release = threading.Event()
+    real_rmtree = shutil.rmtree
+
+    def held_rmtree(path: Path) -> None:
+        release.wait(10)
+        real_rmtree(path)
+
+    monkeypatch.setattr(shutil, "rmtree", held_rmtree)
+    asides = []
+    for _ in range(2):
+        manager.get_or_create_log(ORDERS_0).append(make_batch(), leader_epoch=0)
+        aside = manager.delete_log(ORDERS_0)
+        assert aside is not None
+        asides.append(aside)
+    assert asides[0] != asides[1]
+    assert all(aside.exists() for aside in asides)
+    assert not manager.wait_for_deletions(timeout=0)
+    release.set()
+    assert manager.wait_for_deletions(timeout=10)
+    assert not any(aside.exists() for aside in asides)
+    manager.close()
+
+
+def test_a_deleted_logs_topic_name_is_cut_so_its_name_aside_fits() -> None:
+    longest = TopicPartition("t" * 249, 12345)
+    name = longest.deleted_dir_name()
+    assert len(name) == 255
+    assert name.endswith("-12345." + name[-39:-7] + "-delete")
+
+
+def test_a_log_records_the_topic_id_it_is_created_for_and_reads_it_at_start(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "a"
+    manager = LogManager.open([directory])
+    manager.get_or_create_logs(
+        [(ORDERS_0, None), (ORDERS_1, None), (TopicPartition("other", 0), None)],
+        topic_ids={"orders": ORDERS_ID},
+    )
+    manager.get_or_create_log(METADATA)
+    assert read_partition_metadata(directory / "orders-0") == ORDERS_ID
+    assert manager.topic_id_of(ORDERS_1) == ORDERS_ID
+    # Without an id (the metadata log, or a caller that knows none), no file.
+    assert manager.topic_id_of(TopicPartition("other", 0)) is None
+    assert not (directory / "other-0" / PARTITION_METADATA_FILE).exists()
+    assert not (directory / "__cluster_metadata-0" / PARTITION_METADATA_FILE).exists()
+    manager.shutdown(broker_epoch=1)
+    reopened = LogManager.open([directory])
+    assert reopened.topic_id_of(ORDERS_0) == reopened.topic_id_of(ORDERS_1) == ORDERS_ID
+    assert reopened.topic_id_of(TopicPartition("other", 0)) is None
+    reopened.close()
+
+
+def test_a_log_without_a_topic_id_takes_the_one_it_is_first_used_under(tmp_path: Path) -> None:
+    directory = tmp_path / "a"
+    manager = LogManager.open([directory])
+    manager.get_or_create_log(ORDERS_0).append(make_batch(), leader_epoch=0)
+    manager.close()
+    reopened = LogManager.open([directory])
+    assert reopened.topic_id_of(ORDERS_0) is None
+    adopted = reopened.get_or_create_log(ORDERS_0, topic_id=ORDERS_ID)
+    assert adopted.log_end_offset == 1
+    assert read_partition_metadata(directory / "orders-0") == ORDERS_ID
+    # Asked again under the same id: nothing changes.
+    assert reopened.get_or_create_log(ORDERS_0, topic_id=ORDERS_ID) is adopted
+    reopened.close()
+    again = LogManager.open([directory])
+    assert again.topic_id_of(ORDERS_0) == ORDERS_ID
+    again.close()
+
+
+def test_a_log_of_another_topic_id_is_never_handed_out(tmp_path: Path) -> None:
+    manager = LogManager.open([tmp_path / "a"])
+    manager.get_or_create_log(ORDERS_0, topic_id=ORDERS_ID)
+    with pytest.raises(InconsistentTopicIdError):
+        manager.get_or_create_logs(
+            [(ORDERS_1, None), (ORDERS_0, None)], topic_ids={"orders": NEW_ID}
+        )
+    # Refused before anything was created.
+    assert manager.get_log(ORDERS_1) is None
+    with pytest.raises(InconsistentTopicIdError):
+        manager.record_topic_id(ORDERS_0, NEW_ID)
+    # Deleted, the partition starts again empty under the new id.
+    manager.delete_log(ORDERS_0)
+    manager.get_or_create_log(ORDERS_0, topic_id=NEW_ID)
+    assert manager.topic_id_of(ORDERS_0) == NEW_ID
+    manager.close()
+
+
+def test_an_unreadable_partition_metadata_file_counts_as_none(tmp_path: Path) -> None:
+    directory = tmp_path / "a"
+    manager = LogManager.open([directory])
+    manager.get_or_create_log(ORDERS_0, topic_id=ORDERS_ID).append(make_batch(), leader_epoch=0)
+    manager.close()
+    (directory / "orders-0" / PARTITION_METADATA_FILE).write_text("version: 9\n")
+    reopened = LogManager.open([directory])
+    assert reopened.topic_id_of(ORDERS_0) is None
+    assert reopened.get_log(ORDERS_0) is not None
+    reopened.close()
+
+
+def test_the_durability_journal_follows_a_deleted_logs_files_aside(tmp_path: Path) -> None:
+    directory = tmp_path / "a"
+    journal = tmp_path / "journal"
+    durability.enable_journal(journal)
+    try:
+        manager = LogManager.open([directory])
+        log = manager.get_or_create_log(ORDERS_0, topic_id=ORDERS_ID)
+        log.append(make_batch(), leader_epoch=0)
+        log.flush()
+        aside = manager.delete_log(ORDERS_0)
+    finally:
+        durability.disable_journal()
+    assert aside is not None
+    lengths = durability.durable_lengths(journal)
+    assert not any(path.startswith(str(directory / "orders-0") + os.sep) for path in lengths)
+    assert str(aside / "00000000000000000000.log") in lengths
+    manager.close()
 
 
 def test_retention_and_flush_apply_to_every_log(tmp_path: Path) -> None:
@@ -222,3 +364,28 @@ def test_new_partition_logs_go_to_partition_directories_only(tmp_path: Path) -> 
     assert reopened.clean_shutdown and reopened.broker_epoch_at_start == 3
     assert set(reopened.logs) == {METADATA, ORDERS_0, ORDERS_1}
     reopened.close()
+
+
+def test_a_new_logs_topic_id_is_in_its_directory_before_any_sync_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its directory entry is made durable by the log's own first sync of the directory, which
+    # comes before any of its records is durable; so no record outlives a crash without it.
+    directory = tmp_path / "a"
+    manager = LogManager.open([directory])
+    partition_dir = directory / "orders-0"
+    seen: list[set[str]] = []
+    real_sync = durability.sync_directory
+
+    def sync_directory(path: str | os.PathLike[str]) -> None:
+        if Path(path) == partition_dir:
+            seen.append({child.name for child in partition_dir.iterdir()})
+        real_sync(path)
+
+    monkeypatch.setattr(durability, "sync_directory", sync_directory)
+    log = manager.get_or_create_log(ORDERS_0, topic_id=ORDERS_ID)
+    log.append(make_batch(), leader_epoch=0)
+    log.flush()
+    assert seen
+    assert all(PARTITION_METADATA_FILE in names for names in seen)
+    manager.close()
