@@ -19,18 +19,18 @@ from admin.models import Event
 from controller.image import MetadataImage
 from controller.partition_state import NO_LEADER, PartitionState
 from controller.records import (
-    BrokerRegistrationChange,
-    Config,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
     ConfigResourceType,
-    FenceBroker,
-    Partition,
-    PartitionChange,
-    RegisterBroker,
-    RemoveTopic,
-    Topic,
-    UncleanRecovery,
-    UnfenceBroker,
-    UnregisterBroker,
+    FenceBrokerRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UncleanRecoveryRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
     decode_record,
 )
 from controller.unclean_recovery import lost_offsets
@@ -47,8 +47,8 @@ def derive_events(
 ) -> list[Event]:
     """The events the committed `entries` cause on top of the image `before`, in log order.
 
-    `recovered`: the partitions (topic id, partition) whose next PartitionChange elects the
-    leader an UncleanRecovery record already reported with its potential data loss; updated
+    `recovered`: the partitions (topic id, partition) whose next PartitionChangeRecord elects the
+    leader an UncleanRecoveryRecord already reported with its potential data loss; updated
     in place, so a caller that passes the same set with every batch reports that loss once
     even when a commit falls between the two records.
     """
@@ -68,7 +68,7 @@ def derive_events(
         event = partial(_event, entry.offset, time)
         record = decode_record(entry.data)
         match record:
-            case RegisterBroker():
+            case RegisterBrokerRecord():
                 events.append(
                     event(
                         "broker_registered",
@@ -76,7 +76,7 @@ def derive_events(
                         broker_epoch=record.broker_epoch,
                     )
                 )
-            case UnregisterBroker():
+            case UnregisterBrokerRecord():
                 events.append(
                     event(
                         "broker_unregistered",
@@ -84,12 +84,14 @@ def derive_events(
                         broker_epoch=record.broker_epoch,
                     )
                 )
-            case FenceBroker() | UnfenceBroker():
-                kind = "broker_fenced" if isinstance(record, FenceBroker) else "broker_unfenced"
+            case FenceBrokerRecord() | UnfenceBrokerRecord():
+                kind = (
+                    "broker_fenced" if isinstance(record, FenceBrokerRecord) else "broker_unfenced"
+                )
                 events.append(
                     event(kind, broker=record.broker_id, broker_epoch=record.broker_epoch)
                 )
-            case BrokerRegistrationChange():
+            case BrokerRegistrationChangeRecord():
                 if record.fenced is not None:
                     events.append(
                         event(
@@ -106,12 +108,12 @@ def derive_events(
                             broker_epoch=record.broker_epoch,
                         )
                     )
-            case Topic():
+            case TopicRecord():
                 names[record.topic_id] = record.name
                 events.append(event("topic_created", topic=record.name))
-            case RemoveTopic():
+            case RemoveTopicRecord():
                 events.append(event("topic_deleted", topic=names.pop(record.topic_id, None)))
-            case Partition():
+            case PartitionRecord():
                 state = record.state()
                 states[(record.topic_id, record.partition_id)] = state
                 events.append(
@@ -122,11 +124,11 @@ def derive_events(
                         **_state_fields(state),
                     )
                 )
-            case UncleanRecovery():
+            case UncleanRecoveryRecord():
                 events.append(event(**_recovery_fields(record, names.get(record.topic_id))))
                 if record.leader != NO_LEADER:
                     recovered.add((record.topic_id, record.partition_id))
-            case PartitionChange():
+            case PartitionChangeRecord():
                 old = state_of(record.topic_id, record.partition_id)
                 if old is None:
                     continue
@@ -144,7 +146,7 @@ def derive_events(
                     )
                 )
                 recovered.discard(key)
-            case Config():
+            case ConfigRecord():
                 events.append(
                     event(
                         "config_changed",
@@ -180,8 +182,8 @@ def _state_fields(state: PartitionState) -> dict[str, Any]:
     }
 
 
-def _recovery_fields(record: UncleanRecovery, topic: str | None) -> dict[str, Any]:
-    """The event of an UncleanRecovery record: a recovery's election, which may have lost
+def _recovery_fields(record: UncleanRecoveryRecord, topic: str | None) -> dict[str, Any]:
+    """The event of an UncleanRecoveryRecord: a recovery's election, which may have lost
     acknowledged data, or what a recovery waits for."""
     fields: dict[str, Any] = {
         "topic": topic,
@@ -227,7 +229,7 @@ def _partition_changes(
 ) -> list[tuple[str, bool, dict[str, Any]]]:
     """(type, data loss possible, fields) of each kind of change from `old` to `new`.
 
-    `recovered`: the change elects the leader an UncleanRecovery record (just before it)
+    `recovered`: the change elects the leader an UncleanRecoveryRecord (just before it)
     reported, with the potential data loss, so it is a plain leader change here."""
     fields: dict[str, Any] = {"topic": topic, "partition": partition, **_state_fields(new)}
     changes: list[tuple[str, bool, dict[str, Any]]] = []

@@ -1,7 +1,7 @@
 """The AlterPartition request on the active controller: leaders shrinking and expanding ISRs.
 
 Pure apart from the broker lifecycle state it updates (which replicas caught up): no I/O and no
-clock. A request gives the PartitionChange records to append and each partition's answer. The
+clock. A request gives the PartitionChangeRecords to append and each partition's answer. The
 rules of one partition's change are `controller.partition_change.alter_partition`'s; this
 module checks the request around them as Kafka's ReplicationControlManager.alterPartition does:
 

@@ -15,7 +15,7 @@ BrokerHeartbeatManager, ReplicationControlManager) and KIP-966 for unclean shutd
   broker of the controller's own process (`LifecycleConfig.local_broker`). The same
   incarnation registering again (a retried request) keeps its broker epoch and its fenced and
   controlled-shutdown state (Kafka's "amended" registration). A new incarnation is registered
-  fenced, and its broker epoch is the offset of its RegisterBroker record in the metadata log
+  fenced, and its broker epoch is the offset of its RegisterBrokerRecord in the metadata log
   (the caller passes `next_offset`), as in Kafka, so epochs grow with every registration.
 - A new incarnation first leaves every ISR and leadership (5.2: a starting broker must be
   fenced and out of all ISRs before it registers). When `previous_broker_epoch` (the epoch its
@@ -28,7 +28,7 @@ BrokerHeartbeatManager, ReplicationControlManager) and KIP-966 for unclean shutd
   a leader's view of a replica from before the restart.
 - Heartbeat. An unknown broker id gets BROKER_ID_NOT_REGISTERED (102), another broker epoch
   than the registration's STALE_BROKER_EPOCH (77). The broker is caught up once its metadata
-  offset reached the offset of its RegisterBroker record, i.e. its broker epoch (Kafka's rule:
+  offset reached the offset of its RegisterBrokerRecord, i.e. its broker epoch (Kafka's rule:
   the registration, not the log end, which may keep moving). A fenced broker
   that is caught up and does not want to stay fenced is unfenced, and partitions without a
   leader elect again now that it may lead.
@@ -307,7 +307,7 @@ class BrokerLifecycle:
         # The registration goes last, as in Kafka: a broker caught up to it has seen the moves.
         broker_epoch = next_offset + len(batch.records) if amended is None else amended.broker_epoch
         batch.records.append(
-            records.RegisterBroker(
+            records.RegisterBrokerRecord(
                 broker_id=broker_id,
                 incarnation_id=request.incarnation_id,
                 broker_epoch=broker_epoch,
@@ -356,7 +356,7 @@ class BrokerLifecycle:
             # the registration cannot leave that state (BrokerRegistrationChange).
             if request.want_fence or not is_caught_up or registration.in_controlled_shutdown:
                 return answer(fenced=True)
-            batch.records.append(records.UnfenceBroker(broker_id, epoch))
+            batch.records.append(records.UnfenceBrokerRecord(broker_id, epoch))
             batch.broker_events.append(BrokerEvent(BrokerTransition.UNFENCED, broker_id, epoch))
             batch.unfence(broker_id)
             return answer(fenced=False)
@@ -377,7 +377,9 @@ class BrokerLifecycle:
                     batch.fence(registration, BrokerTransition.SHUT_DOWN)
                     return answer(fenced=True, shut_down=True)
                 batch.records.append(
-                    records.BrokerRegistrationChange(broker_id, epoch, in_controlled_shutdown=True)
+                    records.BrokerRegistrationChangeRecord(
+                        broker_id, epoch, in_controlled_shutdown=True
+                    )
                 )
                 batch.broker_events.append(
                     BrokerEvent(BrokerTransition.CONTROLLED_SHUTDOWN, broker_id, epoch)
@@ -474,7 +476,7 @@ class _Batch:
     def fence(self, registration: BrokerRegistration, transition: BrokerTransition) -> None:
         """FenceBroker, then the broker leaves every ISR and leadership."""
         broker_id, epoch = registration.broker_id, registration.broker_epoch
-        self.records.append(records.FenceBroker(broker_id, epoch))
+        self.records.append(records.FenceBrokerRecord(broker_id, epoch))
         self.broker_events.append(BrokerEvent(transition, broker_id, epoch))
         self.remove_broker(broker_id, fence_broker)
 
@@ -523,8 +525,8 @@ class _Batch:
 
 def change_record(
     tp: TopicPartition, old: PartitionState, new: PartitionState
-) -> records.PartitionChange:
-    """The PartitionChange record that turns `old` into `new` when replayed.
+) -> records.PartitionChangeRecord:
+    """The PartitionChangeRecord that turns `old` into `new` when replayed.
 
     Only changed fields are set; the leader is set exactly when the leader epoch moved, since
     replaying a leader bumps the leader epoch (and any change bumps the partition epoch).
@@ -533,7 +535,7 @@ def change_record(
     def diff(before: tuple[int, ...], after: tuple[int, ...]) -> tuple[int, ...] | None:
         return None if before == after else after
 
-    return records.PartitionChange(
+    return records.PartitionChangeRecord(
         topic_id=tp.topic_id,
         partition_id=tp.partition_id,
         isr=diff(old.isr, new.isr),

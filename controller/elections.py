@@ -1,7 +1,7 @@
 """Leader elections on request (ElectLeaders) and the automatic preferred leader election.
 
 Pure: no I/O and no clock. Each call reads the active controller's latest image and the broker
-lifecycle state and gives the PartitionChange records to append, the per-partition answers and
+lifecycle state and gives the PartitionChangeRecords to append, the per-partition answers and
 what changed. The partition rules themselves are `controller.partition_change`'s
 (`elect_preferred_leader`, `elect_unclean_leader`); this module picks the partitions and
 answers as Kafka's KRaft controller does:
@@ -11,7 +11,7 @@ answers as Kafka's KRaft controller does:
   answer; an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION. An UNCLEAN election
   with no clean candidate elects by the unclean recovery rules (`unclean_recovery`) among the
   replicas' logs the caller inspected, not in replica order, and records what it saw
-  (an UncleanRecovery record before the change).
+  (an UncleanRecoveryRecord before the change).
 - `rebalance_leaders` is the automatic preferred leader election (the design's
   checkLoadBalancing, Kafka's maybeBalancePartitionLeaders): every partition not led by its
   preferred replica moves there when that replica can be elected cleanly now, at most
@@ -42,10 +42,10 @@ from controller.partition_change import (
     elect_unclean_leader,
 )
 from controller.partition_state import PartitionState
-from controller.records import MetadataRecord, ReplicaLogState, UncleanRecovery
+from controller.records import MetadataRecord, ReplicaLogState, UncleanRecoveryRecord
 from controller.unclean_recovery import best_replica, usable_answers
 
-# The strategy an operator's ElectLeaders UNCLEAN names in its UncleanRecovery record.
+# The strategy an operator's ElectLeaders UNCLEAN names in its UncleanRecoveryRecord.
 UNCLEAN_ELECTION_STRATEGY = "elect_leaders"
 
 # Kafka's default for the automatic preferred leader election (MAX_ELECTIONS_PER_IMBALANCE).
@@ -208,7 +208,7 @@ class _Elections:
         if outcome.change is not None:
             if outcome.change.event.potential_data_loss:
                 self.records.append(
-                    UncleanRecovery(
+                    UncleanRecoveryRecord(
                         tp.topic_id,
                         partition_id,
                         UNCLEAN_ELECTION_STRATEGY,

@@ -3,7 +3,7 @@
 `MetadataImage` is immutable. A `MetadataDelta` replays records on top of one image and
 produces the next; it copies a map only when a record first changes it (the brokers, the topic
 maps, one topic's partitions, ...), so a batch touching a few partitions does not copy the
-others, and replaying 10,000 Partition records copies each map once, not once per record.
+others, and replaying 10,000 PartitionRecords copies each map once, not once per record.
 
 Replay follows Kafka's `MetadataDelta`: a record that contradicts the image (a change to an
 unknown broker or partition, a stale broker epoch) means the log and the image disagree, which
@@ -29,22 +29,22 @@ from controller.partition_state import PartitionState
 from controller.records import (
     BrokerEndpoint,
     BrokerFeature,
-    BrokerRegistrationChange,
-    Config,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
     ConfigResourceType,
-    FeatureLevel,
-    FenceBroker,
+    FeatureLevelRecord,
+    FenceBrokerRecord,
     MetadataRecord,
-    NoOp,
-    Partition,
-    PartitionChange,
-    ProducerIds,
-    RegisterBroker,
-    RemoveTopic,
-    Topic,
-    UncleanRecovery,
-    UnfenceBroker,
-    UnregisterBroker,
+    NoOpRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UncleanRecoveryRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
     decode_record,
     encode_record,
 )
@@ -74,8 +74,8 @@ class BrokerRegistration:
     features: tuple[BrokerFeature, ...] = ()
 
     @classmethod
-    def from_record(cls, record: RegisterBroker) -> BrokerRegistration:
-        """The registration a RegisterBroker record creates."""
+    def from_record(cls, record: RegisterBrokerRecord) -> BrokerRegistration:
+        """The registration a RegisterBrokerRecord creates."""
         return cls(
             broker_id=record.broker_id,
             incarnation_id=record.incarnation_id,
@@ -87,9 +87,9 @@ class BrokerRegistration:
             features=record.features,
         )
 
-    def to_record(self) -> RegisterBroker:
-        """The RegisterBroker record that recreates this registration."""
-        return RegisterBroker(
+    def to_record(self) -> RegisterBrokerRecord:
+        """The RegisterBrokerRecord that recreates this registration."""
+        return RegisterBrokerRecord(
             broker_id=self.broker_id,
             incarnation_id=self.incarnation_id,
             broker_epoch=self.broker_epoch,
@@ -166,23 +166,23 @@ class MetadataImage:
         rest), each section sorted so equal images give equal snapshots.
         """
         records: list[MetadataRecord] = [
-            FeatureLevel(name, level) for name, level in sorted(self.features.items())
+            FeatureLevelRecord(name, level) for name, level in sorted(self.features.items())
         ]
         records.extend(self.brokers[broker_id].to_record() for broker_id in sorted(self.brokers))
         for name in sorted(self.topic_ids):
             topic = self.topics[self.topic_ids[name]]
-            records.append(Topic(name, topic.topic_id))
+            records.append(TopicRecord(name, topic.topic_id))
             records.extend(
-                Partition.of(topic.topic_id, partition_id, topic.partitions[partition_id])
+                PartitionRecord.of(topic.topic_id, partition_id, topic.partitions[partition_id])
                 for partition_id in sorted(topic.partitions)
             )
         for resource in sorted(self.configs, key=lambda r: (r.resource_type, r.name)):
             records.extend(
-                Config(resource.resource_type, resource.name, key, value)
+                ConfigRecord(resource.resource_type, resource.name, key, value)
                 for key, value in sorted(self.configs[resource].items())
             )
         if self.next_producer_id >= 0:
-            records.append(ProducerIds(_NO_BROKER, _NO_BROKER, self.next_producer_id))
+            records.append(ProducerIdsRecord(_NO_BROKER, _NO_BROKER, self.next_producer_id))
         return records
 
     @classmethod
@@ -220,16 +220,16 @@ class MetadataDelta:
     def replay(self, record: MetadataRecord) -> None:
         """Applies one record; `MetadataReplayError` if it contradicts the image."""
         match record:
-            case RegisterBroker():
+            case RegisterBrokerRecord():
                 self._brokers_for_write()[record.broker_id] = BrokerRegistration.from_record(record)
-            case UnregisterBroker():
+            case UnregisterBrokerRecord():
                 self._broker(record.broker_id, record.broker_epoch)
                 del self._brokers_for_write()[record.broker_id]
-            case FenceBroker():
+            case FenceBrokerRecord():
                 self._change_broker(record.broker_id, record.broker_epoch, fenced=True)
-            case UnfenceBroker():
+            case UnfenceBrokerRecord():
                 self._change_broker(record.broker_id, record.broker_epoch, fenced=False)
-            case BrokerRegistrationChange():
+            case BrokerRegistrationChangeRecord():
                 registration = self._broker(record.broker_id, record.broker_epoch)
                 self._brokers_for_write()[record.broker_id] = replace(
                     registration,
@@ -237,11 +237,11 @@ class MetadataDelta:
                     in_controlled_shutdown=registration.in_controlled_shutdown
                     or bool(record.in_controlled_shutdown),
                 )
-            case Topic():
+            case TopicRecord():
                 self._replay_topic(record)
-            case Partition():
+            case PartitionRecord():
                 self._partitions_for_write(record.topic_id)[record.partition_id] = record.state()
-            case PartitionChange():
+            case PartitionChangeRecord():
                 partitions = self._partitions_for_write(record.topic_id)
                 state = partitions.get(record.partition_id)
                 if state is None:
@@ -250,20 +250,20 @@ class MetadataDelta:
                         f"of topic {record.topic_id}"
                     )
                 partitions[record.partition_id] = record.merge(state)
-            case RemoveTopic():
+            case RemoveTopicRecord():
                 self._replay_remove_topic(record)
-            case Config():
+            case ConfigRecord():
                 self._replay_config(record)
-            case FeatureLevel():
+            case FeatureLevelRecord():
                 features = self._features_for_write()
                 # As in Kafka, level 0 means the feature is not enabled: it leaves the image.
                 if record.level == 0:
                     features.pop(record.name, None)
                 else:
                     features[record.name] = record.level
-            case ProducerIds():
+            case ProducerIdsRecord():
                 self._next_producer_id = record.next_producer_id
-            case NoOp() | UncleanRecovery():
+            case NoOpRecord() | UncleanRecoveryRecord():
                 pass
 
     def partition(self, topic_id: UUID, partition_id: int) -> PartitionState | None:
@@ -348,7 +348,7 @@ class MetadataDelta:
         registration = self._broker(broker_id, broker_epoch)
         self._brokers_for_write()[broker_id] = replace(registration, fenced=fenced)
 
-    def _replay_topic(self, record: Topic) -> None:
+    def _replay_topic(self, record: TopicRecord) -> None:
         topic_ids = self._topic_ids_for_write()
         if record.name in topic_ids:
             raise MetadataReplayError(f"topic {record.name!r} already exists")
@@ -361,7 +361,7 @@ class MetadataDelta:
         # A topic id reused after a removal in this same delta starts with no partitions.
         self._partitions.pop(record.topic_id, None)
 
-    def _replay_remove_topic(self, record: RemoveTopic) -> None:
+    def _replay_remove_topic(self, record: RemoveTopicRecord) -> None:
         topics = self._topics_for_write()
         topic = topics.pop(record.topic_id, None)
         if topic is None:
@@ -371,7 +371,7 @@ class MetadataDelta:
         # As in Kafka's MetadataDelta, a topic's configs go with it.
         self._configs_for_write().pop(ConfigResource(ConfigResourceType.TOPIC, topic.name), None)
 
-    def _replay_config(self, record: Config) -> None:
+    def _replay_config(self, record: ConfigRecord) -> None:
         configs = self._configs_for_write()
         resource = ConfigResource(record.resource_type, record.resource_name)
         # Each resource's map is small: copying it per record keeps images immutable simply.
@@ -442,16 +442,16 @@ class MetadataReplayer:
 def _log_applied(record: MetadataRecord, entry: Entry, delta: MetadataDelta) -> None:
     """One `metadata_applied` event per state change replayed, with its epochs.
 
-    Partition records (topic creation) and NoOps are not state changes of their own: a topic
-    is logged once, by its Topic record.
+    PartitionRecords (topic creation) and NoOps are not state changes of their own: a topic
+    is logged once, by its TopicRecord.
     """
     match record:
-        case PartitionChange():
+        case PartitionChangeRecord():
             state = delta.partition(record.topic_id, record.partition_id)
             assert state is not None
             log.info(
                 "metadata_applied",
-                record="PartitionChange",
+                record="PartitionChangeRecord",
                 offset=entry.offset,
                 epoch=entry.epoch,
                 topic_id=str(record.topic_id),
@@ -463,7 +463,7 @@ def _log_applied(record: MetadataRecord, entry: Entry, delta: MetadataDelta) -> 
                 elr=list(state.elr),
                 last_known_elr=list(state.last_known_elr),
             )
-        case Partition() | NoOp():
+        case PartitionRecord() | NoOpRecord():
             pass
         case _:
             log.info(

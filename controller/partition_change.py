@@ -3,7 +3,7 @@
 Pure functions, no I/O and no clock: each takes a `PartitionState`, the cluster facts it needs
 (`BrokerFacts`) and the partition's effective configuration (`PartitionConfig`), and returns a
 `PartitionChange` (the new state and a `PartitionEvent` describing it), or None when nothing
-changes. The controller turns a change into a PartitionChange record of the metadata log.
+changes. The controller turns a change into a PartitionChangeRecord of the metadata log.
 
 The rules, from reference/async-storage-and-recovery.txt (5.2.1 cases A-G, 5.3) and the
 replication designs (leader election, ISR changes, preferred replica), as Kafka's KRaft

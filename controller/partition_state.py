@@ -1,7 +1,7 @@
 """What the cluster metadata says about one partition (KIP-966's fields included).
 
-Only the controller changes it, by appending Partition / PartitionChange records; every node
-replays those into the same values. The fields, in the words of the reference designs:
+Only the controller changes it, by appending PartitionRecords / PartitionChangeRecords; every
+node replays those into the same values. The fields, in the words of the reference designs:
 
 - `replicas`: the assigned replicas (AR), the first being the preferred replica;
 - `isr`: the in-sync replicas, leader included; only they (then the ELR) may lead;

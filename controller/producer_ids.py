@@ -2,7 +2,7 @@
 
 Pure: no I/O and no clock. The controller hands each broker's transaction coordinator a block
 of `PRODUCER_ID_BLOCK_SIZE` consecutive producer ids and records where the next block starts
-in a ProducerIds record; replaying that record moves `MetadataImage.next_producer_id`, so the
+in a ProducerIdsRecord; replaying that record moves `MetadataImage.next_producer_id`, so the
 next allocation on the replayed image continues after it and no id is handed out twice.
 
 The rules are Kafka's ProducerIdControlManager.generateNextProducerId: the broker must be
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from kio.schema.errors import ErrorCode
 
 from controller.image import MetadataImage
-from controller.records import MetadataRecord, ProducerIds
+from controller.records import MetadataRecord, ProducerIdsRecord
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 
@@ -31,7 +31,7 @@ class ProducerIdsOutcome:
     """The AllocateProducerIdsResponse and the records to append.
 
     On success the block is `producer_id_start` .. `producer_id_start + producer_id_len - 1`
-    and `records` holds the one ProducerIds record; on error the block is empty (-1, 0), as in
+    and `records` holds the one ProducerIdsRecord; on error the block is empty (-1, 0), as in
     Kafka's response, and there are no records.
     """
 
@@ -55,5 +55,7 @@ def allocate_producer_ids(
     start = max(image.next_producer_id, 0)
     if start > _INT64_MAX - PRODUCER_ID_BLOCK_SIZE:
         return ProducerIdsOutcome(ErrorCode.unknown_server_error)
-    record = ProducerIds(broker_id, broker_epoch, next_producer_id=start + PRODUCER_ID_BLOCK_SIZE)
+    record = ProducerIdsRecord(
+        broker_id, broker_epoch, next_producer_id=start + PRODUCER_ID_BLOCK_SIZE
+    )
     return ProducerIdsOutcome(ErrorCode.none, start, PRODUCER_ID_BLOCK_SIZE, (record,))

@@ -6,7 +6,7 @@ records (all of them, atomically, as Kafka's `ControllerResult.atomicOf`) and an
 
 The validation, its order and its messages follow Kafka's KRaft controller
 (`ControllerApis.createTopics / deleteTopics`, `ReplicationControlManager.createTopics /
-createPartitions / deleteTopic`, `Topic.validate`, `LogConfig` for topic configs):
+createPartitions / deleteTopic`, `TopicRecord.validate`, `LogConfig` for topic configs):
 
 - a name given twice in one request: INVALID_REQUEST "Duplicate topic name.";
 - `__cluster_metadata`: INVALID_REQUEST;
@@ -64,13 +64,13 @@ from controller.placement import (
     validate_manual_assignment,
 )
 from controller.records import (
-    Config,
+    ConfigRecord,
     ConfigResourceType,
     MetadataRecord,
-    Partition,
-    PartitionChange,
-    RemoveTopic,
-    Topic,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    TopicRecord,
 )
 
 # Kafka's Topic.MAX_NAME_LENGTH: a partition's directory name is the topic name plus "-" and the
@@ -278,20 +278,22 @@ def validate_topic_name(name: str) -> None:
     """Kafka's `Topic.validate`: TopicError with INVALID_TOPIC_EXCEPTION for a bad name."""
     if not name:
         raise TopicError(
-            ErrorCode.invalid_topic_exception, "Topic name is illegal, it can't be empty"
+            ErrorCode.invalid_topic_exception, "TopicRecord name is illegal, it can't be empty"
         )
     if name in (".", ".."):
-        raise TopicError(ErrorCode.invalid_topic_exception, 'Topic name cannot be "." or ".."')
+        raise TopicError(
+            ErrorCode.invalid_topic_exception, 'TopicRecord name cannot be "." or ".."'
+        )
     if len(name) > MAX_TOPIC_NAME_LENGTH:
         raise TopicError(
             ErrorCode.invalid_topic_exception,
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} "
+            f"TopicRecord name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} "
             f"characters, topic name: {name}",
         )
     if not _LEGAL_TOPIC_NAME.fullmatch(name):
         raise TopicError(
             ErrorCode.invalid_topic_exception,
-            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+            f'TopicRecord name "{name}" is illegal, it contains a character other than ASCII '
             "alphanumerics, '.', '_' and '-'",
         )
 
@@ -530,23 +532,25 @@ def _create_topic(
         )
     validate_topic_name(name)
     if name in image.topic_ids:
-        raise TopicError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+        raise TopicError(ErrorCode.topic_already_exists, f"TopicRecord '{name}' already exists.")
     colliding = taken_unified.get(_unified_name(name))
     if colliding is not None:
         raise TopicError(
             ErrorCode.invalid_topic_exception,
-            f"Topic '{name}' collides with existing topic: {colliding}",
+            f"TopicRecord '{name}' collides with existing topic: {colliding}",
         )
     configs = _validated_configs(request.configs)
     partitions = _new_partitions(image, request, defaults)
     topic_id = new_topic_id()
-    records: list[MetadataRecord] = [Topic(name, topic_id)]
+    records: list[MetadataRecord] = [TopicRecord(name, topic_id)]
     # Kafka writes the ConfigRecords after the TopicRecord and before the PartitionRecords.
     records.extend(
-        Config(ConfigResourceType.TOPIC, name, key, value) for key, value in sorted(configs.items())
+        ConfigRecord(ConfigResourceType.TOPIC, name, key, value)
+        for key, value in sorted(configs.items())
     )
     records.extend(
-        Partition.of(topic_id, partition_id, state) for partition_id, state in enumerate(partitions)
+        PartitionRecord.of(topic_id, partition_id, state)
+        for partition_id, state in enumerate(partitions)
     )
     result = CreateTopicResult(
         name,
@@ -618,7 +622,7 @@ def _new_partitions(
 def delete_topics(
     image: MetadataImage, names_or_ids: Sequence[str | UUID]
 ) -> TopicsOutcome[DeleteTopicResult]:
-    """The RemoveTopic records of a DeleteTopics request, and one result per name or id.
+    """The RemoveTopicRecords of a DeleteTopics request, and one result per name or id.
 
     Topics may be named (v0-v5, and v6 with a name) or given by id (v6). As in Kafka's
     ControllerApis: a name or id given twice, the zero id, or a name whose topic's id is also
@@ -634,7 +638,7 @@ def delete_topics(
             continue
         results[item] = _delete_topic(image, item, counts[item] > 1, given_ids)
         if results[item].error_code is ErrorCode.none:
-            records.append(RemoveTopic(results[item].topic_id))
+            records.append(RemoveTopicRecord(results[item].topic_id))
     return TopicsOutcome(tuple(records), tuple(results.values()))
 
 
@@ -687,7 +691,7 @@ def _delete_topic(
 def create_partitions(
     image: MetadataImage, requests: Sequence[PartitionsIncrease], *, validate_only: bool
 ) -> TopicsOutcome[CreatePartitionsResult]:
-    """The Partition records of a CreatePartitions request, and one result per topic name.
+    """The PartitionRecords of a CreatePartitions request, and one result per topic name.
 
     New partitions keep the topic's replication factor (that of partition 0) and continue its
     placement: the same start as at creation, from the current partition count on, so they land
@@ -725,8 +729,8 @@ def create_partitions(
 
 def _create_partitions(
     image: MetadataImage, request: PartitionsIncrease, room: int
-) -> list[Partition]:
-    """The Partition records adding partitions to one topic; raises TopicError, or
+) -> list[PartitionRecord]:
+    """The PartitionRecords adding partitions to one topic; raises TopicError, or
     OperationTooLargeError if they would be more than `room`."""
     topic = image.topic(request.name)
     if topic is None:
@@ -736,7 +740,9 @@ def _create_partitions(
         )
     current = len(topic.partitions)
     if request.count == current:
-        raise TopicError(ErrorCode.invalid_partitions, f"Topic already has {current} partition(s).")
+        raise TopicError(
+            ErrorCode.invalid_partitions, f"TopicRecord already has {current} partition(s)."
+        )
     if request.count < current:
         raise TopicError(
             ErrorCode.invalid_partitions,
@@ -765,7 +771,7 @@ def _create_partitions(
             replication_factor=replication_factor,
         )
     return [
-        Partition.of(topic.topic_id, partition_id, state)
+        PartitionRecord.of(topic.topic_id, partition_id, state)
         for partition_id, state in enumerate(partitions, start=current)
     ]
 
@@ -813,7 +819,7 @@ class AlterConfigsResult:
 def incremental_alter_configs(
     image: MetadataImage, requests: Sequence[AlterConfigsResource], *, validate_only: bool
 ) -> TopicsOutcome[AlterConfigsResult]:
-    """The Config records of an IncrementalAlterConfigs request, and one result per resource.
+    """The ConfigRecords of an IncrementalAlterConfigs request, and one result per resource.
 
     As Kafka's ConfigurationControlManager: each resource succeeds or fails on its own; a topic
     must exist; every resulting value is validated as at topic creation; APPEND and SUBTRACT
@@ -843,8 +849,8 @@ def incremental_alter_configs(
     return TopicsOutcome(() if validate_only else tuple(records), tuple(results))
 
 
-def _alter_topic_configs(image: MetadataImage, request: AlterConfigsResource) -> list[Config]:
-    """The Config records of one resource's changes; raises TopicError."""
+def _alter_topic_configs(image: MetadataImage, request: AlterConfigsResource) -> list[ConfigRecord]:
+    """The ConfigRecords of one resource's changes; raises TopicError."""
     if request.resource_type != ConfigResourceType.TOPIC:
         raise TopicError(
             ErrorCode.invalid_request,
@@ -864,7 +870,7 @@ def _alter_topic_configs(image: MetadataImage, request: AlterConfigsResource) ->
             f"Error due to duplicate config keys: {', '.join(sorted(repeated))}",
         )
     current = dict(image.topic_configs(name))
-    records: list[Config] = []
+    records: list[ConfigRecord] = []
     for change in request.changes:
         definition = TOPIC_CONFIGS.get(change.name)
         if definition is None:
@@ -873,16 +879,16 @@ def _alter_topic_configs(image: MetadataImage, request: AlterConfigsResource) ->
         if value is not None:
             validate_topic_config(change.name, value)
         if current.get(change.name) != value:
-            records.append(Config(ConfigResourceType.TOPIC, name, change.name, value))
+            records.append(ConfigRecord(ConfigResourceType.TOPIC, name, change.name, value))
     return records
 
 
-def _elr_resets(image: MetadataImage, name: str) -> list[PartitionChange]:
-    """PartitionChange records clearing every ELR and LastKnownELR of topic `name`."""
+def _elr_resets(image: MetadataImage, name: str) -> list[PartitionChangeRecord]:
+    """PartitionChangeRecords clearing every ELR and LastKnownELR of topic `name`."""
     topic = image.topic(name)
     assert topic is not None
     return [
-        PartitionChange(topic.topic_id, partition_id, elr=(), last_known_elr=())
+        PartitionChangeRecord(topic.topic_id, partition_id, elr=(), last_known_elr=())
         for partition_id, state in sorted(topic.partitions.items())
         if state.elr or state.last_known_elr
     ]
@@ -907,9 +913,9 @@ def _changed_value(
     if definition.type is not ConfigType.LIST:
         raise TopicError(
             ErrorCode.invalid_config,
-            f"Config value append is not allowed for config key: {change.name}"
+            f"ConfigRecord value append is not allowed for config key: {change.name}"
             if operation is ConfigOperation.APPEND
-            else f"Config value subtract is not allowed for config key: {change.name}",
+            else f"ConfigRecord value subtract is not allowed for config key: {change.name}",
         )
     items = [item for item in (current or definition.default).split(",") if item]
     given = [item.strip() for item in change.value.split(",") if item.strip()]

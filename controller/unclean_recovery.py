@@ -44,7 +44,7 @@ from controller.partition_change import (
     needs_unclean_recovery,
 )
 from controller.partition_state import NO_LEADER, PartitionState
-from controller.records import MetadataRecord, ReplicaLogState, UncleanRecovery
+from controller.records import MetadataRecord, ReplicaLogState, UncleanRecoveryRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,9 +145,9 @@ class PendingRecovery:
 
 @dataclass(frozen=True, slots=True)
 class RecoveryOutcome:
-    """The records to append (an UncleanRecovery then a PartitionChange per elected partition;
-    an UncleanRecovery alone when a partition's missing replicas changed), the partition
-    events, and which replicas each still-waiting partition waits for."""
+    """The records to append (an UncleanRecoveryRecord then a PartitionChangeRecord per elected
+    partition; an UncleanRecoveryRecord alone when a partition's missing replicas changed), the
+    partition events, and which replicas each still-waiting partition waits for."""
 
     records: tuple[MetadataRecord, ...]
     events: tuple[TopicPartitionEvent, ...]
@@ -196,7 +196,7 @@ def recover(
     Each partition that still needs recovery (the image may have moved on since the replicas
     were asked) is decided by `decide`; `windows_over` are the partitions whose proactive
     window has passed; `reported_waiting` what the last rounds recorded each partition waits
-    for, so a new UncleanRecovery record is written only when that changes.
+    for, so a new UncleanRecoveryRecord is written only when that changes.
     """
     facts = lifecycle.broker_facts(image)
     epochs = {broker_id: r.broker_epoch for broker_id, r in image.brokers.items()}
@@ -225,7 +225,7 @@ def recover(
         )
         if change is not None:
             records.append(
-                UncleanRecovery(
+                UncleanRecoveryRecord(
                     tp.topic_id,
                     tp.partition_id,
                     recovery.strategy.value,
@@ -239,7 +239,7 @@ def recover(
         waiting[tp] = decision.waiting_for
         if reported_waiting.get(tp) != decision.waiting_for:
             records.append(
-                UncleanRecovery(
+                UncleanRecoveryRecord(
                     tp.topic_id,
                     tp.partition_id,
                     recovery.strategy.value,
@@ -283,7 +283,7 @@ def choose_manually(
     epochs = {broker_id: r.broker_epoch for broker_id, r in image.brokers.items()}
     answers = usable_answers(state, facts, epochs, replica_logs)
     records = (
-        UncleanRecovery(
+        UncleanRecoveryRecord(
             partition.topic_id,
             partition.partition_id,
             UncleanRecoveryStrategy.MANUAL.value,

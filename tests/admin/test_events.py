@@ -8,17 +8,17 @@ from uuid import UUID
 from admin.events import EventLog, derive_events
 from controller.image import MetadataImage, MetadataReplayer
 from controller.records import (
-    BrokerRegistrationChange,
-    Config,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
     ConfigResourceType,
-    FenceBroker,
+    FenceBrokerRecord,
     MetadataRecord,
-    Partition,
-    PartitionChange,
-    RegisterBroker,
-    RemoveTopic,
-    Topic,
-    UnfenceBroker,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
     encode_record,
 )
 from kraft.messages import Entry, EntryKind
@@ -33,10 +33,10 @@ def entries(records: list[MetadataRecord], start: int = 0) -> list[Entry]:
 
 def created() -> list[MetadataRecord]:
     return [
-        RegisterBroker(1, UUID(int=1), 10),
-        UnfenceBroker(1, 10),
-        Topic("orders", TOPIC_ID),
-        Partition(TOPIC_ID, 0, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1),
+        RegisterBrokerRecord(1, UUID(int=1), 10),
+        UnfenceBrokerRecord(1, 10),
+        TopicRecord("orders", TOPIC_ID),
+        PartitionRecord(TOPIC_ID, 0, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1),
     ]
 
 
@@ -63,7 +63,7 @@ def test_creation_reports_brokers_topic_and_partition_with_epochs() -> None:
 
 def test_a_clean_leader_change_and_an_isr_shrink_carry_the_new_epochs() -> None:
     before = image_after(created())
-    change = PartitionChange(TOPIC_ID, 0, leader=2, isr=(2, 3))
+    change = PartitionChangeRecord(TOPIC_ID, 0, leader=2, isr=(2, 3))
     events = derive_events(before, entries([change], start=4), TIME)
     assert [e.type for e in events] == ["leader_changed", "isr_changed"]
     leader = events[0]
@@ -75,8 +75,8 @@ def test_a_clean_leader_change_and_an_isr_shrink_carry_the_new_epochs() -> None:
 def test_changes_within_one_batch_build_on_each_other() -> None:
     records = [
         *created(),
-        PartitionChange(TOPIC_ID, 0, leader=2),
-        PartitionChange(TOPIC_ID, 0, leader=3),
+        PartitionChangeRecord(TOPIC_ID, 0, leader=2),
+        PartitionChangeRecord(TOPIC_ID, 0, leader=3),
     ]
     events = [e for e in derive_events(MetadataImage.EMPTY, entries(records), TIME)]
     leaders = [e for e in events if e.type == "leader_changed"]
@@ -87,9 +87,11 @@ def test_changes_within_one_batch_build_on_each_other() -> None:
 
 
 def test_a_leader_from_outside_isr_and_elr_is_an_unclean_election() -> None:
-    before = image_after([*created(), PartitionChange(TOPIC_ID, 0, leader=-1, isr=(1,), elr=(2,))])
+    before = image_after(
+        [*created(), PartitionChangeRecord(TOPIC_ID, 0, leader=-1, isr=(1,), elr=(2,))]
+    )
     events = derive_events(
-        before, entries([PartitionChange(TOPIC_ID, 0, leader=3, isr=(3,))]), TIME
+        before, entries([PartitionChangeRecord(TOPIC_ID, 0, leader=3, isr=(3,))]), TIME
     )
     unclean = events[0]
     assert unclean.type == "unclean_election" and unclean.data_loss_possible
@@ -98,8 +100,8 @@ def test_a_leader_from_outside_isr_and_elr_is_an_unclean_election() -> None:
 
 def test_an_elr_member_taking_over_is_clean_and_losing_the_leader_is_offline() -> None:
     before = image_after(created())
-    offline = PartitionChange(TOPIC_ID, 0, leader=-1, isr=(1,), elr=(2, 3))
-    elected = PartitionChange(TOPIC_ID, 0, leader=2, isr=(2,), elr=(3,))
+    offline = PartitionChangeRecord(TOPIC_ID, 0, leader=-1, isr=(1,), elr=(2, 3))
+    elected = PartitionChangeRecord(TOPIC_ID, 0, leader=2, isr=(2,), elr=(3,))
     events = derive_events(before, entries([offline, elected]), TIME)
     assert [e.type for e in events] == [
         "partition_offline",
@@ -116,11 +118,11 @@ def test_an_elr_member_taking_over_is_clean_and_losing_the_leader_is_offline() -
 def test_fencing_controlled_shutdown_configs_and_deletion() -> None:
     before = image_after(created())
     records: list[MetadataRecord] = [
-        FenceBroker(1, 10),
-        BrokerRegistrationChange(1, 10, fenced=False, in_controlled_shutdown=True),
-        Config(ConfigResourceType.TOPIC, "orders", "retention.ms", "1000"),
-        Config(ConfigResourceType.TOPIC, "orders", "retention.ms", None),
-        RemoveTopic(TOPIC_ID),
+        FenceBrokerRecord(1, 10),
+        BrokerRegistrationChangeRecord(1, 10, fenced=False, in_controlled_shutdown=True),
+        ConfigRecord(ConfigResourceType.TOPIC, "orders", "retention.ms", "1000"),
+        ConfigRecord(ConfigResourceType.TOPIC, "orders", "retention.ms", None),
+        RemoveTopicRecord(TOPIC_ID),
     ]
     events = derive_events(before, entries(records), TIME)
     assert [e.type for e in events] == [
@@ -148,7 +150,7 @@ def test_the_event_log_follows_the_replayer_and_keeps_the_newest() -> None:
     batch = entries(created())
     for listener in (replayer, log):
         listener.on_commit(batch)
-    change = entries([PartitionChange(TOPIC_ID, 0, leader=2)], start=len(batch))
+    change = entries([PartitionChangeRecord(TOPIC_ID, 0, leader=2)], start=len(batch))
     for listener in (replayer, log):
         listener.on_commit(change)
     kept = log.events()

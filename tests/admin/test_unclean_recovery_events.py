@@ -1,6 +1,6 @@
-"""Events of unclean recoveries (admin/events.py): an UncleanRecovery record that elects is the
+"""Events of unclean recoveries (admin/events.py): an UncleanRecoveryRecord that elects is the
 one potential data-loss event of the recovery, with what the controller saw (strategy, each
-replica's log, the offsets that may be lost); the PartitionChange it precedes is a plain
+replica's log, the offsets that may be lost); the PartitionChangeRecord it precedes is a plain
 leader change. A waiting record reports whom the recovery waits for, with no data loss."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from controller.image import MetadataDelta, MetadataImage
 from controller.partition_state import NO_LEADER
 from controller.records import (
     MetadataRecord,
-    Partition,
-    PartitionChange,
-    RegisterBroker,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
     ReplicaLogState,
-    Topic,
-    UncleanRecovery,
+    TopicRecord,
+    UncleanRecoveryRecord,
     encode_record,
 )
 from kraft.messages import Entry
@@ -38,12 +38,12 @@ def leaderless() -> tuple[MetadataImage, int]:
     """Example 5.3.3 step 8: partition orders-0 (and orders-1) leaderless, ISR and ELR
     empty, LastKnownELR [2, 3]; the image and its end offset."""
     records: list[MetadataRecord] = [
-        RegisterBroker(1, UUID(int=1), 101, fenced=False),
-        RegisterBroker(2, UUID(int=2), 202, fenced=False),
-        RegisterBroker(3, UUID(int=3), 303, fenced=False),
-        Topic("orders", TOPIC_ID),
+        RegisterBrokerRecord(1, UUID(int=1), 101, fenced=False),
+        RegisterBrokerRecord(2, UUID(int=2), 202, fenced=False),
+        RegisterBrokerRecord(3, UUID(int=3), 303, fenced=False),
+        TopicRecord("orders", TOPIC_ID),
         *(
-            Partition(
+            PartitionRecord(
                 TOPIC_ID,
                 p,
                 replicas=(1, 2, 3),
@@ -60,8 +60,10 @@ def leaderless() -> tuple[MetadataImage, int]:
     return image, len(records)
 
 
-def elected(partition: int = 0, leader: int = 2) -> PartitionChange:
-    return PartitionChange(TOPIC_ID, partition, isr=(leader,), leader=leader, last_known_elr=())
+def elected(partition: int = 0, leader: int = 2) -> PartitionChangeRecord:
+    return PartitionChangeRecord(
+        TOPIC_ID, partition, isr=(leader,), leader=leader, last_known_elr=()
+    )
 
 
 def data_loss(events: list[Event]) -> list[Event]:
@@ -71,7 +73,7 @@ def data_loss(events: list[Event]) -> list[Event]:
 def test_an_elected_recovery_is_one_data_loss_event_with_what_the_controller_saw() -> None:
     image, end = leaderless()
     records: list[MetadataRecord] = [
-        UncleanRecovery(TOPIC_ID, 0, "balanced", 2, (TWO, THREE)),
+        UncleanRecoveryRecord(TOPIC_ID, 0, "balanced", 2, (TWO, THREE)),
         elected(),
     ]
     events = derive_events(image, entries(records, end), TIME)
@@ -117,7 +119,7 @@ def test_no_lost_offsets_when_the_new_leader_has_the_longest_log() -> None:
     image, end = leaderless()
     best = ReplicaLogState(3, 303, 2, 20)
     records: list[MetadataRecord] = [
-        UncleanRecovery(TOPIC_ID, 0, "proactive", 3, (TWO, best)),
+        UncleanRecoveryRecord(TOPIC_ID, 0, "proactive", 3, (TWO, best)),
         elected(leader=3),
     ]
     events = derive_events(image, entries(records, end), TIME)
@@ -129,7 +131,7 @@ def test_no_lost_offsets_when_the_new_leader_has_the_longest_log() -> None:
 def test_a_manual_choice_without_answers_still_reports_the_data_loss() -> None:
     image, end = leaderless()
     records: list[MetadataRecord] = [
-        UncleanRecovery(TOPIC_ID, 0, "manual", 1, ()),
+        UncleanRecoveryRecord(TOPIC_ID, 0, "manual", 1, ()),
         elected(leader=1),
     ]
     events = derive_events(image, entries(records, end), TIME)
@@ -141,7 +143,7 @@ def test_a_manual_choice_without_answers_still_reports_the_data_loss() -> None:
 
 def test_a_waiting_recovery_names_the_missing_replicas_and_loses_nothing() -> None:
     image, end = leaderless()
-    waiting = UncleanRecovery(TOPIC_ID, 0, "balanced", NO_LEADER, (TWO,), (3,))
+    waiting = UncleanRecoveryRecord(TOPIC_ID, 0, "balanced", NO_LEADER, (TWO,), (3,))
     events = derive_events(image, entries([waiting], end), TIME)
     (event,) = events
     assert event.type == "unclean_recovery_waiting"
@@ -157,10 +159,10 @@ def test_a_waiting_recovery_names_the_missing_replicas_and_loses_nothing() -> No
 def test_waiting_then_elected_in_one_batch_is_still_one_data_loss_event() -> None:
     image, end = leaderless()
     records: list[MetadataRecord] = [
-        UncleanRecovery(TOPIC_ID, 0, "balanced", NO_LEADER, (TWO,), (3,)),
+        UncleanRecoveryRecord(TOPIC_ID, 0, "balanced", NO_LEADER, (TWO,), (3,)),
         # A waiting record marks nothing: this change would still be an unclean election.
-        UncleanRecovery(TOPIC_ID, 0, "balanced", NO_LEADER, (), (2, 3)),
-        UncleanRecovery(TOPIC_ID, 0, "balanced", 2, (TWO, THREE)),
+        UncleanRecoveryRecord(TOPIC_ID, 0, "balanced", NO_LEADER, (), (2, 3)),
+        UncleanRecoveryRecord(TOPIC_ID, 0, "balanced", 2, (TWO, THREE)),
         elected(),
     ]
     events = derive_events(image, entries(records, end), TIME)
@@ -175,7 +177,7 @@ def test_waiting_then_elected_in_one_batch_is_still_one_data_loss_event() -> Non
 def test_a_waiting_record_does_not_hide_a_later_unclean_election() -> None:
     image, end = leaderless()
     records: list[MetadataRecord] = [
-        UncleanRecovery(TOPIC_ID, 0, "balanced", NO_LEADER, (TWO,), (3,)),
+        UncleanRecoveryRecord(TOPIC_ID, 0, "balanced", NO_LEADER, (TWO,), (3,)),
         elected(),
     ]
     events = derive_events(image, entries(records, end), TIME)
@@ -185,13 +187,13 @@ def test_a_waiting_record_does_not_hide_a_later_unclean_election() -> None:
 def test_the_recovery_covers_only_its_own_partition_and_only_the_next_change() -> None:
     image, end = leaderless()
     records: list[MetadataRecord] = [
-        UncleanRecovery(TOPIC_ID, 0, "balanced", 2, (TWO, THREE)),
+        UncleanRecoveryRecord(TOPIC_ID, 0, "balanced", 2, (TWO, THREE)),
         # Another partition elected uncleanly without a recovery record: reported.
         elected(partition=1, leader=3),
         elected(),
         # Partition 0 goes offline, then another unclean leader without a record: reported.
-        PartitionChange(TOPIC_ID, 0, leader=NO_LEADER, isr=(2,)),
-        PartitionChange(TOPIC_ID, 0, leader=1, isr=(1,)),
+        PartitionChangeRecord(TOPIC_ID, 0, leader=NO_LEADER, isr=(2,)),
+        PartitionChangeRecord(TOPIC_ID, 0, leader=1, isr=(1,)),
     ]
     events = derive_events(image, entries(records, end), TIME)
     assert [(e.type, e.partition, e.leader) for e in data_loss(events)] == [
@@ -206,7 +208,7 @@ def test_the_recovery_covers_only_its_own_partition_and_only_the_next_change() -
 def test_an_operator_unclean_election_record_names_its_strategy() -> None:
     image, end = leaderless()
     records: list[MetadataRecord] = [
-        UncleanRecovery(TOPIC_ID, 0, "elect_leaders", 2, (TWO,)),
+        UncleanRecoveryRecord(TOPIC_ID, 0, "elect_leaders", 2, (TWO,)),
         elected(),
     ]
     events = derive_events(image, entries(records, end), TIME)
@@ -221,7 +223,9 @@ def test_a_commit_between_the_recovery_and_its_election_still_reports_one_loss()
     image, end = leaderless()
     current = [image]
     log = EventLog(lambda: current[0])
-    recovery: list[MetadataRecord] = [UncleanRecovery(TOPIC_ID, 0, "balanced", 2, (TWO, THREE))]
+    recovery: list[MetadataRecord] = [
+        UncleanRecoveryRecord(TOPIC_ID, 0, "balanced", 2, (TWO, THREE))
+    ]
     log.on_commit(entries(recovery, end))
     delta = MetadataDelta(image)
     delta.replay(elected())

@@ -16,7 +16,7 @@ from broker.configs import (
     topic_log_config,
 )
 from controller.image import MetadataImage
-from controller.records import Config, ConfigResourceType, Topic
+from controller.records import ConfigRecord, ConfigResourceType, TopicRecord
 from controller.topics import ConfigSource, ConfigType, TopicDefaults
 from net.protocol import field_entity_type, make_entity, request_schema
 from net.record_batch import TimestampType
@@ -24,9 +24,9 @@ from storage.log import LogConfig
 
 IMAGE = MetadataImage.from_records(
     [
-        Topic(name="events", topic_id=UUID(int=7)),
-        Config(ConfigResourceType.TOPIC, "events", "retention.ms", "1000"),
-        Config(ConfigResourceType.TOPIC, "events", "cleanup.policy", "delete"),
+        TopicRecord(name="events", topic_id=UUID(int=7)),
+        ConfigRecord(ConfigResourceType.TOPIC, "events", "retention.ms", "1000"),
+        ConfigRecord(ConfigResourceType.TOPIC, "events", "cleanup.policy", "delete"),
     ]
 )
 SETTINGS = BrokerSettings(

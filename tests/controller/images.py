@@ -19,12 +19,12 @@ from controller.image import MetadataDelta, MetadataImage
 from controller.partition_change import PartitionConfig
 from controller.partition_state import PartitionState
 from controller.records import (
-    Config,
+    ConfigRecord,
     ConfigResourceType,
     MetadataRecord,
-    Partition,
-    RegisterBroker,
-    Topic,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
 )
 
 NOW_MS = 1_000
@@ -41,9 +41,9 @@ def broker(
     epoch: int | None = None,
     fenced: bool = False,
     in_controlled_shutdown: bool = False,
-) -> RegisterBroker:
-    """A RegisterBroker record, unfenced by default."""
-    return RegisterBroker(
+) -> RegisterBrokerRecord:
+    """A RegisterBrokerRecord, unfenced by default."""
+    return RegisterBrokerRecord(
         broker_id=broker_id,
         incarnation_id=UUID(int=broker_id),
         broker_epoch=epoch_of(broker_id) if epoch is None else epoch,
@@ -59,10 +59,11 @@ def topic(
     configs: Mapping[str, str] | None = None,
 ) -> list[MetadataRecord]:
     """A topic whose partition i is `states[i]`, with its configuration overrides."""
-    records: list[MetadataRecord] = [Topic(name, topic_id)]
-    records += [Partition.of(topic_id, i, state) for i, state in enumerate(states)]
+    records: list[MetadataRecord] = [TopicRecord(name, topic_id)]
+    records += [PartitionRecord.of(topic_id, i, state) for i, state in enumerate(states)]
     records += [
-        Config(ConfigResourceType.TOPIC, name, key, value) for key, value in (configs or {}).items()
+        ConfigRecord(ConfigResourceType.TOPIC, name, key, value)
+        for key, value in (configs or {}).items()
     ]
     return records
 

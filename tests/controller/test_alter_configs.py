@@ -1,4 +1,4 @@
-"""IncrementalAlterConfigs on the controller: Config records for topic overrides, validated as
+"""IncrementalAlterConfigs on the controller: ConfigRecords for topic overrides, validated as
 at creation, each resource on its own (Kafka's ConfigurationControlManager)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from controller.image import MetadataImage
 from controller.partition_state import PartitionState
-from controller.records import Config, ConfigResourceType, PartitionChange
+from controller.records import ConfigRecord, ConfigResourceType, PartitionChangeRecord
 from controller.topics import (
     AlterConfigsResource,
     ConfigChange,
@@ -38,7 +38,7 @@ def alter(
     name: str = "orders",
     resource_type: int = TOPIC,
     validate_only: bool = False,
-) -> tuple[list[Config], ErrorCode, str | None]:
+) -> tuple[list[ConfigRecord], ErrorCode, str | None]:
     outcome = incremental_alter_configs(
         image(),
         [
@@ -54,8 +54,8 @@ def alter(
     assert (result.resource_type, result.resource_name) == (resource_type, name)
     if result.error_code is not ErrorCode.none:
         assert outcome.records == ()
-    configs = [record for record in outcome.records if isinstance(record, Config)]
-    assert len(configs) == len(outcome.records)  # IncrementalAlterConfigs writes Config records
+    configs = [record for record in outcome.records if isinstance(record, ConfigRecord)]
+    assert len(configs) == len(outcome.records)  # IncrementalAlterConfigs writes ConfigRecords
     return configs, result.error_code, result.error_message
 
 
@@ -66,8 +66,8 @@ def test_set_and_delete_write_config_records_that_replay_into_the_overrides() ->
     )
     assert error is ErrorCode.none
     assert records == [
-        Config(ConfigResourceType.TOPIC, "orders", "retention.ms", None),
-        Config(ConfigResourceType.TOPIC, "orders", "segment.bytes", "1048576"),
+        ConfigRecord(ConfigResourceType.TOPIC, "orders", "retention.ms", None),
+        ConfigRecord(ConfigResourceType.TOPIC, "orders", "segment.bytes", "1048576"),
     ]
     after = replay(records, image())
     assert dict(after.topic_configs("orders")) == {
@@ -123,7 +123,9 @@ def test_each_resource_succeeds_or_fails_on_its_own_and_validate_only_writes_not
         ErrorCode.none,
         ErrorCode.unknown_topic_or_partition,
     ]
-    assert outcome.records == (Config(ConfigResourceType.TOPIC, "orders", "retention.ms", "5"),)
+    assert outcome.records == (
+        ConfigRecord(ConfigResourceType.TOPIC, "orders", "retention.ms", "5"),
+    )
     twice = incremental_alter_configs(image(), [good, good], validate_only=False)
     assert [r.error_code for r in twice.results] == [ErrorCode.invalid_request] * 2
     checked = incremental_alter_configs(image(), [good], validate_only=True)
@@ -140,9 +142,9 @@ def test_a_new_min_insync_replicas_clears_the_elrs_chosen_against_the_old_one() 
     change = AlterConfigsResource(TOPIC, "orders", [ConfigChange("min.insync.replicas", 0, "1")])
     outcome = incremental_alter_configs(before, [change], validate_only=False)
     assert outcome.records == (
-        Config(ConfigResourceType.TOPIC, "orders", "min.insync.replicas", "1"),
-        PartitionChange(UUID(int=1), 0, elr=(), last_known_elr=()),
-        PartitionChange(UUID(int=1), 2, elr=(), last_known_elr=()),
+        ConfigRecord(ConfigResourceType.TOPIC, "orders", "min.insync.replicas", "1"),
+        PartitionChangeRecord(UUID(int=1), 0, elr=(), last_known_elr=()),
+        PartitionChangeRecord(UUID(int=1), 2, elr=(), last_known_elr=()),
     )
     after = replay(outcome.records, before)
     orders = after.topic("orders")

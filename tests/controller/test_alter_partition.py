@@ -28,7 +28,7 @@ from controller.partition_change import (
     PartitionConfig,
 )
 from controller.partition_state import PartitionState
-from controller.records import MetadataRecord, PartitionChange
+from controller.records import MetadataRecord, PartitionChangeRecord
 from tests.controller.images import broker, epoch_of, lifecycle, replay, restart_unclean, topic
 
 T = UUID(int=7)
@@ -167,7 +167,7 @@ def test_expanding_the_isr(new_isr: tuple[IsrMember, ...]) -> None:
         (1, 2, 3), (1, 2, 3), leader=1, leader_epoch=LEADER_EPOCH, partition_epoch=8
     )
     assert outcome.results == (PartitionIsrResult(T, 0, ErrorCode.none, expected),)
-    assert outcome.records == (PartitionChange(T, 0, isr=(1, 2, 3)),)
+    assert outcome.records == (PartitionChangeRecord(T, 0, isr=(1, 2, 3)),)
     (event,) = outcome.events
     assert event.partition == TopicPartition(T, 0)
     assert event.event.cause is ChangeCause.ALTER_PARTITION
@@ -179,7 +179,7 @@ def test_shrinking_the_isr_below_min_isr_puts_the_follower_in_the_elr() -> None:
     brokers = lifecycle(image, PartitionConfig(min_insync_replicas=2))
     outcome = send(image, brokers, change(members(1)))
 
-    assert outcome.records == (PartitionChange(T, 0, isr=(1,), elr=(2,)),)
+    assert outcome.records == (PartitionChangeRecord(T, 0, isr=(1,), elr=(2,)),)
     (result,) = outcome.results
     assert result.state == replay(outcome.records, image).partition(T, 0)
 
@@ -217,8 +217,8 @@ def test_each_partition_of_a_request_is_answered_in_order() -> None:
         (0, ErrorCode.invalid_request),
     ]
     assert outcome.records == (
-        PartitionChange(T, 1, isr=(1, 2, 3)),
-        PartitionChange(T, 0, isr=(1,)),
+        PartitionChangeRecord(T, 1, isr=(1, 2, 3)),
+        PartitionChangeRecord(T, 0, isr=(1,)),
     )
     assert [e.partition for e in outcome.events] == [TopicPartition(T, 1), TopicPartition(T, 0)]
     after = replay(outcome.records, image)
@@ -252,7 +252,7 @@ def test_an_unclean_replica_joins_the_isr_on_its_leaders_word() -> None:
     outcome = send(image, brokers, change(registered(image, 1, 2, 3)))
 
     assert [r.error_code for r in outcome.results] == [ErrorCode.none]
-    assert outcome.records == (PartitionChange(T, 0, isr=(1, 2, 3)),)
+    assert outcome.records == (PartitionChangeRecord(T, 0, isr=(1, 2, 3)),)
 
 
 @pytest.mark.parametrize(

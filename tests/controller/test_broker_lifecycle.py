@@ -38,16 +38,16 @@ from controller.partition_change import (
 )
 from controller.partition_state import NO_LEADER, PartitionState
 from controller.records import (
-    BrokerRegistrationChange,
-    Config,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
     ConfigResourceType,
-    FenceBroker,
+    FenceBrokerRecord,
     MetadataRecord,
-    Partition,
-    PartitionChange,
-    RegisterBroker,
-    Topic,
-    UnfenceBroker,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
 )
 
 TIMEOUT_MS = 9_000
@@ -129,11 +129,11 @@ class Cluster:
             assert not self.heartbeat(broker).is_fenced
 
     def create_partitions(self, *states: PartitionState, min_isr: int | None = None) -> None:
-        records: list[MetadataRecord] = [Topic("t", TOPIC_ID)]
-        records += [Partition.of(TOPIC_ID, i, s) for i, s in enumerate(states)]
+        records: list[MetadataRecord] = [TopicRecord("t", TOPIC_ID)]
+        records += [PartitionRecord.of(TOPIC_ID, i, s) for i, s in enumerate(states)]
         if min_isr is not None:
             records.append(
-                Config(ConfigResourceType.TOPIC, "t", "min.insync.replicas", str(min_isr))
+                ConfigRecord(ConfigResourceType.TOPIC, "t", "min.insync.replicas", str(min_isr))
             )
         self.append(records)
 
@@ -164,8 +164,8 @@ def all_fenced_by_session_expiry(cluster: Cluster) -> None:
     cluster.create_partitions(led_by_1())
     cluster.now_ms += TIMEOUT_MS + 1
     records = cluster.expire()
-    assert [r for r in records if isinstance(r, FenceBroker)] == [
-        FenceBroker(b, cluster.epoch(b)) for b in (1, 2, 3)
+    assert [r for r in records if isinstance(r, FenceBrokerRecord)] == [
+        FenceBrokerRecord(b, cluster.epoch(b)) for b in (1, 2, 3)
     ]
     assert shape(cluster.partition()) == (NO_LEADER, (), (2, 3), ())
 
@@ -175,12 +175,12 @@ def all_fenced_by_session_expiry(cluster: Cluster) -> None:
 
 def test_registration_is_fenced_and_its_epoch_is_the_record_offset() -> None:
     cluster = Cluster()
-    cluster.append([Topic("other", uuid4())])  # so the record does not land at offset 0
+    cluster.append([TopicRecord("other", uuid4())])  # so the record does not land at offset 0
     outcome = cluster.register(1)
     assert outcome.error is ErrorCode.none
     assert outcome.broker_epoch == 1 == cluster.image.end_offset - 1
     assert outcome.change.records == (
-        RegisterBroker(1, cluster.incarnations[1], broker_epoch=1, fenced=True),
+        RegisterBrokerRecord(1, cluster.incarnations[1], broker_epoch=1, fenced=True),
     )
     assert cluster.fenced(1)
     assert cluster.epoch(1) == 1
@@ -203,7 +203,7 @@ def test_broker_stays_fenced_until_it_reaches_its_registration_record() -> None:
         False,
         False,
     )
-    assert caught_up.change.records == (UnfenceBroker(1, epoch),)
+    assert caught_up.change.records == (UnfenceBrokerRecord(1, epoch),)
     assert not cluster.fenced(1)
     # Unfenced already: later heartbeats change nothing.
     assert cluster.heartbeat(1).change.records == ()
@@ -222,7 +222,7 @@ def test_want_fence_fences_an_unfenced_broker() -> None:
     cluster.create_partitions(PartitionState(replicas=(1, 2), isr=(1, 2), leader=1))
     outcome = cluster.heartbeat(1, want_fence=True)
     assert outcome.is_fenced and not outcome.should_shut_down
-    assert outcome.change.records[0] == FenceBroker(1, cluster.epoch(1))
+    assert outcome.change.records[0] == FenceBrokerRecord(1, cluster.epoch(1))
     assert cluster.fenced(1)
     assert shape(cluster.partition()) == (2, (2,), (1,), ())  # case C: ISR below MinISR 2
 
@@ -233,8 +233,8 @@ def test_unfencing_re_elects_leaderless_partitions_from_the_elr() -> None:
     outcome = cluster.heartbeat(3)
     assert not outcome.is_fenced
     records = outcome.change.records
-    assert records[0] == UnfenceBroker(3, cluster.epoch(3))
-    assert records[1:] == (PartitionChange(TOPIC_ID, 0, isr=(3,), leader=3, elr=(2,)),)
+    assert records[0] == UnfenceBrokerRecord(3, cluster.epoch(3))
+    assert records[1:] == (PartitionChangeRecord(TOPIC_ID, 0, isr=(3,), leader=3, elr=(2,)),)
     [event] = outcome.change.partition_events
     assert (event.partition, event.event.cause, event.event.election) == (
         P0,
@@ -262,7 +262,7 @@ def test_session_expires_after_the_timeout_not_before() -> None:
 
     cluster.now_ms += 1
     records = cluster.expire()
-    assert records[0] == FenceBroker(1, cluster.epoch(1))
+    assert records[0] == FenceBrokerRecord(1, cluster.epoch(1))
     assert cluster.fenced(1)
     assert not cluster.fenced(2)  # it heartbeated half-way
     # Case D: the ISR still meets MinISR 1, so broker 1 does not join the ELR.
@@ -277,7 +277,7 @@ def test_a_newly_active_controller_starts_every_session_afresh() -> None:
     cluster.now_ms += TIMEOUT_MS
     assert cluster.expire() == []
     cluster.now_ms += 1
-    assert cluster.expire() == [FenceBroker(1, cluster.epoch(1))]
+    assert cluster.expire() == [FenceBrokerRecord(1, cluster.epoch(1))]
 
 
 def test_fenced_brokers_have_no_session_to_expire() -> None:
@@ -300,10 +300,10 @@ def test_controlled_shutdown_moves_leadership_then_lets_the_broker_stop() -> Non
     first = cluster.heartbeat(1, want_shutdown=True)
     assert (first.is_fenced, first.should_shut_down) == (False, False)
     assert first.change.records == (
-        BrokerRegistrationChange(1, epoch, in_controlled_shutdown=True),
+        BrokerRegistrationChangeRecord(1, epoch, in_controlled_shutdown=True),
         # The broker stays a complete replica: with the ISR below MinISR 3 it joins the ELR.
-        PartitionChange(TOPIC_ID, 0, isr=(2, 3), leader=2, elr=(1,)),
-        PartitionChange(TOPIC_ID, 1, isr=(2, 3), elr=(1,)),
+        PartitionChangeRecord(TOPIC_ID, 0, isr=(2, 3), leader=2, elr=(1,)),
+        PartitionChangeRecord(TOPIC_ID, 1, isr=(2, 3), elr=(1,)),
     )
     assert {e.event.cause for e in first.change.partition_events} == {
         ChangeCause.CONTROLLED_SHUTDOWN
@@ -325,7 +325,7 @@ def test_controlled_shutdown_moves_leadership_then_lets_the_broker_stop() -> Non
     cluster.heartbeat(3)
     second = cluster.heartbeat(1, want_shutdown=True)
     assert (second.is_fenced, second.should_shut_down) == (True, True)
-    assert second.change.records == (FenceBroker(1, epoch),)
+    assert second.change.records == (FenceBrokerRecord(1, epoch),)
     assert [e.transition for e in second.change.broker_events] == [BrokerTransition.SHUT_DOWN]
     assert cluster.fenced(1)
     # Fenced, the broker keeps its ELR places: that is what they are for.
@@ -333,7 +333,7 @@ def test_controlled_shutdown_moves_leadership_then_lets_the_broker_stop() -> Non
 
     # It restarts with its clean-shutdown marker: nothing to exclude.
     restart = cluster.register(1, previous_epoch=epoch)
-    assert [type(r) for r in restart.change.records] == [RegisterBroker]
+    assert [type(r) for r in restart.change.records] == [RegisterBrokerRecord]
     assert restart.change.broker_events[0].clean_shutdown is True
     assert not cluster.image.brokers[1].in_controlled_shutdown
 
@@ -344,7 +344,7 @@ def test_a_broker_that_leads_nothing_shuts_down_at_once() -> None:
     cluster.create_partitions(PartitionState(replicas=(2, 1), isr=(2, 1), leader=2))
     outcome = cluster.heartbeat(1, want_shutdown=True)
     assert (outcome.is_fenced, outcome.should_shut_down) == (True, True)
-    assert outcome.change.records[0] == FenceBroker(1, cluster.epoch(1))
+    assert outcome.change.records[0] == FenceBrokerRecord(1, cluster.epoch(1))
     assert shape(cluster.partition()) == (2, (2,), (1,), ())
 
 
@@ -368,13 +368,15 @@ def test_example_5_3_3_steps_6_to_8_unclean_registrations() -> None:
 
     # Step 6: broker 1 was in neither the ISR nor the ELR: no partition change.
     step6 = cluster.register(1)
-    assert [type(r) for r in step6.change.records] == [RegisterBroker]
+    assert [type(r) for r in step6.change.records] == [RegisterBrokerRecord]
     assert step6.change.broker_events[0].clean_shutdown is False
     assert shape(cluster.partition()) == (NO_LEADER, (), (2, 3), ())
 
     # Step 7: broker 2 leaves the ELR for the LastKnownELR.
     step7 = cluster.register(2)
-    assert step7.change.records[0] == PartitionChange(TOPIC_ID, 0, elr=(3,), last_known_elr=(2,))
+    assert step7.change.records[0] == PartitionChangeRecord(
+        TOPIC_ID, 0, elr=(3,), last_known_elr=(2,)
+    )
     assert shape(cluster.partition()) == (NO_LEADER, (), (3,), (2,))
 
     # Step 8: so does broker 3; balanced unclean recovery is now needed.
@@ -384,7 +386,7 @@ def test_example_5_3_3_steps_6_to_8_unclean_registrations() -> None:
     assert event.event.cause is ChangeCause.UNCLEAN_REGISTRATION
     assert event.event.needs_unclean_recovery
     # The registration record comes last, and its offset is the broker epoch.
-    assert isinstance(step8.change.records[-1], RegisterBroker)
+    assert isinstance(step8.change.records[-1], RegisterBrokerRecord)
     assert step8.broker_epoch == cluster.image.end_offset - 1 == cluster.epoch(3)
 
 
@@ -392,7 +394,7 @@ def test_clean_re_registration_keeps_the_elr() -> None:
     cluster = Cluster()
     all_fenced_by_session_expiry(cluster)
     outcome = cluster.register(2, previous_epoch=cluster.epoch(2))
-    assert [type(r) for r in outcome.change.records] == [RegisterBroker]
+    assert [type(r) for r in outcome.change.records] == [RegisterBrokerRecord]
     assert outcome.change.broker_events[0].clean_shutdown is True
     assert shape(cluster.partition()) == (NO_LEADER, (), (2, 3), ())
     # Caught up and unfenced, it is elected from the ELR (case B).

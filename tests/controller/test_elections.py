@@ -24,7 +24,12 @@ from controller.elections import (
 from controller.image import MetadataImage
 from controller.partition_change import ChangeCause, Election
 from controller.partition_state import NO_LEADER, PartitionState
-from controller.records import MetadataRecord, PartitionChange, ReplicaLogState, UncleanRecovery
+from controller.records import (
+    MetadataRecord,
+    PartitionChangeRecord,
+    ReplicaLogState,
+    UncleanRecoveryRecord,
+)
 from tests.controller.images import broker, lifecycle, replay, topic
 
 # Created "b" first, with the smaller id: the all-partitions form still goes by name.
@@ -98,7 +103,7 @@ def test_preferred_election_of_listed_partitions_answers_each_once_in_request_or
     assert all(m for key, m in messages.items() if key != ("a", 0))
 
     # Only the leader moved: the record leaves the ISR alone.
-    assert outcome.records == (PartitionChange(A, 0, leader=1),)
+    assert outcome.records == (PartitionChangeRecord(A, 0, leader=1),)
     (event,) = outcome.events
     assert event.partition == TopicPartition(A, 0)
     assert event.event.cause is ChangeCause.PREFERRED_ELECTION
@@ -123,7 +128,10 @@ def test_preferred_election_of_every_partition_leaves_out_the_balanced_ones() ->
         ("c", 0, ErrorCode.preferred_leader_not_available),
         ("c", 1, ErrorCode.preferred_leader_not_available),
     ]
-    assert outcome.records == (PartitionChange(A, 0, leader=1), PartitionChange(B, 0, leader=2))
+    assert outcome.records == (
+        PartitionChangeRecord(A, 0, leader=1),
+        PartitionChangeRecord(B, 0, leader=2),
+    )
     assert [e.partition for e in outcome.events] == [TopicPartition(A, 0), TopicPartition(B, 0)]
 
 
@@ -148,8 +156,8 @@ def test_unclean_election_of_listed_partitions() -> None:
     # The replica that answered leads alone; the LastKnownELR is cleared; what the election
     # saw is recorded first.
     assert outcome.records == (
-        UncleanRecovery(B, 1, "elect_leaders", 1, (log_of(image, 1, 3, 40),)),
-        PartitionChange(B, 1, isr=(1,), leader=1, last_known_elr=()),
+        UncleanRecoveryRecord(B, 1, "elect_leaders", 1, (log_of(image, 1, 3, 40),)),
+        PartitionChangeRecord(B, 1, isr=(1,), leader=1, last_known_elr=()),
     )
     (event,) = outcome.events
     assert event.event.cause is ChangeCause.UNCLEAN_ELECTION
@@ -181,7 +189,7 @@ def test_unclean_election_picks_the_best_log_not_the_first_replica() -> None:
         ]
     }
     outcome = elect_leaders(image, lifecycle(image), ElectionType.UNCLEAN, [("d", 0)], logs)
-    assert outcome.records[-1] == PartitionChange(A, 0, isr=(2,), leader=2)
+    assert outcome.records[-1] == PartitionChangeRecord(A, 0, isr=(2,), leader=2)
 
 
 def test_unclean_election_of_every_partition_answers_only_the_leaderless_ones() -> None:
@@ -207,7 +215,10 @@ def test_rebalance_moves_exactly_the_imbalanced_partitions_with_an_available_pre
     outcome = rebalance_leaders(image, lifecycle(image))
 
     assert answers(outcome.results) == [("a", 0, ErrorCode.none), ("b", 0, ErrorCode.none)]
-    assert outcome.records == (PartitionChange(A, 0, leader=1), PartitionChange(B, 0, leader=2))
+    assert outcome.records == (
+        PartitionChangeRecord(A, 0, leader=1),
+        PartitionChangeRecord(B, 0, leader=2),
+    )
     assert all(e.event.cause is ChangeCause.PREFERRED_ELECTION for e in outcome.events)
 
     balanced = replay(outcome.records, image)

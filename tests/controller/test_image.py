@@ -20,21 +20,21 @@ from controller.image import (
 from controller.partition_state import NO_LEADER, PartitionState
 from controller.records import (
     BrokerEndpoint,
-    BrokerRegistrationChange,
-    Config,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
     ConfigResourceType,
-    FeatureLevel,
-    FenceBroker,
+    FeatureLevelRecord,
+    FenceBrokerRecord,
     MetadataRecord,
-    NoOp,
-    Partition,
-    PartitionChange,
-    ProducerIds,
-    RegisterBroker,
-    RemoveTopic,
-    Topic,
-    UnfenceBroker,
-    UnregisterBroker,
+    NoOpRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
     encode_record,
 )
 from kraft.driver import NOOP_RECORD
@@ -44,8 +44,8 @@ ORDERS = UUID(int=1)
 CLICKS = UUID(int=2)
 
 
-def _register(broker_id: int, broker_epoch: int = 10) -> RegisterBroker:
-    return RegisterBroker(
+def _register(broker_id: int, broker_epoch: int = 10) -> RegisterBrokerRecord:
+    return RegisterBrokerRecord(
         broker_id=broker_id,
         incarnation_id=UUID(int=100 + broker_id),
         broker_epoch=broker_epoch,
@@ -64,18 +64,18 @@ def _replay(records: Sequence[MetadataRecord], base: MetadataImage | None = None
 def _cluster() -> list[MetadataRecord]:
     """Three brokers, two topics, configs, a feature level and a producer-id block."""
     return [
-        FeatureLevel("metadata.version", 20),
+        FeatureLevelRecord("metadata.version", 20),
         *(_register(broker_id) for broker_id in (1, 2, 3)),
-        UnfenceBroker(1, 10),
-        UnfenceBroker(2, 10),
-        Topic("orders", ORDERS),
-        Partition(ORDERS, 0, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1),
-        Partition(ORDERS, 1, replicas=(2, 3, 1), isr=(2, 3), leader=2, elr=(1,)),
-        Topic("clicks", CLICKS),
-        Partition(CLICKS, 0, replicas=(3,), isr=(), leader=NO_LEADER, last_known_elr=(3,)),
-        Config(ConfigResourceType.TOPIC, "orders", "min.insync.replicas", "2"),
-        Config(ConfigResourceType.BROKER, "", "log.retention.ms", "1000"),
-        ProducerIds(1, 10, 2000),
+        UnfenceBrokerRecord(1, 10),
+        UnfenceBrokerRecord(2, 10),
+        TopicRecord("orders", ORDERS),
+        PartitionRecord(ORDERS, 0, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1),
+        PartitionRecord(ORDERS, 1, replicas=(2, 3, 1), isr=(2, 3), leader=2, elr=(1,)),
+        TopicRecord("clicks", CLICKS),
+        PartitionRecord(CLICKS, 0, replicas=(3,), isr=(), leader=NO_LEADER, last_known_elr=(3,)),
+        ConfigRecord(ConfigResourceType.TOPIC, "orders", "min.insync.replicas", "2"),
+        ConfigRecord(ConfigResourceType.BROKER, "", "log.retention.ms", "1000"),
+        ProducerIdsRecord(1, 10, 2000),
     ]
 
 
@@ -97,14 +97,14 @@ def test_replay_builds_brokers_topics_partitions_configs() -> None:
 
 
 def test_a_leader_change_bumps_leader_epoch_and_partition_epoch() -> None:
-    image = _replay([PartitionChange(ORDERS, 0, leader=2, isr=(2, 3))], _replay(_cluster()))
+    image = _replay([PartitionChangeRecord(ORDERS, 0, leader=2, isr=(2, 3))], _replay(_cluster()))
     assert image.partition(ORDERS, 0) == PartitionState(
         replicas=(1, 2, 3), isr=(2, 3), leader=2, leader_epoch=1, partition_epoch=1
     )
 
 
 def test_an_isr_change_bumps_only_the_partition_epoch() -> None:
-    image = _replay([PartitionChange(ORDERS, 0, isr=(1, 2))], _replay(_cluster()))
+    image = _replay([PartitionChangeRecord(ORDERS, 0, isr=(1, 2))], _replay(_cluster()))
     state = image.partition(ORDERS, 0)
     assert state is not None
     assert (state.isr, state.leader, state.leader_epoch, state.partition_epoch) == (
@@ -117,21 +117,23 @@ def test_an_isr_change_bumps_only_the_partition_epoch() -> None:
 
 def test_naming_the_same_leader_still_bumps_the_leader_epoch() -> None:
     # Kafka's PartitionRegistration.merge: any Leader other than "no change" is a new epoch.
-    image = _replay([PartitionChange(ORDERS, 0, leader=1)], _replay(_cluster()))
+    image = _replay([PartitionChangeRecord(ORDERS, 0, leader=1)], _replay(_cluster()))
     state = image.partition(ORDERS, 0)
     assert state is not None
     assert (state.leader, state.leader_epoch, state.partition_epoch) == (1, 1, 1)
 
 
 def test_an_empty_change_bumps_the_partition_epoch() -> None:
-    image = _replay([PartitionChange(ORDERS, 0)] * 3, _replay(_cluster()))
+    image = _replay([PartitionChangeRecord(ORDERS, 0)] * 3, _replay(_cluster()))
     state = image.partition(ORDERS, 0)
     assert state is not None
     assert (state.leader_epoch, state.partition_epoch) == (0, 3)
 
 
 def test_elr_fields_and_no_leader_replay() -> None:
-    change = PartitionChange(ORDERS, 1, isr=(), leader=NO_LEADER, elr=(2, 3), last_known_elr=(1,))
+    change = PartitionChangeRecord(
+        ORDERS, 1, isr=(), leader=NO_LEADER, elr=(2, 3), last_known_elr=(1,)
+    )
     state = _replay([change], _replay(_cluster())).partition(ORDERS, 1)
     assert state == PartitionState(
         replicas=(2, 3, 1),
@@ -145,7 +147,7 @@ def test_elr_fields_and_no_leader_replay() -> None:
 
 
 def test_remove_topic_drops_partitions_name_and_configs() -> None:
-    image = _replay([RemoveTopic(ORDERS)], _replay(_cluster()))
+    image = _replay([RemoveTopicRecord(ORDERS)], _replay(_cluster()))
     assert image.topic("orders") is None
     assert ORDERS not in image.topics
     assert image.partition(ORDERS, 0) is None
@@ -155,23 +157,25 @@ def test_remove_topic_drops_partitions_name_and_configs() -> None:
 
 def test_a_topic_changed_then_removed_in_one_delta_is_gone() -> None:
     image = _replay(
-        [PartitionChange(ORDERS, 0, isr=(1,)), RemoveTopic(ORDERS)], _replay(_cluster())
+        [PartitionChangeRecord(ORDERS, 0, isr=(1,)), RemoveTopicRecord(ORDERS)], _replay(_cluster())
     )
     assert ORDERS not in image.topics
 
 
 def test_fence_unfence_and_registration_changes() -> None:
     base = _replay(_cluster())
-    fenced = _replay([FenceBroker(1, 10)], base)
+    fenced = _replay([FenceBrokerRecord(1, 10)], base)
     assert fenced.brokers[1].fenced
-    assert not _replay([UnfenceBroker(1, 10)], fenced).brokers[1].fenced
-    changed = _replay([BrokerRegistrationChange(2, 10, in_controlled_shutdown=True)], base)
+    assert not _replay([UnfenceBrokerRecord(1, 10)], fenced).brokers[1].fenced
+    changed = _replay([BrokerRegistrationChangeRecord(2, 10, in_controlled_shutdown=True)], base)
     assert changed.brokers[2].in_controlled_shutdown
     assert not changed.brokers[2].fenced
-    refenced = _replay([BrokerRegistrationChange(2, 10, fenced=True)], changed)
+    refenced = _replay([BrokerRegistrationChangeRecord(2, 10, fenced=True)], changed)
     assert refenced.brokers[2].fenced
     assert refenced.brokers[2].in_controlled_shutdown
-    assert not _replay([BrokerRegistrationChange(3, 10, fenced=False)], base).brokers[3].fenced
+    assert (
+        not _replay([BrokerRegistrationChangeRecord(3, 10, fenced=False)], base).brokers[3].fenced
+    )
 
 
 def test_reregistration_replaces_the_registration_and_unregister_removes_it() -> None:
@@ -179,21 +183,21 @@ def test_reregistration_replaces_the_registration_and_unregister_removes_it() ->
     image = _replay([_register(1, broker_epoch=50)], base)
     assert image.brokers[1].broker_epoch == 50
     assert image.brokers[1].fenced
-    assert 1 not in _replay([UnregisterBroker(1, 10)], base).brokers
+    assert 1 not in _replay([UnregisterBrokerRecord(1, 10)], base).brokers
 
 
 @pytest.mark.parametrize(
     "record",
     [
-        FenceBroker(1, 9),
-        UnfenceBroker(9, 10),
-        UnregisterBroker(1, 11),
-        BrokerRegistrationChange(7, 10, fenced=True),
-        PartitionChange(ORDERS, 5, isr=(1,)),
-        PartitionChange(UUID(int=99), 0, isr=(1,)),
-        Partition(UUID(int=99), 0, replicas=(1,), isr=(1,), leader=1),
-        RemoveTopic(UUID(int=99)),
-        Topic("orders", UUID(int=99)),
+        FenceBrokerRecord(1, 9),
+        UnfenceBrokerRecord(9, 10),
+        UnregisterBrokerRecord(1, 11),
+        BrokerRegistrationChangeRecord(7, 10, fenced=True),
+        PartitionChangeRecord(ORDERS, 5, isr=(1,)),
+        PartitionChangeRecord(UUID(int=99), 0, isr=(1,)),
+        PartitionRecord(UUID(int=99), 0, replicas=(1,), isr=(1,), leader=1),
+        RemoveTopicRecord(UUID(int=99)),
+        TopicRecord("orders", UUID(int=99)),
     ],
 )
 def test_records_that_contradict_the_image_are_errors(record: MetadataRecord) -> None:
@@ -205,25 +209,27 @@ def test_config_delete_and_empty_resources_disappear() -> None:
     base = _replay(_cluster())
     image = _replay(
         [
-            Config(ConfigResourceType.TOPIC, "orders", "retention.ms", "5"),
-            Config(ConfigResourceType.TOPIC, "orders", "min.insync.replicas", None),
+            ConfigRecord(ConfigResourceType.TOPIC, "orders", "retention.ms", "5"),
+            ConfigRecord(ConfigResourceType.TOPIC, "orders", "min.insync.replicas", None),
         ],
         base,
     )
     assert image.topic_configs("orders") == {"retention.ms": "5"}
-    emptied = _replay([Config(ConfigResourceType.TOPIC, "orders", "retention.ms", None)], image)
+    emptied = _replay(
+        [ConfigRecord(ConfigResourceType.TOPIC, "orders", "retention.ms", None)], image
+    )
     assert emptied.topic_configs("orders") == {}
     assert len(emptied.configs) == 1
 
 
 def test_feature_level_zero_removes_the_feature() -> None:
-    image = _replay([FeatureLevel("metadata.version", 0)], _replay(_cluster()))
+    image = _replay([FeatureLevelRecord("metadata.version", 0)], _replay(_cluster()))
     assert image.features == {}
 
 
 def test_images_are_copy_on_write() -> None:
     base = _replay(_cluster())
-    image = _replay([PartitionChange(ORDERS, 0, isr=(1,))], base)
+    image = _replay([PartitionChangeRecord(ORDERS, 0, isr=(1,))], base)
     # The base is unchanged and maps no record touched are shared, not copied.
     assert base.partition(ORDERS, 0) == PartitionState((1, 2, 3), (1, 2, 3), 1)
     assert image.brokers is base.brokers
@@ -238,9 +244,9 @@ def test_to_records_recreates_the_image() -> None:
     image = _replay(
         [
             *_cluster(),
-            PartitionChange(ORDERS, 0, leader=2),
-            FenceBroker(1, 10),
-            BrokerRegistrationChange(3, 10, in_controlled_shutdown=True),
+            PartitionChangeRecord(ORDERS, 0, leader=2),
+            FenceBrokerRecord(1, 10),
+            BrokerRegistrationChangeRecord(3, 10, in_controlled_shutdown=True),
         ]
     )
     rebuilt = MetadataImage.from_records(image.to_records(), image.end_offset, image.epoch)
@@ -254,7 +260,7 @@ def test_the_empty_image_has_no_records() -> None:
 
 
 changes = st.builds(
-    PartitionChange,
+    PartitionChangeRecord,
     topic_id=st.sampled_from([ORDERS, CLICKS]),
     partition_id=st.just(0),
     isr=st.none() | st.lists(st.integers(1, 3), max_size=3).map(tuple),
@@ -265,7 +271,7 @@ changes = st.builds(
 
 
 @given(st.lists(changes, max_size=20))
-def test_any_replayed_image_survives_a_snapshot(more: list[PartitionChange]) -> None:
+def test_any_replayed_image_survives_a_snapshot(more: list[PartitionChangeRecord]) -> None:
     image = _replay([*_cluster(), *more])
     assert MetadataImage.from_records(image.to_records(), image.end_offset, 1) == image
 
@@ -300,7 +306,7 @@ def test_replayer_snapshots_its_image_and_loads_it_back() -> None:
     target.on_snapshot_loaded(SnapshotId(end_offset, 4), records)
     assert target.image == source.image
     # Commits after the snapshot apply on top of it.
-    target.on_commit(_entries([RemoveTopic(CLICKS)], start=end_offset, epoch=5))
+    target.on_commit(_entries([RemoveTopicRecord(CLICKS)], start=end_offset, epoch=5))
     assert target.image.topic("clicks") is None
     assert (target.image.end_offset, target.image.epoch) == (end_offset + 1, 5)
 
@@ -316,12 +322,14 @@ def test_ten_thousand_partitions_replay_and_snapshot() -> None:
     topic_ids = [UUID(int=1000 + t) for t in range(10)]
     records: list[MetadataRecord] = [_register(b) for b in range(1, 4)]
     for t, topic_id in enumerate(topic_ids):
-        records.append(Topic(f"topic-{t}", topic_id))
+        records.append(TopicRecord(f"topic-{t}", topic_id))
         records.extend(
-            Partition(topic_id, p, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1 + p % 3)
+            PartitionRecord(topic_id, p, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1 + p % 3)
             for p in range(1000)
         )
-    records.extend(PartitionChange(topic_ids[0], p, leader=2, isr=(2, 3)) for p in range(1000))
+    records.extend(
+        PartitionChangeRecord(topic_ids[0], p, leader=2, isr=(2, 3)) for p in range(1000)
+    )
     replayer = MetadataReplayer()
     replayer.on_commit(_entries(records))
     image = replayer.image
@@ -339,4 +347,4 @@ def test_ten_thousand_partitions_replay_and_snapshot() -> None:
 def test_broker_registration_round_trips_through_its_record() -> None:
     record = _register(4)
     assert BrokerRegistration.from_record(record).to_record() == record
-    assert _replay([NoOp()]) == MetadataImage(end_offset=1, epoch=1)
+    assert _replay([NoOpRecord()]) == MetadataImage(end_offset=1, epoch=1)

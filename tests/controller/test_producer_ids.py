@@ -11,7 +11,7 @@ from controller.producer_ids import (
     ProducerIdsOutcome,
     allocate_producer_ids,
 )
-from controller.records import ProducerIds
+from controller.records import ProducerIdsRecord
 from tests.controller.images import broker, epoch_of, replay
 
 INT64_MAX = 2**63 - 1
@@ -21,14 +21,14 @@ def cluster(next_producer_id: int | None = None) -> MetadataImage:
     records = [broker(1), broker(2, fenced=True)]
     image = replay(records)
     if next_producer_id is not None:
-        image = replay([ProducerIds(1, epoch_of(1), next_producer_id)], image)
+        image = replay([ProducerIdsRecord(1, epoch_of(1), next_producer_id)], image)
     return image
 
 
 def test_the_first_block_starts_at_zero() -> None:
     outcome = allocate_producer_ids(cluster(), 1, epoch_of(1))
     assert outcome == ProducerIdsOutcome(
-        ErrorCode.none, 0, PRODUCER_ID_BLOCK_SIZE, (ProducerIds(1, epoch_of(1), 1000),)
+        ErrorCode.none, 0, PRODUCER_ID_BLOCK_SIZE, (ProducerIdsRecord(1, epoch_of(1), 1000),)
     )
 
 
@@ -42,7 +42,7 @@ def test_blocks_replayed_in_sequence_are_consecutive_and_disjoint() -> None:
 
     assert (first.producer_id_start, second.producer_id_start) == (0, 1000)
     assert first.producer_id_len == second.producer_id_len == 1000
-    assert second.records == (ProducerIds(2, epoch_of(2), 2000),)
+    assert second.records == (ProducerIdsRecord(2, epoch_of(2), 2000),)
     assert image.next_producer_id == 2000
     ids = [
         range(o.producer_id_start, o.producer_id_start + o.producer_id_len) for o in (first, second)
@@ -71,7 +71,7 @@ def test_the_last_block_may_end_at_the_int64_maximum_and_then_ids_are_exhausted(
     image = cluster(INT64_MAX - PRODUCER_ID_BLOCK_SIZE)
     last = allocate_producer_ids(image, 1, epoch_of(1))
     assert last.error is ErrorCode.none
-    assert last.records == (ProducerIds(1, epoch_of(1), INT64_MAX),)
+    assert last.records == (ProducerIdsRecord(1, epoch_of(1), INT64_MAX),)
 
     image = replay(last.records, image)
     assert allocate_producer_ids(image, 1, epoch_of(1)) == ProducerIdsOutcome(

@@ -12,24 +12,24 @@ from controller.records import (
     RECORD_TYPES,
     BrokerEndpoint,
     BrokerFeature,
-    BrokerRegistrationChange,
-    Config,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
     ConfigResourceType,
-    FeatureLevel,
-    FenceBroker,
+    FeatureLevelRecord,
+    FenceBrokerRecord,
     MetadataRecord,
-    NoOp,
-    Partition,
-    PartitionChange,
-    ProducerIds,
+    NoOpRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
     RecordDecodeError,
-    RegisterBroker,
-    RemoveTopic,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
     ReplicaLogState,
-    Topic,
-    UncleanRecovery,
-    UnfenceBroker,
-    UnregisterBroker,
+    TopicRecord,
+    UncleanRecoveryRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
     decode_record,
     encode_record,
 )
@@ -50,8 +50,8 @@ broker_features = st.builds(BrokerFeature, texts, int16s, int16s)
 
 # One strategy per record type, so a test can check that none is missing.
 STRATEGIES: dict[type[MetadataRecord], st.SearchStrategy[MetadataRecord]] = {
-    RegisterBroker: st.builds(
-        RegisterBroker,
+    RegisterBrokerRecord: st.builds(
+        RegisterBrokerRecord,
         broker_id=broker_ids,
         incarnation_id=uuids,
         broker_epoch=int64s,
@@ -61,10 +61,10 @@ STRATEGIES: dict[type[MetadataRecord], st.SearchStrategy[MetadataRecord]] = {
         fenced=st.booleans(),
         in_controlled_shutdown=st.booleans(),
     ),
-    UnregisterBroker: st.builds(UnregisterBroker, broker_ids, int64s),
-    Topic: st.builds(Topic, texts, uuids),
-    Partition: st.builds(
-        Partition,
+    UnregisterBrokerRecord: st.builds(UnregisterBrokerRecord, broker_ids, int64s),
+    TopicRecord: st.builds(TopicRecord, texts, uuids),
+    PartitionRecord: st.builds(
+        PartitionRecord,
         topic_id=uuids,
         partition_id=st.integers(0, 2**31 - 1),
         replicas=replica_lists,
@@ -77,8 +77,8 @@ STRATEGIES: dict[type[MetadataRecord], st.SearchStrategy[MetadataRecord]] = {
         adding_replicas=replica_lists,
         removing_replicas=replica_lists,
     ),
-    PartitionChange: st.builds(
-        PartitionChange,
+    PartitionChangeRecord: st.builds(
+        PartitionChangeRecord,
         topic_id=uuids,
         partition_id=st.integers(0, 2**31 - 1),
         isr=optional_replica_lists,
@@ -89,22 +89,24 @@ STRATEGIES: dict[type[MetadataRecord], st.SearchStrategy[MetadataRecord]] = {
         elr=optional_replica_lists,
         last_known_elr=optional_replica_lists,
     ),
-    FenceBroker: st.builds(FenceBroker, broker_ids, int64s),
-    UnfenceBroker: st.builds(UnfenceBroker, broker_ids, int64s),
-    RemoveTopic: st.builds(RemoveTopic, uuids),
-    Config: st.builds(Config, st.sampled_from(ConfigResourceType), texts, texts, st.none() | texts),
-    FeatureLevel: st.builds(FeatureLevel, texts, int16s),
-    ProducerIds: st.builds(ProducerIds, broker_ids, int64s, int64s),
-    BrokerRegistrationChange: st.builds(
-        BrokerRegistrationChange,
+    FenceBrokerRecord: st.builds(FenceBrokerRecord, broker_ids, int64s),
+    UnfenceBrokerRecord: st.builds(UnfenceBrokerRecord, broker_ids, int64s),
+    RemoveTopicRecord: st.builds(RemoveTopicRecord, uuids),
+    ConfigRecord: st.builds(
+        ConfigRecord, st.sampled_from(ConfigResourceType), texts, texts, st.none() | texts
+    ),
+    FeatureLevelRecord: st.builds(FeatureLevelRecord, texts, int16s),
+    ProducerIdsRecord: st.builds(ProducerIdsRecord, broker_ids, int64s, int64s),
+    BrokerRegistrationChangeRecord: st.builds(
+        BrokerRegistrationChangeRecord,
         broker_ids,
         int64s,
         st.none() | st.booleans(),
         st.none() | st.just(True),
     ),
-    NoOp: st.just(NoOp()),
-    UncleanRecovery: st.builds(
-        UncleanRecovery,
+    NoOpRecord: st.just(NoOpRecord()),
+    UncleanRecoveryRecord: st.builds(
+        UncleanRecoveryRecord,
         uuids,
         int32s,
         texts,
@@ -127,47 +129,47 @@ def test_every_record_type_has_a_strategy() -> None:
 
 def test_noop_is_the_record_the_driver_appends_when_idle() -> None:
     assert NOOP_RECORD == b"\x01\x14\x00\x00"
-    assert decode_record(NOOP_RECORD) == NoOp()
-    assert encode_record(NoOp()) == NOOP_RECORD
+    assert decode_record(NOOP_RECORD) == NoOpRecord()
+    assert encode_record(NoOpRecord()) == NOOP_RECORD
 
 
 # Kafka's api keys and valid versions, from the metadata record specs
 # (kafka-protocol/metadata/*Record.json beside DESIGN.md).
 KAFKA_RECORDS = {
-    RegisterBroker: (0, range(4)),
-    UnregisterBroker: (1, range(1)),
-    Topic: (2, range(1)),
-    Partition: (3, range(3)),
-    Config: (4, range(1)),
-    PartitionChange: (5, range(3)),
-    FenceBroker: (7, range(1)),
-    UnfenceBroker: (8, range(1)),
-    RemoveTopic: (9, range(1)),
-    FeatureLevel: (12, range(1)),
-    ProducerIds: (15, range(1)),
-    BrokerRegistrationChange: (17, range(3)),
-    NoOp: (20, range(1)),
+    RegisterBrokerRecord: (0, range(4)),
+    UnregisterBrokerRecord: (1, range(1)),
+    TopicRecord: (2, range(1)),
+    PartitionRecord: (3, range(3)),
+    ConfigRecord: (4, range(1)),
+    PartitionChangeRecord: (5, range(3)),
+    FenceBrokerRecord: (7, range(1)),
+    UnfenceBrokerRecord: (8, range(1)),
+    RemoveTopicRecord: (9, range(1)),
+    FeatureLevelRecord: (12, range(1)),
+    ProducerIdsRecord: (15, range(1)),
+    BrokerRegistrationChangeRecord: (17, range(3)),
+    NoOpRecord: (20, range(1)),
 }
 
 
 def test_api_keys_and_versions_are_kafkas() -> None:
-    # UncleanRecovery is this project's own record, far above Kafka's keys.
-    assert set(KAFKA_RECORDS) == set(RECORD_TYPES.values()) - {UncleanRecovery}
-    assert UncleanRecovery.API_KEY >= 10_000
+    # UncleanRecoveryRecord is this project's own record, far above Kafka's keys.
+    assert set(KAFKA_RECORDS) == set(RECORD_TYPES.values()) - {UncleanRecoveryRecord}
+    assert UncleanRecoveryRecord.API_KEY >= 10_000
     for record_type, (api_key, versions) in KAFKA_RECORDS.items():
         assert RECORD_TYPES[api_key] is record_type
         assert record_type.VERSION in versions
 
 
 def test_frame_is_frame_version_type_version() -> None:
-    data = encode_record(FenceBroker(broker_id=3, broker_epoch=7))
+    data = encode_record(FenceBrokerRecord(broker_id=3, broker_epoch=7))
     # Frame 1, api key 7, version 0, Id int32, Epoch int64, no tagged fields.
     assert data == b"\x01\x07\x00" + (3).to_bytes(4, "big") + (7).to_bytes(8, "big") + b"\x00"
 
 
 def test_partition_change_writes_only_the_changed_fields_as_tagged_fields() -> None:
     topic_id = UUID(int=1)
-    data = encode_record(PartitionChange(topic_id, 0, leader=2))
+    data = encode_record(PartitionChangeRecord(topic_id, 0, leader=2))
     # Frame, then PartitionId, TopicId, then one tagged field: tag 1 (Leader), 4 bytes.
     assert data == (
         b"\x01\x05\x02" + bytes(4) + topic_id.bytes + b"\x01\x01\x04" + (2).to_bytes(4, "big")
@@ -180,7 +182,7 @@ def test_unknown_record_type_is_a_clear_error() -> None:
 
 
 def test_unknown_record_version_is_a_clear_error() -> None:
-    with pytest.raises(RecordDecodeError, match=r"unsupported version 7 of NoOp \(type 20\)"):
+    with pytest.raises(RecordDecodeError, match=r"unsupported version 7 of NoOpRecord \(type 20\)"):
         decode_record(b"\x01\x14\x07\x00")
 
 
@@ -190,7 +192,7 @@ def test_unknown_frame_version_is_a_clear_error() -> None:
 
 
 def test_truncated_and_overlong_records_are_errors() -> None:
-    data = encode_record(Topic("orders", UUID(int=5)))
+    data = encode_record(TopicRecord("orders", UUID(int=5)))
     with pytest.raises(RecordDecodeError, match="truncated"):
         decode_record(data[:-3])
     with pytest.raises(RecordDecodeError, match="bytes left"):
@@ -198,10 +200,10 @@ def test_truncated_and_overlong_records_are_errors() -> None:
 
 
 def test_unknown_tagged_fields_are_skipped() -> None:
-    # NoOp with one tagged field (tag 9, 2 bytes) that a later version might add.
-    assert decode_record(b"\x01\x14\x00\x01\x09\x02ab") == NoOp()
+    # NoOpRecord with one tagged field (tag 9, 2 bytes) that a later version might add.
+    assert decode_record(b"\x01\x14\x00\x01\x09\x02ab") == NoOpRecord()
 
 
 def test_a_broker_cannot_leave_controlled_shutdown_by_a_change_record() -> None:
     with pytest.raises(ValueError, match="registering again"):
-        BrokerRegistrationChange(1, 1, in_controlled_shutdown=False)
+        BrokerRegistrationChangeRecord(1, 1, in_controlled_shutdown=False)

@@ -26,13 +26,13 @@ from controller.limits import (
 from controller.partition_state import PartitionState
 from controller.placement import PlacementBroker, place_replicas, start_for_topic
 from controller.records import (
-    Config,
+    ConfigRecord,
     ConfigResourceType,
     MetadataRecord,
-    Partition,
-    RegisterBroker,
-    RemoveTopic,
-    Topic,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
 )
 from controller.topics import (
     ConfigSource,
@@ -54,7 +54,7 @@ def cluster(
     """An image with these brokers registered, unfenced unless listed otherwise."""
     fenced, shutting_down = set(fenced), set(shutting_down)
     return MetadataImage.from_records(
-        RegisterBroker(
+        RegisterBrokerRecord(
             broker_id=broker_id,
             incarnation_id=UUID(int=broker_id + 1),
             broker_epoch=100 + broker_id,
@@ -125,11 +125,11 @@ def test_create_writes_topic_then_configs_then_partitions_and_replays() -> None:
         start=start_for_topic("orders"),
     )
     assert outcome.records == (
-        Topic("orders", topic_id),
-        Config(ConfigResourceType.TOPIC, "orders", "cleanup.policy", "compact"),
-        Config(ConfigResourceType.TOPIC, "orders", "retention.ms", "1000"),
+        TopicRecord("orders", topic_id),
+        ConfigRecord(ConfigResourceType.TOPIC, "orders", "cleanup.policy", "compact"),
+        ConfigRecord(ConfigResourceType.TOPIC, "orders", "retention.ms", "1000"),
         *(
-            Partition(topic_id, p, tuple(replicas), tuple(replicas), replicas[0], 0, 0)
+            PartitionRecord(topic_id, p, tuple(replicas), tuple(replicas), replicas[0], 0, 0)
             for p, replicas in enumerate(placement)
         ),
     )
@@ -161,10 +161,10 @@ def test_placement_is_deterministic_and_follows_the_topic_name() -> None:
     again = create_topics(image, request, DEFAULTS, validate_only=False, new_topic_id=topic_ids())
     assert first == again
     replicas_a = [
-        r.replicas for r in first.records if isinstance(r, Partition) and r.topic_id.int == 1
+        r.replicas for r in first.records if isinstance(r, PartitionRecord) and r.topic_id.int == 1
     ]
     replicas_b = [
-        r.replicas for r in first.records if isinstance(r, Partition) and r.topic_id.int == 2
+        r.replicas for r in first.records if isinstance(r, PartitionRecord) and r.topic_id.int == 2
     ]
     # Topics start on different brokers (CRC32 of the name), so leaders do not pile up.
     assert replicas_a != replicas_b
@@ -183,7 +183,7 @@ def test_defaults_fill_partitions_replication_factor_and_effective_configs() -> 
     )
     (result,) = outcome.results
     assert (result.num_partitions, result.replication_factor) == (4, 3)
-    partitions = [r for r in outcome.records if isinstance(r, Partition)]
+    partitions = [r for r in outcome.records if isinstance(r, PartitionRecord)]
     assert [p.partition_id for p in partitions] == [0, 1, 2, 3]
     assert all(len(p.replicas) == 3 and p.isr == p.replicas for p in partitions)
     configs = {entry.name: entry for entry in result.configs}
@@ -198,7 +198,7 @@ def test_defaults_fill_partitions_replication_factor_and_effective_configs() -> 
         "retention.ms", "604800000", ConfigSource.DEFAULT_CONFIG
     )
     # Only the request's overrides become records; defaults stay out of the metadata log.
-    assert [r.key for r in outcome.records if isinstance(r, Config)] == ["segment.bytes"]
+    assert [r.key for r in outcome.records if isinstance(r, ConfigRecord)] == ["segment.bytes"]
 
 
 def test_validate_only_gives_the_same_results_and_no_records() -> None:
@@ -215,7 +215,7 @@ def test_placement_uses_only_unfenced_brokers_not_in_controlled_shutdown() -> No
     image = cluster(range(5), fenced=[1], shutting_down=[3])
     _, records, errors = create(image, NewTopic("t", 12, 3))
     assert errors == [ErrorCode.none]
-    used = {b for r in records if isinstance(r, Partition) for b in r.replicas}
+    used = {b for r in records if isinstance(r, PartitionRecord) for b in r.replicas}
     assert used == {0, 2, 4}
 
 
@@ -286,7 +286,7 @@ def test_a_name_twice_in_one_request_is_invalid_and_the_others_proceed() -> None
         ("dup", ErrorCode.invalid_request),
         ("other", ErrorCode.none),
     ]
-    assert [r.name for r in outcome.records if isinstance(r, Topic)] == ["other"]
+    assert [r.name for r in outcome.records if isinstance(r, TopicRecord)] == ["other"]
 
 
 # --- CreateTopics: partitions, replication factor, assignments -----------------------------------
@@ -334,7 +334,7 @@ def test_manual_assignment_leader_is_the_first_usable_replica() -> None:
     image = cluster(range(3), fenced=[2], shutting_down=[0])
     _, records, errors = create(image, NewTopic("t", assignments=[(0, [2, 0, 1])]))
     assert errors == [ErrorCode.none]
-    (partition,) = [r for r in records if isinstance(r, Partition)]
+    (partition,) = [r for r in records if isinstance(r, PartitionRecord)]
     assert (partition.replicas, partition.isr, partition.leader) == ((2, 0, 1), (1,), 1)
 
 
@@ -427,7 +427,7 @@ def test_a_null_config_value_is_refused() -> None:
 def test_valid_configs_are_written_verbatim(key: str, value: str) -> None:
     _, records, errors = create(cluster([0]), NewTopic("t", 1, 1, configs={key: value}))
     assert errors == [ErrorCode.none]
-    assert Config(ConfigResourceType.TOPIC, "t", key, value) in records
+    assert ConfigRecord(ConfigResourceType.TOPIC, "t", key, value) in records
 
 
 def test_min_insync_replicas_above_the_replication_factor_is_accepted() -> None:
@@ -448,7 +448,7 @@ def test_delete_by_name_and_by_id_removes_the_topics_and_their_configs() -> None
     )
     b_id = image.topic_ids["b"]
     outcome = delete_topics(image, ["a", b_id])
-    assert outcome.records == (RemoveTopic(image.topic_ids["a"]), RemoveTopic(b_id))
+    assert outcome.records == (RemoveTopicRecord(image.topic_ids["a"]), RemoveTopicRecord(b_id))
     assert [(r.name, r.topic_id, r.error_code) for r in outcome.results] == [
         ("a", image.topic_ids["a"], ErrorCode.none),
         ("b", b_id, ErrorCode.none),
@@ -481,7 +481,7 @@ def test_a_name_and_its_own_id_delete_the_topic_once() -> None:
     image, _, _ = create(cluster([0]), NewTopic("a", 1, 1))
     a_id = image.topic_ids["a"]
     outcome = delete_topics(image, [a_id, "a"])
-    assert outcome.records == (RemoveTopic(a_id),)
+    assert outcome.records == (RemoveTopicRecord(a_id),)
     assert [r.error_code for r in outcome.results] == [ErrorCode.none, ErrorCode.invalid_request]
 
 
@@ -500,7 +500,7 @@ def test_delete_then_recreate_gets_a_new_id_and_the_same_placement() -> None:
     topic = image.topic("t")
     assert topic is not None and topic.topic_id == UUID(int=99) != old_id
     assert dict(image.topic_configs("t")) == {}
-    old_layout = [r.replicas for r in first if isinstance(r, Partition)]
+    old_layout = [r.replicas for r in first if isinstance(r, PartitionRecord)]
     assert [topic.partitions[p].replicas for p in range(3)] == old_layout
 
 
@@ -512,7 +512,13 @@ def test_added_partitions_continue_the_topics_placement() -> None:
     grown, _, _ = create(brokers, NewTopic("t", 3, 3))
     outcome = create_partitions(grown, [PartitionsIncrease("t", 8)], validate_only=False)
     assert outcome.results[0].error_code is ErrorCode.none
-    assert [r.partition_id for r in outcome.records if isinstance(r, Partition)] == [3, 4, 5, 6, 7]
+    assert [r.partition_id for r in outcome.records if isinstance(r, PartitionRecord)] == [
+        3,
+        4,
+        5,
+        6,
+        7,
+    ]
     grown = apply(grown, outcome.records)
 
     at_once, _, _ = create(brokers, NewTopic("t", 8, 3))
@@ -526,7 +532,7 @@ def test_partition_counts_that_do_not_grow_are_refused_with_kafkas_messages() ->
     outcome = create_partitions(image, [PartitionsIncrease("t", 3)], validate_only=False)
     assert (outcome.results[0].error_code, outcome.results[0].error_message) == (
         ErrorCode.invalid_partitions,
-        "Topic already has 3 partition(s).",
+        "TopicRecord already has 3 partition(s).",
     )
     outcome = create_partitions(image, [PartitionsIncrease("t", 2)], validate_only=False)
     assert (outcome.results[0].error_code, outcome.results[0].error_message) == (
@@ -557,8 +563,8 @@ def test_manual_assignments_for_the_new_partitions() -> None:
         image, [PartitionsIncrease("t", 3, [[2, 0], [1, 2]])], validate_only=False
     )
     assert outcome.records == (
-        Partition(topic_id, 1, (2, 0), (2, 0), 2),
-        Partition(topic_id, 2, (1, 2), (1, 2), 1),
+        PartitionRecord(topic_id, 1, (2, 0), (2, 0), 2),
+        PartitionRecord(topic_id, 2, (1, 2), (1, 2), 1),
     )
 
 
@@ -676,7 +682,7 @@ def cluster_with_fenced(image: MetadataImage, broker_ids: Iterable[int]) -> Meta
     return apply(
         image,
         [
-            RegisterBroker(
+            RegisterBrokerRecord(
                 broker_id=broker_id,
                 incarnation_id=UUID(int=1000 + broker_id),
                 broker_epoch=image.brokers[broker_id].broker_epoch + 1,

@@ -37,10 +37,10 @@ from controller.partition_change import (
 from controller.partition_state import NO_LEADER, PartitionState
 from controller.records import (
     MetadataRecord,
-    PartitionChange,
-    RegisterBroker,
+    PartitionChangeRecord,
+    RegisterBrokerRecord,
     ReplicaLogState,
-    UncleanRecovery,
+    UncleanRecoveryRecord,
 )
 from controller.unclean_recovery import (
     RecoveryOutcome,
@@ -145,8 +145,8 @@ def test_example_5_3_3_balanced_recovery_elects_the_lastknownelr_member_with_the
     outcome = run(image, [three, log(1, 2, 15), two])
 
     assert outcome.records == (
-        UncleanRecovery(T, 0, "balanced", 2, (two, three)),
-        PartitionChange(T, 0, isr=(2,), leader=2, last_known_elr=()),
+        UncleanRecoveryRecord(T, 0, "balanced", 2, (two, three)),
+        PartitionChangeRecord(T, 0, isr=(2,), leader=2, last_known_elr=()),
     )
     assert outcome.waiting == {}
     state = after(image, outcome)
@@ -184,7 +184,7 @@ def test_balanced_waits_for_every_lastknownelr_member_and_records_only_changes()
     two = log(2, 1, 12)
 
     first = run(image, [two])
-    assert first.records == (UncleanRecovery(T, 0, "balanced", NO_LEADER, (two,), (3,)),)
+    assert first.records == (UncleanRecoveryRecord(T, 0, "balanced", NO_LEADER, (two,), (3,)),)
     assert first.events == ()
     assert first.waiting == {TP: (3,)}
     # Replaying a waiting record changes nothing.
@@ -196,12 +196,12 @@ def test_balanced_waits_for_every_lastknownelr_member_and_records_only_changes()
 
     # Now broker 2 does not answer either: the waiting set changed, so it is recorded.
     none = run(image, [], reported=dict(first.waiting))
-    assert none.records == (UncleanRecovery(T, 0, "balanced", NO_LEADER, (), (2, 3)),)
+    assert none.records == (UncleanRecoveryRecord(T, 0, "balanced", NO_LEADER, (), (2, 3)),)
     assert none.waiting == {TP: (2, 3)}
 
     # Both answered: elected, even though a waiting set had been reported.
     done = run(image, [two, log(3, 0, 7)], reported=dict(none.waiting))
-    assert [type(r) for r in done.records] == [UncleanRecovery, PartitionChange]
+    assert [type(r) for r in done.records] == [UncleanRecoveryRecord, PartitionChangeRecord]
     assert done.waiting == {}
 
 
@@ -240,7 +240,7 @@ def test_balanced_with_an_empty_lastknownelr_asks_every_replica() -> None:
     }
     waiting = run(image, [log(1, 4, 10), log(2, 4, 11)])
     assert waiting.waiting == {TP: (3,)}
-    assert waiting.records[0] == UncleanRecovery(
+    assert waiting.records[0] == UncleanRecoveryRecord(
         T, 0, "balanced", NO_LEADER, (log(1, 4, 10), log(2, 4, 11)), (3,)
     )
     elected = run(image, [log(1, 4, 10), log(2, 4, 11), log(3, 3, 90)])
@@ -253,7 +253,7 @@ def test_rf_1_balanced_recovery_elects_the_only_replica_once_it_answers() -> Non
     assert needs_unclean_recovery(state, BrokerFacts(frozenset({1})), defaults())
     assert run(image, []).waiting == {TP: (1,)}
     outcome = run(image, [log(1, 2, 40)])
-    assert outcome.records[-1] == PartitionChange(T, 0, isr=(1,), leader=1)
+    assert outcome.records[-1] == PartitionChangeRecord(T, 0, isr=(1,), leader=1)
     assert after(image, outcome).leader_epoch == 3
 
 
@@ -265,7 +265,7 @@ def test_an_answer_from_an_earlier_incarnation_is_ignored() -> None:
     stale = log(3, 5, 100, broker_epoch=epoch_of(3) - 1)
     outcome = run(image, [log(2, 1, 12), stale])
     assert outcome.waiting == {TP: (3,)}
-    assert not any(isinstance(r, PartitionChange) for r in outcome.records)
+    assert not any(isinstance(r, PartitionChangeRecord) for r in outcome.records)
     # With a current one, 3's (worse) log is compared and 2 wins.
     outcome = run(image, [log(2, 1, 12), log(3, 0, 7)])
     assert after(image, outcome).leader == 2
@@ -280,7 +280,7 @@ def test_an_answer_from_a_fenced_broker_is_ignored_and_it_is_not_asked() -> None
     outcome = run(image, [log(2, 1, 12), log(3, 5, 100)])
     assert outcome.waiting == {TP: (3,)}
     assert outcome.records == (
-        UncleanRecovery(T, 0, "balanced", NO_LEADER, (log(2, 1, 12),), (3,)),
+        UncleanRecoveryRecord(T, 0, "balanced", NO_LEADER, (log(2, 1, 12),), (3,)),
     )
 
 
@@ -351,12 +351,12 @@ def test_proactive_waits_within_its_window_then_elects_the_best_answer() -> None
     one = log(1, 3, 20)
     before = run(image, [one], strategy=PROACTIVE)
     assert before.waiting == {TP: (2, 3)}
-    assert before.records == (UncleanRecovery(T, 0, "proactive", NO_LEADER, (one,), (2, 3)),)
+    assert before.records == (UncleanRecoveryRecord(T, 0, "proactive", NO_LEADER, (one,), (2, 3)),)
 
     over = run(image, [one], strategy=PROACTIVE, window_over=True)
     assert over.records == (
-        UncleanRecovery(T, 0, "proactive", 1, (one,)),
-        PartitionChange(T, 0, isr=(1,), leader=1, elr=()),
+        UncleanRecoveryRecord(T, 0, "proactive", 1, (one,)),
+        PartitionChangeRecord(T, 0, isr=(1,), leader=1, elr=()),
     )
     state = after(image, over)
     assert (state.leader, state.isr, state.elr, state.last_known_elr) == (1, (1,), (), ())
@@ -368,7 +368,7 @@ def test_proactive_elects_at_once_when_every_replica_answered() -> None:
     image = cluster(state)
     outcome = run(image, [log(1, 3, 20), log(2, 3, 25), log(3, 2, 90)], strategy=PROACTIVE)
     assert after(image, outcome).leader == 2
-    assert outcome.records[0] == UncleanRecovery(
+    assert outcome.records[0] == UncleanRecoveryRecord(
         T, 0, "proactive", 2, (log(1, 3, 20), log(2, 3, 25), log(3, 2, 90))
     )
 
@@ -377,7 +377,7 @@ def test_proactive_with_no_answer_after_its_window_keeps_waiting() -> None:
     image = cluster(FENCED_ELR, fenced=(2,))
     outcome = run(image, [], strategy=PROACTIVE, window_over=True)
     assert outcome.waiting == {TP: (1, 2, 3)}
-    assert not any(isinstance(r, PartitionChange) for r in outcome.records)
+    assert not any(isinstance(r, PartitionChangeRecord) for r in outcome.records)
 
 
 def test_proactive_decide_ignores_the_window_until_it_is_over() -> None:
@@ -415,8 +415,8 @@ def test_choose_manually_elects_the_chosen_replica_even_with_a_shorter_log() -> 
     assert (error, message) == (ErrorCode.none, None)
     # The usable answers only (broker 1's is of another incarnation), in replica order.
     assert outcome.records == (
-        UncleanRecovery(T, 0, "manual", 3, (log(2, 1, 12), log(3, 0, 7))),
-        PartitionChange(T, 0, isr=(3,), leader=3, last_known_elr=()),
+        UncleanRecoveryRecord(T, 0, "manual", 3, (log(2, 1, 12), log(3, 0, 7))),
+        PartitionChangeRecord(T, 0, isr=(3,), leader=3, last_known_elr=()),
     )
     state = after(image, outcome)
     assert (state.leader, state.isr, state.last_known_elr) == (3, (3,), ())
@@ -427,7 +427,7 @@ def test_choose_manually_elects_the_chosen_replica_even_with_a_shorter_log() -> 
     # Broker 1, outside the LastKnownELR, may be chosen too: the operator decides.
     error, _, outcome = choose_manually(image, brokers, TP, 1, [])
     assert error is ErrorCode.none
-    assert outcome.records[0] == UncleanRecovery(T, 0, "manual", 1, ())
+    assert outcome.records[0] == UncleanRecoveryRecord(T, 0, "manual", 1, ())
     assert after(image, outcome).leader == 1
 
 
@@ -483,7 +483,7 @@ def test_a_topic_strategy_overrides_the_cluster_default_in_recover() -> None:
     assert outcome.records == ()
     image = cluster(STEP_8, configs={"unclean.recovery.strategy": "proactive"})
     outcome = run(image, [log(2, 1, 12)], strategy=BALANCED, window_over=True)
-    assert outcome.records[0] == UncleanRecovery(T, 0, "proactive", 2, (log(2, 1, 12),))
+    assert outcome.records[0] == UncleanRecoveryRecord(T, 0, "proactive", 2, (log(2, 1, 12),))
 
 
 # lost_offsets.
@@ -628,8 +628,8 @@ def own_broker_cluster(local: tuple[int, UUID] | None) -> tuple[MetadataImage, B
     """Brokers 1 (incarnation OLD) and 2, unfenced, with sessions live from NOW_MS."""
     image = replay(
         [
-            RegisterBroker(1, OLD, broker_epoch=epoch_of(1), fenced=False),
-            RegisterBroker(2, UUID(int=2), broker_epoch=epoch_of(2), fenced=False),
+            RegisterBrokerRecord(1, OLD, broker_epoch=epoch_of(1), fenced=False),
+            RegisterBrokerRecord(2, UUID(int=2), broker_epoch=epoch_of(2), fenced=False),
         ]
     )
     config = LifecycleConfig(9_000, defaults(), local_broker=local)
@@ -642,7 +642,7 @@ def test_the_local_broker_s_new_incarnation_registers_while_the_old_session_is_l
     assert outcome.error is ErrorCode.none
     assert outcome.broker_epoch == image.end_offset + len(outcome.change.records) - 1
     registration = outcome.change.records[-1]
-    assert isinstance(registration, RegisterBroker)
+    assert isinstance(registration, RegisterBrokerRecord)
     assert (registration.incarnation_id, registration.fenced) == (NEW, True)
     assert outcome.change.broker_events[0].clean_shutdown is False
 
