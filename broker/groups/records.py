@@ -8,29 +8,31 @@ Every record is keyed, so compaction keeps the newest one per key:
   generation, protocol, leader, members with their subscription and assignment);
 - a null value (a tombstone) deletes what the key held: an offset, or a whole group.
 
-Keys and values start with an int16 version, then the fields in Kafka's non-flexible encoding
-(big-endian integers, strings as int16 length + UTF-8 with -1 for null, bytes as int32 length,
-arrays as int32 count). The key version says which record it is (0 and 1: offset commit, 2:
-group metadata), as in Kafka. This broker writes OffsetCommitValue v3 and GroupMetadataValue
-v3, the versions Kafka 3.x writes, and reads versions 0 to 3 of both, so `kcat` and Kafka's
-tools can read the topic, and a log Kafka wrote can be read here.
+Keys and values start with an int16, then the fields. A key's int16 says which record it is
+(0 and 1: offset commit, 2: group metadata), as in Kafka, and its fields are the key's version 0
+in Kafka's non-flexible encoding (big-endian integers, strings as int16 length + UTF-8 with -1
+for null). A value's int16 is its version: versions 0 to 3 are non-flexible (bytes as int32
+length, arrays as int32 count), version 4 is flexible (compact strings, bytes and arrays, tagged
+fields). This broker writes OffsetCommitValue v3 and GroupMetadataValue v3, the versions Kafka
+3.x writes, and reads versions 0 to 4 of both, so `kcat` and Kafka's tools can read the topic,
+and a log Kafka wrote can be read here. The records are declared with `net.schema`, as Kafka's
+specs (group-coordinator/src/main/resources/common/message/) declare them.
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from net.schema import BYTES, INT32, INT64, STRING, Array, Codec, Field, SchemaDecodeError, Struct
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
 _EXPIRING_OFFSET_COMMIT_VALUE_VERSION = 1
 GROUP_METADATA_VALUE_VERSION = 3
-_MAX_VALUE_VERSION = 3
 
 _INT16 = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
-_INT64 = struct.Struct(">q")
 
 
 class CorruptOffsetsRecordError(ValueError):
@@ -85,208 +87,137 @@ OffsetsKey = OffsetCommitKey | GroupMetadataKey
 OffsetsValue = OffsetCommitValue | GroupMetadataValue
 
 
-# --- encoding --------------------------------------------------------------------------------
+# --- the records as Kafka's specs declare them ---------------------------------------------------
+
+# OffsetCommitKey and GroupMetadataKey: version 0 of each, after the int16 record type.
+_OFFSET_COMMIT_KEY = Codec(
+    Struct(
+        OffsetCommitKey, (Field("group", STRING), Field("topic", STRING), Field("partition", INT32))
+    ),
+    versions="0",
+    flexible="none",
+)
+_GROUP_METADATA_KEY = Codec(
+    Struct(GroupMetadataKey, (Field("group", STRING),)), versions="0", flexible="none"
+)
+_KEYS = {0: _OFFSET_COMMIT_KEY, OFFSET_COMMIT_KEY_VERSION: _OFFSET_COMMIT_KEY}
+_KEYS[GROUP_METADATA_KEY_VERSION] = _GROUP_METADATA_KEY
+
+_OFFSET_COMMIT_VALUE = Codec(
+    Struct(
+        OffsetCommitValue,
+        (
+            Field("offset", INT64),
+            Field("leader_epoch", INT32, versions="3+", default=-1),
+            Field("metadata", STRING),
+            Field("commit_timestamp_ms", INT64),
+            Field("expire_timestamp_ms", INT64, versions="1", default=-1),
+        ),
+    ),
+    versions="0-4",
+    flexible="4+",
+)
+_MEMBER_METADATA = Struct(
+    MemberMetadata,
+    (
+        Field("member_id", STRING),
+        Field("group_instance_id", STRING, versions="3+", nullable="3+", default=None),
+        Field("client_id", STRING),
+        Field("client_host", STRING),
+        Field("rebalance_timeout_ms", INT32, versions="1+", default=-1),
+        Field("session_timeout_ms", INT32),
+        Field("subscription", BYTES),
+        Field("assignment", BYTES),
+    ),
+)
+_GROUP_METADATA_VALUE = Codec(
+    Struct(
+        GroupMetadataValue,
+        (
+            Field("protocol_type", STRING),
+            Field("generation", INT32),
+            Field("protocol", STRING, nullable="0+"),
+            Field("leader", STRING, nullable="0+"),
+            Field("current_state_timestamp_ms", INT64, versions="2+", default=-1),
+            Field("members", Array(_MEMBER_METADATA)),
+        ),
+    ),
+    versions="0-4",
+    flexible="4+",
+)
 
 
-class _Writer:
-    def __init__(self, version: int) -> None:
-        self.parts: list[bytes] = [_INT16.pack(version)]
-
-    def int32(self, value: int) -> None:
-        self.parts.append(_INT32.pack(value))
-
-    def int64(self, value: int) -> None:
-        self.parts.append(_INT64.pack(value))
-
-    def string(self, value: str | None) -> None:
-        if value is None:
-            self.parts.append(_INT16.pack(-1))
-            return
-        data = value.encode()
-        if len(data) > 0x7FFF:
-            raise ValueError(f"string of {len(data)} bytes is too long for an int16 length")
-        self.parts.append(_INT16.pack(len(data)))
-        self.parts.append(data)
-
-    def blob(self, value: bytes) -> None:
-        self.parts.append(_INT32.pack(len(value)))
-        self.parts.append(value)
-
-    def result(self) -> bytes:
-        return b"".join(self.parts)
+def _encode(prefix: int, codec: Codec, message: object, version: int) -> bytes:
+    out = bytearray(_INT16.pack(prefix))
+    codec.write(message, version, out)
+    return bytes(out)
 
 
 def encode_key(key: OffsetsKey) -> bytes:
     """The record key of `key`, at the version Kafka writes."""
     if isinstance(key, OffsetCommitKey):
-        writer = _Writer(OFFSET_COMMIT_KEY_VERSION)
-        writer.string(key.group)
-        writer.string(key.topic)
-        writer.int32(key.partition)
-    else:
-        writer = _Writer(GROUP_METADATA_KEY_VERSION)
-        writer.string(key.group)
-    return writer.result()
+        return _encode(OFFSET_COMMIT_KEY_VERSION, _OFFSET_COMMIT_KEY, key, 0)
+    return _encode(GROUP_METADATA_KEY_VERSION, _GROUP_METADATA_KEY, key, 0)
 
 
 def encode_value(value: OffsetsValue) -> bytes:
     """The record value of `value`, at version 3; an offset commit with an explicit expiry at
     version 1, the only one that holds it (as Kafka writes one)."""
-    if isinstance(value, OffsetCommitValue) and value.expire_timestamp_ms >= 0:
-        writer = _Writer(_EXPIRING_OFFSET_COMMIT_VALUE_VERSION)
-        writer.int64(value.offset)
-        writer.string(value.metadata)
-        writer.int64(value.commit_timestamp_ms)
-        writer.int64(value.expire_timestamp_ms)
-        return writer.result()
     if isinstance(value, OffsetCommitValue):
-        writer = _Writer(OFFSET_COMMIT_VALUE_VERSION)
-        writer.int64(value.offset)
-        writer.int32(value.leader_epoch)
-        writer.string(value.metadata)
-        writer.int64(value.commit_timestamp_ms)
-        return writer.result()
-    writer = _Writer(GROUP_METADATA_VALUE_VERSION)
-    writer.string(value.protocol_type)
-    writer.int32(value.generation)
-    writer.string(value.protocol)
-    writer.string(value.leader)
-    writer.int64(value.current_state_timestamp_ms)
-    writer.int32(len(value.members))
-    for member in value.members:
-        writer.string(member.member_id)
-        writer.string(member.group_instance_id)
-        writer.string(member.client_id)
-        writer.string(member.client_host)
-        writer.int32(member.rebalance_timeout_ms)
-        writer.int32(member.session_timeout_ms)
-        writer.blob(member.subscription)
-        writer.blob(member.assignment)
-    return writer.result()
+        if value.expire_timestamp_ms >= 0:
+            version = _EXPIRING_OFFSET_COMMIT_VALUE_VERSION
+        else:
+            version = OFFSET_COMMIT_VALUE_VERSION
+        return _encode(version, _OFFSET_COMMIT_VALUE, value, version)
+    version = GROUP_METADATA_VALUE_VERSION
+    return _encode(version, _GROUP_METADATA_VALUE, value, version)
 
 
-# --- decoding --------------------------------------------------------------------------------
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.position = 0
-
-    def _unpack(self, layout: struct.Struct) -> int:
-        if self.position + layout.size > len(self.data):
-            raise CorruptOffsetsRecordError(f"record cut short at byte {self.position}")
-        (value,) = layout.unpack_from(self.data, self.position)
-        self.position += layout.size
-        return int(value)
-
-    def int16(self) -> int:
-        return self._unpack(_INT16)
-
-    def int32(self) -> int:
-        return self._unpack(_INT32)
-
-    def int64(self) -> int:
-        return self._unpack(_INT64)
-
-    def _take(self, length: int) -> bytes:
-        end = self.position + length
-        if length < 0 or end > len(self.data):
-            raise CorruptOffsetsRecordError(f"record cut short at byte {self.position}")
-        chunk = self.data[self.position : end]
-        self.position = end
-        return chunk
-
-    def nullable_string(self) -> str | None:
-        length = self.int16()
-        if length == -1:
-            return None
-        try:
-            return self._take(length).decode()
-        except UnicodeDecodeError as error:
-            raise CorruptOffsetsRecordError(f"string is not UTF-8: {error}") from error
-
-    def string(self) -> str:
-        value = self.nullable_string()
-        if value is None:
-            raise CorruptOffsetsRecordError(f"null string at byte {self.position}")
-        return value
-
-    def blob(self) -> bytes:
-        return self._take(self.int32())
-
-    def finish(self) -> None:
-        if self.position != len(self.data):
-            raise CorruptOffsetsRecordError(
-                f"{len(self.data) - self.position} bytes after the record"
-            )
+def _decode(data: bytes, codecs: dict[int, Codec], what: str) -> object:
+    if len(data) < 2:
+        raise CorruptOffsetsRecordError(f"{what} cut short at byte {len(data)}")
+    version = _INT16.unpack_from(data)[0]
+    codec = codecs.get(version)
+    if codec is None:
+        raise CorruptOffsetsRecordError(f"unknown {what} version {version}")
+    try:
+        message, end = codec.read(data, 2, 0 if what == "key" else version)
+    except SchemaDecodeError as error:
+        raise CorruptOffsetsRecordError(str(error)) from error
+    if end != len(data):
+        raise CorruptOffsetsRecordError(f"{len(data) - end} bytes after the record")
+    return message
 
 
 def decode_key(data: bytes) -> OffsetsKey:
     """The key of a `__consumer_offsets` record; CorruptOffsetsRecordError if it is none."""
-    reader = _Reader(data)
-    version = reader.int16()
-    key: OffsetsKey
-    if version in (0, OFFSET_COMMIT_KEY_VERSION):
-        key = OffsetCommitKey(reader.string(), reader.string(), reader.int32())
-    elif version == GROUP_METADATA_KEY_VERSION:
-        key = GroupMetadataKey(reader.string())
-    else:
-        raise CorruptOffsetsRecordError(f"unknown key version {version}")
-    reader.finish()
+    key = _decode(data, _KEYS, "key")
+    assert isinstance(key, OffsetCommitKey | GroupMetadataKey)
     return key
 
 
+_OFFSET_COMMIT_VALUES = dict.fromkeys(range(5), _OFFSET_COMMIT_VALUE)
+_GROUP_METADATA_VALUES = dict.fromkeys(range(5), _GROUP_METADATA_VALUE)
+
+
 def decode_value(key: OffsetsKey, data: bytes) -> OffsetsValue:
-    """The value stored under `key` (versions 0 to 3)."""
-    reader = _Reader(data)
-    version = reader.int16()
-    if not 0 <= version <= _MAX_VALUE_VERSION:
-        raise CorruptOffsetsRecordError(f"unknown value version {version}")
-    value: OffsetsValue
+    """The value stored under `key` (versions 0 to 4)."""
     if isinstance(key, OffsetCommitKey):
-        offset = reader.int64()
-        leader_epoch = reader.int32() if version >= 3 else -1
-        metadata = reader.string()
-        commit_timestamp = reader.int64()
-        expire_timestamp = reader.int64() if version == 1 else -1
-        value = OffsetCommitValue(
-            offset, metadata, commit_timestamp, leader_epoch, expire_timestamp
+        value = _decode(data, _OFFSET_COMMIT_VALUES, "value")
+        assert isinstance(value, OffsetCommitValue)
+        return value
+    group = _decode(data, _GROUP_METADATA_VALUES, "value")
+    assert isinstance(group, GroupMetadataValue)
+    if any(member.rebalance_timeout_ms == -1 for member in group.members):
+        # Version 0 had one timeout for both, as Kafka reads it.
+        members = tuple(
+            replace(member, rebalance_timeout_ms=member.session_timeout_ms)
+            if member.rebalance_timeout_ms == -1
+            else member
+            for member in group.members
         )
-    else:
-        protocol_type = reader.string()
-        generation = reader.int32()
-        protocol = reader.nullable_string()
-        leader = reader.nullable_string()
-        state_timestamp = reader.int64() if version >= 2 else -1
-        members = []
-        for _ in range(reader.int32()):
-            member_id = reader.string()
-            instance_id = reader.nullable_string() if version >= 3 else None
-            client_id = reader.string()
-            client_host = reader.string()
-            rebalance_timeout = reader.int32() if version >= 1 else -1
-            session_timeout = reader.int32()
-            subscription = reader.blob()
-            assignment = reader.blob()
-            members.append(
-                MemberMetadata(
-                    member_id,
-                    client_id,
-                    client_host,
-                    session_timeout,
-                    # Version 0 had one timeout for both, as Kafka reads it.
-                    session_timeout if rebalance_timeout == -1 else rebalance_timeout,
-                    subscription,
-                    assignment,
-                    instance_id,
-                )
-            )
-        value = GroupMetadataValue(
-            protocol_type, generation, protocol, leader, tuple(members), state_timestamp
-        )
-    reader.finish()
-    return value
+        group = replace(group, members=members)
+    return group
 
 
 def decode_record(key: bytes, value: bytes | None) -> tuple[OffsetsKey, OffsetsValue | None]:

@@ -178,3 +178,18 @@ def test_offset_commits_round_trip(key: OffsetCommitKey, value: OffsetCommitValu
 def test_group_metadata_round_trips(group: str, value: GroupMetadataValue) -> None:
     key = GroupMetadataKey(group)
     assert decode_record(encode_key(key), encode_value(value)) == (key, value)
+
+
+def test_flexible_version_4_values_are_read() -> None:
+    # OffsetCommitValue v4 (Kafka's first flexible version): compact string, tagged fields.
+    value_v4 = (
+        b"\x00\x04"
+        + (42).to_bytes(8, "big")
+        + (5).to_bytes(4, "big")
+        + b"\x05meta"
+        + (1_700_000_000_000).to_bytes(8, "big")
+        + b"\x00"
+    )
+    assert decode_value(OffsetCommitKey("group", "orders", 7), value_v4) == OffsetCommitValue(
+        42, "meta", 1_700_000_000_000, leader_epoch=5
+    )
