@@ -1,7 +1,9 @@
 """The HTTP admin API and the Prometheus metrics.
 
-Owns the aiohttp application (`app`), its pydantic models (`models`), the OpenAPI document
-generated from the route table (`openapi`), the mapping of Kafka errors to HTTP (`errors`), the
-event log derived from the metadata log (`events`) and the `/metrics` exposition of the node's
-requests, replicas and quorum role (`metrics`).
+Owns the aiohttp application (`app`: the token guard, JSON errors, `/metrics`), its handlers,
+one module per resource (`handlers`), the route table that builds both the router and the
+OpenAPI document (`routes`, `openapi`), what it reads from the node (`status`), its pydantic
+models (`models`), the mapping of Kafka errors to HTTP (`errors`) and the `/metrics`
+exposition of the node's requests, replicas and quorum role (`metrics`). The events it shows are
+derived on the controller side (`controller.events`); admin only renders them.
 """

@@ -20,7 +20,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
-from admin.models import Event
+from controller.events import EventType, MetadataEvent
 from controller.image import MetadataImage
 
 __all__ = ["CONTENT_TYPE_LATEST", "NodeMetrics", "QuorumState", "ReplicaState"]
@@ -231,10 +231,10 @@ class NodeMetrics:
             registry=self.registry,
         )
 
-    def count_event(self, event: Event) -> None:
+    def count_event(self, event: MetadataEvent) -> None:
         """Counts the potential data-loss events of unclean recoveries; give it every event
-        the node derives from the metadata log."""
-        if event.type == "unclean_recovery":
+        the node derives from the metadata log (an `EventLog` listener)."""
+        if event.type is EventType.UNCLEAN_RECOVERY:
             self._unclean_recoveries.labels(event.strategy or "unknown").inc()
 
     def render(self) -> bytes:

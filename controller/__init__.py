@@ -6,7 +6,8 @@ ISR, ELR, LastKnownELR, elections (`partition_change`) — placement (`placement
 requests (`topics`), broker sessions and fencing (`broker_lifecycle`), AlterPartition
 (`alter_partition`), ElectLeaders and the automatic preferred election (`elections`),
 producer-id blocks (`producer_ids`), unclean recovery's choice of a leader from the replicas'
-logs (`unclean_recovery`). Around them: the active controller (`quorum_controller`), its Kafka
+logs (`unclean_recovery`), the state-change and data-loss events every node derives from the
+metadata log (`events`). Around them: the active controller (`quorum_controller`), its Kafka
 APIs (`wire`), the client that reaches it (`client`), and the GetReplicaLogInfo client that
 inspects brokers' logs (`replica_log_inspector`).
 Still to come: reassignment.

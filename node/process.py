@@ -21,10 +21,10 @@ import structlog
 from aiohttp import web
 from kio.static.protocol import Payload
 
-from admin.app import ADMIN_LISTENER, create_app
-from admin.events import EventLog
+from admin.app import create_app
+from admin.handlers.common import ADMIN_LISTENER
 from admin.metrics import NodeMetrics, QuorumState, ReplicaState
-from admin.models import Event, Quorum, ReplicaLog, ReplicaProgress
+from admin.models import Quorum, ReplicaLog, ReplicaProgress
 from broker.configs import BrokerSettings
 from broker.data_apis import DataApis
 from broker.groups.apis import GroupApis
@@ -46,6 +46,7 @@ from broker.replica_manager import ReplicaManager
 from controller.broker_lifecycle import LifecycleConfig
 from controller.broker_lifecycle import TopicPartition as ControllerTopicPartition
 from controller.client import ControllerClient, NoControllerError, create_topics_request
+from controller.events import EventLog, MetadataEvent
 from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_change import PartitionConfig
 from controller.quorum_controller import ControllerConfig, QuorumController
@@ -273,7 +274,7 @@ class NodeStatusView:
             log_end_offsets=log_end_offsets,
         )
 
-    def events(self) -> list[Event]:
+    def events(self) -> list[MetadataEvent]:
         return self._events.events()
 
     async def send_to_controller(self, request: Payload) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from uuid import UUID
 
-from admin.events import EventLog, derive_events
+from controller.events import EventLog
 from controller.image import MetadataImage, MetadataReplayer
 from controller.records import (
     BrokerRegistrationChangeRecord,
@@ -22,6 +22,7 @@ from controller.records import (
     encode_record,
 )
 from kraft.messages import Entry, EntryKind
+from tests.admin.events_helpers import rendered, rendered_events
 
 TOPIC_ID = UUID(int=7)
 TIME = "2026-01-01T00:00:00.000+00:00"
@@ -45,7 +46,7 @@ def image_after(records: list[MetadataRecord]) -> MetadataImage:
 
 
 def test_creation_reports_brokers_topic_and_partition_with_epochs() -> None:
-    events = derive_events(MetadataImage.EMPTY, entries(created()), TIME)
+    events = rendered_events(MetadataImage.EMPTY, entries(created()), TIME)
     assert [e.type for e in events] == [
         "broker_registered",
         "broker_unfenced",
@@ -64,7 +65,7 @@ def test_creation_reports_brokers_topic_and_partition_with_epochs() -> None:
 def test_a_clean_leader_change_and_an_isr_shrink_carry_the_new_epochs() -> None:
     before = image_after(created())
     change = PartitionChangeRecord(TOPIC_ID, 0, leader=2, isr=(2, 3))
-    events = derive_events(before, entries([change], start=4), TIME)
+    events = rendered_events(before, entries([change], start=4), TIME)
     assert [e.type for e in events] == ["leader_changed", "isr_changed"]
     leader = events[0]
     assert (leader.previous_leader, leader.leader) == (1, 2)
@@ -78,7 +79,7 @@ def test_changes_within_one_batch_build_on_each_other() -> None:
         PartitionChangeRecord(TOPIC_ID, 0, leader=2),
         PartitionChangeRecord(TOPIC_ID, 0, leader=3),
     ]
-    events = [e for e in derive_events(MetadataImage.EMPTY, entries(records), TIME)]
+    events = [e for e in rendered_events(MetadataImage.EMPTY, entries(records), TIME)]
     leaders = [e for e in events if e.type == "leader_changed"]
     assert [(e.previous_leader, e.leader, e.leader_epoch) for e in leaders] == [
         (1, 2, 1),
@@ -90,7 +91,7 @@ def test_a_leader_from_outside_isr_and_elr_is_an_unclean_election() -> None:
     before = image_after(
         [*created(), PartitionChangeRecord(TOPIC_ID, 0, leader=-1, isr=(1,), elr=(2,))]
     )
-    events = derive_events(
+    events = rendered_events(
         before, entries([PartitionChangeRecord(TOPIC_ID, 0, leader=3, isr=(3,))]), TIME
     )
     unclean = events[0]
@@ -102,7 +103,7 @@ def test_an_elr_member_taking_over_is_clean_and_losing_the_leader_is_offline() -
     before = image_after(created())
     offline = PartitionChangeRecord(TOPIC_ID, 0, leader=-1, isr=(1,), elr=(2, 3))
     elected = PartitionChangeRecord(TOPIC_ID, 0, leader=2, isr=(2,), elr=(3,))
-    events = derive_events(before, entries([offline, elected]), TIME)
+    events = rendered_events(before, entries([offline, elected]), TIME)
     assert [e.type for e in events] == [
         "partition_offline",
         "isr_changed",
@@ -124,7 +125,7 @@ def test_fencing_controlled_shutdown_configs_and_deletion() -> None:
         ConfigRecord(ConfigResourceType.TOPIC, "orders", "retention.ms", None),
         RemoveTopicRecord(TOPIC_ID),
     ]
-    events = derive_events(before, entries(records), TIME)
+    events = rendered_events(before, entries(records), TIME)
     assert [e.type for e in events] == [
         "broker_fenced",
         "broker_unfenced",
@@ -139,7 +140,7 @@ def test_fencing_controlled_shutdown_configs_and_deletion() -> None:
 
 def test_leader_change_entries_are_the_quorum_s_not_events() -> None:
     entry = Entry(0, 1, b"", EntryKind.LEADER_CHANGE)
-    assert derive_events(MetadataImage.EMPTY, [entry], TIME) == []
+    assert rendered_events(MetadataImage.EMPTY, [entry], TIME) == []
 
 
 def test_the_event_log_follows_the_replayer_and_keeps_the_newest() -> None:
@@ -153,7 +154,7 @@ def test_the_event_log_follows_the_replayer_and_keeps_the_newest() -> None:
     change = entries([PartitionChangeRecord(TOPIC_ID, 0, leader=2)], start=len(batch))
     for listener in (replayer, log):
         listener.on_commit(change)
-    kept = log.events()
+    kept = rendered(log.events())
     assert [e.type for e in kept] == ["topic_created", "partition_created", "leader_changed"]
     assert kept[-1].time == "2026-01-01T00:00:00.000+00:00"
     assert kept[-1].previous_leader == 1

@@ -7,7 +7,7 @@ from uuid import UUID
 from prometheus_client.parser import text_string_to_metric_families
 
 from admin.metrics import NodeMetrics, QuorumState, ReplicaState
-from admin.models import Event
+from controller.events import EventType, MetadataEvent
 from controller.image import MetadataImage
 from controller.partition_state import PartitionState
 from tests.controller.images import broker, replay, topic
@@ -86,15 +86,15 @@ def test_requests_are_counted_by_api_with_latency_and_bytes() -> None:
 def test_unclean_recoveries_are_counted_by_strategy() -> None:
     metrics = NodeMetrics(lambda: MetadataImage.EMPTY, list, lambda: None)
 
-    def event(kind: str, strategy: str | None = None) -> Event:
-        return Event(offset=1, time="t", type=kind, data_loss_possible=False, strategy=strategy)
+    def event(kind: EventType, strategy: str | None = None) -> MetadataEvent:
+        return MetadataEvent(offset=1, time="t", type=kind, strategy=strategy)
 
     for item in (
-        event("unclean_recovery", "balanced"),
-        event("unclean_recovery_waiting", "balanced"),
-        event("unclean_recovery", "manual"),
-        event("unclean_recovery", "balanced"),
-        event("leader_changed"),
+        event(EventType.UNCLEAN_RECOVERY, "balanced"),
+        event(EventType.UNCLEAN_RECOVERY_WAITING, "balanced"),
+        event(EventType.UNCLEAN_RECOVERY, "manual"),
+        event(EventType.UNCLEAN_RECOVERY, "balanced"),
+        event(EventType.LEADER_CHANGED),
     ):
         metrics.count_event(item)
 

@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, Field, ValidationError
 
-from admin.app import validation_message
+from admin.handlers.common import validation_message
 from admin.models import CreateTopic
 from admin.openapi import PathParam, Route, openapi_document
 

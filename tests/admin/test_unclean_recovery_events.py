@@ -1,14 +1,15 @@
-"""Events of unclean recoveries (admin/events.py): an UncleanRecoveryRecord that elects is the
-one potential data-loss event of the recovery, with what the controller saw (strategy, each
-replica's log, the offsets that may be lost); the PartitionChangeRecord it precedes is a plain
-leader change. A waiting record reports whom the recovery waits for, with no data loss."""
+"""Events of unclean recoveries (controller/events.py, as the admin API renders them): an
+UncleanRecoveryRecord that elects is the one potential data-loss event of the recovery, with what
+the controller saw (strategy, each replica's log, the offsets that may be lost); the
+PartitionChangeRecord it precedes is a plain leader change. A waiting record reports whom the
+recovery waits for, with no data loss."""
 
 from __future__ import annotations
 
 from uuid import UUID
 
-from admin.events import EventLog, derive_events
 from admin.models import Event
+from controller.events import EventLog
 from controller.image import MetadataDelta, MetadataImage
 from controller.partition_state import NO_LEADER
 from controller.records import (
@@ -22,6 +23,7 @@ from controller.records import (
     encode_record,
 )
 from kraft.messages import Entry
+from tests.admin.events_helpers import rendered, rendered_events
 
 TOPIC_ID = UUID(int=7)
 TIME = "2026-01-01T00:00:00.000+00:00"
@@ -76,7 +78,7 @@ def test_an_elected_recovery_is_one_data_loss_event_with_what_the_controller_saw
         UncleanRecoveryRecord(TOPIC_ID, 0, "balanced", 2, (TWO, THREE)),
         elected(),
     ]
-    events = derive_events(image, entries(records, end), TIME)
+    events = rendered_events(image, entries(records, end), TIME)
 
     assert [e.type for e in events] == [
         "unclean_recovery",
@@ -109,7 +111,7 @@ def test_an_elected_recovery_is_one_data_loss_event_with_what_the_controller_saw
 
 def test_without_the_recovery_record_the_same_change_is_an_unclean_election() -> None:
     image, end = leaderless()
-    events = derive_events(image, entries([elected()], end), TIME)
+    events = rendered_events(image, entries([elected()], end), TIME)
     (loss,) = data_loss(events)
     assert loss.type == "unclean_election"
     assert loss.strategy is None and loss.replica_logs is None
@@ -122,7 +124,7 @@ def test_no_lost_offsets_when_the_new_leader_has_the_longest_log() -> None:
         UncleanRecoveryRecord(TOPIC_ID, 0, "proactive", 3, (TWO, best)),
         elected(leader=3),
     ]
-    events = derive_events(image, entries(records, end), TIME)
+    events = rendered_events(image, entries(records, end), TIME)
     (loss,) = data_loss(events)
     assert (loss.type, loss.strategy, loss.leader) == ("unclean_recovery", "proactive", 3)
     assert loss.lost_offsets is None
@@ -134,7 +136,7 @@ def test_a_manual_choice_without_answers_still_reports_the_data_loss() -> None:
         UncleanRecoveryRecord(TOPIC_ID, 0, "manual", 1, ()),
         elected(leader=1),
     ]
-    events = derive_events(image, entries(records, end), TIME)
+    events = rendered_events(image, entries(records, end), TIME)
     (loss,) = data_loss(events)
     assert (loss.type, loss.strategy, loss.leader) == ("unclean_recovery", "manual", 1)
     assert loss.replica_logs == [] and loss.lost_offsets is None
@@ -144,7 +146,7 @@ def test_a_manual_choice_without_answers_still_reports_the_data_loss() -> None:
 def test_a_waiting_recovery_names_the_missing_replicas_and_loses_nothing() -> None:
     image, end = leaderless()
     waiting = UncleanRecoveryRecord(TOPIC_ID, 0, "balanced", NO_LEADER, (TWO,), (3,))
-    events = derive_events(image, entries([waiting], end), TIME)
+    events = rendered_events(image, entries([waiting], end), TIME)
     (event,) = events
     assert event.type == "unclean_recovery_waiting"
     assert not event.data_loss_possible
@@ -165,7 +167,7 @@ def test_waiting_then_elected_in_one_batch_is_still_one_data_loss_event() -> Non
         UncleanRecoveryRecord(TOPIC_ID, 0, "balanced", 2, (TWO, THREE)),
         elected(),
     ]
-    events = derive_events(image, entries(records, end), TIME)
+    events = rendered_events(image, entries(records, end), TIME)
     assert [e.type for e in events][:3] == [
         "unclean_recovery_waiting",
         "unclean_recovery_waiting",
@@ -180,7 +182,7 @@ def test_a_waiting_record_does_not_hide_a_later_unclean_election() -> None:
         UncleanRecoveryRecord(TOPIC_ID, 0, "balanced", NO_LEADER, (TWO,), (3,)),
         elected(),
     ]
-    events = derive_events(image, entries(records, end), TIME)
+    events = rendered_events(image, entries(records, end), TIME)
     assert [e.type for e in data_loss(events)] == ["unclean_election"]
 
 
@@ -191,11 +193,11 @@ def test_the_recovery_covers_only_its_own_partition_and_only_the_next_change() -
         # Another partition elected uncleanly without a recovery record: reported.
         elected(partition=1, leader=3),
         elected(),
-        # Partition 0 goes offline, then another unclean leader without a record: reported.
+        # PartitionRecord 0 goes offline, then another unclean leader without a record: reported.
         PartitionChangeRecord(TOPIC_ID, 0, leader=NO_LEADER, isr=(2,)),
         PartitionChangeRecord(TOPIC_ID, 0, leader=1, isr=(1,)),
     ]
-    events = derive_events(image, entries(records, end), TIME)
+    events = rendered_events(image, entries(records, end), TIME)
     assert [(e.type, e.partition, e.leader) for e in data_loss(events)] == [
         ("unclean_recovery", 0, 2),
         ("unclean_election", 1, 3),
@@ -211,7 +213,7 @@ def test_an_operator_unclean_election_record_names_its_strategy() -> None:
         UncleanRecoveryRecord(TOPIC_ID, 0, "elect_leaders", 2, (TWO,)),
         elected(),
     ]
-    events = derive_events(image, entries(records, end), TIME)
+    events = rendered_events(image, entries(records, end), TIME)
     (loss,) = data_loss(events)
     assert (loss.type, loss.strategy) == ("unclean_recovery", "elect_leaders")
     assert loss.lost_offsets is None
@@ -232,5 +234,5 @@ def test_a_commit_between_the_recovery_and_its_election_still_reports_one_loss()
     current[0] = delta.apply(end + 2, 1)
     log.on_commit(entries([elected()], end + 1))
 
-    assert [e.type for e in data_loss(log.events())] == ["unclean_recovery"]
-    assert "leader_changed" in [e.type for e in log.events()]
+    assert [e.type for e in data_loss(rendered(log.events()))] == ["unclean_recovery"]
+    assert "leader_changed" in [e.type for e in rendered(log.events())]

@@ -16,9 +16,10 @@ from aiohttp import web
 from kio.static.protocol import Payload
 
 from admin.app import create_app
-from admin.models import Event, Quorum, ReplicaLog
+from admin.models import Quorum, ReplicaLog
 from controller.broker_lifecycle import TopicPartition
 from controller.client import NoControllerError
+from controller.events import MetadataEvent
 from controller.image import MetadataImage
 from controller.partition_change import PartitionConfig
 from controller.records import ReplicaLogState
@@ -57,7 +58,7 @@ class Status:
     def replica_log(self, topic: str, partition: int) -> ReplicaLog | None:
         return None
 
-    def events(self) -> list[Event]:
+    def events(self) -> list[MetadataEvent]:
         return []
 
     async def send_to_controller(self, request: Payload) -> NoReturn:

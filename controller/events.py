@@ -2,20 +2,25 @@
 
 Every node replays the same metadata log, so every node derives the same events in the same
 order (identified by metadata offset). `derive_events` is pure: the image before a batch of
-committed entries and the entries give the events. `EventLog` is the `RaftListener` that keeps
-the newest of them in memory, bounded.
+committed records and the records (with their offsets) give the events, as `MetadataEvent`
+values. `EventLog` is the `RaftListener` that keeps the newest of them in memory, bounded, and
+tells its listeners of each new one. The admin API renders them; the metrics count some.
+
+This module is the one place outside the codec and the image that reads metadata record
+classes.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from functools import partial
 from typing import Any
 from uuid import UUID
 
-from admin.models import Event
 from controller.image import MetadataImage
 from controller.partition_state import NO_LEADER, PartitionState
 from controller.records import (
@@ -23,6 +28,7 @@ from controller.records import (
     ConfigRecord,
     ConfigResourceType,
     FenceBrokerRecord,
+    MetadataRecord,
     PartitionChangeRecord,
     PartitionRecord,
     RegisterBrokerRecord,
@@ -39,13 +45,95 @@ from kraft.messages import Entry, EntryKind, SnapshotId
 DEFAULT_CAPACITY = 10_000
 
 
+class EventType(StrEnum):
+    """What happened; the value is the event's `type` in the admin API."""
+
+    TOPIC_CREATED = "topic_created"
+    TOPIC_DELETED = "topic_deleted"
+    PARTITION_CREATED = "partition_created"
+    LEADER_CHANGED = "leader_changed"
+    PARTITION_OFFLINE = "partition_offline"
+    UNCLEAN_ELECTION = "unclean_election"
+    UNCLEAN_RECOVERY = "unclean_recovery"
+    UNCLEAN_RECOVERY_WAITING = "unclean_recovery_waiting"
+    ISR_CHANGED = "isr_changed"
+    ELR_CHANGED = "elr_changed"
+    BROKER_REGISTERED = "broker_registered"
+    BROKER_FENCED = "broker_fenced"
+    BROKER_UNFENCED = "broker_unfenced"
+    BROKER_CONTROLLED_SHUTDOWN = "broker_controlled_shutdown"
+    BROKER_UNREGISTERED = "broker_unregistered"
+    CONFIG_CHANGED = "config_changed"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaLogReport:
+    """One replica's log as its broker reported it to an unclean recovery."""
+
+    broker: int
+    broker_epoch: int
+    last_written_leader_epoch: int
+    log_end_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetRange:
+    """Offsets from `start` (inclusive) to `end` (exclusive)."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetadataEvent:
+    """A state change or a potential data-loss event at metadata offset `offset`.
+
+    `time` is when this node replayed the record (ISO 8601, UTC): the metadata log carries no
+    timestamps. Which of the other fields are set depends on `type`: partition events carry the
+    partition's state after the change, broker events the broker and its epoch, unclean
+    recovery events what the recovery saw (`strategy`, `replica_logs`, `waiting_for`,
+    `lost_offsets`)."""
+
+    offset: int
+    time: str
+    type: EventType
+    data_loss_possible: bool = False
+    topic: str | None = None
+    partition: int | None = None
+    broker: int | None = None
+    leader: int | None = None
+    previous_leader: int | None = None
+    leader_epoch: int | None = None
+    partition_epoch: int | None = None
+    broker_epoch: int | None = None
+    isr: tuple[int, ...] | None = None
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
+    strategy: str | None = None
+    replica_logs: tuple[ReplicaLogReport, ...] | None = None
+    waiting_for: tuple[int, ...] | None = None
+    lost_offsets: OffsetRange | None = None
+    detail: str | None = None
+
+
+def metadata_records(entries: Iterable[Entry]) -> list[tuple[int, MetadataRecord]]:
+    """The metadata records of committed `entries` with their offsets (LeaderChange entries
+    are the quorum's own, not metadata records)."""
+    return [
+        (entry.offset, decode_record(entry.data))
+        for entry in entries
+        if entry.kind is not EntryKind.LEADER_CHANGE
+    ]
+
+
 def derive_events(
     before: MetadataImage,
-    entries: Iterable[Entry],
+    records: Iterable[tuple[int, MetadataRecord]],
     time: str,
     recovered: set[tuple[UUID, int]] | None = None,
-) -> list[Event]:
-    """The events the committed `entries` cause on top of the image `before`, in log order.
+) -> list[MetadataEvent]:
+    """The events the committed `records` (offset, record) cause on top of the image `before`,
+    in log order.
 
     `recovered`: the partitions (topic id, partition) whose next PartitionChangeRecord elects the
     leader an UncleanRecoveryRecord already reported with its potential data loss; updated
@@ -53,25 +141,22 @@ def derive_events(
     even when a commit falls between the two records.
     """
     names = {topic_id: topic.name for topic_id, topic in before.topics.items()}
-    # Partition states changed by earlier entries of this batch, by (topic id, partition).
+    # PartitionRecord states changed by earlier records of this batch, by (topic id, partition).
     states: dict[tuple[UUID, int], PartitionState] = {}
     recovered = set() if recovered is None else recovered
-    events: list[Event] = []
+    events: list[MetadataEvent] = []
 
     def state_of(topic_id: UUID, partition_id: int) -> PartitionState | None:
         known = states.get((topic_id, partition_id))
         return known if known is not None else before.partition(topic_id, partition_id)
 
-    for entry in entries:
-        if entry.kind is EntryKind.LEADER_CHANGE:
-            continue
-        event = partial(_event, entry.offset, time)
-        record = decode_record(entry.data)
+    for offset, record in records:
+        event = partial(_event, offset, time)
         match record:
             case RegisterBrokerRecord():
                 events.append(
                     event(
-                        "broker_registered",
+                        EventType.BROKER_REGISTERED,
                         broker=record.broker_id,
                         broker_epoch=record.broker_epoch,
                     )
@@ -79,14 +164,16 @@ def derive_events(
             case UnregisterBrokerRecord():
                 events.append(
                     event(
-                        "broker_unregistered",
+                        EventType.BROKER_UNREGISTERED,
                         broker=record.broker_id,
                         broker_epoch=record.broker_epoch,
                     )
                 )
             case FenceBrokerRecord() | UnfenceBrokerRecord():
                 kind = (
-                    "broker_fenced" if isinstance(record, FenceBrokerRecord) else "broker_unfenced"
+                    EventType.BROKER_FENCED
+                    if isinstance(record, FenceBrokerRecord)
+                    else EventType.BROKER_UNFENCED
                 )
                 events.append(
                     event(kind, broker=record.broker_id, broker_epoch=record.broker_epoch)
@@ -95,7 +182,7 @@ def derive_events(
                 if record.fenced is not None:
                     events.append(
                         event(
-                            "broker_fenced" if record.fenced else "broker_unfenced",
+                            EventType.BROKER_FENCED if record.fenced else EventType.BROKER_UNFENCED,
                             broker=record.broker_id,
                             broker_epoch=record.broker_epoch,
                         )
@@ -103,22 +190,24 @@ def derive_events(
                 if record.in_controlled_shutdown:
                     events.append(
                         event(
-                            "broker_controlled_shutdown",
+                            EventType.BROKER_CONTROLLED_SHUTDOWN,
                             broker=record.broker_id,
                             broker_epoch=record.broker_epoch,
                         )
                     )
             case TopicRecord():
                 names[record.topic_id] = record.name
-                events.append(event("topic_created", topic=record.name))
+                events.append(event(EventType.TOPIC_CREATED, topic=record.name))
             case RemoveTopicRecord():
-                events.append(event("topic_deleted", topic=names.pop(record.topic_id, None)))
+                events.append(
+                    event(EventType.TOPIC_DELETED, topic=names.pop(record.topic_id, None))
+                )
             case PartitionRecord():
                 state = record.state()
                 states[(record.topic_id, record.partition_id)] = state
                 events.append(
                     event(
-                        "partition_created",
+                        EventType.PARTITION_CREATED,
                         topic=names.get(record.topic_id),
                         partition=record.partition_id,
                         **_state_fields(state),
@@ -149,7 +238,7 @@ def derive_events(
             case ConfigRecord():
                 events.append(
                     event(
-                        "config_changed",
+                        EventType.CONFIG_CHANGED,
                         topic=record.resource_name
                         if record.resource_type is ConfigResourceType.TOPIC
                         else None,
@@ -164,9 +253,9 @@ def derive_events(
 
 
 def _event(
-    offset: int, time: str, kind: str, *, data_loss_possible: bool = False, **fields: Any
-) -> Event:
-    return Event(
+    offset: int, time: str, kind: EventType, *, data_loss_possible: bool = False, **fields: Any
+) -> MetadataEvent:
+    return MetadataEvent(
         offset=offset, time=time, type=kind, data_loss_possible=data_loss_possible, **fields
     )
 
@@ -176,9 +265,9 @@ def _state_fields(state: PartitionState) -> dict[str, Any]:
         "leader": state.leader,
         "leader_epoch": state.leader_epoch,
         "partition_epoch": state.partition_epoch,
-        "isr": list(state.isr),
-        "elr": list(state.elr),
-        "last_known_elr": list(state.last_known_elr),
+        "isr": tuple(state.isr),
+        "elr": tuple(state.elr),
+        "last_known_elr": tuple(state.last_known_elr),
     }
 
 
@@ -189,32 +278,32 @@ def _recovery_fields(record: UncleanRecoveryRecord, topic: str | None) -> dict[s
         "topic": topic,
         "partition": record.partition_id,
         "strategy": record.strategy,
-        "replica_logs": [
-            {
-                "broker": replica.broker_id,
-                "broker_epoch": replica.broker_epoch,
-                "last_written_leader_epoch": replica.last_written_leader_epoch,
-                "log_end_offset": replica.log_end_offset,
-            }
+        "replica_logs": tuple(
+            ReplicaLogReport(
+                broker=replica.broker_id,
+                broker_epoch=replica.broker_epoch,
+                last_written_leader_epoch=replica.last_written_leader_epoch,
+                log_end_offset=replica.log_end_offset,
+            )
             for replica in record.replica_logs
-        ],
+        ),
     }
     if record.leader == NO_LEADER:
-        waiting = list(record.waiting_for)
+        waiting = tuple(record.waiting_for)
         return {
             **fields,
-            "kind": "unclean_recovery_waiting",
+            "kind": EventType.UNCLEAN_RECOVERY_WAITING,
             "waiting_for": waiting,
-            "detail": f"waiting for the logs of replicas {waiting}",
+            "detail": f"waiting for the logs of replicas {list(waiting)}",
         }
     chosen = next((r for r in record.replica_logs if r.broker_id == record.leader), None)
     lost = None if chosen is None else lost_offsets(chosen, record.replica_logs)
     return {
         **fields,
-        "kind": "unclean_recovery",
+        "kind": EventType.UNCLEAN_RECOVERY,
         "data_loss_possible": True,
         "leader": record.leader,
-        "lost_offsets": None if lost is None else {"start": lost[0], "end": lost[1]},
+        "lost_offsets": None if lost is None else OffsetRange(start=lost[0], end=lost[1]),
         "detail": f"{record.strategy} recovery elected replica {record.leader}",
     }
 
@@ -226,35 +315,37 @@ def _partition_changes(
     new: PartitionState,
     *,
     recovered: bool = False,
-) -> list[tuple[str, bool, dict[str, Any]]]:
+) -> list[tuple[EventType, bool, dict[str, Any]]]:
     """(type, data loss possible, fields) of each kind of change from `old` to `new`.
 
     `recovered`: the change elects the leader an UncleanRecoveryRecord (just before it)
     reported, with the potential data loss, so it is a plain leader change here."""
     fields: dict[str, Any] = {"topic": topic, "partition": partition, **_state_fields(new)}
-    changes: list[tuple[str, bool, dict[str, Any]]] = []
+    changes: list[tuple[EventType, bool, dict[str, Any]]] = []
     if new.leader != old.leader or new.leader_epoch != old.leader_epoch:
         moved = {**fields, "previous_leader": old.leader}
         if new.leader == NO_LEADER:
-            changes.append(("partition_offline", False, moved))
+            changes.append((EventType.PARTITION_OFFLINE, False, moved))
         elif new.leader != old.leader and new.leader not in old.isr + old.elr and not recovered:
             # A leader from outside ISR and ELR may miss acknowledged writes: Kafka's unclean
             # election (or an unclean recovery).
             changes.append(
                 (
-                    "unclean_election",
+                    EventType.UNCLEAN_ELECTION,
                     True,
                     {**moved, "detail": f"leader {new.leader} was in neither ISR nor ELR"},
                 )
             )
         else:
-            changes.append(("leader_changed", False, moved))
+            changes.append((EventType.LEADER_CHANGED, False, moved))
     if new.isr != old.isr:
-        changes.append(("isr_changed", False, {**fields, "detail": f"isr was {list(old.isr)}"}))
+        changes.append(
+            (EventType.ISR_CHANGED, False, {**fields, "detail": f"isr was {list(old.isr)}"})
+        )
     if new.elr != old.elr or new.last_known_elr != old.last_known_elr:
         changes.append(
             (
-                "elr_changed",
+                EventType.ELR_CHANGED,
                 False,
                 {
                     **fields,
@@ -270,7 +361,9 @@ class EventLog:
     """The newest `capacity` events of the metadata log replayed on this node.
 
     A `RaftListener` added after the node's `MetadataReplayer`: `image()` then gives the image
-    after each batch, and the log keeps the image before the next.
+    after each batch, and the log keeps the image before the next. It remembers, across
+    batches, the partitions whose unclean recovery it reported and whose election is still to
+    come, so that election is not reported as a second data-loss event.
     """
 
     def __init__(
@@ -282,13 +375,13 @@ class EventLog:
         self._image = image
         self._before = image()
         self._clock = clock
-        self._events: deque[Event] = deque(maxlen=capacity)
+        self._events: deque[MetadataEvent] = deque(maxlen=capacity)
         # Called with each new event, in log order (e.g. to count some of them).
-        self.listeners: list[Callable[[Event], None]] = []
+        self.listeners: list[Callable[[MetadataEvent], None]] = []
         # Partitions whose recovery was reported and whose election is still to come.
         self._recovered: set[tuple[UUID, int]] = set()
 
-    def events(self) -> list[Event]:
+    def events(self) -> list[MetadataEvent]:
         """The events kept, oldest first."""
         return list(self._events)
 
@@ -296,7 +389,7 @@ class EventLog:
         if not entries:
             return
         time = self._clock().isoformat(timespec="milliseconds")
-        derived = derive_events(self._before, entries, time, self._recovered)
+        derived = derive_events(self._before, metadata_records(entries), time, self._recovered)
         self._events.extend(derived)
         for listener in self.listeners:
             for event in derived:

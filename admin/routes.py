@@ -1,0 +1,227 @@
+"""The route table of the admin API: every operation declared once (`ROUTES`), from which the
+application builds its router and `document()` the OpenAPI document (`/v1/openapi.json`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from admin.handlers import brokers, cluster, elections, events, reassignments, topics
+from admin.models import (
+    TOPIC_NAME_PATTERN,
+    AddPartitions,
+    AlterConfigs,
+    Broker,
+    Cluster,
+    CreateTopic,
+    Election,
+    ElectionResults,
+    Event,
+    Health,
+    Metadata,
+    PartitionDetail,
+    PartitionRecovery,
+    Quorum,
+    Reassignment,
+    RecoveryElection,
+    ReplicaLog,
+    Topic,
+)
+from admin.openapi import PathParam, Route, openapi_document
+
+# The document the `/v1/openapi.json` route answers with, built once per application.
+OPENAPI_DOCUMENT = web.AppKey("openapi_document", dict)
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return web.json_response(request.app[OPENAPI_DOCUMENT])
+
+
+_NAME = PathParam("name", {"type": "string", "pattern": TOPIC_NAME_PATTERN}, "the topic's name")
+_PARTITION = PathParam(
+    "p", {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}, "the partition index"
+)
+
+ROUTES: tuple[Route, ...] = (
+    Route("GET", "/v1/health/live", cluster.live, "the process is up", Health),
+    Route(
+        "GET",
+        "/v1/health/ready",
+        cluster.ready,
+        "ready: a quorum leader is known",
+        Health,
+        errors=(503,),
+    ),
+    Route("GET", "/v1/cluster", cluster.cluster, "the cluster", Cluster),
+    Route("GET", "/v1/quorum", cluster.quorum, "the controller quorum", Quorum, errors=(404,)),
+    Route("GET", "/v1/metadata", cluster.metadata, "the whole metadata image", Metadata),
+    Route(
+        "GET",
+        "/v1/brokers",
+        brokers.brokers,
+        "registered brokers",
+        Broker,
+        response_is_list=True,
+    ),
+    Route(
+        "GET",
+        "/v1/brokers/{id}",
+        brokers.broker,
+        "one broker",
+        Broker,
+        params=(PathParam("id", {"type": "integer", "minimum": 0}, "the broker id"),),
+        errors=(404,),
+    ),
+    Route("GET", "/v1/topics", topics.topics, "every topic", Topic, response_is_list=True),
+    Route(
+        "POST",
+        "/v1/topics",
+        topics.create_topic,
+        "create a topic",
+        Topic,
+        status=201,
+        body=CreateTopic,
+        errors=(404, 409, 503),
+        mutation=True,
+    ),
+    Route(
+        "GET",
+        "/v1/topics/{name}",
+        topics.topic,
+        "one topic",
+        Topic,
+        params=(_NAME,),
+        errors=(404,),
+    ),
+    Route(
+        "DELETE",
+        "/v1/topics/{name}",
+        topics.delete_topic,
+        "delete a topic",
+        None,
+        status=204,
+        params=(_NAME,),
+        errors=(400, 404, 503),
+        mutation=True,
+    ),
+    Route(
+        "POST",
+        "/v1/topics/{name}/partitions",
+        topics.add_partitions,
+        "raise a topic's partition count",
+        Topic,
+        body=AddPartitions,
+        params=(_NAME,),
+        errors=(404, 409, 503),
+        mutation=True,
+    ),
+    Route(
+        "PATCH",
+        "/v1/topics/{name}/configs",
+        topics.alter_configs,
+        "set and delete a topic's config overrides",
+        Topic,
+        body=AlterConfigs,
+        params=(_NAME,),
+        errors=(503,),
+        mutation=True,
+    ),
+    Route(
+        "GET",
+        "/v1/topics/{name}/partitions/{p}",
+        topics.partition,
+        "a partition with its leader's log view",
+        PartitionDetail,
+        params=(_NAME, _PARTITION),
+        errors=(404,),
+    ),
+    Route(
+        "GET",
+        "/v1/topics/{name}/partitions/{p}/log",
+        topics.replica_log,
+        "this node's replica's log view",
+        ReplicaLog,
+        params=(_NAME, _PARTITION),
+        errors=(404,),
+    ),
+    Route(
+        "GET",
+        "/v1/topics/{name}/partitions/{p}/recovery",
+        elections.recovery,
+        "what an unclean recovery of the partition sees and would choose now (every "
+        "replica asked for its log)",
+        PartitionRecovery,
+        params=(_NAME, _PARTITION),
+        errors=(404,),
+    ),
+    Route(
+        "POST",
+        "/v1/recoveries",
+        elections.elect_recovered_leader,
+        "manual unclean recovery: elect the chosen replica of a leaderless partition "
+        "(a potential data-loss event); the topic with its partitions after the change",
+        Topic,
+        body=RecoveryElection,
+        errors=(400, 404, 409, 503),
+        mutation=True,
+    ),
+    Route(
+        "POST",
+        "/v1/elections",
+        elections.elect,
+        "elect leaders (preferred or unclean)",
+        ElectionResults,
+        body=Election,
+        errors=(409, 503),
+        mutation=True,
+    ),
+    Route(
+        "GET",
+        "/v1/events",
+        events.events,
+        "state-change and data-loss events, newest last",
+        Event,
+        response_is_list=True,
+    ),
+    Route(
+        "GET",
+        "/v1/reassignments",
+        reassignments.not_implemented,
+        "ongoing reassignments (not implemented)",
+        None,
+        errors=(501,),
+    ),
+    Route(
+        "POST",
+        "/v1/reassignments",
+        reassignments.not_implemented,
+        "start a reassignment (not implemented)",
+        None,
+        body=Reassignment,
+        errors=(501,),
+        mutation=True,
+    ),
+    Route(
+        "DELETE",
+        "/v1/reassignments/{name}/{p}",
+        reassignments.not_implemented,
+        "cancel a reassignment (not implemented)",
+        None,
+        params=(_NAME, _PARTITION),
+        errors=(501,),
+        mutation=True,
+    ),
+    Route("GET", "/v1/openapi.json", openapi, "this document", None),
+)
+
+
+def document() -> dict[str, Any]:
+    """The OpenAPI document of `ROUTES`."""
+    return openapi_document(
+        ROUTES,
+        title="kraft-broker admin API",
+        version="1",
+        description="Reads answer from the answering node's metadata image; mutations are "
+        "forwarded to the active controller as Kafka requests.",
+    )

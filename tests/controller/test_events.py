@@ -1,0 +1,83 @@
+"""The domain events of `controller.events`: derived from decoded records with their offsets,
+typed (`EventType`, tuples, dataclasses), and the `EventLog` tells its listeners of each."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from controller.events import (
+    EventLog,
+    EventType,
+    MetadataEvent,
+    OffsetRange,
+    ReplicaLogReport,
+    derive_events,
+    metadata_records,
+)
+from controller.image import MetadataImage, MetadataReplayer
+from controller.partition_state import NO_LEADER
+from controller.records import (
+    MetadataRecord,
+    PartitionRecord,
+    ReplicaLogState,
+    TopicRecord,
+    UncleanRecoveryRecord,
+    encode_record,
+)
+from kraft.messages import Entry, EntryKind
+
+TOPIC_ID = UUID(int=7)
+TIME = "2026-01-01T00:00:00.000+00:00"
+
+
+def test_events_come_from_decoded_records_at_their_offsets() -> None:
+    records: list[tuple[int, MetadataRecord]] = [
+        (10, TopicRecord("orders", TOPIC_ID)),
+        (11, PartitionRecord(TOPIC_ID, 0, replicas=(1, 2), isr=(1, 2), leader=1)),
+    ]
+    created, partition = derive_events(MetadataImage.EMPTY, records, TIME)
+    assert created == MetadataEvent(
+        offset=10, time=TIME, type=EventType.TOPIC_CREATED, topic="orders"
+    )
+    assert (partition.offset, partition.type) == (11, EventType.PARTITION_CREATED)
+    assert (partition.isr, partition.elr, partition.last_known_elr) == ((1, 2), (), ())
+
+
+def test_an_elected_recovery_carries_the_replica_logs_and_the_lost_offsets() -> None:
+    image = MetadataImage.from_records(
+        [
+            TopicRecord("orders", TOPIC_ID),
+            PartitionRecord(TOPIC_ID, 0, replicas=(2, 3), isr=(), leader=NO_LEADER),
+        ],
+        end_offset=2,
+        epoch=1,
+    )
+    logs = (ReplicaLogState(2, 202, 1, 12), ReplicaLogState(3, 303, 0, 15))
+    (event,) = derive_events(
+        image, [(2, UncleanRecoveryRecord(TOPIC_ID, 0, "balanced", 2, logs))], TIME
+    )
+    assert event.type is EventType.UNCLEAN_RECOVERY and event.data_loss_possible
+    assert event.replica_logs == (ReplicaLogReport(2, 202, 1, 12), ReplicaLogReport(3, 303, 0, 15))
+    assert event.lost_offsets == OffsetRange(12, 15)
+
+
+def test_leader_change_entries_carry_no_metadata_record() -> None:
+    topic = Entry(1, 1, encode_record(TopicRecord("orders", TOPIC_ID)))
+    assert metadata_records([Entry(0, 1, b"", EntryKind.LEADER_CHANGE), topic]) == [
+        (1, TopicRecord("orders", TOPIC_ID))
+    ]
+
+
+def test_the_event_log_tells_its_listeners_of_each_new_event_in_order() -> None:
+    replayer = MetadataReplayer()
+    log = EventLog(lambda: replayer.image)
+    heard: list[EventType] = []
+    log.listeners.append(lambda event: heard.append(event.type))
+    batch = [
+        Entry(0, 1, encode_record(TopicRecord("orders", TOPIC_ID))),
+        Entry(1, 1, encode_record(PartitionRecord(TOPIC_ID, 0, replicas=(1,), isr=(1,), leader=1))),
+    ]
+    for listener in (replayer, log):
+        listener.on_commit(batch)
+    assert heard == [EventType.TOPIC_CREATED, EventType.PARTITION_CREATED]
+    assert [e.type for e in log.events()] == heard
