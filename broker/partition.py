@@ -14,6 +14,10 @@ end offset moves, or when the replica stops leading.
 The idempotent-producer state is snapshotted in the log directory when the log rolls and when
 the replica is closed; opening (or truncating) the log loads the newest snapshot within it and
 replays only the batches after that one.
+
+The rest of the broker reads the replica through it (offsets, reads for a fetch, epochs,
+ListOffsets) as it writes through it; `Partition.log` itself is for storage maintenance (the
+cleaner needs the Log).
 """
 
 from __future__ import annotations
