@@ -14,6 +14,10 @@ end offset moves, or when the replica stops leading.
 The idempotent-producer state is snapshotted in the log directory when the log rolls and when
 the replica is closed; opening (or truncating) the log loads the newest snapshot within it and
 replays only the batches after that one.
+
+The rest of the broker reads the replica through it (offsets, reads for a fetch, epochs,
+ListOffsets) as it writes through it; `Partition.log` itself is for storage maintenance (the
+cleaner needs the Log).
 """
 
 from __future__ import annotations
@@ -28,13 +32,14 @@ from uuid import UUID
 
 import structlog
 
+from broker.offsets import OffsetAnswer, offset_for_timestamp
 from broker.producer_snapshots import ProducerSnapshots
 from broker.producer_state import ProducerStateManager, WrittenBatch
 from controller.partition_state import PartitionState
 from net.record_batch import NO_TIMESTAMP, BatchHeader, InvalidBatchError, TimestampType
 from net.records import RecordColumns, decode_batch_columns
 from storage.errors import LogOfflineError, StorageError, StorageIOError
-from storage.log import Log
+from storage.log import Log, LogConfig, ReadResult
 
 log = structlog.get_logger(__name__)
 
@@ -208,6 +213,58 @@ class Partition:
     def under_min_isr(self) -> bool:
         """The ISR holds fewer replicas than min.insync.replicas."""
         return self.state is not None and len(self.state.isr) < self.min_insync_replicas
+
+    # -- the log, as the broker reads it --------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    @property
+    def latest_epoch(self) -> int | None:
+        """The latest leader epoch in the log's epoch cache (None: none yet)."""
+        return self.log.latest_epoch
+
+    @property
+    def log_config(self) -> LogConfig:
+        return self.log.config
+
+    @log_config.setter
+    def log_config(self, config: LogConfig) -> None:
+        self.log.config = config
+
+    def read(
+        self, offset: int, max_bytes: int, *, committed_only: bool, min_one_batch: bool = True
+    ) -> ReadResult:
+        """Whole batches from `offset` (see Log.read): only those below the high watermark when
+        `committed_only` (a consumer's fetch), up to the log end otherwise (a follower's)."""
+        replica_log = self.log
+        return replica_log.read(
+            offset,
+            max_bytes,
+            max_offset=replica_log.high_watermark if committed_only else None,
+            min_one_batch=min_one_batch,
+        )
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch's answer from this log: `(epoch, end offset)`, the largest
+        epoch at or below `epoch` and where it ends (see LeaderEpochCache)."""
+        return self.log.end_offset_for_epoch(epoch)
+
+    def offset_for_timestamp(self, timestamp: int) -> OffsetAnswer:
+        """ListOffsets' answer as this replica leads (committed records only, this
+        leadership's epoch for LATEST); see `broker.offsets`."""
+        return offset_for_timestamp(
+            self.log, timestamp, isolation_committed=True, leader_epoch=self.leader_epoch
+        )
 
     # -- leader ---------------------------------------------------------------------------------
 

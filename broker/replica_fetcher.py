@@ -162,16 +162,15 @@ class ReplicaFetcher:
     def _request(self, partitions: dict[tuple[str, int], Partition]) -> Any:
         by_topic: dict[str, list[Any]] = {}
         for (topic, partition_id), partition in partitions.items():
-            replica_log = partition.log
-            latest_epoch = replica_log.latest_epoch
+            latest_epoch = partition.latest_epoch
             by_topic.setdefault(topic, []).append(
                 make_entity(
                     _PARTITION,
                     partition=partition_id,
                     current_leader_epoch=partition.leader_epoch,
-                    fetch_offset=replica_log.log_end_offset,
+                    fetch_offset=partition.log_end_offset,
                     last_fetched_epoch=-1 if latest_epoch is None else latest_epoch,
-                    log_start_offset=replica_log.log_start_offset,
+                    log_start_offset=partition.log_start_offset,
                     partition_max_bytes=PARTITION_MAX_BYTES,
                 )
             )
@@ -246,20 +245,19 @@ class ReplicaFetcher:
         return False
 
     def _restart_in_range(self, partition: Partition, answer: Any) -> None:
-        replica_log = partition.log
-        if replica_log.log_end_offset < answer.log_start_offset:
+        if partition.log_end_offset < answer.log_start_offset:
             # The leader deleted what we would fetch next: start again at its log start.
             partition.restart_at(answer.log_start_offset)
         else:
             # Ahead of the leader: what is above its high watermark was never committed.
-            partition.truncate_to(max(answer.high_watermark, replica_log.log_start_offset))
+            partition.truncate_to(max(answer.high_watermark, partition.log_start_offset))
         log.warning(
             "replica_fetch_offset_out_of_range",
             topic=partition.topic,
             partition=partition.partition_id,
             leader_log_start_offset=answer.log_start_offset,
             leader_high_watermark=answer.high_watermark,
-            log_end_offset=replica_log.log_end_offset,
+            log_end_offset=partition.log_end_offset,
         )
 
 

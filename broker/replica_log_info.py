@@ -75,12 +75,12 @@ class ReplicaLogInfoApi:
             return _error(partition_id, ErrorCode.unknown_topic_or_partition)
         if partition.offline:
             return _error(partition_id, ErrorCode.kafka_storage_error)
-        last_written = partition.log.latest_epoch
+        last_written = partition.latest_epoch
         return PartitionLogInfo(
             partition=i32(partition_id),
             last_written_leader_epoch=i32(NO_EPOCH if last_written is None else last_written),
             current_leader_epoch=i32(partition.leader_epoch),
-            log_end_offset=i64(partition.log.log_end_offset),
+            log_end_offset=i64(partition.log_end_offset),
             error_code=ErrorCode.none,
         )
 

@@ -40,7 +40,7 @@ from kio.schema.errors import ErrorCode
 from broker.configs import topic_log_config
 from broker.isr_changes import IsrChangeSender
 from broker.metadata_api import CLIENT_LISTENER
-from broker.offsets import OffsetAnswer, offset_for_timestamp
+from broker.offsets import OffsetAnswer
 from broker.partition import LeaderAppend, NotLeaderError, Partition
 from broker.producer_state import ProducerStateError
 from broker.replica_fetcher import ReplicaFetcherManager
@@ -285,7 +285,7 @@ class ReplicaManager:
                     partition.offline_listener = self._replica_went_offline
                     self.partitions[key] = partition
                 # A log reopened at start-up got the broker's settings.
-                partition.log.config = log_config
+                partition.log_config = log_config
                 partition.min_insync_replicas = min_isr
                 partition.hold_high_watermark_below_min_isr = self._elr_enabled
                 led = (partition.is_leader, partition.leader_epoch)
@@ -520,7 +520,7 @@ class ReplicaManager:
                 ProduceResult(
                     ErrorCode.none,
                     appended.first_offset,
-                    partition.log.log_start_offset,
+                    partition.log_start_offset,
                     log_append_time_ms=appended.log_append_time_ms,
                 )
             )
@@ -593,7 +593,7 @@ class ReplicaManager:
         if (
             not partition.is_leader
             or partition.leader_epoch != leader_epoch
-            or partition.log.high_watermark < required
+            or partition.high_watermark < required
         ):
             return ProduceResult(ErrorCode.not_leader_or_follower)
         if partition.under_min_isr:
@@ -633,15 +633,10 @@ class ReplicaManager:
         error, partition = self._leader_of(topic, partition_id, current_leader_epoch)
         if error is not ErrorCode.none or partition is None:
             return error, None
-        if partition.log.high_watermark < partition.leader_epoch_start_offset:
+        if partition.high_watermark < partition.leader_epoch_start_offset:
             return ErrorCode.offset_not_available, None
         try:
-            return ErrorCode.none, offset_for_timestamp(
-                partition.log,
-                timestamp,
-                isolation_committed=True,
-                leader_epoch=partition.leader_epoch,
-            )
+            return ErrorCode.none, partition.offset_for_timestamp(timestamp)
         except StorageError as storage_error:
             log.error("list_offsets_storage_failed", topic=topic, error=str(storage_error))
             return ErrorCode.kafka_storage_error, None
@@ -654,7 +649,7 @@ class ReplicaManager:
         error, partition = self._leader_of(topic, partition_id, current_leader_epoch)
         if error is not ErrorCode.none or partition is None:
             return error, -1, -1
-        epoch, end_offset = partition.log.end_offset_for_epoch(leader_epoch)
+        epoch, end_offset = partition.end_offset_for_epoch(leader_epoch)
         return ErrorCode.none, epoch, end_offset
 
     # -- fetch ------------------------------------------------------------------------------------
@@ -720,45 +715,44 @@ class ReplicaManager:
         leader = (partition.state.leader, partition.leader_epoch)
         if error is not ErrorCode.none:
             return FetchResult(error, leader=leader)
-        replica_log = partition.log
         is_follower = replica_id >= 0
         if is_follower and request.last_fetched_epoch >= 0:
-            epoch, end_offset = replica_log.end_offset_for_epoch(request.last_fetched_epoch)
+            epoch, end_offset = partition.end_offset_for_epoch(request.last_fetched_epoch)
             if epoch == UNDEFINED_EPOCH or end_offset == UNDEFINED_EPOCH_OFFSET:
                 # No end of that epoch here (Kafka's answer too): the follower falls back on
                 # the high watermark and log start offset this carries.
                 return FetchResult(
                     ErrorCode.offset_out_of_range,
-                    replica_log.high_watermark,
-                    replica_log.log_start_offset,
+                    partition.high_watermark,
+                    partition.log_start_offset,
                     leader=leader,
                 )
             if epoch != request.last_fetched_epoch or end_offset < request.fetch_offset:
                 return FetchResult(
                     ErrorCode.none,
-                    replica_log.high_watermark,
-                    replica_log.log_start_offset,
+                    partition.high_watermark,
+                    partition.log_start_offset,
                     diverging_epoch=(epoch, end_offset),
                     leader=leader,
                 )
         # A fetch offset past this log's end is no log end offset a follower can have.
-        if is_follower and request.fetch_offset <= replica_log.log_end_offset:
+        if is_follower and request.fetch_offset <= partition.log_end_offset:
             expanded = partition.record_follower_fetch(replica_id, request.fetch_offset, _now_ms())
             if expanded is not None and self._isr_changes is not None:
                 self._isr_changes.propose(partition, expanded, "follower_caught_up")
         try:
-            read = replica_log.read(
+            read = partition.read(
                 request.fetch_offset,
                 min(request.max_bytes, budget),
-                max_offset=None if is_follower else replica_log.high_watermark,
+                committed_only=not is_follower,
                 min_one_batch=first,
             )
             records = None if read.records is None else read.records.read()
         except OffsetOutOfRangeError:
             return FetchResult(
                 ErrorCode.offset_out_of_range,
-                replica_log.high_watermark,
-                replica_log.log_start_offset,
+                partition.high_watermark,
+                partition.log_start_offset,
                 leader=leader,
             )
         except (StorageError, OSError) as error:

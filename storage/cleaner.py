@@ -9,7 +9,8 @@ may still be truncated, are never touched). It runs in two passes:
 2. Rewrite: copy the cleanable segments from the start of the log, in groups that fit one
    segment, dropping every record whose key has a later offset in the map, records without a
    key, and tombstones whose delete horizon has passed. Each group becomes one segment, swapped
-   in crash-safely by `Log.replace_segments`; then the checkpoint moves to the end of the part.
+   in crash-safely by `Log.replace_segments` (see `storage.cleaner_swap`); then the checkpoint
+   moves to the end of the part.
 
 Offsets never change: a rewritten batch keeps its base offset, its last offset (so its offset
 range, and the producer's last sequence, stay whole), its partition leader epoch and its producer
@@ -59,13 +60,11 @@ from net.records import (
 )
 from storage import durability
 from storage.cleaner_checkpoint import read_first_dirty_offset, write_first_dirty_offset
+from storage.cleaner_swap import cleaned_path
 from storage.log import Log
 from storage.segment import (
-    CLEANED_SUFFIX,
-    LOG_SUFFIX,
     MAX_RELATIVE_OFFSET,
     Segment,
-    segment_file_name,
 )
 
 logger = structlog.get_logger(__name__)
@@ -107,7 +106,7 @@ class _GroupWriter:
     """Writes one group's cleaned segment and counts what it removed."""
 
     def __init__(self, directory: Path, group: Sequence[Segment]) -> None:
-        self.path = directory / segment_file_name(group[0].base_offset, LOG_SUFFIX + CLEANED_SUFFIX)
+        self.path = cleaned_path(directory, group[0].base_offset)
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self.size = 0
         self.changed = len(group) > 1

@@ -13,7 +13,6 @@ A Log is not thread-safe: one event loop owns it, and fsyncs run on the caller's
 from __future__ import annotations
 
 import bisect
-import os
 import shutil
 import struct
 import time
@@ -25,7 +24,6 @@ from typing import NamedTuple
 import structlog
 
 from net.record_batch import (
-    HEADER_SIZE,
     LOG_APPEND_TIME_BIT,
     LOG_OVERHEAD,
     NO_TIMESTAMP,
@@ -33,7 +31,6 @@ from net.record_batch import (
     InvalidBatchError,
     RecordBatchError,
     TimestampType,
-    read_header,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
@@ -41,6 +38,7 @@ from net.record_batch import (
 )
 from storage import durability
 from storage.cleaner_checkpoint import lower_first_dirty_offset
+from storage.cleaner_swap import cleaned_path, swap_in
 from storage.errors import (
     InvalidTimestampError,
     LogOfflineError,
@@ -51,19 +49,15 @@ from storage.errors import (
     UnexpectedAppendOffsetError,
 )
 from storage.leader_epoch_cache import LeaderEpochCache
+from storage.log_loader import LogLoader
+from storage.log_retention import segments_below, segments_past_retention
 from storage.segment import (
-    CLEANED_SUFFIX,
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
     MAX_RELATIVE_OFFSET,
     MAX_SEGMENT_BYTES,
-    SWAP_SUFFIX,
-    TIME_INDEX_SUFFIX,
     BatchPlacement,
     Buffer,
     FileSlice,
     Segment,
-    segment_file_name,
 )
 
 log = structlog.get_logger(__name__)
@@ -217,85 +211,29 @@ class Log:
         clean_shutdown: bool = False,
         clock: Callable[[], int] = wall_clock_ms,
     ) -> Log:
-        """Open (or create) the log in `directory`.
-
-        After a clean shutdown the segments are trusted as they are. Otherwise every segment
-        from the one holding `recovery_point` on is validated batch by batch (CRC included) and
-        the log is cut at the first bad batch; what survives is fsynced before the log is used.
-        A segment swap of the cleaner that a crash interrupted is first rolled back (not yet
-        committed) or finished (committed): see `replace_segments`.
-        """
+        """Open (or create) the log in `directory`, recovering it from `recovery_point` on
+        unless `clean_shutdown` (see `storage.log_loader`); what survives a recovery is fsynced
+        before the log is used."""
         config = config or LogConfig()
-        directory.mkdir(parents=True, exist_ok=True)
-        _finish_interrupted_swaps(directory)
-        base_offsets = _discover_segments(directory)
-        cached_epochs = LeaderEpochCache.load(directory)
-        epoch_cache = cached_epochs or LeaderEpochCache.empty(directory)
-        epochs_on_disk = epoch_cache.entries
-        segments: list[Segment] = []
-        recovered = False
-        recovery_start: int | None = None
-        interval = config.index_interval_bytes
-        for index, base_offset in enumerate(base_offsets):
-            next_base = base_offsets[index + 1] if index + 1 < len(base_offsets) else None
-            trusted = clean_shutdown or (next_base is not None and next_base <= recovery_point)
-            segment = None
-            if trusted and not recovered:
-                try:
-                    segment = Segment.open_existing(directory, base_offset, interval)
-                except (RecordBatchError, OSError) as error:
-                    log.warning(
-                        "segment_untrusted",
-                        segment=base_offset,
-                        directory=str(directory),
-                        error=str(error),
-                    )
-            if segment is None:
-                if recovered:
-                    # Data after a cut cannot be trusted to continue the log.
-                    _delete_segment_files(directory, base_offset)
-                    continue
-                segment = Segment(directory, base_offset, interval)
-                if recovery_start is None:
-                    recovery_start = base_offset
-                expected = segments[-1].next_offset if segments else base_offset
-                recovered = segment.recover(epoch_cache, expected) > 0 or (
-                    # A segment rolled where the next one starts: ending short of it means a
-                    # cut between batches lost its tail, and later segments leave a hole.
-                    next_base is not None and segment.next_offset != next_base
-                )
-                if segment.size == 0 and segments:
-                    segment.file.close()
-                    _delete_segment_files(directory, base_offset)
-                    continue
-            segments.append(segment)
-        if not segments:
-            segments.append(Segment.create(directory, log_start_offset, interval))
-        segments[-1].load_first_batch_timestamp()
-        log_end_offset = segments[-1].next_offset
-        if cached_epochs is None:
-            _rebuild_epoch_cache(epoch_cache, segments)
-        epoch_cache.truncate_from_end(log_end_offset, persist=False)
-        start = min(max(log_start_offset, segments[0].base_offset), log_end_offset)
-        epoch_cache.truncate_from_start(start, persist=False)
-        # A new log has no checkpoint and nothing to write in one: its first epoch writes it.
-        if epoch_cache.entries != epochs_on_disk or (
-            cached_epochs is None and epoch_cache.checkpoint_exists
-        ):
-            epoch_cache.persist()
-        if recovery_start is not None:
-            recovery_point = min(recovery_point, recovery_start)
+        loaded = LogLoader(
+            directory,
+            index_interval_bytes=config.index_interval_bytes,
+            log_start_offset=log_start_offset,
+            recovery_point=recovery_point,
+            high_watermark=high_watermark,
+            clean_shutdown=clean_shutdown,
+        ).load()
         opened = cls(
             directory,
             config=config,
-            segments=segments,
-            epoch_cache=epoch_cache,
-            log_start_offset=start,
-            recovery_point=min(recovery_point, log_end_offset),
-            high_watermark=min(max(high_watermark, start), log_end_offset),
+            segments=loaded.segments,
+            epoch_cache=loaded.epoch_cache,
+            log_start_offset=loaded.log_start_offset,
+            recovery_point=loaded.recovery_point,
+            high_watermark=loaded.high_watermark,
             clock=clock,
         )
-        opened._delete_segments_below(start)
+        opened._delete_segments_below(loaded.log_start_offset)
         if not clean_shutdown:
             opened.flush()
         log.info(
@@ -305,8 +243,8 @@ class Log:
             log_start_offset=opened.log_start_offset,
             log_end_offset=opened.log_end_offset,
             recovery_point=opened.recovery_point,
-            segments=len(segments),
-            latest_epoch=epoch_cache.latest_epoch,
+            segments=len(opened.segments),
+            latest_epoch=opened.latest_epoch,
         )
         return opened
 
@@ -780,23 +718,10 @@ class Log:
         active segment nor data at or above the high watermark, when the cleanup policy holds
         "delete". Returns how many went."""
         self._check_online()
-        if "delete" not in self.config.cleanup_policy:
-            return 0
         now = self._clock() if now_ms is None else now_ms
-        retention_ms = self.config.retention_ms
-        retention_bytes = self.config.retention_bytes
-        excess = self.size_in_bytes - retention_bytes if retention_bytes is not None else 0
-        deleted = 0
-        while deleted + 1 < len(self._segments):
-            oldest, following = self._segments[deleted], self._segments[deleted + 1]
-            if following.base_offset > self._high_watermark:
-                break
-            expired = retention_ms is not None and _segment_timestamp(oldest) < now - retention_ms
-            oversized = retention_bytes is not None and excess - oldest.size >= 0
-            if not (expired or oversized):
-                break
-            excess -= oldest.size
-            deleted += 1
+        deleted = segments_past_retention(
+            self._segments, high_watermark=self._high_watermark, config=self.config, now_ms=now
+        )
         self._delete_oldest_segments(deleted)
         if deleted:
             log.info(
@@ -809,7 +734,7 @@ class Log:
 
     def _delete_segments_below(self, offset: int) -> None:
         # The segment holding `offset` stays (as does the active one).
-        self._delete_oldest_segments(bisect.bisect_right(self._base_offsets, offset) - 1)
+        self._delete_oldest_segments(segments_below(self._base_offsets, offset))
 
     def _delete_oldest_segments(self, count: int) -> None:
         """Drop the `count` oldest segments (never the active one) and move the log start
@@ -839,14 +764,10 @@ class Log:
 
     def replace_segments(self, cleaned: Path, replaced: Sequence[Segment]) -> Segment:
         """Swap the sealed segments `replaced` (consecutive, oldest first) for the one the
-        cleaner wrote and fsynced at `cleaned`, `<base offset of the first>.log.cleaned`, which
-        holds the same offset range and ends with the same batch (Kafka's replaceSegments).
-
-        Renaming `cleaned` to `.log.swap` commits the swap; the old files are then unlinked and
-        the swap file takes its final name, and the new segment's indexes are rebuilt. A crash
-        before the commit leaves the old segments (Log.open deletes the `.cleaned` file), one
-        after it the new segment (Log.open finishes the swap). A disk error once the swap has
-        begun takes the log offline: only a reopen knows which of the two is on disk.
+        cleaner wrote and fsynced at `cleaned` (`cleaner_swap.cleaned_path`), which holds the
+        same offset range and ends with the same batch; see `storage.cleaner_swap` for how a
+        crash at any point is undone or finished. A disk error once the swap has begun takes
+        the log offline: only a reopen knows which of the two is on disk.
         """
         self._check_online()
         first = next(
@@ -854,26 +775,15 @@ class Log:
         )
         end = first + len(replaced)
         base_offset = replaced[0].base_offset
-        final = self.directory / segment_file_name(base_offset, LOG_SUFFIX)
         if (
             first < 0
             or end >= len(self._segments)
             or any(a is not b for a, b in zip(self._segments[first:end], replaced, strict=True))
-            or cleaned != final.with_name(final.name + CLEANED_SUFFIX)
+            or cleaned != cleaned_path(self.directory, base_offset)
         ):
             raise ValueError(f"{cleaned} cannot replace segments of {self.directory}")
-        swap = final.with_name(final.name + SWAP_SUFFIX)
         try:
-            _rename_durably(cleaned, swap)
-            for segment in replaced:
-                segment.delete()
-            durability.sync_directory(self.directory)
-            _rename_durably(swap, final)
-            segment = Segment.open_existing(
-                self.directory, base_offset, self.config.index_interval_bytes
-            )
-            segment.offset_index.sync()
-            segment.time_index.sync()
+            segment = swap_in(self.directory, cleaned, replaced, self.config.index_interval_bytes)
         except (OSError, RecordBatchError) as error:
             self._offline = True
             log.error("log_segment_swap_failed", directory=str(self.directory), error=str(error))
@@ -958,107 +868,3 @@ def _time_waited_for_roll(segment: Segment, now_ms: int, max_timestamp: int) -> 
         return max_timestamp - segment.first_batch_timestamp
     first_append_ms = segment.first_append_ms
     return 0 if first_append_ms is None else now_ms - first_append_ms
-
-
-def _discover_segments(directory: Path) -> list[int]:
-    """Base offsets of the segments on disk; stray temporary and orphan index files go."""
-    bases = set()
-    for path in directory.iterdir():
-        if path.suffix == ".tmp":
-            path.unlink()
-        elif path.suffix == LOG_SUFFIX and path.stem.isdigit():
-            bases.add(int(path.stem))
-    for path in directory.iterdir():
-        if path.suffix in (".index", ".timeindex") and (
-            not path.stem.isdigit() or int(path.stem) not in bases
-        ):
-            path.unlink()
-    return sorted(bases)
-
-
-def _finish_interrupted_swaps(directory: Path) -> None:
-    """Roll back or finish what a crash left of `replace_segments` (Kafka's LogLoader does the
-    same): a `.cleaned` file was never committed and goes; a `.swap` file was, so the segments
-    whose base offsets lie in its offset range (the ones it replaces, not all unlinked yet) go,
-    and it takes its final name."""
-    _unlink_durably(
-        directory,
-        [path for path in directory.iterdir() if path.name.endswith(LOG_SUFFIX + CLEANED_SUFFIX)],
-    )
-    for swap in sorted(directory.glob("*" + LOG_SUFFIX + SWAP_SUFFIX)):
-        stem = swap.name.removesuffix(LOG_SUFFIX + SWAP_SUFFIX)
-        if not stem.isdigit():
-            continue
-        base_offset = int(stem)
-        end_offset = _next_offset_of(swap, base_offset)
-        _unlink_durably(
-            directory,
-            [
-                path
-                for path in directory.iterdir()
-                if path.suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
-                and path.stem.isdigit()
-                and base_offset <= int(path.stem) < end_offset
-            ],
-        )
-        _rename_durably(swap, directory / segment_file_name(base_offset, LOG_SUFFIX))
-        log.warning("log_segment_swap_finished", directory=str(directory), base_offset=base_offset)
-
-
-def _next_offset_of(path: Path, base_offset: int) -> int:
-    """The offset after the last batch of a log file that was fsynced whole (a swap file)."""
-    next_offset = base_offset
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        position = 0
-        while position < size:
-            header = read_header(os.pread(fd, HEADER_SIZE, position))
-            next_offset = header.next_offset
-            position += header.size
-    finally:
-        os.close(fd)
-    return next_offset
-
-
-def _unlink_durably(directory: Path, paths: list[Path]) -> None:
-    for path in paths:
-        path.unlink()
-    if paths:
-        durability.sync_directory(directory)
-    for path in paths:
-        durability.record_unlink(path)
-
-
-def _rename_durably(source: Path, target: Path) -> None:
-    os.replace(source, target)
-    durability.sync_directory(target.parent)
-    durability.record_rename(source, target)
-
-
-def _delete_segment_files(directory: Path, base_offset: int) -> None:
-    for path in directory.glob(f"{base_offset:020d}.*"):
-        if path.suffix == ".snapshot":
-            # The broker's producer-state snapshot at this offset is not the segment's: it may
-            # be the newest state there is (its owner drops those above the log end itself).
-            continue
-        path.unlink()
-        durability.record_unlink(path)
-
-
-def _rebuild_epoch_cache(cache: LeaderEpochCache, segments: list[Segment]) -> None:
-    """Every batch carries its partition leader epoch: replay them into the cache."""
-    # Recovery may already have fed it the epochs of the later segments, and `assign` ignores
-    # epochs older than the latest: start from nothing so the early epochs are not lost.
-    cache.clear(persist=False)
-    for segment in segments:
-        for _, header in segment.batches():
-            cache.assign(header.partition_leader_epoch, header.base_offset, persist=False)
-
-
-def _segment_timestamp(segment: Segment) -> int:
-    """The time a segment's data is judged by for retention: its max timestamp, or the file's
-    modification time when no batch carried a timestamp."""
-    if segment.max_timestamp >= 0:
-        return segment.max_timestamp
-    return os.stat(segment.log_path).st_mtime_ns // 1_000_000

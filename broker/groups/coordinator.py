@@ -399,12 +399,11 @@ class GroupCoordinator:
         """Replay the partition into a new shard (the leader's log is the truth now), a chunk
         at a time so that the broker keeps serving; the shard answers once it has it all."""
         shard: CoordinatorShard[Waiter] = CoordinatorShard(self._config.shard)
-        replica_log = partition.log
-        offset = replica_log.log_start_offset
+        offset = partition.log_start_offset
         records = 0
         started = time.monotonic()
-        while offset < replica_log.log_end_offset:
-            read = replica_log.read(offset, _LOAD_READ_BYTES)
+        while offset < partition.log_end_offset:
+            read = partition.read(offset, _LOAD_READ_BYTES, committed_only=False)
             if read.records is None:
                 break
             for header, batch in decode_batches(read.records.read()):
