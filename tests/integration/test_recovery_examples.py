@@ -443,7 +443,6 @@ def test_example_5_3_3_balanced_unclean_recovery(tmp_path: Path, stopped: list[C
         State(NO_LEADER, [], [3], [2]),
         State(NO_LEADER, [], [], [2, 3]),
     ], restarts
-    assert not [event for event in events(cluster) if event["data_loss_possible"]]
 
     # 9-10. Balanced recovery: GetReplicaLogInfo to the LastKnownELR (2 and 3); replica 2 has
     # the highest (last epoch, LEO) and is elected, reported as a potential data-loss event.
@@ -452,12 +451,11 @@ def test_example_5_3_3_balanced_unclean_recovery(tmp_path: Path, stopped: list[C
         lambda: partition(cluster, topic)["leader"] == 2,
         timeout=20,
     )
+    # The one potential data-loss event of the whole example (the outage's elections were clean).
     recoveries = [
         event
         for event in events(cluster)
-        if event["offset"] > before_restarts
-        and event["topic"] == topic
-        and event["data_loss_possible"]
+        if event.get("topic") == topic and event["data_loss_possible"]
     ]
     assert len(recoveries) == 1, recoveries
     (recovery,) = recoveries
