@@ -45,7 +45,6 @@ async def leader(tmp_path: Path) -> AsyncIterator[tuple[RaftDriver, Log]]:
         config=CONFIG,
         metadata_log=metadata_log,
         listen=("127.0.0.1", port),
-        max_idle_interval_ms=0,
     )
     await driver.start()
     try:
