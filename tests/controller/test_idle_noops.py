@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from bench.cluster import free_ports
 from controller.broker_lifecycle import LifecycleConfig
 from controller.image import MetadataReplayer
 from controller.quorum_controller import ControllerConfig, QuorumController
@@ -22,7 +23,6 @@ from kraft.driver import RaftDriver
 from kraft.messages import Entry, EntryKind, SnapshotId
 from kraft.raft import RaftConfig
 from storage.log import Log, LogConfig
-from tests.integration.cluster import free_ports
 
 RAFT = RaftConfig(
     election_timeout_ms=100,

@@ -18,6 +18,8 @@ import pytest
 from kio.schema.create_topics.v7.response import CreateTopicsResponse
 from kio.schema.errors import ErrorCode
 
+from bench.broker_stand_in import BrokerStandIn, metadata, unfenced
+from bench.cluster import Cluster
 from controller.client import (
     ControllerClient,
     broker_heartbeat_request,
@@ -26,8 +28,6 @@ from controller.client import (
 from controller.wire import ALLOCATE_PRODUCER_IDS_KEY, ALTER_PARTITION_KEY, ELECT_LEADERS_KEY
 from net.client import NodeConnection
 from net.protocol import field_entity_type, make_entity, request_schema
-from tests.integration.broker_stand_in import BrokerStandIn, metadata, unfenced
-from tests.integration.cluster import Cluster
 
 
 def topics_of(view: dict[str, Any]) -> dict[str, Any]:

@@ -29,13 +29,13 @@ from kafka.admin import ConfigResourceType as PythonConfigResourceType
 from kio.schema.errors import ErrorCode
 from kio.schema.produce.v9.response import ProduceResponse
 
+from bench.cluster import Cluster
 from broker.data_apis import FETCH_KEY, OFFSET_FOR_LEADER_EPOCH_KEY, PRODUCE_KEY
 from broker.producer_ids import INIT_PRODUCER_ID_KEY
 from controller.topics import ConfigSource
 from net.client import NodeConnection
 from net.protocol import field_entity_type, make_entity, request_schema
 from net.records import Record, encode_batch
-from tests.integration.cluster import Cluster
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ import requests
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+from bench.cluster import Cluster
 from controller.limits import TOO_MANY_PARTITIONS, TOO_MANY_RECORDS
-from tests.integration.cluster import Cluster
 
 IDLE_MS = 3000
 # Connections from 127.0.0.2 are limited; the node's own (from 127.0.0.1) are not.

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.cluster import free_ports
 from kraft.driver import RaftDriver
 from kraft.messages import Entry
 from kraft.metadata_log import MetadataLogDivergedError
@@ -23,7 +24,6 @@ from kraft.wire import encode_entries
 from storage.errors import UnexpectedAppendOffsetError
 from storage.log import Log, LogConfig
 from tests.fatal_faults import Faults, faults  # noqa: F401 (the fixture)
-from tests.integration.cluster import free_ports
 
 CONFIG = RaftConfig(
     election_timeout_ms=100,
