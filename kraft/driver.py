@@ -37,21 +37,12 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from kraft.messages import (
-    BeginQuorumEpochRequest,
-    BeginQuorumEpochResponse,
-    EndQuorumEpochRequest,
-    EndQuorumEpochResponse,
     Entry,
-    FetchRequest,
-    FetchResponse,
-    FetchSnapshotRequest,
     FetchSnapshotResponse,
     Message,
     QuorumView,
     ReplicaView,
     SnapshotId,
-    VoteRequest,
-    VoteResponse,
 )
 from kraft.messages import ErrorCode as QuorumError
 from kraft.metadata_log import MetadataLog
@@ -68,18 +59,10 @@ from kraft.raft import (
 )
 from kraft.snapshot_file import decode_snapshot, encode_snapshot
 from kraft.wire import (
-    BEGIN_QUORUM_EPOCH_KEY,
-    BEGIN_QUORUM_EPOCH_VERSION,
     DESCRIBE_QUORUM_KEY,
     DESCRIBE_QUORUM_VERSION,
-    END_QUORUM_EPOCH_KEY,
-    END_QUORUM_EPOCH_VERSION,
-    FETCH_KEY,
-    FETCH_SNAPSHOT_KEY,
-    FETCH_SNAPSHOT_VERSION,
-    FETCH_VERSION,
-    VOTE_KEY,
-    VOTE_VERSION,
+    QUORUM_RPCS,
+    RPC_OF_REQUEST,
     WireFormatError,
     WireRequest,
     WireResponse,
@@ -111,23 +94,8 @@ DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS = 20 * 1024 * 1024
 # The append time of the last entry a snapshot holds: entries are written with timestamp 0
 # (`kraft.wire.encode_entries`), so that is the truthful value.
 _SNAPSHOT_LAST_TIMESTAMP = 0
-# A request's answer from the state machine never takes longer than a parked fetch.
-_RESPONSE_OF = {
-    VoteRequest: VoteResponse,
-    BeginQuorumEpochRequest: BeginQuorumEpochResponse,
-    EndQuorumEpochRequest: EndQuorumEpochResponse,
-    FetchRequest: FetchResponse,
-    FetchSnapshotRequest: FetchSnapshotResponse,
-}
-_RESPONSES = tuple(_RESPONSE_OF.values())
+_RESPONSES = tuple(rpc.response for rpc in QUORUM_RPCS)
 _UNANSWERED = (KafkaConnectionError, RequestTimedOutError, ProtocolError, WireFormatError)
-_SERVED = (
-    (VOTE_KEY, VOTE_VERSION),
-    (BEGIN_QUORUM_EPOCH_KEY, BEGIN_QUORUM_EPOCH_VERSION),
-    (END_QUORUM_EPOCH_KEY, END_QUORUM_EPOCH_VERSION),
-    (FETCH_KEY, FETCH_VERSION),
-    (FETCH_SNAPSHOT_KEY, FETCH_SNAPSHOT_VERSION),
-)
 
 log = structlog.get_logger(__name__)
 
@@ -274,9 +242,9 @@ class RaftDriver:
             )
         if self._listen is not None:
             registry = self._api_registry
-            for api_key, version in _SERVED:
+            for rpc in QUORUM_RPCS:
                 registry.register(
-                    api_key, self._on_request, min_version=version, max_version=version
+                    rpc.api_key, self._on_request, min_version=rpc.version, max_version=rpc.version
                 )
             registry.register(
                 DESCRIBE_QUORUM_KEY,
@@ -632,7 +600,7 @@ class RaftDriver:
         message, sender = request_from_wire(wire_request)
         assert self._loop is not None
         waiter: asyncio.Future[Message] = self._loop.create_future()
-        key = (sender, _RESPONSE_OF[type(message)])
+        key = (sender, RPC_OF_REQUEST[type(message)].response)
         self._waiters.setdefault(key, collections.deque()).append(waiter)
         node = self._require_node()
         node.receive(message, sender, self._now_ms())
