@@ -17,6 +17,7 @@ from typing import Any
 
 import structlog
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32
 from kio.static.protocol import Payload
 
 from controller import wire
@@ -24,6 +25,7 @@ from controller.elections import ElectionType
 from controller.records import ConfigResourceType
 from controller.topics import ConfigOperation
 from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
+from net.manual_recovery import ElectRecoveredLeaderRequest
 from net.protocol import field_entity_type, make_entity, request_schema
 
 log = structlog.get_logger(__name__)
@@ -269,6 +271,16 @@ def elect_leaders_request(unclean: bool, partitions: Sequence[tuple[str, int]]) 
             for topic, ids in by_topic.items()
         ),
         timeout=_ADMIN_REQUEST_TIMEOUT,
+    )
+
+
+def elect_recovered_leader_request(
+    topic_id: uuid.UUID, partition: int, leader: int
+) -> ElectRecoveredLeaderRequest:
+    """ElectRecoveredLeader (`net.manual_recovery`): elect `leader`, the operator's choice, as
+    the unclean leader of a leaderless partition."""
+    return ElectRecoveredLeaderRequest(
+        topic_id=topic_id, partition=i32(partition), leader=i32(leader)
     )
 
 
