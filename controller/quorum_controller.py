@@ -81,15 +81,12 @@ from controller.unclean_recovery import (
 )
 from kraft.driver import LeadershipLostError, NotLeaderError, PendingAppend, RaftDriver
 from kraft.messages import Entry, SnapshotId
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
-from net.manual_recovery import (
-    ELECT_RECOVERED_LEADER_KEY,
-    ElectRecoveredLeaderRequest,
-    ElectRecoveredLeaderResponse,
-)
 from net.manual_recovery import (
     VERSIONS as MANUAL_RECOVERY_VERSIONS,
 )
+from net.manual_recovery import ElectRecoveredLeaderRequest, ElectRecoveredLeaderResponse
 from net.protocol import NO_THROTTLE
 from net.tasks import start_essential
 
@@ -178,15 +175,15 @@ class QuorumController:
     def register_apis(self, registry: ApiRegistry) -> None:
         """Serve the controller APIs on `registry`."""
         handlers: dict[int, Callable[[RequestContext, Any], Any]] = {
-            wire.BROKER_REGISTRATION_KEY: self._on_broker_registration,
-            wire.BROKER_HEARTBEAT_KEY: self._on_broker_heartbeat,
-            wire.ALTER_PARTITION_KEY: self._on_alter_partition,
-            wire.ALLOCATE_PRODUCER_IDS_KEY: self._on_allocate_producer_ids,
-            wire.CREATE_TOPICS_KEY: self._on_create_topics,
-            wire.DELETE_TOPICS_KEY: self._on_delete_topics,
-            wire.CREATE_PARTITIONS_KEY: self._on_create_partitions,
-            wire.ELECT_LEADERS_KEY: self._on_elect_leaders,
-            wire.INCREMENTAL_ALTER_CONFIGS_KEY: self._on_incremental_alter_configs,
+            ApiKey.BROKER_REGISTRATION: self._on_broker_registration,
+            ApiKey.BROKER_HEARTBEAT: self._on_broker_heartbeat,
+            ApiKey.ALTER_PARTITION: self._on_alter_partition,
+            ApiKey.ALLOCATE_PRODUCER_IDS: self._on_allocate_producer_ids,
+            ApiKey.CREATE_TOPICS: self._on_create_topics,
+            ApiKey.DELETE_TOPICS: self._on_delete_topics,
+            ApiKey.CREATE_PARTITIONS: self._on_create_partitions,
+            ApiKey.ELECT_LEADERS: self._on_elect_leaders,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self._on_incremental_alter_configs,
         }
         for served in wire.SERVED:
             registry.register(
@@ -196,7 +193,7 @@ class QuorumController:
                 max_version=served.max_version,
             )
         registry.register(
-            ELECT_RECOVERED_LEADER_KEY,
+            ApiKey.ELECT_RECOVERED_LEADER,
             self._on_elect_recovered_leader,
             min_version=MANUAL_RECOVERY_VERSIONS[0],
             max_version=MANUAL_RECOVERY_VERSIONS[-1],

@@ -59,7 +59,6 @@ from kraft.raft import (
 )
 from kraft.snapshot_file import decode_snapshot, encode_snapshot
 from kraft.wire import (
-    DESCRIBE_QUORUM_KEY,
     DESCRIBE_QUORUM_VERSION,
     QUORUM_RPCS,
     RPC_OF_REQUEST,
@@ -75,6 +74,7 @@ from kraft.wire import (
     response_from_wire,
     response_to_wire,
 )
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
 from net.protocol import ProtocolError, error_response
@@ -247,7 +247,7 @@ class RaftDriver:
                     rpc.api_key, self._on_request, min_version=rpc.version, max_version=rpc.version
                 )
             registry.register(
-                DESCRIBE_QUORUM_KEY,
+                ApiKey.DESCRIBE_QUORUM,
                 self._on_describe_quorum,
                 min_version=DESCRIBE_QUORUM_VERSION,
                 max_version=DESCRIBE_QUORUM_VERSION,

@@ -55,15 +55,10 @@ from kraft.messages import (
     VoteRequest,
     VoteResponse,
 )
+from net.api_keys import ApiKey
 from net.records import Record, decode_batches, encode_batch
 
 METADATA_TOPIC = "__cluster_metadata"
-FETCH_KEY = 1
-VOTE_KEY = 52
-BEGIN_QUORUM_EPOCH_KEY = 53
-END_QUORUM_EPOCH_KEY = 54
-DESCRIBE_QUORUM_KEY = 55
-FETCH_SNAPSHOT_KEY = 59
 VOTE_VERSION = 2
 BEGIN_QUORUM_EPOCH_VERSION = 1
 END_QUORUM_EPOCH_VERSION = 1
@@ -562,7 +557,7 @@ class QuorumRpc:
     `request` is the message the response answers.
     """
 
-    api_key: int
+    api_key: ApiKey
     version: int
     request: type[Message]
     response: type[Message]
@@ -576,7 +571,7 @@ class QuorumRpc:
 
 QUORUM_RPCS = (
     QuorumRpc(
-        VOTE_KEY,
+        ApiKey.VOTE,
         VOTE_VERSION,
         VoteRequest,
         VoteResponse,
@@ -588,7 +583,7 @@ QUORUM_RPCS = (
         _vote_response_from_wire,
     ),
     QuorumRpc(
-        BEGIN_QUORUM_EPOCH_KEY,
+        ApiKey.BEGIN_QUORUM_EPOCH,
         BEGIN_QUORUM_EPOCH_VERSION,
         BeginQuorumEpochRequest,
         BeginQuorumEpochResponse,
@@ -600,7 +595,7 @@ QUORUM_RPCS = (
         _begin_response_from_wire,
     ),
     QuorumRpc(
-        END_QUORUM_EPOCH_KEY,
+        ApiKey.END_QUORUM_EPOCH,
         END_QUORUM_EPOCH_VERSION,
         EndQuorumEpochRequest,
         EndQuorumEpochResponse,
@@ -612,7 +607,7 @@ QUORUM_RPCS = (
         _end_response_from_wire,
     ),
     QuorumRpc(
-        FETCH_KEY,
+        ApiKey.FETCH,
         FETCH_VERSION,
         FetchRequest,
         FetchResponse,
@@ -624,7 +619,7 @@ QUORUM_RPCS = (
         _fetch_response_from_wire,
     ),
     QuorumRpc(
-        FETCH_SNAPSHOT_KEY,
+        ApiKey.FETCH_SNAPSHOT,
         FETCH_SNAPSHOT_VERSION,
         FetchSnapshotRequest,
         FetchSnapshotResponse,

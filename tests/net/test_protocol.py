@@ -28,8 +28,8 @@ from kio.static.primitive import (
 )
 
 from net import legacy_produce
+from net.api_keys import ApiKey
 from net.protocol import (
-    API_VERSIONS_KEY,
     InvalidRequestError,
     UnknownApiError,
     api_versions_error_frame,
@@ -53,12 +53,44 @@ from tests.net.schemas import response_type
 # shared/notes/kafka-protocol-versions.md, Raft (Vote, Begin/EndQuorumEpoch, DescribeQuorum,
 # FetchSnapshot) and the broker <-> controller APIs.
 SERVED_API_KEYS = (
-    *(0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 32, 37, 60),
-    *(52, 53, 54, 55, 59),
-    *(56, 62, 63, 64, 67),
+    # The client-facing APIs.
+    ApiKey.PRODUCE,
+    ApiKey.FETCH,
+    ApiKey.LIST_OFFSETS,
+    ApiKey.METADATA,
+    ApiKey.OFFSET_COMMIT,
+    ApiKey.OFFSET_FETCH,
+    ApiKey.FIND_COORDINATOR,
+    ApiKey.JOIN_GROUP,
+    ApiKey.HEARTBEAT,
+    ApiKey.LEAVE_GROUP,
+    ApiKey.SYNC_GROUP,
+    ApiKey.DESCRIBE_GROUPS,
+    ApiKey.LIST_GROUPS,
+    ApiKey.SASL_HANDSHAKE,
+    ApiKey.API_VERSIONS,
+    ApiKey.CREATE_TOPICS,
+    ApiKey.DELETE_TOPICS,
+    ApiKey.DELETE_RECORDS,
+    ApiKey.INIT_PRODUCER_ID,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH,
+    ApiKey.DESCRIBE_CONFIGS,
+    ApiKey.CREATE_PARTITIONS,
+    ApiKey.DESCRIBE_CLUSTER,
+    # Raft.
+    ApiKey.VOTE,
+    ApiKey.BEGIN_QUORUM_EPOCH,
+    ApiKey.END_QUORUM_EPOCH,
+    ApiKey.DESCRIBE_QUORUM,
+    ApiKey.FETCH_SNAPSHOT,
+    # Broker <-> controller.
+    ApiKey.ALTER_PARTITION,
+    ApiKey.BROKER_REGISTRATION,
+    ApiKey.BROKER_HEARTBEAT,
+    ApiKey.UNREGISTER_BROKER,
+    ApiKey.ALLOCATE_PRODUCER_IDS,
 )
 SERVED = [(key, version) for key in SERVED_API_KEYS for version in schema_versions(key)]
-FETCH_KEY = 1
 
 
 @functools.cache
@@ -123,7 +155,9 @@ def test_every_served_version_round_trips(api_key: int, version: int) -> None:
     def round_trip(request: Any, response: Any, correlation_id: int, client_id: str | None) -> None:
         # An ApiVersions answer of UNSUPPORTED_VERSION is read as v0 whatever the version asked
         # (KIP-511); the server writes those with `api_versions_error_frame`, never this way.
-        assume(api_key != API_VERSIONS_KEY or response.error_code != ErrorCode.unsupported_version)
+        assume(
+            api_key != ApiKey.API_VERSIONS or response.error_code != ErrorCode.unsupported_version
+        )
         frame = b"".join(encode_request(request, correlation_id, client_id))
         assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
         header, decoded = decode_request(frame[4:])
@@ -145,9 +179,9 @@ def kio_bytes(entity: Any) -> bytes:
     return buffer.getvalue()
 
 
-@pytest.mark.parametrize("version", schema_versions(FETCH_KEY))
+@pytest.mark.parametrize("version", schema_versions(ApiKey.FETCH))
 def test_fetch_response_encoder_matches_kio_byte_for_byte(version: int) -> None:
-    schema = response_schema(FETCH_KEY, version)
+    schema = response_schema(ApiKey.FETCH, version)
 
     @settings(ROUND_TRIP, max_examples=40)
     @given(response=entities(schema))
@@ -158,7 +192,7 @@ def test_fetch_response_encoder_matches_kio_byte_for_byte(version: int) -> None:
 
 
 def fetch_response_with_records(records: Any) -> Any:
-    schema: Any = response_schema(FETCH_KEY, 12)
+    schema: Any = response_schema(ApiKey.FETCH, 12)
     topic = field_entity_type(schema, "responses")
     partition = field_entity_type(topic, "partitions")
     return make_entity(
@@ -190,12 +224,12 @@ def test_fetch_response_keeps_large_records_by_reference() -> None:
     buffers = encode_response(7, fetch_response_with_records(records))
     assert any(buffer is records for buffer in buffers)
     frame = b"".join(buffers)
-    decoded: Any = decode_response(frame[4:], FETCH_KEY, 12)
+    decoded: Any = decode_response(frame[4:], ApiKey.FETCH, 12)
     assert decoded.responses[0].partitions[0].records == bytes(records)
 
 
 def test_produce_request_keeps_large_records_by_reference() -> None:
-    schema: Any = request_schema(0, 9)
+    schema: Any = request_schema(ApiKey.PRODUCE, 9)
     topic = field_entity_type(schema, "topic_data")
     partition = field_entity_type(topic, "partition_data")
     records = b"x" * 50_000
@@ -255,7 +289,7 @@ def test_request_header_skips_unknown_tagged_fields_and_reads_a_null_client_id()
 
 def test_response_header_is_v0_for_api_versions_and_v1_for_other_flexible_responses() -> None:
     api_versions = make_entity(
-        response_type(18, 3),
+        response_type(ApiKey.API_VERSIONS, 3),
         error_code=ErrorCode.none,
         api_keys=(),
         throttle_time=datetime.timedelta(0),
@@ -265,7 +299,7 @@ def test_response_header_is_v0_for_api_versions_and_v1_for_other_flexible_respon
     # and a zero count of top-level tagged fields.
     assert frame == struct.pack(">iih", 12, 42, 0) + b"\x01" + b"\x00" * 4 + b"\x00"
     heartbeat = make_entity(
-        response_type(12, 4),
+        response_type(ApiKey.HEARTBEAT, 4),
         throttle_time=datetime.timedelta(0),
         error_code=ErrorCode.none,
     )
@@ -316,18 +350,22 @@ def test_malformed_requests_raise_invalid_request(frame: bytes) -> None:
 
 
 def test_error_response_sets_the_top_level_error_code_where_the_schema_has_one() -> None:
-    find_coordinator: Any = error_response(10, 0, ErrorCode.unsupported_version)
+    find_coordinator: Any = error_response(
+        ApiKey.FIND_COORDINATOR, 0, ErrorCode.unsupported_version
+    )
     assert find_coordinator.error_code == ErrorCode.unsupported_version
     assert (
-        decode_response(b"".join(encode_response(1, find_coordinator))[4:], 10, 0)
+        decode_response(
+            b"".join(encode_response(1, find_coordinator))[4:], ApiKey.FIND_COORDINATOR, 0
+        )
         == find_coordinator
     )
-    fetch: Any = error_response(FETCH_KEY, 12, ErrorCode.unknown_server_error)
+    fetch: Any = error_response(ApiKey.FETCH, 12, ErrorCode.unknown_server_error)
     assert fetch.error_code == ErrorCode.unknown_server_error
     assert fetch.responses == ()
     # Metadata and Produce carry errors only per topic / partition.
-    assert error_response(3, 12, ErrorCode.unsupported_version) is None
-    assert error_response(0, 9, ErrorCode.unsupported_version) is None
+    assert error_response(ApiKey.METADATA, 12, ErrorCode.unsupported_version) is None
+    assert error_response(ApiKey.PRODUCE, 9, ErrorCode.unsupported_version) is None
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
