@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from bench.cluster import free_ports
 from controller.broker_lifecycle import LifecycleConfig
 from controller.image import MetadataReplayer
 from controller.quorum_controller import ControllerConfig, QuorumController
@@ -21,15 +20,7 @@ from controller.records import NoOpRecord, decode_record
 from controller.topics import TopicDefaults
 from kraft.driver import RaftDriver
 from kraft.messages import Entry, EntryKind, SnapshotId
-from kraft.raft import RaftConfig
-from storage.log import Log, LogConfig
-
-RAFT = RaftConfig(
-    election_timeout_ms=100,
-    fetch_timeout_ms=200,
-    election_backoff_max_ms=50,
-    request_timeout_ms=200,
-)
+from tests.kraft.lone_voter import lone_voter
 
 
 class Committed:
@@ -53,16 +44,7 @@ async def active_controller(
     tmp_path: Path, max_idle_interval_ms: int
 ) -> AsyncIterator[tuple[RaftDriver, Committed]]:
     """A lone voter that elected itself, with its controller activated."""
-    metadata_log = Log.open(tmp_path / "__cluster_metadata-0", LogConfig(retention_ms=None))
-    (port,) = free_ports(1)
-    driver = RaftDriver(
-        node_id=1,
-        cluster_id="noops",
-        voters={1: ("127.0.0.1", port)},
-        config=RAFT,
-        metadata_log=metadata_log,
-        listen=("127.0.0.1", port),
-    )
+    driver, metadata_log = lone_voter(tmp_path, "noops")
     replayer = MetadataReplayer()
     committed = Committed()
     controller = QuorumController(
