@@ -269,18 +269,18 @@ def metadata_request(version: int) -> Any:
 def test_request_header_version_follows_flexibility() -> None:
     # Metadata v8 is not flexible: header v1 ends after the client id.
     v8 = b"".join(encode_request(metadata_request(8), 5, "abc"))[4:]
-    assert v8[:13] == struct.pack(">hhih", 3, 8, 5, 3) + b"abc"
+    assert v8[:13] == struct.pack(">hhih", ApiKey.METADATA, 8, 5, 3) + b"abc"
     assert read_request_header(v8).size == 13
     # Metadata v9 is flexible: header v2 adds a tagged-field count after the client id.
     v9 = b"".join(encode_request(metadata_request(9), 5, "abc"))[4:]
-    assert v9[:14] == struct.pack(">hhih", 3, 9, 5, 3) + b"abc\x00"
+    assert v9[:14] == struct.pack(">hhih", ApiKey.METADATA, 9, 5, 3) + b"abc\x00"
     assert read_request_header(v9).size == 14
 
 
 def test_request_header_skips_unknown_tagged_fields_and_reads_a_null_client_id() -> None:
     body = b"\x00\x00\x00\x00"  # Metadata v12: null topics, two booleans, no tags
     tags = b"\x02" + b"\x05\x02ab" + b"\x07\x00"  # tag 5 (2 bytes), tag 7 (empty)
-    frame = struct.pack(">hhih", 3, 12, 9, -1) + tags + body
+    frame = struct.pack(">hhih", ApiKey.METADATA, 12, 9, -1) + tags + body
     header, request = decode_request(frame)
     assert header.client_id is None
     assert header.size == 10 + len(tags)
@@ -308,7 +308,7 @@ def test_response_header_is_v0_for_api_versions_and_v1_for_other_flexible_respon
 
 
 def test_api_versions_request_of_an_unknown_version_still_has_a_readable_header() -> None:
-    frame = struct.pack(">hhih", 18, 99, 3, 2) + b"me\x00" + b"future body"
+    frame = struct.pack(">hhih", ApiKey.API_VERSIONS, 99, 3, 2) + b"me\x00" + b"future body"
     header = read_request_header(frame)
     assert (header.api_key, header.api_version, header.correlation_id) == (18, 99, 3)
     assert header.client_id == "me"
@@ -335,13 +335,15 @@ def test_unknown_api_keys_and_versions_raise_with_the_correlation_id() -> None:
     [
         b"",
         b"\x00\x03\x00",
-        struct.pack(">hhi", 3, 12, 1),  # no client id length
-        struct.pack(">hhih", 3, 12, 1, 10) + b"abc",  # client id runs past the frame
-        struct.pack(">hhih", 3, 12, 1, -5),  # negative client id length
-        struct.pack(">hhih", 3, 12, 1, 2) + b"\xff\xfe\x00",  # client id not UTF-8
-        struct.pack(">hhih", 3, 12, 1, -1) + b"\x01\x05\x09ab",  # tag runs past the frame
-        struct.pack(">hhih", 3, 12, 1, -1) + b"\x00" + b"\x05",  # truncated body
-        struct.pack(">hhih", 3, 8, 1, -1) + b"\x00\x00\x00\x05\x00\x01",  # array past the end
+        struct.pack(">hhi", ApiKey.METADATA, 12, 1),  # no client id length
+        struct.pack(">hhih", ApiKey.METADATA, 12, 1, 10) + b"abc",  # client id runs past the frame
+        struct.pack(">hhih", ApiKey.METADATA, 12, 1, -5),  # negative client id length
+        struct.pack(">hhih", ApiKey.METADATA, 12, 1, 2) + b"\xff\xfe\x00",  # client id not UTF-8
+        # A tag that runs past the frame.
+        struct.pack(">hhih", ApiKey.METADATA, 12, 1, -1) + b"\x01\x05\x09ab",
+        struct.pack(">hhih", ApiKey.METADATA, 12, 1, -1) + b"\x00" + b"\x05",  # truncated body
+        # An array that runs past the end.
+        struct.pack(">hhih", ApiKey.METADATA, 8, 1, -1) + b"\x00\x00\x00\x05\x00\x01",
     ],
 )
 def test_malformed_requests_raise_invalid_request(frame: bytes) -> None:

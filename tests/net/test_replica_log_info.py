@@ -122,7 +122,9 @@ def test_get_replica_log_info_request_layout() -> None:
 def test_get_replica_log_info_request_with_null_topics_and_a_two_byte_varint() -> None:
     null = GetReplicaLogInfoRequest(topic_partitions=None)
     encoded = frame(encode_request(null, 1, None))
-    assert encoded == sized(struct.pack(">hhih", 93, 0, 1, -1) + NO_TAGS + b"\x00" + NO_TAGS)
+    assert encoded == sized(
+        struct.pack(">hhih", ApiKey.GET_REPLICA_LOG_INFO, 0, 1, -1) + NO_TAGS + b"\x00" + NO_TAGS
+    )
     assert decode_request(encoded[4:])[1] == null
 
     # 130 partitions: a compact length of 131 = 0b1_0000011, two varint bytes 0x83 0x01.
