@@ -35,6 +35,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from bench.broker_stand_in import BrokerStandIn, unfenced
+from bench.cluster import Cluster
 from controller.client import ControllerClient, create_topics_request
 from controller.image import MetadataReplayer
 from kraft.messages import SnapshotId
@@ -42,8 +44,6 @@ from kraft.snapshot_file import decode_snapshot, encode_snapshot
 from kraft.wire import decode_entries
 from node.logging_setup import configure_logging
 from storage.log import Log, LogConfig
-from tests.integration.broker_stand_in import BrokerStandIn, unfenced
-from tests.integration.cluster import Cluster
 
 METADATA_DIR = "__cluster_metadata-0"
 

@@ -28,6 +28,7 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,15 +36,22 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
+from bench.cluster import Cluster
+from bench.group_requests import raw_commit
 from bench.produce_consume import percentile
 from net.client import NodeConnection
-from tests.integration.cluster import Cluster
-from tests.integration.group_requests import raw_commit
-from tests.integration.test_groups import each_owned_once
 
 TOPIC = "rebalanced"
 PARTITIONS = 6
 GROUPS = 64
+
+
+def each_owned_once(members: Sequence[Any], partitions: int) -> bool:
+    """Whether the members (of any client whose `assignment()` lists topic partitions) each
+    own some of `partitions` and together own each exactly once."""
+    owned = [[tp.partition for tp in member.assignment()] for member in members]
+    every = sorted(p for mine in owned for p in mine)
+    return all(owned) and every == list(range(partitions))
 
 
 def member(bootstrap: str) -> Consumer:

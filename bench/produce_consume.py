@@ -28,7 +28,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 

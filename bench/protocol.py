@@ -34,6 +34,7 @@ import structlog
 import uvloop
 from kio.schema.errors import ErrorCode
 
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 from net.client import NodeConnection
 from net.protocol import (
@@ -47,10 +48,6 @@ from net.protocol import (
 )
 from net.server import KafkaServer
 
-METADATA_KEY = 3
-API_VERSIONS_KEY = 18
-PRODUCE_KEY = 0
-FETCH_KEY = 1
 MIB = 1024 * 1024
 
 
@@ -59,7 +56,7 @@ def emit(**fields: Any) -> None:
 
 
 def metadata_response(version: int, port: int) -> Any:
-    schema: Any = response_schema(METADATA_KEY, version)
+    schema: Any = response_schema(ApiKey.METADATA, version)
     broker = field_entity_type(schema, "brokers")
     return make_entity(
         schema,
@@ -85,7 +82,7 @@ async def serve() -> None:
     def handle_metadata(context: RequestContext, request: Any) -> Any:
         return metadata_response(context.header.api_version, server.port)
 
-    registry.register(METADATA_KEY, handle_metadata, min_version=0, max_version=12)
+    registry.register(ApiKey.METADATA, handle_metadata, min_version=0, max_version=12)
     await server.start()
     print(server.port, flush=True)
     loop = asyncio.get_running_loop()
@@ -182,8 +179,8 @@ def bench_round_trips(runs: int, seconds: float) -> None:
     try:
         assert server.stdout is not None
         port = int(server.stdout.readline())
-        api_versions_v3 = request_schema(API_VERSIONS_KEY, 3)
-        metadata_v12 = request_schema(METADATA_KEY, 12)
+        api_versions_v3 = request_schema(ApiKey.API_VERSIONS, 3)
+        metadata_v12 = request_schema(ApiKey.METADATA, 12)
         assert api_versions_v3 is not None and metadata_v12 is not None
         requests = {
             "ApiVersions v3": make_entity(
@@ -248,7 +245,7 @@ def median_seconds(action: Callable[[], object], repeat: int) -> float:
 
 
 def produce_frame(record_bytes: int) -> bytes:
-    schema: Any = request_schema(PRODUCE_KEY, 9)
+    schema: Any = request_schema(ApiKey.PRODUCE, 9)
     topic = field_entity_type(schema, "topic_data")
     partition = field_entity_type(topic, "partition_data")
     request = make_entity(
@@ -282,7 +279,7 @@ def bench_produce_parse(repeat: int) -> None:
 
 
 def fetch_response(partitions: int, records: memoryview) -> Any:
-    schema: Any = response_schema(FETCH_KEY, 12)
+    schema: Any = response_schema(ApiKey.FETCH, 12)
     topic = field_entity_type(schema, "responses")
     partition = field_entity_type(topic, "partitions")
     size = len(records) // partitions

@@ -26,10 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.cluster import Cluster, free_ports
 from kraft.driver import LeadershipLostError, NotLeaderError, RaftDriver
 from kraft.raft import RaftConfig
 from storage.log import Log, LogConfig
-from tests.integration.cluster import Cluster, free_ports
 
 RECORD = b"x" * 1024
 

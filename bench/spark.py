@@ -30,7 +30,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
 import spark_connector
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 
 
 def spark_session() -> SparkSession:

@@ -29,15 +29,12 @@ from broker.replica_manager import (
     ReplicaManager,
 )
 from controller.topics import INTERNAL_TOPICS
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, PreEncodedResponse, RequestContext
 from net.fetch_response import encode_fetch_response
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
 from net.record_batch import NO_TIMESTAMP
 
-PRODUCE_KEY = 0
-FETCH_KEY = 1
-LIST_OFFSETS_KEY = 2
-OFFSET_FOR_LEADER_EPOCH_KEY = 23
 PRODUCE_VERSIONS = (3, 10)
 FETCH_VERSIONS = (4, 16)
 LIST_OFFSETS_VERSIONS = (1, 10)
@@ -56,23 +53,26 @@ class DataApis:
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(
-            PRODUCE_KEY,
+            ApiKey.PRODUCE,
             self._on_produce,
             min_version=PRODUCE_VERSIONS[0],
             max_version=PRODUCE_VERSIONS[1],
             advertised_min_version=0,
         )
         registry.register(
-            FETCH_KEY, self._on_fetch, min_version=FETCH_VERSIONS[0], max_version=FETCH_VERSIONS[1]
+            ApiKey.FETCH,
+            self._on_fetch,
+            min_version=FETCH_VERSIONS[0],
+            max_version=FETCH_VERSIONS[1],
         )
         registry.register(
-            OFFSET_FOR_LEADER_EPOCH_KEY,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH,
             self._on_offset_for_leader_epoch,
             min_version=OFFSET_FOR_LEADER_EPOCH_VERSIONS[0],
             max_version=OFFSET_FOR_LEADER_EPOCH_VERSIONS[1],
         )
         registry.register(
-            LIST_OFFSETS_KEY,
+            ApiKey.LIST_OFFSETS,
             self._on_list_offsets,
             min_version=LIST_OFFSETS_VERSIONS[0],
             max_version=LIST_OFFSETS_VERSIONS[1],
@@ -81,7 +81,7 @@ class DataApis:
     # -- OffsetForLeaderEpoch ----------------------------------------------------------------------
 
     def _on_offset_for_leader_epoch(self, context: RequestContext, request: Any) -> Any:
-        schema = response_schema(OFFSET_FOR_LEADER_EPOCH_KEY, context.header.api_version)
+        schema = response_schema(ApiKey.OFFSET_FOR_LEADER_EPOCH, context.header.api_version)
         assert schema is not None
         topic_type = field_entity_type(schema, "topics")
         partition_type = field_entity_type(topic_type, "partitions")
@@ -103,7 +103,7 @@ class DataApis:
     # -- ListOffsets ------------------------------------------------------------------------------
 
     def _on_list_offsets(self, context: RequestContext, request: Any) -> Any:
-        schema = response_schema(LIST_OFFSETS_KEY, context.header.api_version)
+        schema = response_schema(ApiKey.LIST_OFFSETS, context.header.api_version)
         assert schema is not None
         topic_type = field_entity_type(schema, "topics")
         partition_type = field_entity_type(topic_type, "partitions")
@@ -146,7 +146,7 @@ class DataApis:
                 answers = await self._replicas.produce(acks, timeout_ms, partitions)
         if acks == 0:
             return None
-        schema = response_schema(PRODUCE_KEY, version)
+        schema = response_schema(ApiKey.PRODUCE, version)
         assert schema is not None
         topic_type = field_entity_type(schema, "responses")
         partition_type = field_entity_type(topic_type, "partition_responses")
@@ -265,7 +265,7 @@ def _per_partition(
 def _fetch_response(
     version: int, asked: list[tuple[str | None, UUID | None, Any]], results: list[FetchResult]
 ) -> Any:
-    schema = response_schema(FETCH_KEY, version)
+    schema = response_schema(ApiKey.FETCH, version)
     assert schema is not None
     topic_type = field_entity_type(schema, "responses")
     partition_type = field_entity_type(topic_type, "partitions")

@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 from broker.partition import Partition
 from controller.client import ControllerClient, NoControllerError
 from controller.partition_state import PartitionState
-from controller.wire import ALTER_PARTITION_KEY
+from net.api_keys import ApiKey
 from net.protocol import field_entity_type, make_entity, request_schema
 
 log = structlog.get_logger(__name__)
@@ -117,7 +117,7 @@ class IsrChangeSender:
     def _request(
         self, partition: Partition, state: PartitionState, members: tuple[tuple[int, int], ...]
     ) -> Any:
-        schema: Any = request_schema(ALTER_PARTITION_KEY, ALTER_PARTITION_VERSION)
+        schema: Any = request_schema(ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION)
         topic_type = field_entity_type(schema, "topics")
         partition_type = field_entity_type(topic_type, "partitions")
         member_type = field_entity_type(partition_type, "new_isr_with_epochs")

@@ -14,16 +14,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.configs import (
-    DESCRIBE_CONFIGS_KEY,
-    DESCRIBE_CONFIGS_VERSIONS,
-    BrokerSettings,
-    describe_configs_response,
-)
+from broker.configs import DESCRIBE_CONFIGS_VERSIONS, BrokerSettings, describe_configs_response
 from broker.metadata_api import (
-    DESCRIBE_CLUSTER_KEY,
     DESCRIBE_CLUSTER_VERSIONS,
-    METADATA_KEY,
     METADATA_VERSIONS,
     describe_cluster_response,
     metadata_response,
@@ -31,15 +24,16 @@ from broker.metadata_api import (
 from controller import wire
 from controller.client import ControllerClient, NoControllerError
 from controller.image import MetadataImage
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 
 # Forwarded API key -> the response refusing every item of a request with an error.
 _FORWARDED: dict[int, Callable[[int, Any, ErrorCode], Any]] = {
-    wire.CREATE_TOPICS_KEY: wire.create_topics_error,
-    wire.DELETE_TOPICS_KEY: wire.delete_topics_error,
-    wire.CREATE_PARTITIONS_KEY: wire.create_partitions_error,
-    wire.INCREMENTAL_ALTER_CONFIGS_KEY: wire.incremental_alter_configs_error,
-    wire.ELECT_LEADERS_KEY: lambda version, request, error: wire.elect_leaders_response(
+    ApiKey.CREATE_TOPICS: wire.create_topics_error,
+    ApiKey.DELETE_TOPICS: wire.delete_topics_error,
+    ApiKey.CREATE_PARTITIONS: wire.create_partitions_error,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: wire.incremental_alter_configs_error,
+    ApiKey.ELECT_LEADERS: lambda version, request, error: wire.elect_leaders_response(
         version, (), error
     ),
 }
@@ -67,19 +61,19 @@ class BrokerApis:
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(
-            METADATA_KEY,
+            ApiKey.METADATA,
             self._on_metadata,
             min_version=METADATA_VERSIONS[0],
             max_version=METADATA_VERSIONS[1],
         )
         registry.register(
-            DESCRIBE_CLUSTER_KEY,
+            ApiKey.DESCRIBE_CLUSTER,
             self._on_describe_cluster,
             min_version=DESCRIBE_CLUSTER_VERSIONS[0],
             max_version=DESCRIBE_CLUSTER_VERSIONS[1],
         )
         registry.register(
-            DESCRIBE_CONFIGS_KEY,
+            ApiKey.DESCRIBE_CONFIGS,
             self._on_describe_configs,
             min_version=DESCRIBE_CONFIGS_VERSIONS[0],
             max_version=DESCRIBE_CONFIGS_VERSIONS[1],

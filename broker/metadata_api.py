@@ -22,10 +22,9 @@ from kio.schema.errors import ErrorCode
 
 from controller.image import MetadataImage, TopicImage
 from controller.topics import INTERNAL_TOPICS
+from net.api_keys import ApiKey
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
 
-METADATA_KEY = 3
-DESCRIBE_CLUSTER_KEY = 60
 METADATA_VERSIONS = (0, 12)
 DESCRIBE_CLUSTER_VERSIONS = (0, 1)
 
@@ -51,7 +50,7 @@ def _live_brokers(image: MetadataImage) -> list[tuple[int, str, int, str | None]
 
 def metadata_response(image: MetadataImage, broker_id: int, version: int, request: Any) -> Any:
     """The MetadataResponse of `version` to `request`."""
-    schema = response_schema(METADATA_KEY, version)
+    schema = response_schema(ApiKey.METADATA, version)
     assert schema is not None
     broker_type = field_entity_type(schema, "brokers")
     topic_type = field_entity_type(schema, "topics")
@@ -134,7 +133,7 @@ def describe_cluster_response(
     image: MetadataImage, broker_id: int, cluster_id: str, version: int
 ) -> Any:
     """DescribeClusterResponse: the live brokers, with this broker as the controller."""
-    schema = response_schema(DESCRIBE_CLUSTER_KEY, version)
+    schema = response_schema(ApiKey.DESCRIBE_CLUSTER, version)
     assert schema is not None
     broker_type = field_entity_type(schema, "brokers")
     return make_entity(

@@ -17,13 +17,12 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from controller.client import ControllerClient, NoControllerError
-from controller.wire import ALLOCATE_PRODUCER_IDS_KEY
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 from net.protocol import NO_THROTTLE, make_entity, request_schema, response_schema
 
 log = structlog.get_logger(__name__)
 
-INIT_PRODUCER_ID_KEY = 22
 INIT_PRODUCER_ID_VERSIONS = (0, 4)
 
 
@@ -50,7 +49,7 @@ class ProducerIdBlocks:
             return producer_id
 
     async def _allocate(self) -> None:
-        schema: Any = request_schema(ALLOCATE_PRODUCER_IDS_KEY, 0)
+        schema: Any = request_schema(ApiKey.ALLOCATE_PRODUCER_IDS, 0)
         response = await self._client.send(
             make_entity(schema, broker_id=self._broker_id, broker_epoch=self._broker_epoch())
         )
@@ -73,14 +72,14 @@ class InitProducerIdApi:
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(
-            INIT_PRODUCER_ID_KEY,
+            ApiKey.INIT_PRODUCER_ID,
             self._on_init_producer_id,
             min_version=INIT_PRODUCER_ID_VERSIONS[0],
             max_version=INIT_PRODUCER_ID_VERSIONS[1],
         )
 
     async def _on_init_producer_id(self, context: RequestContext, request: Any) -> Any:
-        schema = response_schema(INIT_PRODUCER_ID_KEY, context.header.api_version)
+        schema = response_schema(ApiKey.INIT_PRODUCER_ID, context.header.api_version)
         assert schema is not None
 
         def answer(error: ErrorCode, producer_id: int = -1, epoch: int = -1) -> Any:

@@ -28,6 +28,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import Payload
 
 from broker.partition import Partition
+from net.api_keys import ApiKey
 from net.client import NodeConnection, RequestTimedOutError
 from net.protocol import ProtocolError, field_entity_type, make_entity, request_schema
 from net.record_batch import RecordBatchError
@@ -36,7 +37,6 @@ from storage.errors import StorageError
 
 log = structlog.get_logger(__name__)
 
-FETCH_KEY = 1
 FETCH_VERSION = 12
 # Kafka's replica.fetch.* defaults.
 FETCH_MAX_WAIT = datetime.timedelta(milliseconds=500)
@@ -46,7 +46,7 @@ BACKOFF_S = 1.0
 
 
 def _request_schema() -> type[Payload]:
-    schema = request_schema(FETCH_KEY, FETCH_VERSION)
+    schema = request_schema(ApiKey.FETCH, FETCH_VERSION)
     assert schema is not None
     return schema
 

@@ -19,10 +19,10 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i32Timedelta, i64
 
 from broker.replica_manager import ReplicaManager
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 from net.protocol import NO_THROTTLE
 from net.replica_log_info import (
-    GET_REPLICA_LOG_INFO_KEY,
     MAX_PARTITIONS,
     VERSIONS,
     GetReplicaLogInfoRequest,
@@ -43,7 +43,7 @@ class ReplicaLogInfoApi:
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(
-            GET_REPLICA_LOG_INFO_KEY,
+            ApiKey.GET_REPLICA_LOG_INFO,
             self._on_get_replica_log_info,
             min_version=VERSIONS[0],
             max_version=VERSIONS[-1],

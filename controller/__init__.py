@@ -7,8 +7,9 @@ requests (`topics`), broker sessions and fencing (`broker_lifecycle`), AlterPart
 (`alter_partition`), ElectLeaders and the automatic preferred election (`elections`),
 producer-id blocks (`producer_ids`), unclean recovery's choice of a leader from the replicas'
 logs (`unclean_recovery`), the state-change and data-loss events every node derives from the
-metadata log (`events`). Around them: the active controller (`quorum_controller`), its Kafka
-APIs (`wire`), the client that reaches it (`client`), and the GetReplicaLogInfo client that
-inspects brokers' logs (`replica_log_inspector`).
+metadata log (`events`). Around them: the active controller (`quorum_controller`, with its
+timers: session expiry, leader rebalance and the idle NoOpRecord), its Kafka APIs (`wire`),
+the client that reaches it (`client`), and the GetReplicaLogInfo client that inspects brokers'
+logs (`replica_log_inspector`).
 Still to come: reassignment.
 """

@@ -17,13 +17,16 @@ from typing import Any
 
 import structlog
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32
 from kio.static.protocol import Payload
 
 from controller import wire
 from controller.elections import ElectionType
 from controller.records import ConfigResourceType
 from controller.topics import ConfigOperation
+from net.api_keys import ApiKey
 from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
+from net.manual_recovery import ElectRecoveredLeaderRequest
 from net.protocol import field_entity_type, make_entity, request_schema
 
 log = structlog.get_logger(__name__)
@@ -165,7 +168,7 @@ def broker_registration_request(
     previous_broker_epoch: int = -1,
 ) -> Payload:
     """BrokerRegistration with (name, host, port) PLAINTEXT listeners."""
-    key = wire.BROKER_REGISTRATION_KEY
+    key = ApiKey.BROKER_REGISTRATION
     return _request(
         key,
         broker_id=broker_id,
@@ -190,7 +193,7 @@ def broker_heartbeat_request(
     want_shut_down: bool = False,
 ) -> Payload:
     return _request(
-        wire.BROKER_HEARTBEAT_KEY,
+        ApiKey.BROKER_HEARTBEAT,
         broker_id=broker_id,
         broker_epoch=broker_epoch,
         current_metadata_offset=current_metadata_offset,
@@ -206,7 +209,7 @@ def create_topics_request(
     validate_only: bool = False,
 ) -> Payload:
     """CreateTopics of (name, partitions, replication factor), each with `configs`."""
-    key = wire.CREATE_TOPICS_KEY
+    key = ApiKey.CREATE_TOPICS
     return _request(
         key,
         topics=tuple(
@@ -230,7 +233,7 @@ def create_topics_request(
 
 def delete_topics_request(names: Sequence[str]) -> Payload:
     """DeleteTopics of the topics named."""
-    key = wire.DELETE_TOPICS_KEY
+    key = ApiKey.DELETE_TOPICS
     return _request(
         key,
         topics=tuple(
@@ -243,7 +246,7 @@ def delete_topics_request(names: Sequence[str]) -> Payload:
 def create_partitions_request(increases: Sequence[tuple[str, int]]) -> Payload:
     """CreatePartitions raising each named topic to a total `count` of partitions, placed by the
     controller."""
-    key = wire.CREATE_PARTITIONS_KEY
+    key = ApiKey.CREATE_PARTITIONS
     return _request(
         key,
         topics=tuple(
@@ -257,7 +260,7 @@ def create_partitions_request(increases: Sequence[tuple[str, int]]) -> Payload:
 
 def elect_leaders_request(unclean: bool, partitions: Sequence[tuple[str, int]]) -> Payload:
     """ElectLeaders, preferred (or `unclean`), of the (topic, partition) pairs given."""
-    key = wire.ELECT_LEADERS_KEY
+    key = ApiKey.ELECT_LEADERS
     by_topic: dict[str, list[int]] = {}
     for topic, partition in partitions:
         by_topic.setdefault(topic, []).append(partition)
@@ -272,12 +275,22 @@ def elect_leaders_request(unclean: bool, partitions: Sequence[tuple[str, int]]) 
     )
 
 
+def elect_recovered_leader_request(
+    topic_id: uuid.UUID, partition: int, leader: int
+) -> ElectRecoveredLeaderRequest:
+    """ElectRecoveredLeader (`net.manual_recovery`): elect `leader`, the operator's choice, as
+    the unclean leader of a leaderless partition."""
+    return ElectRecoveredLeaderRequest(
+        topic_id=topic_id, partition=i32(partition), leader=i32(leader)
+    )
+
+
 def incremental_alter_configs_request(
     topic: str, set_values: Mapping[str, str], delete: Sequence[str]
 ) -> Payload:
     """IncrementalAlterConfigs of one topic: SET each of `set_values`, DELETE each of `delete`
     (back to the broker default)."""
-    key = wire.INCREMENTAL_ALTER_CONFIGS_KEY
+    key = ApiKey.INCREMENTAL_ALTER_CONFIGS
     configs: list[tuple[str, ConfigOperation, str | None]] = [
         (name, ConfigOperation.SET, value) for name, value in set_values.items()
     ]

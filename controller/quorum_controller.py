@@ -19,8 +19,11 @@ answers NOT_CONTROLLER and the callers find the leader. As in Kafka's QuorumCont
   IncrementalAlterConfigs) may write at most `limits.MAX_RECORDS_PER_USER_OP` records; a larger
   one is refused whole with POLICY_VIOLATION and writes nothing, as in Kafka, so one request
   cannot hold the event loop of every node for long.
-- Timers, on the active controller only: broker sessions expire (fencing), and with
-  `auto.leader.rebalance.enable` preferred leaders are restored periodically.
+- Timers, on the active controller only: broker sessions expire (fencing), with
+  `auto.leader.rebalance.enable` preferred leaders are restored periodically, and (KIP-835,
+  `metadata.max.idle.interval.ms`) a NoOpRecord is appended when nothing was appended for an
+  interval, so the high watermark (and the replicas' view of the leader's liveness through it)
+  keeps moving on an idle cluster.
 - Unclean recovery, on the active controller only, in a loop of its own (it waits on brokers):
   every leaderless partition that needs it (`unclean_recovery.pending_recoveries`, found in
   the image, so a newly active controller takes over every recovery a failover interrupted)
@@ -60,7 +63,7 @@ from controller.elections import ElectionType, elect_leaders, rebalance_leaders,
 from controller.image import MetadataDelta, MetadataImage, MetadataReplayer
 from controller.limits import MAX_RECORDS_PER_USER_OP, TOO_MANY_RECORDS, OperationTooLargeError
 from controller.producer_ids import allocate_producer_ids
-from controller.records import MetadataRecord, ReplicaLogState, encode_record
+from controller.records import MetadataRecord, NoOpRecord, ReplicaLogState, encode_record
 from controller.replica_log_inspector import ReplicaLogInspector
 from controller.topics import (
     TopicDefaults,
@@ -76,17 +79,14 @@ from controller.unclean_recovery import (
     recover,
     replicas_to_inspect,
 )
-from kraft.driver import LeadershipLostError, NotLeaderError, RaftDriver
+from kraft.driver import LeadershipLostError, NotLeaderError, PendingAppend, RaftDriver
 from kraft.messages import Entry, SnapshotId
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
-from net.manual_recovery import (
-    ELECT_RECOVERED_LEADER_KEY,
-    ElectRecoveredLeaderRequest,
-    ElectRecoveredLeaderResponse,
-)
 from net.manual_recovery import (
     VERSIONS as MANUAL_RECOVERY_VERSIONS,
 )
+from net.manual_recovery import ElectRecoveredLeaderRequest, ElectRecoveredLeaderResponse
 from net.protocol import NO_THROTTLE
 from net.tasks import start_essential
 
@@ -98,6 +98,7 @@ _Result = TypeVar("_Result")
 SESSION_CHECK_INTERVAL_S = 0.1
 # How often the active controller looks for partitions that need unclean recovery.
 RECOVERY_CHECK_INTERVAL_S = 0.5
+_NOOP = encode_record(NoOpRecord())
 
 
 class NotControllerError(Exception):
@@ -121,6 +122,8 @@ class ControllerConfig:
     unclean_recovery_timeout_ms: int = 10_000
     # The listener brokers register for clients, where they answer GetReplicaLogInfo.
     broker_listener: str = "PLAINTEXT"
+    # `metadata.max.idle.interval.ms`: a NoOpRecord after this long without an append; 0: never.
+    max_idle_interval_ms: int = 500
 
 
 @dataclass(slots=True)
@@ -160,6 +163,9 @@ class QuorumController:
         self._tasks: set[asyncio.Task[None]] = set()
         self._timers: asyncio.Task[None] | None = None
         self._recovery: asyncio.Task[None] | None = None
+        self._noops: asyncio.Task[None] | None = None
+        # When this node last appended (event-loop seconds): the idle interval counts from it.
+        self._last_append_s = 0.0
         self._inspector = ReplicaLogInspector(
             config.broker_listener, config.unclean_recovery_timeout_ms / 1000
         )
@@ -169,15 +175,15 @@ class QuorumController:
     def register_apis(self, registry: ApiRegistry) -> None:
         """Serve the controller APIs on `registry`."""
         handlers: dict[int, Callable[[RequestContext, Any], Any]] = {
-            wire.BROKER_REGISTRATION_KEY: self._on_broker_registration,
-            wire.BROKER_HEARTBEAT_KEY: self._on_broker_heartbeat,
-            wire.ALTER_PARTITION_KEY: self._on_alter_partition,
-            wire.ALLOCATE_PRODUCER_IDS_KEY: self._on_allocate_producer_ids,
-            wire.CREATE_TOPICS_KEY: self._on_create_topics,
-            wire.DELETE_TOPICS_KEY: self._on_delete_topics,
-            wire.CREATE_PARTITIONS_KEY: self._on_create_partitions,
-            wire.ELECT_LEADERS_KEY: self._on_elect_leaders,
-            wire.INCREMENTAL_ALTER_CONFIGS_KEY: self._on_incremental_alter_configs,
+            ApiKey.BROKER_REGISTRATION: self._on_broker_registration,
+            ApiKey.BROKER_HEARTBEAT: self._on_broker_heartbeat,
+            ApiKey.ALTER_PARTITION: self._on_alter_partition,
+            ApiKey.ALLOCATE_PRODUCER_IDS: self._on_allocate_producer_ids,
+            ApiKey.CREATE_TOPICS: self._on_create_topics,
+            ApiKey.DELETE_TOPICS: self._on_delete_topics,
+            ApiKey.CREATE_PARTITIONS: self._on_create_partitions,
+            ApiKey.ELECT_LEADERS: self._on_elect_leaders,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self._on_incremental_alter_configs,
         }
         for served in wire.SERVED:
             registry.register(
@@ -187,7 +193,7 @@ class QuorumController:
                 max_version=served.max_version,
             )
         registry.register(
-            ELECT_RECOVERED_LEADER_KEY,
+            ApiKey.ELECT_RECOVERED_LEADER,
             self._on_elect_recovered_leader,
             min_version=MANUAL_RECOVERY_VERSIONS[0],
             max_version=MANUAL_RECOVERY_VERSIONS[-1],
@@ -208,6 +214,8 @@ class QuorumController:
 
     def on_leader_change(self, leader_id: int | None, leader_epoch: int) -> None:
         if leader_id == self._config.node_id and self._driver.is_leader:
+            # The new leader's LeaderChange entry counts as its first append.
+            self._last_append_s = asyncio.get_running_loop().time()
             self._spawn(self._activate(leader_epoch))
         else:
             self._deactivate(f"leader is now {leader_id} in epoch {leader_epoch}")
@@ -241,12 +249,14 @@ class QuorumController:
         )
         self._timers = self._spawn(self._run_timers(epoch))
         self._recovery = self._spawn(self._run_unclean_recovery(epoch))
+        if self._config.max_idle_interval_ms > 0:
+            self._noops = self._spawn(self._append_noops_when_idle(epoch))
 
     def _deactivate(self, reason: str) -> None:
-        for task in (self._timers, self._recovery):
+        for task in (self._timers, self._recovery, self._noops):
             if task is not None:
                 task.cancel()
-        self._timers = self._recovery = None
+        self._timers = self._recovery = self._noops = None
         self._activated.clear()
         if self._active is not None:
             log.info(
@@ -296,7 +306,7 @@ class QuorumController:
                 await self._await_commit(asyncio.shield(pending))
             return result
         try:
-            appended = self._driver.submit([encode_record(record) for record in records])
+            appended = self._submit([encode_record(record) for record in records])
         except NotLeaderError as error:
             raise NotControllerError from error
         delta = MetadataDelta(active.image)
@@ -320,6 +330,11 @@ class QuorumController:
             **context,
         )
         return result
+
+    def _submit(self, records: Sequence[bytes]) -> PendingAppend:
+        appended = self._driver.submit(records)
+        self._last_append_s = asyncio.get_running_loop().time()
+        return appended
 
     async def _await_commit(self, commit: asyncio.Future[int]) -> None:
         try:
@@ -668,6 +683,22 @@ class QuorumController:
             except NotControllerError:
                 return
 
+    async def _append_noops_when_idle(self, epoch: int) -> None:
+        """Appends a NoOpRecord whenever `max_idle_interval_ms` passed without an append."""
+        loop = asyncio.get_running_loop()
+        interval_s = self._config.max_idle_interval_ms / 1000
+        while self._active is not None and self._active.epoch == epoch:
+            idle_s = loop.time() - self._last_append_s
+            if idle_s < interval_s:
+                await asyncio.sleep(interval_s - idle_s)
+                continue
+            try:
+                appended = self._submit([_NOOP])
+            except NotLeaderError:
+                return
+            # Nothing waits for a NoOp to commit: a leadership lost before it did is no news.
+            appended.committed.add_done_callback(_retrieve_outcome)
+
     async def _expire_sessions(self) -> None:
         def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], None]:
             change = active.lifecycle.expire_sessions(active.image, self._now_ms())
@@ -727,3 +758,9 @@ class QuorumController:
     def _now_ms(self) -> int:
         now = self._clock() if self._clock is not None else asyncio.get_running_loop().time()
         return int(now * 1000)
+
+
+def _retrieve_outcome(future: asyncio.Future[int]) -> None:
+    # Retrieving the exception keeps asyncio from reporting it as never retrieved.
+    if not future.cancelled():
+        future.exception()

@@ -40,22 +40,14 @@ from controller.topics import (
     NewTopic,
     PartitionsIncrease,
 )
+from net.api_keys import ApiKey
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
 
 # Kafka's api keys of the controller's own APIs.
-CREATE_TOPICS_KEY = 19
-DELETE_TOPICS_KEY = 20
-CREATE_PARTITIONS_KEY = 37
-ELECT_LEADERS_KEY = 43
-INCREMENTAL_ALTER_CONFIGS_KEY = 44
-ALTER_PARTITION_KEY = 56
-BROKER_REGISTRATION_KEY = 62
-BROKER_HEARTBEAT_KEY = 63
-ALLOCATE_PRODUCER_IDS_KEY = 67
 
 
 class ServedVersions(NamedTuple):
-    api_key: int
+    api_key: ApiKey
     min_version: int
     max_version: int
 
@@ -63,15 +55,15 @@ class ServedVersions(NamedTuple):
 # Every version kio has a schema for. AlterPartition v0-v1 name topics instead of ids and
 # are not served (Kafka 3.x brokers send v2+).
 SERVED = (
-    ServedVersions(CREATE_TOPICS_KEY, 2, 7),
-    ServedVersions(DELETE_TOPICS_KEY, 1, 6),
-    ServedVersions(CREATE_PARTITIONS_KEY, 0, 3),
-    ServedVersions(ELECT_LEADERS_KEY, 0, 2),
-    ServedVersions(INCREMENTAL_ALTER_CONFIGS_KEY, 0, 1),
-    ServedVersions(ALTER_PARTITION_KEY, 2, 3),
-    ServedVersions(BROKER_REGISTRATION_KEY, 0, 4),
-    ServedVersions(BROKER_HEARTBEAT_KEY, 0, 2),
-    ServedVersions(ALLOCATE_PRODUCER_IDS_KEY, 0, 0),
+    ServedVersions(ApiKey.CREATE_TOPICS, 2, 7),
+    ServedVersions(ApiKey.DELETE_TOPICS, 1, 6),
+    ServedVersions(ApiKey.CREATE_PARTITIONS, 0, 3),
+    ServedVersions(ApiKey.ELECT_LEADERS, 0, 2),
+    ServedVersions(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1),
+    ServedVersions(ApiKey.ALTER_PARTITION, 2, 3),
+    ServedVersions(ApiKey.BROKER_REGISTRATION, 0, 4),
+    ServedVersions(ApiKey.BROKER_HEARTBEAT, 0, 2),
+    ServedVersions(ApiKey.ALLOCATE_PRODUCER_IDS, 0, 0),
 )
 
 
@@ -116,7 +108,7 @@ def registration_request(request: Any) -> RegistrationRequest:
 
 def registration_response(version: int, outcome: RegistrationOutcome) -> Any:
     return _response(
-        BROKER_REGISTRATION_KEY,
+        ApiKey.BROKER_REGISTRATION,
         version,
         throttle_time=NO_THROTTLE,
         error_code=outcome.error,
@@ -140,7 +132,7 @@ def heartbeat_request(request: Any) -> HeartbeatRequest:
 
 def heartbeat_response(version: int, outcome: HeartbeatOutcome) -> Any:
     return _response(
-        BROKER_HEARTBEAT_KEY,
+        ApiKey.BROKER_HEARTBEAT,
         version,
         throttle_time=NO_THROTTLE,
         error_code=outcome.error,
@@ -186,8 +178,8 @@ def alter_partition_request(version: int, request: Any) -> AlterPartitionBatch:
 
 
 def alter_partition_response(version: int, outcome: AlterPartitionBatchOutcome) -> Any:
-    topic_type = _nested(ALTER_PARTITION_KEY, version, "topics")
-    partition_type = _nested(ALTER_PARTITION_KEY, version, "topics", "partitions")
+    topic_type = _nested(ApiKey.ALTER_PARTITION, version, "topics")
+    partition_type = _nested(ApiKey.ALTER_PARTITION, version, "topics", "partitions")
     by_topic: dict[UUID, list[Any]] = {}
     for result in outcome.results:
         state = result.state
@@ -204,7 +196,7 @@ def alter_partition_response(version: int, outcome: AlterPartitionBatchOutcome) 
             )
         )
     return _response(
-        ALTER_PARTITION_KEY,
+        ApiKey.ALTER_PARTITION,
         version,
         throttle_time=NO_THROTTLE,
         error_code=outcome.error,
@@ -224,7 +216,7 @@ def alter_partition_error(version: int, error: ErrorCode) -> Any:
 
 def producer_ids_response(version: int, outcome: ProducerIdsOutcome) -> Any:
     return _response(
-        ALLOCATE_PRODUCER_IDS_KEY,
+        ApiKey.ALLOCATE_PRODUCER_IDS,
         version,
         throttle_time=NO_THROTTLE,
         error_code=outcome.error,
@@ -254,8 +246,10 @@ def create_topics_request(request: Any) -> list[NewTopic]:
 
 
 def create_topics_response(version: int, results: Sequence[CreateTopicResult]) -> Any:
-    result_type = _nested(CREATE_TOPICS_KEY, version, "topics")
-    config_type = _nested(CREATE_TOPICS_KEY, version, "topics", "configs") if version >= 5 else None
+    result_type = _nested(ApiKey.CREATE_TOPICS, version, "topics")
+    config_type = (
+        _nested(ApiKey.CREATE_TOPICS, version, "topics", "configs") if version >= 5 else None
+    )
 
     def topic(result: CreateTopicResult) -> Any:
         failed = result.error_code is not ErrorCode.none
@@ -287,7 +281,7 @@ def create_topics_response(version: int, results: Sequence[CreateTopicResult]) -
         )
 
     return _response(
-        CREATE_TOPICS_KEY,
+        ApiKey.CREATE_TOPICS,
         version,
         throttle_time=NO_THROTTLE,
         topics=tuple(topic(r) for r in results),
@@ -313,9 +307,9 @@ def delete_topics_request(version: int, request: Any) -> list[str | UUID]:
 
 
 def delete_topics_response(version: int, results: Sequence[DeleteTopicResult]) -> Any:
-    result_type = _nested(DELETE_TOPICS_KEY, version, "responses")
+    result_type = _nested(ApiKey.DELETE_TOPICS, version, "responses")
     return _response(
-        DELETE_TOPICS_KEY,
+        ApiKey.DELETE_TOPICS,
         version,
         throttle_time=NO_THROTTLE,
         responses=tuple(
@@ -363,9 +357,9 @@ def create_partitions_request(request: Any) -> list[PartitionsIncrease]:
 
 
 def create_partitions_response(version: int, results: Sequence[CreatePartitionsResult]) -> Any:
-    result_type = _nested(CREATE_PARTITIONS_KEY, version, "results")
+    result_type = _nested(ApiKey.CREATE_PARTITIONS, version, "results")
     return _response(
-        CREATE_PARTITIONS_KEY,
+        ApiKey.CREATE_PARTITIONS,
         version,
         throttle_time=NO_THROTTLE,
         results=tuple(
@@ -406,9 +400,9 @@ def elect_leaders_request(request: Any) -> tuple[ElectionType, list[tuple[str, i
 def elect_leaders_response(
     version: int, results: Sequence[ElectionResult], error: ErrorCode = ErrorCode.none
 ) -> Any:
-    topic_type = _nested(ELECT_LEADERS_KEY, version, "replica_election_results")
+    topic_type = _nested(ApiKey.ELECT_LEADERS, version, "replica_election_results")
     partition_type = _nested(
-        ELECT_LEADERS_KEY, version, "replica_election_results", "partition_result"
+        ApiKey.ELECT_LEADERS, version, "replica_election_results", "partition_result"
     )
     by_topic: dict[str, list[Any]] = {}
     for result in results:
@@ -421,7 +415,7 @@ def elect_leaders_response(
             )
         )
     return _response(
-        ELECT_LEADERS_KEY,
+        ApiKey.ELECT_LEADERS,
         version,
         throttle_time=NO_THROTTLE,
         error_code=error,
@@ -450,9 +444,9 @@ def incremental_alter_configs_request(request: Any) -> list[AlterConfigsResource
 
 
 def incremental_alter_configs_response(version: int, results: Sequence[AlterConfigsResult]) -> Any:
-    result_type = _nested(INCREMENTAL_ALTER_CONFIGS_KEY, version, "responses")
+    result_type = _nested(ApiKey.INCREMENTAL_ALTER_CONFIGS, version, "responses")
     return _response(
-        INCREMENTAL_ALTER_CONFIGS_KEY,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
         version,
         throttle_time=NO_THROTTLE,
         responses=tuple(

@@ -19,10 +19,6 @@ Snapshots (KIP-630; files in `kraft.snapshot_file`): once the committed entries 
 snapshot exceed `max_bytes_between_snapshots`, the driver writes a snapshot of the metadata image
 (asked of the `SnapshotSource`) at the high watermark and tells the state machine, which deletes
 the log below it. Lagging replicas fetch the leader's snapshot with FetchSnapshot and load it.
-
-As the active controller does in Kafka (KIP-835, `metadata.max.idle.interval.ms`), the leader
-appends a NoOpRecord when nothing was appended for an interval, so the high watermark (and the
-replicas' view of the leader's liveness through it) keeps moving on an idle cluster.
 """
 
 from __future__ import annotations
@@ -41,21 +37,12 @@ import structlog
 from kio.schema.errors import ErrorCode
 
 from kraft.messages import (
-    BeginQuorumEpochRequest,
-    BeginQuorumEpochResponse,
-    EndQuorumEpochRequest,
-    EndQuorumEpochResponse,
     Entry,
-    FetchRequest,
-    FetchResponse,
-    FetchSnapshotRequest,
     FetchSnapshotResponse,
     Message,
     QuorumView,
     ReplicaView,
     SnapshotId,
-    VoteRequest,
-    VoteResponse,
 )
 from kraft.messages import ErrorCode as QuorumError
 from kraft.metadata_log import MetadataLog
@@ -72,18 +59,9 @@ from kraft.raft import (
 )
 from kraft.snapshot_file import decode_snapshot, encode_snapshot
 from kraft.wire import (
-    BEGIN_QUORUM_EPOCH_KEY,
-    BEGIN_QUORUM_EPOCH_VERSION,
-    DESCRIBE_QUORUM_KEY,
     DESCRIBE_QUORUM_VERSION,
-    END_QUORUM_EPOCH_KEY,
-    END_QUORUM_EPOCH_VERSION,
-    FETCH_KEY,
-    FETCH_SNAPSHOT_KEY,
-    FETCH_SNAPSHOT_VERSION,
-    FETCH_VERSION,
-    VOTE_KEY,
-    VOTE_VERSION,
+    QUORUM_RPCS,
+    RPC_OF_REQUEST,
     WireFormatError,
     WireRequest,
     WireResponse,
@@ -96,6 +74,7 @@ from kraft.wire import (
     response_from_wire,
     response_to_wire,
 )
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
 from net.protocol import ProtocolError, error_response
@@ -110,32 +89,13 @@ TICK_INTERVAL_S = 0.02
 # How long the admin API waits for the leader's DescribeQuorum answer (connecting included)
 # before it shows the local view: an admin request must not hang on a dead leader.
 DESCRIBE_QUORUM_TIMEOUT_S = 0.5
-# Kafka's `metadata.log.max.record.bytes.between.snapshots` and `metadata.max.idle.interval.ms`.
+# Kafka's `metadata.log.max.record.bytes.between.snapshots`.
 DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS = 20 * 1024 * 1024
-DEFAULT_MAX_IDLE_INTERVAL_MS = 500
-# A NoOpRecord as Kafka's metadata record serde frames it: frame version 1, api key 20
-# (NoOpRecord), record version 0, and an empty tagged-field section (the record has no fields).
-NOOP_RECORD = b"\x01\x14\x00\x00"
 # The append time of the last entry a snapshot holds: entries are written with timestamp 0
 # (`kraft.wire.encode_entries`), so that is the truthful value.
 _SNAPSHOT_LAST_TIMESTAMP = 0
-# A request's answer from the state machine never takes longer than a parked fetch.
-_RESPONSE_OF = {
-    VoteRequest: VoteResponse,
-    BeginQuorumEpochRequest: BeginQuorumEpochResponse,
-    EndQuorumEpochRequest: EndQuorumEpochResponse,
-    FetchRequest: FetchResponse,
-    FetchSnapshotRequest: FetchSnapshotResponse,
-}
-_RESPONSES = tuple(_RESPONSE_OF.values())
+_RESPONSES = tuple(rpc.response for rpc in QUORUM_RPCS)
 _UNANSWERED = (KafkaConnectionError, RequestTimedOutError, ProtocolError, WireFormatError)
-_SERVED = (
-    (VOTE_KEY, VOTE_VERSION),
-    (BEGIN_QUORUM_EPOCH_KEY, BEGIN_QUORUM_EPOCH_VERSION),
-    (END_QUORUM_EPOCH_KEY, END_QUORUM_EPOCH_VERSION),
-    (FETCH_KEY, FETCH_VERSION),
-    (FETCH_SNAPSHOT_KEY, FETCH_SNAPSHOT_VERSION),
-)
 
 log = structlog.get_logger(__name__)
 
@@ -193,8 +153,8 @@ class EmptyImage:
     """The snapshot source until the controller exists: the metadata image is empty.
 
     No metadata state machine runs on top of the quorum yet, so the log carries no state (only
-    LeaderChange and NoOp entries) and a snapshot of it honestly holds no records: just the
-    SnapshotHeader and SnapshotFooter.
+    LeaderChange entries and whatever the driver's user appends) and a snapshot of it honestly
+    holds no records: just the SnapshotHeader and SnapshotFooter.
     """
 
     def snapshot_records(self, end_offset: int) -> list[bytes]:
@@ -217,13 +177,12 @@ class RaftDriver:
         snapshot_source: SnapshotSource | None = None,
         api_registry: ApiRegistry | None = None,
         max_bytes_between_snapshots: int = DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS,
-        max_idle_interval_ms: int = DEFAULT_MAX_IDLE_INTERVAL_MS,
         max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
         connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
     ) -> None:
-        """`max_idle_interval_ms` 0 turns the leader's NoOp appends off; `max_request_size` and
-        `connections_max_idle_ms` apply to the controller listener, which also serves the APIs
-        of `api_registry` (the controller's) besides the quorum's own."""
+        """`max_request_size` and `connections_max_idle_ms` apply to the controller listener,
+        which also serves the APIs of `api_registry` (the controller's) besides the quorum's
+        own."""
         self._max_request_size = max_request_size
         self._connections_max_idle_ms = connections_max_idle_ms
         self.node_id = node_id
@@ -237,13 +196,11 @@ class RaftDriver:
         self._snapshot_source: SnapshotSource = snapshot_source or EmptyImage()
         self._api_registry = api_registry if api_registry is not None else ApiRegistry()
         self._max_bytes_between_snapshots = max_bytes_between_snapshots
-        self._max_idle_interval_ms = max_idle_interval_ms
         # Committed record-batch bytes since the latest snapshot (or since startup).
         self._bytes_since_snapshot = 0
         # Set when the log start moved: older snapshot files go once the Ready's messages
         # (which may still read one) are sent.
         self._prune_snapshots = False
-        self._last_append_ms = 0
         self._node: RaftNode | None = None
         self._server: KafkaServer | None = None
         self._connections: dict[int, NodeConnection] = {}
@@ -285,12 +242,12 @@ class RaftDriver:
             )
         if self._listen is not None:
             registry = self._api_registry
-            for api_key, version in _SERVED:
+            for rpc in QUORUM_RPCS:
                 registry.register(
-                    api_key, self._on_request, min_version=version, max_version=version
+                    rpc.api_key, self._on_request, min_version=rpc.version, max_version=rpc.version
                 )
             registry.register(
-                DESCRIBE_QUORUM_KEY,
+                ApiKey.DESCRIBE_QUORUM,
                 self._on_describe_quorum,
                 min_version=DESCRIBE_QUORUM_VERSION,
                 max_version=DESCRIBE_QUORUM_VERSION,
@@ -375,7 +332,6 @@ class RaftDriver:
         assert self._loop is not None
         committed: asyncio.Future[int] = self._loop.create_future()
         self._pending_appends[result.end_offset] = committed
-        self._last_append_ms = self._now_ms()
         self._process()
         return PendingAppend(result.epoch, result.base_offset, result.end_offset, committed)
 
@@ -574,9 +530,6 @@ class RaftDriver:
     def _on_role_change(self, role: Role, epoch: int, leader_id: int | None) -> None:
         if role is not Role.LEADER:
             self._fail_pending(LeadershipLostError(f"now {role.value} in epoch {epoch}"))
-        else:
-            # The new leader's LeaderChange entry counts as its first append.
-            self._last_append_ms = self._now_ms()
         changed_leader = (role, leader_id) != (self._role, self._leader_id)
         self._role, self._leader_id = role, leader_id
         log.info("raft_role_changed", role=role.value, epoch=epoch, leader_id=leader_id)
@@ -647,7 +600,7 @@ class RaftDriver:
         message, sender = request_from_wire(wire_request)
         assert self._loop is not None
         waiter: asyncio.Future[Message] = self._loop.create_future()
-        key = (sender, _RESPONSE_OF[type(message)])
+        key = (sender, RPC_OF_REQUEST[type(message)].response)
         self._waiters.setdefault(key, collections.deque()).append(waiter)
         node = self._require_node()
         node.receive(message, sender, self._now_ms())
@@ -676,24 +629,12 @@ class RaftDriver:
         node = self._require_node()
         while True:
             await asyncio.sleep(TICK_INTERVAL_S)
-            now_ms = self._now_ms()
             try:
-                node.tick(now_ms)
-                self._maybe_append_noop(now_ms)
+                node.tick(self._now_ms())
             except Exception as error:
                 self._fail(error)
                 raise
             self._process()
-
-    def _maybe_append_noop(self, now_ms: int) -> None:
-        """KIP-835: the leader appends a NoOpRecord after an idle interval without appends."""
-        interval = self._max_idle_interval_ms
-        node = self._require_node()
-        if interval <= 0 or node.role is not Role.LEADER:
-            return
-        if now_ms - self._last_append_ms >= interval:
-            self._last_append_ms = now_ms
-            node.append([NOOP_RECORD])
 
     def _now_ms(self) -> int:
         loop = self._loop or asyncio.get_running_loop()

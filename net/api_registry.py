@@ -20,9 +20,9 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16
 from kio.static.protocol import Payload
 
+from net.api_keys import ApiKey
 from net.buffer_gatherer import Buffer
 from net.protocol import (
-    API_VERSIONS_KEY,
     RequestHeader,
     api_versions_error_frame,
     can_refuse_version,
@@ -90,10 +90,10 @@ class ApiRegistry:
     """API key -> (served version range, handler); answers ApiVersions from its contents."""
 
     def __init__(self) -> None:
-        versions = schema_versions(API_VERSIONS_KEY)
+        versions = schema_versions(ApiKey.API_VERSIONS)
         self._registrations: dict[int, ApiRegistration] = {
-            API_VERSIONS_KEY: ApiRegistration(
-                api_key=API_VERSIONS_KEY,
+            ApiKey.API_VERSIONS: ApiRegistration(
+                api_key=ApiKey.API_VERSIONS,
                 min_version=versions[0],
                 max_version=versions[-1],
                 advertised_min_version=versions[0],
@@ -173,11 +173,11 @@ class ApiRegistry:
         As Kafka does: a v0 body with UNSUPPORTED_VERSION listing only ApiVersions' own range,
         from which the client picks the version to retry with.
         """
-        own = self._registrations[API_VERSIONS_KEY]
+        own = self._registrations[ApiKey.API_VERSIONS]
         return api_versions_error_frame(
             correlation_id,
             ErrorCode.unsupported_version,
-            [(API_VERSIONS_KEY, own.advertised_min_version, own.max_version)],
+            [(ApiKey.API_VERSIONS, own.advertised_min_version, own.max_version)],
         )
 
     def _handle_api_versions(
@@ -201,7 +201,7 @@ class ApiRegistry:
     def _api_versions_response(
         version: int, error_code: ErrorCode, ranges: Sequence[tuple[int, int, int]]
     ) -> Payload:
-        schema: Any = response_schema(API_VERSIONS_KEY, version)
+        schema: Any = response_schema(ApiKey.API_VERSIONS, version)
         (api_version_entity, _) = typing.get_args(schema.__dataclass_fields__["api_keys"].type)
         api_keys = tuple(
             api_version_entity(api_key=i16(api_key), min_version=i16(low), max_version=i16(high))

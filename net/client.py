@@ -23,10 +23,9 @@ import structlog
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Payload
 
+from net.api_keys import ApiKey
 from net.buffer_gatherer import Buffer
 from net.protocol import (
-    API_VERSIONS_KEY,
-    PRODUCE_KEY,
     SIZE_PREFIX,
     ProtocolError,
     decode_response,
@@ -40,7 +39,6 @@ from net.protocol import (
 
 log = structlog.get_logger(__name__)
 
-METADATA_KEY = 3
 DEFAULT_CLIENT_ID = "kraft"
 SOFTWARE_NAME = "kraft-broker"
 SOFTWARE_VERSION = "0.1.0"
@@ -301,9 +299,9 @@ class NodeConnection:
         self._api_versions = await self._negotiate(protocol)
 
     async def _negotiate(self, protocol: _ClientProtocol) -> dict[int, tuple[int, int]]:
-        version = max(schema_versions(API_VERSIONS_KEY))
+        version = max(schema_versions(ApiKey.API_VERSIONS))
         while True:
-            schema = request_schema(API_VERSIONS_KEY, version)
+            schema = request_schema(ApiKey.API_VERSIONS, version)
             assert schema is not None
             request = make_entity(
                 schema,
@@ -321,7 +319,7 @@ class NodeConnection:
                     f"ApiVersions v{version} to {self.address} failed: {response.error_code!r}"
                 )
             # KIP-511: retry with the highest version the node listed for ApiVersions itself.
-            version = min(version - 1, ranges.get(API_VERSIONS_KEY, (0, 0))[1])
+            version = min(version - 1, ranges.get(ApiKey.API_VERSIONS, (0, 0))[1])
 
     def version_for(
         self, api_key: int, min_version: int = 0, max_version: int | None = None
@@ -358,7 +356,7 @@ class NodeConnection:
             await self.connect(self.request_timeout if timeout is None else timeout)
             protocol = self._protocol
         assert protocol is not None
-        if request.__api_key__ == PRODUCE_KEY and getattr(request, "acks", None) == 0:
+        if int(request.__api_key__) == ApiKey.PRODUCE and getattr(request, "acks", None) == 0:
             if not protocol.writable:
                 await protocol.wait_writable()
             protocol.write(encode_request(request, self._next_correlation_id(), self.client_id))
@@ -531,7 +529,7 @@ class ClusterClient:
         self, connection: NodeConnection, topics: Sequence[str] | None
     ) -> Payload:
         await connection.connect()
-        version = connection.version_for(METADATA_KEY)
+        version = connection.version_for(ApiKey.METADATA)
         response: Any = await connection.send(_metadata_request(version, topics))
         self._brokers = {
             broker.node_id: BrokerAddress(
@@ -596,7 +594,7 @@ class ClusterClient:
 
 
 def _metadata_request(version: int, topics: Sequence[str] | None) -> Payload:
-    schema = request_schema(METADATA_KEY, version)
+    schema = request_schema(ApiKey.METADATA, version)
     assert schema is not None
     topic_type = field_entity_type(schema, "topics")
     if topics is None:

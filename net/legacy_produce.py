@@ -24,8 +24,9 @@ from kio.schema.types import TopicName
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i32Timedelta, i64
 
+from net.api_keys import ApiKey
+
 LEGACY_VERSIONS = range(3)
-PRODUCE_KEY = 0
 NO_OFFSET = i64(-1)
 
 
@@ -36,7 +37,7 @@ class ProduceRequestV0:
     __type__: ClassVar = EntityType.request
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(PRODUCE_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PRODUCE)
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     acks: i16 = field(metadata={"kafka_type": "int16"})
     timeout: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
@@ -59,7 +60,7 @@ class PartitionResponseV0:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(PRODUCE_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PRODUCE)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     index: i32 = field(metadata={"kafka_type": "int32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
@@ -71,7 +72,7 @@ class TopicResponseV0:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(PRODUCE_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PRODUCE)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     name: TopicName = field(metadata={"kafka_type": "string"})
     partition_responses: tuple[PartitionResponseV0, ...]
@@ -84,7 +85,7 @@ class ProduceResponseV0:
     __type__: ClassVar = EntityType.response
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(PRODUCE_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PRODUCE)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     responses: tuple[TopicResponseV0, ...]
 
@@ -96,7 +97,7 @@ class ProduceResponseV1:
     __type__: ClassVar = EntityType.response
     __version__: ClassVar[i16] = i16(1)
     __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(PRODUCE_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.PRODUCE)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     responses: tuple[TopicResponseV0, ...]
     throttle_time: i32Timedelta = field(

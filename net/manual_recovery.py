@@ -19,7 +19,8 @@ from kio.schema.response_header.v1.header import ResponseHeader
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i32Timedelta
 
-ELECT_RECOVERED_LEADER_KEY = 10_000
+from net.api_keys import ApiKey
+
 VERSIONS = range(1)
 
 
@@ -28,7 +29,7 @@ class ElectRecoveredLeaderRequest:
     __type__: ClassVar = EntityType.request
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(ELECT_RECOVERED_LEADER_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.ELECT_RECOVERED_LEADER)
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
     partition: i32 = field(metadata={"kafka_type": "int32"})
@@ -40,7 +41,7 @@ class ElectRecoveredLeaderResponse:
     __type__: ClassVar = EntityType.response
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(ELECT_RECOVERED_LEADER_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.ELECT_RECOVERED_LEADER)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})

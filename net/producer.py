@@ -26,15 +26,15 @@ from typing import Any
 import structlog
 from kio.schema.errors import ErrorCode
 
+from net.api_keys import ApiKey
 from net.client import ClusterClient, KafkaConnectionError, RequestTimedOutError
-from net.protocol import PRODUCE_KEY, ProtocolError, field_entity_type, make_entity, request_schema
+from net.protocol import ProtocolError, field_entity_type, make_entity, request_schema
 from net.record_batch import Compression
 from net.records import Record, encode_batch
 from net.topic_metadata import TopicMetadata, fetch_topic_metadata
 
 log = structlog.get_logger(__name__)
 
-INIT_PRODUCER_ID_KEY = 22
 _MAX_SEQUENCE = 2**31 - 1
 # Per-record overhead beyond key and value, for sizing batches before they are encoded.
 _RECORD_OVERHEAD = 16
@@ -130,7 +130,7 @@ class Producer:
         """Take a producer id and epoch (idempotent producers only)."""
         if not self._config.idempotent:
             return
-        schema = request_schema(INIT_PRODUCER_ID_KEY, 0)
+        schema = request_schema(ApiKey.INIT_PRODUCER_ID, 0)
         assert schema is not None
         deadline = time.monotonic() + self._config.delivery_timeout_ms / 1000
         while True:
@@ -302,7 +302,7 @@ class Producer:
         connection = self._cluster.connection(leader.leader_id)
         try:
             await connection.connect()
-            version = connection.version_for(PRODUCE_KEY, _PRODUCE_MIN_VERSION)
+            version = connection.version_for(ApiKey.PRODUCE, _PRODUCE_MIN_VERSION)
             response: Any = await connection.send(
                 _produce_request(version, self._config, batch),
                 timeout=self._config.request_timeout_ms / 1000,
@@ -345,7 +345,7 @@ class Producer:
 
 
 def _produce_request(version: int, config: ProducerConfig, batch: _Batch) -> Any:
-    schema = request_schema(PRODUCE_KEY, version)
+    schema = request_schema(ApiKey.PRODUCE, version)
     assert schema is not None
     topic_type = field_entity_type(schema, "topic_data")
     partition_type = field_entity_type(topic_type, "partition_data")

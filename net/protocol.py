@@ -42,14 +42,12 @@ from kio.static.primitive import TZAware, TZAwareMicros, f64, i32Timedelta, i64T
 from kio.static.protocol import Payload
 
 from net import legacy_produce, manual_recovery, replica_log_info
+from net.api_keys import ApiKey
 from net.buffer_gatherer import Buffer, BufferGatherer
 from net.fetch_response import encode_fetch_response
 
 _Entity = TypeVar("_Entity")
 
-API_VERSIONS_KEY = 18
-PRODUCE_KEY = 0
-FETCH_KEY = 1
 SIZE_PREFIX = 4
 # api key, api version and correlation id: the part every request header version shares.
 REQUEST_HEADER_FIXED_SIZE = 8
@@ -102,12 +100,12 @@ class RequestHeader(NamedTuple):
 
 # Messages kio lacks, declared in kio's form: api key -> (versions, request, response).
 _OWN_SCHEMAS: dict[int, tuple[range, type[Payload], type[Payload]]] = {
-    replica_log_info.GET_REPLICA_LOG_INFO_KEY: (
+    ApiKey.GET_REPLICA_LOG_INFO: (
         replica_log_info.VERSIONS,
         replica_log_info.GetReplicaLogInfoRequest,
         replica_log_info.GetReplicaLogInfoResponse,
     ),
-    manual_recovery.ELECT_RECOVERED_LEADER_KEY: (
+    ApiKey.ELECT_RECOVERED_LEADER: (
         manual_recovery.VERSIONS,
         manual_recovery.ElectRecoveredLeaderRequest,
         manual_recovery.ElectRecoveredLeaderResponse,
@@ -118,7 +116,7 @@ _OWN_SCHEMAS: dict[int, tuple[range, type[Payload], type[Payload]]] = {
 @functools.cache
 def request_schema(api_key: int, api_version: int) -> type[Payload] | None:
     """The request body class of `api_key` at `api_version`, or None if no schema exists."""
-    if api_key == PRODUCE_KEY and api_version in legacy_produce.LEGACY_VERSIONS:
+    if api_key == ApiKey.PRODUCE and api_version in legacy_produce.LEGACY_VERSIONS:
         return legacy_produce.REQUEST_SCHEMAS[api_version]
     if api_key in _OWN_SCHEMAS:
         versions, request, _ = _OWN_SCHEMAS[api_key]
@@ -133,7 +131,7 @@ def request_schema(api_key: int, api_version: int) -> type[Payload] | None:
 @functools.cache
 def response_schema(api_key: int, api_version: int) -> type[Payload] | None:
     """The response body class of `api_key` at `api_version`, or None if no schema exists."""
-    if api_key == PRODUCE_KEY and api_version in legacy_produce.LEGACY_VERSIONS:
+    if api_key == ApiKey.PRODUCE and api_version in legacy_produce.LEGACY_VERSIONS:
         return legacy_produce.RESPONSE_SCHEMAS[api_version]
     if api_key in _OWN_SCHEMAS:
         versions, _, response = _OWN_SCHEMAS[api_key]
@@ -171,14 +169,14 @@ def _request_header_version(api_key: int, api_version: int) -> int | None:
         return 2 if schema.__flexible__ else 1
     # A client sends the newest ApiVersions it knows and the server must still answer it, so
     # versions newer than any schema get the header of the newest ones (flexible since v3).
-    if api_key == API_VERSIONS_KEY and api_version > max(schema_versions(API_VERSIONS_KEY)):
+    if api_key == ApiKey.API_VERSIONS and api_version > max(schema_versions(ApiKey.API_VERSIONS)):
         return 2
     return None
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
     """Response header version for a response of `api_key` at `api_version` (0 or 1)."""
-    if api_key == API_VERSIONS_KEY:
+    if api_key == ApiKey.API_VERSIONS:
         return 0
     schema = response_schema(api_key, api_version)
     return 1 if schema is not None and schema.__flexible__ else 0
@@ -293,7 +291,7 @@ def encode_body(entity: Payload) -> list[Buffer]:
     segment...), so they can be written with `transport.writelines` without a copy. Others come
     back as a single bytes object.
     """
-    if entity.__api_key__ == FETCH_KEY and entity.__type__ is EntityType.response:
+    if int(entity.__api_key__) == ApiKey.FETCH and entity.__type__ is EntityType.response:
         return encode_fetch_response(entity)
     writer = entity_writer(type(entity))
     if _has_records(type(entity)):
@@ -325,7 +323,7 @@ def frame_response(
 
 def encode_response(correlation_id: int, response: Payload) -> list[Buffer]:
     """Encode a response frame: size prefix, header chosen by the response version, body."""
-    if response.__api_key__ != API_VERSIONS_KEY and response.__flexible__:
+    if int(response.__api_key__) != ApiKey.API_VERSIONS and response.__flexible__:
         header = struct.pack(">i", correlation_id) + _NO_TAGGED_FIELDS
     else:
         header = struct.pack(">i", correlation_id)
@@ -361,7 +359,7 @@ def decode_response(frame: Buffer, api_key: int, api_version: int) -> Payload:
     bytes do not decode as that response.
     """
     if (
-        api_key == API_VERSIONS_KEY
+        api_key == ApiKey.API_VERSIONS
         and len(frame) >= 6
         and _INT16.unpack_from(frame, 4)[0] == ErrorCode.unsupported_version
     ):
@@ -460,7 +458,7 @@ def unsupported_version_response(header: RequestHeader, frame: Buffer) -> Payloa
     means no response can express the refusal and the connection should be closed, which is
     what Kafka does for every unsupported version except ApiVersions.
     """
-    if header.api_key == PRODUCE_KEY and header.api_version in legacy_produce.LEGACY_VERSIONS:
+    if header.api_key == ApiKey.PRODUCE and header.api_version in legacy_produce.LEGACY_VERSIONS:
         request = decode_request_body(header, frame)
         assert isinstance(request, legacy_produce.ProduceRequestV0)
         if request.acks == 0:
@@ -471,7 +469,7 @@ def unsupported_version_response(header: RequestHeader, frame: Buffer) -> Payloa
 
 def can_refuse_version(api_key: int, api_version: int) -> bool:
     """Whether `unsupported_version_response` can answer this version with a response."""
-    if api_key == PRODUCE_KEY and api_version in legacy_produce.LEGACY_VERSIONS:
+    if api_key == ApiKey.PRODUCE and api_version in legacy_produce.LEGACY_VERSIONS:
         return True
     return error_response(api_key, api_version, ErrorCode.unsupported_version) is not None
 

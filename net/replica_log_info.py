@@ -18,7 +18,8 @@ from kio.schema.response_header.v1.header import ResponseHeader
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i32Timedelta, i64
 
-GET_REPLICA_LOG_INFO_KEY = 93
+from net.api_keys import ApiKey
+
 VERSIONS = range(1)
 # Kafka answers at most this many partitions and sets `truncated` for the rest.
 MAX_PARTITIONS = 1000
@@ -29,7 +30,7 @@ class TopicPartitions:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(GET_REPLICA_LOG_INFO_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.GET_REPLICA_LOG_INFO)
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
     partitions: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
@@ -40,7 +41,7 @@ class GetReplicaLogInfoRequest:
     __type__: ClassVar = EntityType.request
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(GET_REPLICA_LOG_INFO_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.GET_REPLICA_LOG_INFO)
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     topic_partitions: tuple[TopicPartitions, ...] | None
 
@@ -50,7 +51,7 @@ class PartitionLogInfo:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(GET_REPLICA_LOG_INFO_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.GET_REPLICA_LOG_INFO)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     partition: i32 = field(metadata={"kafka_type": "int32"})
     last_written_leader_epoch: i32 = field(metadata={"kafka_type": "int32"})
@@ -64,7 +65,7 @@ class TopicPartitionLogInfo:
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(GET_REPLICA_LOG_INFO_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.GET_REPLICA_LOG_INFO)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
     partition_log_info: tuple[PartitionLogInfo, ...]
@@ -75,7 +76,7 @@ class GetReplicaLogInfoResponse:
     __type__: ClassVar = EntityType.response
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(GET_REPLICA_LOG_INFO_KEY)
+    __api_key__: ClassVar[i16] = i16(ApiKey.GET_REPLICA_LOG_INFO)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     broker_epoch: i64 = field(metadata={"kafka_type": "int64"})

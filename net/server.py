@@ -45,10 +45,10 @@ from typing import Protocol, Self
 import structlog
 from kio.schema.errors import ErrorCode
 
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, HandlerResult, PreEncodedResponse, RequestContext
 from net.buffer_gatherer import Buffer
 from net.protocol import (
-    API_VERSIONS_KEY,
     SIZE_PREFIX,
     InvalidRequestError,
     ProtocolError,
@@ -306,7 +306,7 @@ class _Connection(asyncio.Protocol):
 
     def _refuse_version(self, header: RequestHeader, frame: memoryview) -> None:
         in_flight = _InFlight(header, len(frame))
-        if header.api_key == API_VERSIONS_KEY:
+        if header.api_key == ApiKey.API_VERSIONS:
             frames = self._server.registry.api_versions_refusal(header.correlation_id)
         else:
             try:

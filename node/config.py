@@ -316,7 +316,7 @@ class NodeConfig(BaseModel):
     metadata_log_max_record_bytes_between_snapshots: int = Field(
         default=20 * 1024 * 1024, alias="metadata.log.max.record.bytes.between.snapshots", ge=1
     )
-    # KIP-835: the quorum leader appends a NoOpRecord after this long without appends; 0: never.
+    # KIP-835: the active controller appends a NoOpRecord after this long idle; 0: never.
     metadata_max_idle_interval_ms: int = Field(
         default=500, alias="metadata.max.idle.interval.ms", ge=0
     )

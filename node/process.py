@@ -193,6 +193,7 @@ def controller_config(
         leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_seconds * 1000,
         unclean_recovery_timeout_ms=config.unclean_recovery_timeout_ms,
         broker_listener=CLIENT_LISTENER,
+        max_idle_interval_ms=config.metadata_max_idle_interval_ms,
     )
 
 
@@ -580,7 +581,6 @@ async def serve(config: NodeConfig) -> None:
         snapshot_source=replayer,
         api_registry=controller_apis,
         max_bytes_between_snapshots=config.metadata_log_max_record_bytes_between_snapshots,
-        max_idle_interval_ms=config.metadata_max_idle_interval_ms,
         max_request_size=config.socket_request_max_bytes,
         connections_max_idle_ms=config.connections_max_idle_ms,
     )

@@ -17,8 +17,9 @@ from typing import Any, NamedTuple, TypeVar
 import structlog
 from kio.schema.errors import ErrorCode
 
+from net.api_keys import ApiKey
 from net.client import ClusterClient, KafkaConnectionError, RequestTimedOutError
-from net.protocol import FETCH_KEY, ProtocolError, field_entity_type, make_entity, request_schema
+from net.protocol import ProtocolError, field_entity_type, make_entity, request_schema
 from net.record_batch import HEADER_SIZE, read_header
 from net.topic_metadata import TopicMetadata, fetch_topic_metadata
 from spark_connector.options import ClientSettings, Subscription
@@ -26,7 +27,6 @@ from spark_connector.planning import OffsetRange, PartitionOffsets, TopicPartiti
 
 log = structlog.get_logger(__name__)
 
-_LIST_OFFSETS_KEY = 2
 # Fetch v13+ names topics by id; v4-12 by name, which is all this reader needs.
 _FETCH_VERSIONS = (4, 12)
 _LIST_OFFSETS_VERSIONS = (1, 7)
@@ -183,7 +183,7 @@ class BrokerSession:
         connection = cluster.connection(node_id)
         try:
             await connection.connect()
-            version = connection.version_for(_LIST_OFFSETS_KEY, *_LIST_OFFSETS_VERSIONS)
+            version = connection.version_for(ApiKey.LIST_OFFSETS, *_LIST_OFFSETS_VERSIONS)
             response: Any = await connection.send(_list_offsets_request(version, asked))
         except (KafkaConnectionError, RequestTimedOutError, ProtocolError) as error:
             log.info("list_offsets_retry", node=node_id, error=str(error))
@@ -320,7 +320,7 @@ class BrokerSession:
         settings = self._settings
         try:
             await connection.connect()
-            version = connection.version_for(FETCH_KEY, *_FETCH_VERSIONS)
+            version = connection.version_for(ApiKey.FETCH, *_FETCH_VERSIONS)
             response: Any = await connection.send(
                 _fetch_request(
                     version,
@@ -346,7 +346,7 @@ def _data_lost(message: str, fail: bool) -> None:
 
 
 def _list_offsets_request(version: int, asked: Mapping[TopicPartition, int]) -> Any:
-    schema = request_schema(_LIST_OFFSETS_KEY, version)
+    schema = request_schema(ApiKey.LIST_OFFSETS, version)
     assert schema is not None
     topic_type = field_entity_type(schema, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
@@ -374,7 +374,7 @@ def _list_offsets_request(version: int, asked: Mapping[TopicPartition, int]) -> 
 def _fetch_request(
     version: int, tp: TopicPartition, offset: int, partition_max_bytes: int, max_wait_ms: int
 ) -> Any:
-    schema = request_schema(FETCH_KEY, version)
+    schema = request_schema(ApiKey.FETCH, version)
     assert schema is not None
     topic_type = field_entity_type(schema, "topics")
     partition_type = field_entity_type(topic_type, "partitions")

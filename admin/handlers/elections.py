@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from aiohttp import web
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i32
 
 from admin.errors import ApiError, kafka_error
 from admin.handlers.common import context, json_response, read_body
@@ -21,11 +20,10 @@ from admin.models import (
     ReplicaRecoveryView,
 )
 from controller.broker_lifecycle import TopicPartition, broker_facts, partition_config
-from controller.client import elect_leaders_request
+from controller.client import elect_leaders_request, elect_recovered_leader_request
 from controller.image import MetadataImage
 from controller.partition_change import needs_unclean_recovery
 from controller.unclean_recovery import best_replica, replicas_to_ask, usable_answers
-from net.manual_recovery import ElectRecoveredLeaderRequest
 
 
 async def recovery(request: web.Request) -> web.Response:
@@ -81,9 +79,7 @@ async def elect_recovered_leader(request: web.Request) -> web.Response:
     if topic is None or body.partition not in topic.partitions:
         raise ApiError(404, "not_found", f"no partition {body.partition} of a topic {body.topic!r}")
     response = await admin.to_controller(
-        ElectRecoveredLeaderRequest(
-            topic_id=topic.topic_id, partition=i32(body.partition), leader=i32(body.leader)
-        )
+        elect_recovered_leader_request(topic.topic_id, body.partition, body.leader)
     )
     if response.error_code != ErrorCode.none:
         raise kafka_error(

@@ -24,6 +24,7 @@ from broker.groups.membership import GroupDescription, HeartbeatAnswer, LeaveAns
 from broker.groups.shard import OffsetToCommit
 from broker.metadata_api import CLIENT_LISTENER
 from controller.image import MetadataImage
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 
 _MAX_GROUP_ID_BYTES = 0x7FFF
@@ -44,17 +45,17 @@ class GroupApis:
 
     def register(self, registry: ApiRegistry) -> None:
         handlers = {
-            wire.FIND_COORDINATOR_KEY: (self._on_find_coordinator, wire.FIND_COORDINATOR_VERSIONS),
-            wire.JOIN_GROUP_KEY: (self._on_join, wire.JOIN_GROUP_VERSIONS),
-            wire.SYNC_GROUP_KEY: (self._on_sync, wire.SYNC_GROUP_VERSIONS),
-            wire.HEARTBEAT_KEY: (self._on_heartbeat, wire.HEARTBEAT_VERSIONS),
-            wire.LEAVE_GROUP_KEY: (self._on_leave, wire.LEAVE_GROUP_VERSIONS),
-            wire.OFFSET_COMMIT_KEY: (self._on_offset_commit, wire.OFFSET_COMMIT_VERSIONS),
-            wire.OFFSET_FETCH_KEY: (self._on_offset_fetch, wire.OFFSET_FETCH_VERSIONS),
-            wire.OFFSET_DELETE_KEY: (self._on_offset_delete, wire.OFFSET_DELETE_VERSIONS),
-            wire.DESCRIBE_GROUPS_KEY: (self._on_describe_groups, wire.DESCRIBE_GROUPS_VERSIONS),
-            wire.LIST_GROUPS_KEY: (self._on_list_groups, wire.LIST_GROUPS_VERSIONS),
-            wire.DELETE_GROUPS_KEY: (self._on_delete_groups, wire.DELETE_GROUPS_VERSIONS),
+            ApiKey.FIND_COORDINATOR: (self._on_find_coordinator, wire.FIND_COORDINATOR_VERSIONS),
+            ApiKey.JOIN_GROUP: (self._on_join, wire.JOIN_GROUP_VERSIONS),
+            ApiKey.SYNC_GROUP: (self._on_sync, wire.SYNC_GROUP_VERSIONS),
+            ApiKey.HEARTBEAT: (self._on_heartbeat, wire.HEARTBEAT_VERSIONS),
+            ApiKey.LEAVE_GROUP: (self._on_leave, wire.LEAVE_GROUP_VERSIONS),
+            ApiKey.OFFSET_COMMIT: (self._on_offset_commit, wire.OFFSET_COMMIT_VERSIONS),
+            ApiKey.OFFSET_FETCH: (self._on_offset_fetch, wire.OFFSET_FETCH_VERSIONS),
+            ApiKey.OFFSET_DELETE: (self._on_offset_delete, wire.OFFSET_DELETE_VERSIONS),
+            ApiKey.DESCRIBE_GROUPS: (self._on_describe_groups, wire.DESCRIBE_GROUPS_VERSIONS),
+            ApiKey.LIST_GROUPS: (self._on_list_groups, wire.LIST_GROUPS_VERSIONS),
+            ApiKey.DELETE_GROUPS: (self._on_delete_groups, wire.DELETE_GROUPS_VERSIONS),
         }
         for api_key, (handler, (min_version, max_version)) in handlers.items():
             registry.register(api_key, handler, min_version=min_version, max_version=max_version)

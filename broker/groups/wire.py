@@ -46,19 +46,8 @@ from broker.groups.membership import (
     SyncAnswer,
     SyncRequest,
 )
+from net.api_keys import ApiKey
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
-
-OFFSET_COMMIT_KEY = 8
-OFFSET_FETCH_KEY = 9
-FIND_COORDINATOR_KEY = 10
-JOIN_GROUP_KEY = 11
-HEARTBEAT_KEY = 12
-LEAVE_GROUP_KEY = 13
-SYNC_GROUP_KEY = 14
-DESCRIBE_GROUPS_KEY = 15
-LIST_GROUPS_KEY = 16
-DELETE_GROUPS_KEY = 42
-OFFSET_DELETE_KEY = 47
 
 # The versions served, (oldest, newest): every version kio has a schema for, except the newest
 # OffsetCommit (v10), OffsetFetch (v10) and DescribeGroups (v6), which no client in
@@ -169,7 +158,7 @@ def find_coordinator_response(version: int, coordinators: Sequence[Coordinator])
     if version < _FIND_BATCH:
         (only,) = coordinators
         return _response(
-            FIND_COORDINATOR_KEY,
+            ApiKey.FIND_COORDINATOR,
             version,
             error_code=only.error,
             error_message=only.message,
@@ -177,9 +166,9 @@ def find_coordinator_response(version: int, coordinators: Sequence[Coordinator])
             host=only.host,
             port=only.port,
         )
-    coordinator_type = _nested(FIND_COORDINATOR_KEY, version, "coordinators")
+    coordinator_type = _nested(ApiKey.FIND_COORDINATOR, version, "coordinators")
     return _response(
-        FIND_COORDINATOR_KEY,
+        ApiKey.FIND_COORDINATOR,
         version,
         coordinators=tuple(
             make_entity(
@@ -224,10 +213,10 @@ def join_request(
 
 def join_response(version: int, answer: JoinAnswer) -> Any:
     """The JoinGroupResponse of `version` carrying `answer`."""
-    member_type = _nested(JOIN_GROUP_KEY, version, "members")
+    member_type = _nested(ApiKey.JOIN_GROUP, version, "members")
     nullable = version >= _JOIN_NULLABLE_PROTOCOL
     return _response(
-        JOIN_GROUP_KEY,
+        ApiKey.JOIN_GROUP,
         version,
         error_code=answer.error,
         generation_id=answer.generation_id,
@@ -269,7 +258,7 @@ def sync_request(version: int, request: Any) -> tuple[str, SyncRequest]:
 def sync_response(version: int, answer: SyncAnswer) -> Any:
     """The SyncGroupResponse of `version` carrying `answer`."""
     return _response(
-        SYNC_GROUP_KEY,
+        ApiKey.SYNC_GROUP,
         version,
         error_code=answer.error,
         protocol_type=answer.protocol_type,
@@ -291,7 +280,7 @@ def heartbeat_request(version: int, request: Any) -> tuple[str, HeartbeatRequest
 
 def heartbeat_response(version: int, answer: HeartbeatAnswer) -> Any:
     """The HeartbeatResponse of `version` carrying `answer`."""
-    return _response(HEARTBEAT_KEY, version, error_code=answer.error)
+    return _response(ApiKey.HEARTBEAT, version, error_code=answer.error)
 
 
 def leave_request(version: int, request: Any) -> tuple[str, list[LeavingMember]]:
@@ -315,10 +304,10 @@ def leave_response(version: int, answer: LeaveAnswer) -> Any:
             error = next(
                 (m.error for m in answer.members if m.error is not ErrorCode.none), ErrorCode.none
             )
-        return _response(LEAVE_GROUP_KEY, version, error_code=error)
-    member_type = _nested(LEAVE_GROUP_KEY, version, "members")
+        return _response(ApiKey.LEAVE_GROUP, version, error_code=error)
+    member_type = _nested(ApiKey.LEAVE_GROUP, version, "members")
     return _response(
-        LEAVE_GROUP_KEY,
+        ApiKey.LEAVE_GROUP,
         version,
         error_code=answer.error,
         members=tuple(
@@ -394,10 +383,10 @@ def offset_commit_request(version: int, request: Any) -> OffsetCommit:
 
 def offset_commit_response(version: int, errors: Mapping[str, Mapping[int, ErrorCode]]) -> Any:
     """The OffsetCommitResponse of `version`: `errors` is topic -> partition -> error."""
-    topic_type = _nested(OFFSET_COMMIT_KEY, version, "topics")
+    topic_type = _nested(ApiKey.OFFSET_COMMIT, version, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
     return _response(
-        OFFSET_COMMIT_KEY,
+        ApiKey.OFFSET_COMMIT,
         version,
         topics=_partition_errors(topic_type, partition_type, errors),
     )
@@ -488,18 +477,18 @@ def offset_fetch_response(version: int, groups: Sequence[GroupOffsets]) -> Any:
     """The OffsetFetchResponse of `version`; before v8 `groups` holds exactly one."""
     if version < _FETCH_BATCH:
         (group,) = groups
-        topic_type = _nested(OFFSET_FETCH_KEY, version, "topics")
+        topic_type = _nested(ApiKey.OFFSET_FETCH, version, "topics")
         override = group.error if version < _FETCH_GROUP_ERROR else ErrorCode.none
         return _response(
-            OFFSET_FETCH_KEY,
+            ApiKey.OFFSET_FETCH,
             version,
             error_code=group.error,
             topics=_fetched_topics(topic_type, group.offsets, override),
         )
-    group_type = _nested(OFFSET_FETCH_KEY, version, "groups")
+    group_type = _nested(ApiKey.OFFSET_FETCH, version, "groups")
     topic_type = field_entity_type(group_type, "topics")
     return _response(
-        OFFSET_FETCH_KEY,
+        ApiKey.OFFSET_FETCH,
         version,
         groups=tuple(
             make_entity(
@@ -547,10 +536,10 @@ def offset_delete_response(
     version: int, error: ErrorCode, errors: Mapping[str, Mapping[int, ErrorCode]]
 ) -> Any:
     """The OffsetDeleteResponse: a group-level error and topic -> partition -> error."""
-    topic_type = _nested(OFFSET_DELETE_KEY, version, "topics")
+    topic_type = _nested(ApiKey.OFFSET_DELETE, version, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
     return _response(
-        OFFSET_DELETE_KEY,
+        ApiKey.OFFSET_DELETE,
         version,
         error_code=error,
         topics=_partition_errors(topic_type, partition_type, errors),
@@ -578,7 +567,7 @@ def describe_groups_response(version: int, groups: Sequence[GroupDescription | G
 
     Authorized operations (v3+) are always Kafka's "not requested" value: there are no ACLs.
     """
-    group_type = _nested(DESCRIBE_GROUPS_KEY, version, "groups")
+    group_type = _nested(ApiKey.DESCRIBE_GROUPS, version, "groups")
     member_type = field_entity_type(group_type, "members")
 
     def described(group: GroupDescription | GroupResult) -> Any:
@@ -615,7 +604,7 @@ def describe_groups_response(version: int, groups: Sequence[GroupDescription | G
             authorized_operations=_NO_AUTHORIZED_OPERATIONS,
         )
 
-    return _response(DESCRIBE_GROUPS_KEY, version, groups=tuple(map(described, groups)))
+    return _response(ApiKey.DESCRIBE_GROUPS, version, groups=tuple(map(described, groups)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -652,9 +641,9 @@ class ListedGroup:
 
 def list_groups_response(version: int, error: ErrorCode, groups: Sequence[ListedGroup]) -> Any:
     """The ListGroupsResponse of `version`; state from v4 on, group type "classic" from v5."""
-    listed_type = _nested(LIST_GROUPS_KEY, version, "groups")
+    listed_type = _nested(ApiKey.LIST_GROUPS, version, "groups")
     return _response(
-        LIST_GROUPS_KEY,
+        ApiKey.LIST_GROUPS,
         version,
         error_code=error,
         groups=tuple(
@@ -677,9 +666,9 @@ def delete_groups_request(version: int, request: Any) -> list[str]:
 
 def delete_groups_response(version: int, results: Sequence[GroupResult]) -> Any:
     """The DeleteGroupsResponse of `version`: one error per group."""
-    result_type = _nested(DELETE_GROUPS_KEY, version, "results")
+    result_type = _nested(ApiKey.DELETE_GROUPS, version, "results")
     return _response(
-        DELETE_GROUPS_KEY,
+        ApiKey.DELETE_GROUPS,
         version,
         results=tuple(
             make_entity(result_type, group_id=r.group_id, error_code=r.error) for r in results

@@ -9,7 +9,6 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.configs import (
-    DESCRIBE_CONFIGS_KEY,
     BrokerConfigEntry,
     BrokerSettings,
     describe_configs_response,
@@ -18,6 +17,7 @@ from broker.configs import (
 from controller.image import MetadataImage
 from controller.records import ConfigRecord, ConfigResourceType, TopicRecord
 from controller.topics import ConfigSource, ConfigType, TopicDefaults
+from net.api_keys import ApiKey
 from net.protocol import field_entity_type, make_entity, request_schema
 from net.record_batch import TimestampType
 from storage.log import LogConfig
@@ -51,7 +51,7 @@ SETTINGS = BrokerSettings(
 def describe(
     *resources: tuple[int, str, tuple[str, ...] | None], version: int = 4, synonyms: bool = False
 ) -> Any:
-    schema = request_schema(DESCRIBE_CONFIGS_KEY, version)
+    schema = request_schema(ApiKey.DESCRIBE_CONFIGS, version)
     assert schema is not None
     resource_type = field_entity_type(schema, "resources")
     request = make_entity(

@@ -19,10 +19,10 @@ from kio.static.primitive import i32
 
 from broker.replica_log_info import ReplicaLogInfoApi
 from controller.partition_state import NO_LEADER, PartitionState
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 from net.protocol import RequestHeader, decode_response, encode_response
 from net.replica_log_info import (
-    GET_REPLICA_LOG_INFO_KEY,
     MAX_PARTITIONS,
     GetReplicaLogInfoRequest,
     GetReplicaLogInfoResponse,
@@ -69,7 +69,7 @@ def ask(
     """Sends the request through the registry, and the answer over the wire and back."""
     registry = ApiRegistry()
     api.register(registry)
-    registration = registry.lookup(GET_REPLICA_LOG_INFO_KEY, 0)
+    registration = registry.lookup(ApiKey.GET_REPLICA_LOG_INFO, 0)
     assert registration is not None
     request = GetReplicaLogInfoRequest(
         topic_partitions=tuple(
@@ -77,11 +77,11 @@ def ask(
             for topic_id, partitions in topics
         )
     )
-    header = RequestHeader(GET_REPLICA_LOG_INFO_KEY, 0, 1, "controller", 10)
+    header = RequestHeader(ApiKey.GET_REPLICA_LOG_INFO, 0, 1, "controller", 10)
     response: Any = registration.handler(RequestContext(header, "127.0.0.1:1", 1, 0.0, 10), request)
     assert isinstance(response, GetReplicaLogInfoResponse)
     decoded: Any = decode_response(
-        b"".join(encode_response(1, response))[4:], GET_REPLICA_LOG_INFO_KEY, 0
+        b"".join(encode_response(1, response))[4:], ApiKey.GET_REPLICA_LOG_INFO, 0
     )
     assert decoded == response
     return response

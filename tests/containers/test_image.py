@@ -27,6 +27,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from docker.models.containers import Container
 from docker.models.volumes import Volume
 
+from bench.cluster import free_ports
 from tests.containers.docker_host import built_image, connect
 from tests.containers.image_spec import (
     DEFAULT_PORTS,
@@ -35,7 +36,6 @@ from tests.containers.image_spec import (
     image_user,
     seconds,
 )
-from tests.integration.cluster import free_ports
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -37,7 +37,6 @@ from controller.records import (
     UnregisterBrokerRecord,
     encode_record,
 )
-from kraft.driver import NOOP_RECORD
 from kraft.messages import Entry, EntryKind, SnapshotId
 
 ORDERS = UUID(int=1)
@@ -289,7 +288,7 @@ def test_replayer_applies_commits_and_skips_leader_change_and_noop() -> None:
         Entry(0, 1, b"not a metadata record", EntryKind.LEADER_CHANGE),
         *_entries(_cluster(), start=1),
     ]
-    entries.append(Entry(len(entries), 1, NOOP_RECORD))
+    entries.append(Entry(len(entries), 1, encode_record(NoOpRecord())))
     replayer.on_commit(entries[:5])
     replayer.on_commit(entries[5:])
     assert replayer.image == replace(_replay(_cluster()), end_offset=len(entries), epoch=1)

@@ -33,7 +33,6 @@ from controller.records import (
     decode_record,
     encode_record,
 )
-from kraft.driver import NOOP_RECORD
 
 int8s = st.integers(-(2**7), 2**7 - 1)
 int16s = st.integers(-(2**15), 2**15 - 1)
@@ -127,10 +126,11 @@ def test_every_record_type_has_a_strategy() -> None:
     assert set(STRATEGIES) == set(RECORD_TYPES.values())
 
 
-def test_noop_is_the_record_the_driver_appends_when_idle() -> None:
-    assert NOOP_RECORD == b"\x01\x14\x00\x00"
-    assert decode_record(NOOP_RECORD) == NoOpRecord()
-    assert encode_record(NoOpRecord()) == NOOP_RECORD
+def test_noop_record_is_framed_as_kafka_frames_it() -> None:
+    # Frame version 1, record type 20, record version 0, an empty tagged-field section.
+    noop = b"\x01\x14\x00\x00"
+    assert decode_record(noop) == NoOpRecord()
+    assert encode_record(NoOpRecord()) == noop
 
 
 # Kafka's api keys and valid versions, from the metadata record specs

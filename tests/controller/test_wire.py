@@ -24,6 +24,7 @@ from controller.topics import (
     DeleteTopicResult,
     TopicConfigEntry,
 )
+from net.api_keys import ApiKey
 from net.protocol import (
     decode_request_body,
     decode_response,
@@ -62,9 +63,9 @@ TOPIC_ID = uuid.UUID(int=5)
 TIMEOUT = datetime.timedelta(seconds=30)
 
 
-@pytest.mark.parametrize("version", versions(wire.CREATE_TOPICS_KEY))
+@pytest.mark.parametrize("version", versions(ApiKey.CREATE_TOPICS))
 def test_create_topics_every_version(version: int) -> None:
-    key = wire.CREATE_TOPICS_KEY
+    key = ApiKey.CREATE_TOPICS
     request = request_round_trip(
         entity(
             key,
@@ -114,9 +115,9 @@ def test_create_topics_every_version(version: int) -> None:
         assert decoded.topics[0].topic_id == TOPIC_ID
 
 
-@pytest.mark.parametrize("version", versions(wire.DELETE_TOPICS_KEY))
+@pytest.mark.parametrize("version", versions(ApiKey.DELETE_TOPICS))
 def test_delete_topics_every_version(version: int) -> None:
-    key = wire.DELETE_TOPICS_KEY
+    key = ApiKey.DELETE_TOPICS
     if version >= 6:
         request = entity(
             key,
@@ -144,9 +145,9 @@ def test_delete_topics_every_version(version: int) -> None:
     ]
 
 
-@pytest.mark.parametrize("version", versions(wire.CREATE_PARTITIONS_KEY))
+@pytest.mark.parametrize("version", versions(ApiKey.CREATE_PARTITIONS))
 def test_create_partitions_every_version(version: int) -> None:
-    key = wire.CREATE_PARTITIONS_KEY
+    key = ApiKey.CREATE_PARTITIONS
     request = entity(
         key,
         version,
@@ -175,9 +176,9 @@ def test_create_partitions_every_version(version: int) -> None:
     ]
 
 
-@pytest.mark.parametrize("version", versions(wire.INCREMENTAL_ALTER_CONFIGS_KEY))
+@pytest.mark.parametrize("version", versions(ApiKey.INCREMENTAL_ALTER_CONFIGS))
 def test_incremental_alter_configs_every_version(version: int) -> None:
-    key = wire.INCREMENTAL_ALTER_CONFIGS_KEY
+    key = ApiKey.INCREMENTAL_ALTER_CONFIGS
     config = entity(
         key, version, "resources", "configs", name="retention.ms", config_operation=0, value="5"
     )
@@ -204,9 +205,9 @@ def test_incremental_alter_configs_every_version(version: int) -> None:
     ] == [(2, "t", ErrorCode.invalid_config, "bad")]
 
 
-@pytest.mark.parametrize("version", versions(wire.ELECT_LEADERS_KEY))
+@pytest.mark.parametrize("version", versions(ApiKey.ELECT_LEADERS))
 def test_elect_leaders_every_version(version: int) -> None:
-    key = wire.ELECT_LEADERS_KEY
+    key = ApiKey.ELECT_LEADERS
     request = entity(
         key,
         version,
@@ -233,9 +234,9 @@ def test_elect_leaders_every_version(version: int) -> None:
     ]
 
 
-@pytest.mark.parametrize("version", versions(wire.ALTER_PARTITION_KEY))
+@pytest.mark.parametrize("version", versions(ApiKey.ALTER_PARTITION))
 def test_alter_partition_every_version(version: int) -> None:
-    key = wire.ALTER_PARTITION_KEY
+    key = ApiKey.ALTER_PARTITION
     partition_values: dict[str, Any] = {
         "partition_index": 1,
         "leader_epoch": 4,
@@ -299,9 +300,9 @@ def test_alter_partition_every_version(version: int) -> None:
     ]
 
 
-@pytest.mark.parametrize("version", versions(wire.BROKER_REGISTRATION_KEY))
+@pytest.mark.parametrize("version", versions(ApiKey.BROKER_REGISTRATION))
 def test_broker_registration_every_version(version: int) -> None:
-    key = wire.BROKER_REGISTRATION_KEY
+    key = ApiKey.BROKER_REGISTRATION
     incarnation = uuid.uuid4()
     request = entity(
         key,
@@ -339,10 +340,10 @@ def test_broker_registration_every_version(version: int) -> None:
     assert (decoded.error_code, decoded.broker_epoch) == (ErrorCode.none, 77)
 
 
-@pytest.mark.parametrize("version", versions(wire.BROKER_HEARTBEAT_KEY))
+@pytest.mark.parametrize("version", versions(ApiKey.BROKER_HEARTBEAT))
 def test_broker_heartbeat_every_version(version: int) -> None:
     request = entity(
-        wire.BROKER_HEARTBEAT_KEY,
+        ApiKey.BROKER_HEARTBEAT,
         version,
         broker_id=3,
         broker_epoch=77,

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.faults.checker import Evidence, check, leaders_per_epoch
-from tests.faults.schedule import KINDS, describe, generate, parse
+from bench.faults.checker import Evidence, check, leaders_per_epoch
+from bench.faults.schedule import KINDS, describe, generate, parse
 
 IDEMPOTENT = "idem"
 PLAIN = "plain"

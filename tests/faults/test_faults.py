@@ -1,7 +1,7 @@
 """Short seeded fault schedules against a real 3-node cluster on its own test hosts (see
-runner.py): a few seeds in CI; `python -m bench.faults` runs long ones. A failure prints the
-seed's report: its schedule, what was applied when, the checker's findings and the one command
-that runs it again."""
+bench/faults/runner.py): a few seeds in CI; `python -m bench.faults` runs long ones. A failure
+prints the seed's report: its schedule, what was applied when, the checker's findings and the
+one command that runs it again."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.network import require_tools
-from tests.faults.runner import run_seed
-from tests.faults.schedule import KINDS, generate
+from bench.faults.network import require_tools
+from bench.faults.runner import run_seed
+from bench.faults.schedule import KINDS, generate
 
 SECONDS = 18.0
 # Between them these seeds' short schedules use every fault kind (checked below), so CI

@@ -23,7 +23,7 @@ from confluent_kafka.admin import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 
 pytestmark = pytest.mark.slow
 

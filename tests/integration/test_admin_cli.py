@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.cluster import Cluster, free_ports, kraft_executable
 from node.admin_cli import table
-from tests.integration.cluster import Cluster, free_ports, kraft_executable
 
 pytestmark = pytest.mark.timeout(120)
 

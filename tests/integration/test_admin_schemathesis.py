@@ -16,7 +16,7 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error, positive_data_acceptance
 from schemathesis.core.result import Err
 
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as PythonNewTopic
 
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 
 
 @pytest.fixture

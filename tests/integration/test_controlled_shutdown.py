@@ -19,8 +19,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.cluster import Cluster
 from storage.log_manager import CLEAN_SHUTDOWN_MARKER
-from tests.integration.cluster import Cluster
 from tests.integration.test_broker_metadata import log_events
 from tests.integration.test_produce_consume import kcat_consume
 

@@ -18,16 +18,16 @@ import pytest
 from kio.schema.create_topics.v7.response import CreateTopicsResponse
 from kio.schema.errors import ErrorCode
 
+from bench.broker_stand_in import BrokerStandIn, metadata, unfenced
+from bench.cluster import Cluster
 from controller.client import (
     ControllerClient,
     broker_heartbeat_request,
     create_topics_request,
 )
-from controller.wire import ALLOCATE_PRODUCER_IDS_KEY, ALTER_PARTITION_KEY, ELECT_LEADERS_KEY
+from net.api_keys import ApiKey
 from net.client import NodeConnection
 from net.protocol import field_entity_type, make_entity, request_schema
-from tests.integration.broker_stand_in import BrokerStandIn, metadata, unfenced
-from tests.integration.cluster import Cluster
 
 
 def topics_of(view: dict[str, Any]) -> dict[str, Any]:
@@ -55,13 +55,13 @@ def request(api_key: int, version: int, **values: Any) -> Any:
 def alter_partition_request(
     leader: BrokerStandIn, topic_id: str, partition: dict[str, Any], isr: list[int]
 ) -> Any:
-    schema = request_schema(ALTER_PARTITION_KEY, 3)
+    schema = request_schema(ApiKey.ALTER_PARTITION, 3)
     assert schema is not None
     topic_type = field_entity_type(schema, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
     state_type = field_entity_type(partition_type, "new_isr_with_epochs")
     return request(
-        ALTER_PARTITION_KEY,
+        ApiKey.ALTER_PARTITION,
         3,
         broker_id=leader.broker_id,
         broker_epoch=leader.broker_epoch,
@@ -128,7 +128,7 @@ async def test_broker_lifecycle_topics_and_elections_over_the_wire(tmp_path: Pat
 
         blocks = [
             await client.send(
-                request(ALLOCATE_PRODUCER_IDS_KEY, 0, broker_id=11, broker_epoch=a.broker_epoch)
+                request(ApiKey.ALLOCATE_PRODUCER_IDS, 0, broker_id=11, broker_epoch=a.broker_epoch)
             )
             for _ in range(2)
         ]
@@ -174,7 +174,7 @@ async def test_broker_lifecycle_topics_and_elections_over_the_wire(tmp_path: Pat
             )
             assert replay.topics[0].partitions[0].error_code == ErrorCode.invalid_update_version
         elected = await client.send(
-            request(ELECT_LEADERS_KEY, 2, election_type=0, topic_partitions=None)
+            request(ApiKey.ELECT_LEADERS, 2, election_type=0, topic_partitions=None)
         )
         moved = [
             (result.topic, p.partition_id, p.error_code)

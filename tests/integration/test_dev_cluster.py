@@ -16,10 +16,10 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.cluster import kraft_executable
 from node.config import load_config
 from node.dev_cluster import node_properties, plan
 from storage.log_manager import CLEAN_SHUTDOWN_MARKER
-from tests.integration.cluster import kraft_executable
 
 pytestmark = pytest.mark.timeout(240)
 

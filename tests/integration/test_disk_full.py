@@ -20,7 +20,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaStorageError
 
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 from tests.integration.test_produce_consume import create_topic
 
 TOPIC = "filling"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -26,7 +26,8 @@ from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient, KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
+from bench.groups import each_owned_once
 from tests.integration.test_produce_consume import create_topic, produce_with_librdkafka
 
 pytestmark = pytest.mark.timeout(180)
@@ -59,14 +60,6 @@ def group_consumer(cluster: Cluster, group: str, **settings: Any) -> Consumer:
             **settings,
         }
     )
-
-
-def each_owned_once(members: Sequence[Any], partitions: int) -> bool:
-    """Whether the members (of any client whose `assignment()` lists topic partitions) each
-    own some of `partitions` and together own each exactly once."""
-    owned = [[tp.partition for tp in member.assignment()] for member in members]
-    every = sorted(p for mine in owned for p in mine)
-    return all(owned) and every == list(range(partitions))
 
 
 # kafka-python's and aiokafka's consumers take the same keywords.

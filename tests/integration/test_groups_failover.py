@@ -22,10 +22,10 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from kio.schema.errors import ErrorCode
 
+from bench.cluster import Cluster
+from bench.group_requests import raw_commit, raw_fetch
 from broker.groups.partitioning import offsets_partition_for
 from net.client import NodeConnection
-from tests.integration.cluster import Cluster
-from tests.integration.group_requests import raw_commit, raw_fetch
 from tests.integration.test_groups import group_consumer, shared_by
 from tests.integration.test_produce_consume import create_topic, produce_with_librdkafka
 

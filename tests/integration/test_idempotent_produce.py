@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
+from bench.cluster import Cluster
 from net.client import NodeConnection
 from net.records import Record, encode_batch
-from tests.integration.cluster import Cluster
 from tests.integration.test_produce_consume import (
     create_topic,
     init_producer_id,

@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 from tests.integration.test_produce_consume import kcat_consume
 from tests.integration.test_replication import partition_state, segment_bytes
 

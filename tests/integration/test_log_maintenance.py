@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 from tests.integration.test_produce_consume import create_topic
 from tests.integration.test_replication import partition_state
 

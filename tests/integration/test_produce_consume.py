@@ -29,13 +29,12 @@ from kafka.admin import ConfigResourceType as PythonConfigResourceType
 from kio.schema.errors import ErrorCode
 from kio.schema.produce.v9.response import ProduceResponse
 
-from broker.data_apis import FETCH_KEY, OFFSET_FOR_LEADER_EPOCH_KEY, PRODUCE_KEY
-from broker.producer_ids import INIT_PRODUCER_ID_KEY
+from bench.cluster import Cluster
 from controller.topics import ConfigSource
+from net.api_keys import ApiKey
 from net.client import NodeConnection
 from net.protocol import field_entity_type, make_entity, request_schema
 from net.records import Record, encode_batch
-from tests.integration.cluster import Cluster
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +218,7 @@ async def test_produce_errors_over_the_wire(node: Cluster) -> None:
 async def test_offset_for_leader_epoch(node: Cluster) -> None:
     await asyncio.to_thread(create_topic, node, "epochs", 1)
     await asyncio.to_thread(produce_with_librdkafka, node, "epochs", [(0, "a"), (0, "b")])
-    schema: Any = request_schema(OFFSET_FOR_LEADER_EPOCH_KEY, 4)
+    schema: Any = request_schema(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4)
     topic_type = field_entity_type(schema, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
 
@@ -284,7 +283,7 @@ def test_idempotent_producers_of_every_client(node: Cluster) -> None:
 
 
 async def init_producer_id(connection: NodeConnection) -> tuple[int, int]:
-    schema: Any = request_schema(INIT_PRODUCER_ID_KEY, 4)
+    schema: Any = request_schema(ApiKey.INIT_PRODUCER_ID, 4)
     response: Any = await connection.send(
         make_entity(
             schema,
@@ -301,7 +300,7 @@ async def init_producer_id(connection: NodeConnection) -> tuple[int, int]:
 def produce_request(
     topic: str, records: bytes, acks: int = -1, partition: int = 0, timeout_ms: int = 10_000
 ) -> Any:
-    schema: Any = request_schema(PRODUCE_KEY, 9)
+    schema: Any = request_schema(ApiKey.PRODUCE, 9)
     topic_type = field_entity_type(schema, "topic_data")
     partition_type = field_entity_type(topic_type, "partition_data")
     return make_entity(
@@ -476,7 +475,7 @@ def test_timestamps_log_append_time_and_bounds(node: Cluster) -> None:
 async def test_a_fetch_naming_only_unknown_topic_ids_is_answered_at_once(node: Cluster) -> None:
     # What a consumer of a just-deleted topic sends; the handler failed on it before
     # (UNKNOWN_SERVER_ERROR for the whole request, asked again hundreds of times a second).
-    schema: Any = request_schema(FETCH_KEY, 13)
+    schema: Any = request_schema(ApiKey.FETCH, 13)
     topic_type = field_entity_type(schema, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
     request = make_entity(

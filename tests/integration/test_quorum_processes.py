@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 
 
 @pytest.fixture

@@ -27,9 +27,9 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
+from bench.cluster import Cluster
 from net.client import NodeConnection
 from net.records import Record, encode_batch
-from tests.integration.cluster import Cluster
 from tests.integration.test_produce_consume import kcat_consume, produce_request
 
 pytestmark = pytest.mark.timeout(240)

@@ -15,7 +15,7 @@ from confluent_kafka import KafkaError, Producer
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as PythonTopicPartition
 
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 from tests.integration.test_produce_consume import (
     aiokafka_read,
     create_topic,

@@ -18,8 +18,9 @@ import requests
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+from bench.cluster import Cluster
 from controller.limits import TOO_MANY_PARTITIONS, TOO_MANY_RECORDS
-from tests.integration.cluster import Cluster
+from net.api_keys import ApiKey
 
 IDLE_MS = 3000
 # Connections from 127.0.0.2 are limited; the node's own (from 127.0.0.1) are not.
@@ -174,7 +175,9 @@ def closed_by_peer(connection: socket.socket, timeout: float) -> bool:
 def api_versions(connection: socket.socket, correlation_id: int, timeout: float = 5) -> int:
     """Sends ApiVersions v0; returns the correlation id of the answer."""
     client_id = b"limits-test"
-    header = struct.pack(">hhih", 18, 0, correlation_id, len(client_id)) + client_id
+    header = (
+        struct.pack(">hhih", ApiKey.API_VERSIONS, 0, correlation_id, len(client_id)) + client_id
+    )
     connection.sendall(struct.pack(">i", len(header)) + header)
     connection.settimeout(timeout)
     size = struct.unpack(">i", connection.recv(4, socket.MSG_WAITALL))[0]

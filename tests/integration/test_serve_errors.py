@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 
 
 def test_a_listener_address_in_use_stops_the_node_with_a_message(tmp_path: Path) -> None:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
+from bench.cluster import Cluster
 from net.client import KafkaConnectionError, NodeConnection
 from net.records import Record, encode_batch
-from tests.integration.cluster import Cluster
 from tests.integration.test_produce_consume import create_topic, produce_answer
 from tests.integration.test_replication import partition_state
 

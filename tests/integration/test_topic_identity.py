@@ -21,8 +21,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.cluster import Cluster
 from storage.partition_metadata import read_partition_metadata
-from tests.integration.cluster import Cluster
 from tests.integration.test_leader_epoch_scenarios import produce, wait_for_isr, wait_for_leader
 from tests.integration.test_produce_consume import READ_ALL
 from tests.integration.test_replication import segment_bytes

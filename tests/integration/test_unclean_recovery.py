@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.cluster import Cluster, kraft_executable
+from bench.cluster import Cluster, kraft_executable
 from tests.integration.test_admin_api import call
 from tests.integration.test_leader_epoch_scenarios import produce
 from tests.integration.test_produce_consume import kcat_consume

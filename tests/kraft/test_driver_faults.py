@@ -18,35 +18,17 @@ import pytest
 from kraft.driver import RaftDriver
 from kraft.messages import Entry
 from kraft.metadata_log import MetadataLogDivergedError
-from kraft.raft import RaftConfig
 from kraft.wire import encode_entries
 from storage.errors import UnexpectedAppendOffsetError
-from storage.log import Log, LogConfig
+from storage.log import Log
 from tests.fatal_faults import Faults, faults  # noqa: F401 (the fixture)
-from tests.integration.cluster import free_ports
-
-CONFIG = RaftConfig(
-    election_timeout_ms=100,
-    fetch_timeout_ms=200,
-    election_backoff_max_ms=50,
-    request_timeout_ms=200,
-)
+from tests.kraft.lone_voter import lone_voter
 
 
 @pytest.fixture
 async def leader(tmp_path: Path) -> AsyncIterator[tuple[RaftDriver, Log]]:
     """A single-voter quorum that elected itself and committed an append."""
-    metadata_log = Log.open(tmp_path / "__cluster_metadata-0", LogConfig(retention_ms=None))
-    (port,) = free_ports(1)
-    driver = RaftDriver(
-        node_id=1,
-        cluster_id="faults",
-        voters={1: ("127.0.0.1", port)},
-        config=CONFIG,
-        metadata_log=metadata_log,
-        listen=("127.0.0.1", port),
-        max_idle_interval_ms=0,
-    )
+    driver, metadata_log = lone_voter(tmp_path, "faults")
     await driver.start()
     try:
         async with asyncio.timeout(10):

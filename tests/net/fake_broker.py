@@ -12,6 +12,7 @@ from typing import Any
 
 from kio.static.protocol import Payload
 
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 from net.protocol import (
     decode_response,
@@ -22,7 +23,6 @@ from net.protocol import (
 )
 from net.server import KafkaServer
 
-METADATA_KEY = 3
 CLUSTER_ID = "fake-cluster"
 
 
@@ -40,7 +40,7 @@ def metadata_response(
     version: int, brokers: Sequence[tuple[int, str, int]], controller_id: int
 ) -> Payload:
     """Metadata of `version` for a cluster of `brokers` (node id, host, port) and no topic."""
-    schema: Any = response_schema(METADATA_KEY, version)
+    schema: Any = response_schema(ApiKey.METADATA, version)
     broker_type = field_entity_type(schema, "brokers")
     response: Payload = make_entity(
         schema,
@@ -74,7 +74,7 @@ async def fake_broker(
         brokers = [(node_id, "127.0.0.1", server.port), *peers]
         return metadata_response(context.header.api_version, brokers, node_id)
 
-    registry.register(METADATA_KEY, handle_metadata, min_version=0, max_version=12)
+    registry.register(ApiKey.METADATA, handle_metadata, min_version=0, max_version=12)
     await server.start()
     try:
         yield server, recorded

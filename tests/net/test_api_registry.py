@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, PreEncodedResponse, RequestContext
 from net.protocol import (
     RequestHeader,
@@ -32,7 +33,7 @@ def api_versions(registry: ApiRegistry, version: int, **request_values: str) -> 
     """Call the registry's ApiVersions handler; returns (decoded response, frame to send)."""
     values = {"client_software_name": "test-client", "client_software_version": "1.0.0"}
     request = make_entity(
-        request_type(18, version),
+        request_type(ApiKey.API_VERSIONS, version),
         **{**values, **request_values},
     )
     registration = registry.lookup(18, version)
@@ -40,7 +41,7 @@ def api_versions(registry: ApiRegistry, version: int, **request_values: str) -> 
     # The registry's own ApiVersions handler is a plain function.
     result: Any = registration.handler(context_for(18, version), request)
     body = result.buffers if isinstance(result, PreEncodedResponse) else encode_body(result)
-    frame = b"".join(frame_response(1, 18, version, body))
+    frame = b"".join(frame_response(1, ApiKey.API_VERSIONS, version, body))
     return decode_response(frame[4:], 18, version), frame
 
 
@@ -52,8 +53,8 @@ def test_a_fresh_registry_advertises_only_api_versions() -> None:
 
 def test_registered_apis_are_advertised_in_key_order_and_looked_up_by_version() -> None:
     registry = ApiRegistry()
-    registry.register(3, answer, min_version=0, max_version=12)
-    registry.register(1, answer, min_version=4, max_version=12)
+    registry.register(ApiKey.METADATA, answer, min_version=0, max_version=12)
+    registry.register(ApiKey.FETCH, answer, min_version=4, max_version=12)
     assert registry.advertised() == [(1, 4, 12), (3, 0, 12), (18, 0, 4)]
     metadata = registry.lookup(3, 12)
     assert metadata is not None
@@ -85,7 +86,9 @@ def test_registrations_that_could_advertise_what_has_no_handler_are_refused(
 
 def test_produce_may_advertise_from_v0_while_serving_from_v3() -> None:
     registry = ApiRegistry()
-    registry.register(0, answer, min_version=3, max_version=10, advertised_min_version=0)
+    registry.register(
+        ApiKey.PRODUCE, answer, min_version=3, max_version=10, advertised_min_version=0
+    )
     assert (0, 0, 10) in registry.advertised()
     assert registry.lookup(0, 2) is None
     assert registry.lookup(0, 3) is not None
@@ -94,8 +97,10 @@ def test_produce_may_advertise_from_v0_while_serving_from_v3() -> None:
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
 def test_api_versions_lists_the_registry_and_nothing_else(version: int) -> None:
     registry = ApiRegistry()
-    registry.register(0, answer, min_version=3, max_version=10, advertised_min_version=0)
-    registry.register(3, answer, min_version=0, max_version=12)
+    registry.register(
+        ApiKey.PRODUCE, answer, min_version=3, max_version=10, advertised_min_version=0
+    )
+    registry.register(ApiKey.METADATA, answer, min_version=0, max_version=12)
     response, _frame = api_versions(registry, version)
     assert response.error_code == ErrorCode.none
     listed = [(k.api_key, k.min_version, k.max_version) for k in response.api_keys]
@@ -119,7 +124,7 @@ def test_api_versions_v3_plus_carries_no_top_level_tagged_fields(version: int) -
 def test_api_versions_response_follows_later_registrations() -> None:
     registry = ApiRegistry()
     before, _ = api_versions(registry, 3)
-    registry.register(3, answer, min_version=0, max_version=12)
+    registry.register(ApiKey.METADATA, answer, min_version=0, max_version=12)
     after, _ = api_versions(registry, 3)
     assert len(before.api_keys) == 1
     assert len(after.api_keys) == 2
@@ -134,6 +139,6 @@ def test_api_versions_v3_with_an_invalid_software_name_is_an_invalid_request() -
 
 def test_api_versions_refusal_is_v0_with_its_own_range() -> None:
     registry = ApiRegistry()
-    registry.register(3, answer, min_version=0, max_version=12)
+    registry.register(ApiKey.METADATA, answer, min_version=0, max_version=12)
     frame = b"".join(registry.api_versions_refusal(9))
     assert frame == struct.pack(">iihihhh", 16, 9, 35, 1, 18, 0, 4)

@@ -17,6 +17,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v3.response import FindCoordinatorResponse
 
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 from net.client import (
     ClusterClient,
@@ -37,9 +38,6 @@ from net.server import KafkaServer
 from tests.net.fake_broker import CLUSTER_ID, fake_broker
 from tests.net.schemas import request_type, response_type
 
-FIND_COORDINATOR_KEY = 10
-PRODUCE_KEY = 0
-
 
 def echo_registry(produced: list[Any] | None = None) -> ApiRegistry:
     """FindCoordinator v0-3 answers with host = the request's key, after `sleep:<s>` if asked;
@@ -51,7 +49,7 @@ def echo_registry(produced: list[Any] | None = None) -> ApiRegistry:
         if command == "sleep":
             await asyncio.sleep(float(argument.partition("#")[0]))
         return make_entity(
-            response_type(FIND_COORDINATOR_KEY, context.header.api_version),
+            response_type(ApiKey.FIND_COORDINATOR, context.header.api_version),
             throttle_time=datetime.timedelta(0),
             error_code=ErrorCode.none,
             error_message=None,
@@ -64,15 +62,15 @@ def echo_registry(produced: list[Any] | None = None) -> ApiRegistry:
         if produced is not None:
             produced.append(request)
 
-    registry.register(FIND_COORDINATOR_KEY, find_coordinator, min_version=0, max_version=3)
-    registry.register(PRODUCE_KEY, produce, min_version=3, max_version=10)
+    registry.register(ApiKey.FIND_COORDINATOR, find_coordinator, min_version=0, max_version=3)
+    registry.register(ApiKey.PRODUCE, produce, min_version=3, max_version=10)
     return registry
 
 
 def find_coordinator(connection: NodeConnection, key: str) -> Any:
-    version = connection.version_for(FIND_COORDINATOR_KEY)
+    version = connection.version_for(ApiKey.FIND_COORDINATOR)
     return make_entity(
-        request_type(FIND_COORDINATOR_KEY, version),
+        request_type(ApiKey.FIND_COORDINATOR, version),
         key=key,
         key_type=0,
     )
@@ -97,14 +95,14 @@ async def test_connect_negotiates_versions_and_picks_the_highest_common_one(
 ) -> None:
     async with NodeConnection("127.0.0.1", echo_server.port) as connection:
         assert connection.api_versions == {0: (3, 10), 3: (0, 12), 10: (0, 3), 18: (0, 4)}
-        assert connection.version_for(3) == 12
-        assert connection.version_for(3, max_version=5) == 5
-        assert connection.version_for(10) == 3
-        assert connection.version_for(0, min_version=2, max_version=7) == 7
+        assert connection.version_for(ApiKey.METADATA) == 12
+        assert connection.version_for(ApiKey.METADATA, max_version=5) == 5
+        assert connection.version_for(ApiKey.FIND_COORDINATOR) == 3
+        assert connection.version_for(ApiKey.PRODUCE, min_version=2, max_version=7) == 7
         with pytest.raises(UnsupportedVersionError):
-            connection.version_for(0, max_version=2)
+            connection.version_for(ApiKey.PRODUCE, max_version=2)
         with pytest.raises(UnsupportedVersionError):
-            connection.version_for(1)
+            connection.version_for(ApiKey.FETCH)
         response: Any = await connection.send(find_coordinator(connection, "hello"))
         assert response.host == "hello"
 
@@ -163,7 +161,7 @@ async def test_a_dropped_connection_fails_in_flight_requests_then_reconnects() -
 
 def find_coordinator_v3(key: str) -> Any:
     return make_entity(
-        request_type(FIND_COORDINATOR_KEY, 3),
+        request_type(ApiKey.FIND_COORDINATOR, 3),
         key=key,
         key_type=0,
     )
@@ -226,7 +224,7 @@ async def test_produce_with_acks_0_returns_at_once_without_a_response() -> None:
         NodeConnection("127.0.0.1", server.port) as connection,
     ):
         request = make_entity(
-            request_type(PRODUCE_KEY, connection.version_for(PRODUCE_KEY)),
+            request_type(ApiKey.PRODUCE, connection.version_for(ApiKey.PRODUCE)),
             acks=0,
             timeout=datetime.timedelta(seconds=1),
             topic_data=(),
@@ -256,15 +254,15 @@ async def old_api_versions_server(sent_versions: list[int]) -> AsyncIterator[int
                         correlation_id, ErrorCode.unsupported_version, [(18, 0, 2)]
                     )
                 else:
-                    assert read_request_header(frame).api_key == 18
-                    schema: Any = response_schema(18, version)
+                    assert read_request_header(frame).api_key == ApiKey.API_VERSIONS
+                    schema: Any = response_schema(ApiKey.API_VERSIONS, version)
                     entry = schema.__dataclass_fields__["api_keys"].type.__args__[0]
                     response = make_entity(
                         schema,
                         error_code=ErrorCode.none,
                         api_keys=(
-                            entry(api_key=3, min_version=0, max_version=5),
-                            entry(api_key=18, min_version=0, max_version=2),
+                            entry(api_key=ApiKey.METADATA, min_version=0, max_version=5),
+                            entry(api_key=ApiKey.API_VERSIONS, min_version=0, max_version=2),
                         ),
                         throttle_time=datetime.timedelta(0),
                     )
@@ -288,7 +286,7 @@ async def test_api_versions_falls_back_to_the_version_the_node_lists() -> None:
     ):
         assert sent == [4, 2]
         assert connection.api_versions == {3: (0, 5), 18: (0, 2)}
-        assert connection.version_for(3) == 5
+        assert connection.version_for(ApiKey.METADATA) == 5
 
 
 async def test_cluster_client_bootstraps_past_dead_addresses_and_routes_by_node_id() -> None:
@@ -310,7 +308,7 @@ async def test_cluster_client_bootstraps_past_dead_addresses_and_routes_by_node_
             connection = client.connection(2)
             await connection.connect()
             request = make_entity(
-                request_type(3, connection.version_for(3)),
+                request_type(ApiKey.METADATA, connection.version_for(ApiKey.METADATA)),
                 topics=(),
                 allow_auto_topic_creation=False,
                 include_topic_authorized_operations=False,

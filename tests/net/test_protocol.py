@@ -28,8 +28,8 @@ from kio.static.primitive import (
 )
 
 from net import legacy_produce
+from net.api_keys import ApiKey
 from net.protocol import (
-    API_VERSIONS_KEY,
     InvalidRequestError,
     UnknownApiError,
     api_versions_error_frame,
@@ -53,12 +53,44 @@ from tests.net.schemas import response_type
 # shared/notes/kafka-protocol-versions.md, Raft (Vote, Begin/EndQuorumEpoch, DescribeQuorum,
 # FetchSnapshot) and the broker <-> controller APIs.
 SERVED_API_KEYS = (
-    *(0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 32, 37, 60),
-    *(52, 53, 54, 55, 59),
-    *(56, 62, 63, 64, 67),
+    # The client-facing APIs.
+    ApiKey.PRODUCE,
+    ApiKey.FETCH,
+    ApiKey.LIST_OFFSETS,
+    ApiKey.METADATA,
+    ApiKey.OFFSET_COMMIT,
+    ApiKey.OFFSET_FETCH,
+    ApiKey.FIND_COORDINATOR,
+    ApiKey.JOIN_GROUP,
+    ApiKey.HEARTBEAT,
+    ApiKey.LEAVE_GROUP,
+    ApiKey.SYNC_GROUP,
+    ApiKey.DESCRIBE_GROUPS,
+    ApiKey.LIST_GROUPS,
+    ApiKey.SASL_HANDSHAKE,
+    ApiKey.API_VERSIONS,
+    ApiKey.CREATE_TOPICS,
+    ApiKey.DELETE_TOPICS,
+    ApiKey.DELETE_RECORDS,
+    ApiKey.INIT_PRODUCER_ID,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH,
+    ApiKey.DESCRIBE_CONFIGS,
+    ApiKey.CREATE_PARTITIONS,
+    ApiKey.DESCRIBE_CLUSTER,
+    # Raft.
+    ApiKey.VOTE,
+    ApiKey.BEGIN_QUORUM_EPOCH,
+    ApiKey.END_QUORUM_EPOCH,
+    ApiKey.DESCRIBE_QUORUM,
+    ApiKey.FETCH_SNAPSHOT,
+    # Broker <-> controller.
+    ApiKey.ALTER_PARTITION,
+    ApiKey.BROKER_REGISTRATION,
+    ApiKey.BROKER_HEARTBEAT,
+    ApiKey.UNREGISTER_BROKER,
+    ApiKey.ALLOCATE_PRODUCER_IDS,
 )
 SERVED = [(key, version) for key in SERVED_API_KEYS for version in schema_versions(key)]
-FETCH_KEY = 1
 
 
 @functools.cache
@@ -123,7 +155,9 @@ def test_every_served_version_round_trips(api_key: int, version: int) -> None:
     def round_trip(request: Any, response: Any, correlation_id: int, client_id: str | None) -> None:
         # An ApiVersions answer of UNSUPPORTED_VERSION is read as v0 whatever the version asked
         # (KIP-511); the server writes those with `api_versions_error_frame`, never this way.
-        assume(api_key != API_VERSIONS_KEY or response.error_code != ErrorCode.unsupported_version)
+        assume(
+            api_key != ApiKey.API_VERSIONS or response.error_code != ErrorCode.unsupported_version
+        )
         frame = b"".join(encode_request(request, correlation_id, client_id))
         assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
         header, decoded = decode_request(frame[4:])
@@ -145,9 +179,9 @@ def kio_bytes(entity: Any) -> bytes:
     return buffer.getvalue()
 
 
-@pytest.mark.parametrize("version", schema_versions(FETCH_KEY))
+@pytest.mark.parametrize("version", schema_versions(ApiKey.FETCH))
 def test_fetch_response_encoder_matches_kio_byte_for_byte(version: int) -> None:
-    schema = response_schema(FETCH_KEY, version)
+    schema = response_schema(ApiKey.FETCH, version)
 
     @settings(ROUND_TRIP, max_examples=40)
     @given(response=entities(schema))
@@ -158,7 +192,7 @@ def test_fetch_response_encoder_matches_kio_byte_for_byte(version: int) -> None:
 
 
 def fetch_response_with_records(records: Any) -> Any:
-    schema: Any = response_schema(FETCH_KEY, 12)
+    schema: Any = response_schema(ApiKey.FETCH, 12)
     topic = field_entity_type(schema, "responses")
     partition = field_entity_type(topic, "partitions")
     return make_entity(
@@ -190,12 +224,12 @@ def test_fetch_response_keeps_large_records_by_reference() -> None:
     buffers = encode_response(7, fetch_response_with_records(records))
     assert any(buffer is records for buffer in buffers)
     frame = b"".join(buffers)
-    decoded: Any = decode_response(frame[4:], FETCH_KEY, 12)
+    decoded: Any = decode_response(frame[4:], ApiKey.FETCH, 12)
     assert decoded.responses[0].partitions[0].records == bytes(records)
 
 
 def test_produce_request_keeps_large_records_by_reference() -> None:
-    schema: Any = request_schema(0, 9)
+    schema: Any = request_schema(ApiKey.PRODUCE, 9)
     topic = field_entity_type(schema, "topic_data")
     partition = field_entity_type(topic, "partition_data")
     records = b"x" * 50_000
@@ -235,18 +269,18 @@ def metadata_request(version: int) -> Any:
 def test_request_header_version_follows_flexibility() -> None:
     # Metadata v8 is not flexible: header v1 ends after the client id.
     v8 = b"".join(encode_request(metadata_request(8), 5, "abc"))[4:]
-    assert v8[:13] == struct.pack(">hhih", 3, 8, 5, 3) + b"abc"
+    assert v8[:13] == struct.pack(">hhih", ApiKey.METADATA, 8, 5, 3) + b"abc"
     assert read_request_header(v8).size == 13
     # Metadata v9 is flexible: header v2 adds a tagged-field count after the client id.
     v9 = b"".join(encode_request(metadata_request(9), 5, "abc"))[4:]
-    assert v9[:14] == struct.pack(">hhih", 3, 9, 5, 3) + b"abc\x00"
+    assert v9[:14] == struct.pack(">hhih", ApiKey.METADATA, 9, 5, 3) + b"abc\x00"
     assert read_request_header(v9).size == 14
 
 
 def test_request_header_skips_unknown_tagged_fields_and_reads_a_null_client_id() -> None:
     body = b"\x00\x00\x00\x00"  # Metadata v12: null topics, two booleans, no tags
     tags = b"\x02" + b"\x05\x02ab" + b"\x07\x00"  # tag 5 (2 bytes), tag 7 (empty)
-    frame = struct.pack(">hhih", 3, 12, 9, -1) + tags + body
+    frame = struct.pack(">hhih", ApiKey.METADATA, 12, 9, -1) + tags + body
     header, request = decode_request(frame)
     assert header.client_id is None
     assert header.size == 10 + len(tags)
@@ -255,7 +289,7 @@ def test_request_header_skips_unknown_tagged_fields_and_reads_a_null_client_id()
 
 def test_response_header_is_v0_for_api_versions_and_v1_for_other_flexible_responses() -> None:
     api_versions = make_entity(
-        response_type(18, 3),
+        response_type(ApiKey.API_VERSIONS, 3),
         error_code=ErrorCode.none,
         api_keys=(),
         throttle_time=datetime.timedelta(0),
@@ -265,7 +299,7 @@ def test_response_header_is_v0_for_api_versions_and_v1_for_other_flexible_respon
     # and a zero count of top-level tagged fields.
     assert frame == struct.pack(">iih", 12, 42, 0) + b"\x01" + b"\x00" * 4 + b"\x00"
     heartbeat = make_entity(
-        response_type(12, 4),
+        response_type(ApiKey.HEARTBEAT, 4),
         throttle_time=datetime.timedelta(0),
         error_code=ErrorCode.none,
     )
@@ -274,7 +308,7 @@ def test_response_header_is_v0_for_api_versions_and_v1_for_other_flexible_respon
 
 
 def test_api_versions_request_of_an_unknown_version_still_has_a_readable_header() -> None:
-    frame = struct.pack(">hhih", 18, 99, 3, 2) + b"me\x00" + b"future body"
+    frame = struct.pack(">hhih", ApiKey.API_VERSIONS, 99, 3, 2) + b"me\x00" + b"future body"
     header = read_request_header(frame)
     assert (header.api_key, header.api_version, header.correlation_id) == (18, 99, 3)
     assert header.client_id == "me"
@@ -301,13 +335,15 @@ def test_unknown_api_keys_and_versions_raise_with_the_correlation_id() -> None:
     [
         b"",
         b"\x00\x03\x00",
-        struct.pack(">hhi", 3, 12, 1),  # no client id length
-        struct.pack(">hhih", 3, 12, 1, 10) + b"abc",  # client id runs past the frame
-        struct.pack(">hhih", 3, 12, 1, -5),  # negative client id length
-        struct.pack(">hhih", 3, 12, 1, 2) + b"\xff\xfe\x00",  # client id not UTF-8
-        struct.pack(">hhih", 3, 12, 1, -1) + b"\x01\x05\x09ab",  # tag runs past the frame
-        struct.pack(">hhih", 3, 12, 1, -1) + b"\x00" + b"\x05",  # truncated body
-        struct.pack(">hhih", 3, 8, 1, -1) + b"\x00\x00\x00\x05\x00\x01",  # array past the end
+        struct.pack(">hhi", ApiKey.METADATA, 12, 1),  # no client id length
+        struct.pack(">hhih", ApiKey.METADATA, 12, 1, 10) + b"abc",  # client id runs past the frame
+        struct.pack(">hhih", ApiKey.METADATA, 12, 1, -5),  # negative client id length
+        struct.pack(">hhih", ApiKey.METADATA, 12, 1, 2) + b"\xff\xfe\x00",  # client id not UTF-8
+        # A tag that runs past the frame.
+        struct.pack(">hhih", ApiKey.METADATA, 12, 1, -1) + b"\x01\x05\x09ab",
+        struct.pack(">hhih", ApiKey.METADATA, 12, 1, -1) + b"\x00" + b"\x05",  # truncated body
+        # An array that runs past the end.
+        struct.pack(">hhih", ApiKey.METADATA, 8, 1, -1) + b"\x00\x00\x00\x05\x00\x01",
     ],
 )
 def test_malformed_requests_raise_invalid_request(frame: bytes) -> None:
@@ -316,18 +352,22 @@ def test_malformed_requests_raise_invalid_request(frame: bytes) -> None:
 
 
 def test_error_response_sets_the_top_level_error_code_where_the_schema_has_one() -> None:
-    find_coordinator: Any = error_response(10, 0, ErrorCode.unsupported_version)
+    find_coordinator: Any = error_response(
+        ApiKey.FIND_COORDINATOR, 0, ErrorCode.unsupported_version
+    )
     assert find_coordinator.error_code == ErrorCode.unsupported_version
     assert (
-        decode_response(b"".join(encode_response(1, find_coordinator))[4:], 10, 0)
+        decode_response(
+            b"".join(encode_response(1, find_coordinator))[4:], ApiKey.FIND_COORDINATOR, 0
+        )
         == find_coordinator
     )
-    fetch: Any = error_response(FETCH_KEY, 12, ErrorCode.unknown_server_error)
+    fetch: Any = error_response(ApiKey.FETCH, 12, ErrorCode.unknown_server_error)
     assert fetch.error_code == ErrorCode.unknown_server_error
     assert fetch.responses == ()
     # Metadata and Produce carry errors only per topic / partition.
-    assert error_response(3, 12, ErrorCode.unsupported_version) is None
-    assert error_response(0, 9, ErrorCode.unsupported_version) is None
+    assert error_response(ApiKey.METADATA, 12, ErrorCode.unsupported_version) is None
+    assert error_response(ApiKey.PRODUCE, 9, ErrorCode.unsupported_version) is None
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])

@@ -19,15 +19,13 @@ import pytest
 from aiokafka import AIOKafkaClient
 from confluent_kafka.admin import AdminClient
 
+from net.api_keys import ApiKey
 from tests.net.fake_broker import CLUSTER_ID, Recorded, fake_broker
 
 with warnings.catch_warnings():
     # kafka-python loads its JSON schemas with a deprecated importlib.resources call.
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka import KafkaConsumer
-
-API_VERSIONS_KEY = 18
-METADATA_KEY = 3
 
 
 @dataclass
@@ -69,7 +67,7 @@ async def broker() -> AsyncIterator[Broker]:
 
 
 def metadata_requests(broker: Broker) -> list[tuple[Any, Any]]:
-    return broker.recorded.of(METADATA_KEY)
+    return broker.recorded.of(ApiKey.METADATA)
 
 
 async def test_confluent_kafka_lists_the_cluster(broker: Broker) -> None:
@@ -85,7 +83,7 @@ async def test_confluent_kafka_lists_the_cluster(broker: Broker) -> None:
     }
     assert metadata.topics == {}
     # librdkafka 2.16 asks ApiVersions v3 first, then Metadata at our maximum, for all topics.
-    assert broker.seen.versions_of(API_VERSIONS_KEY)[0] == 3
+    assert broker.seen.versions_of(ApiKey.API_VERSIONS)[0] == 3
     context, request = metadata_requests(broker)[-1]
     assert context.header.client_id == "ck-test"
     assert context.header.api_version == 12
@@ -110,7 +108,7 @@ async def test_kafka_python_lists_the_cluster(broker: Broker) -> None:
     assert topics == set()
     assert brokers == [1]
     # kafka-python starts at ApiVersions v4, which we serve.
-    assert broker.seen.versions_of(API_VERSIONS_KEY)[0] == 4
+    assert broker.seen.versions_of(ApiKey.API_VERSIONS)[0] == 4
     context, _request = metadata_requests(broker)[-1]
     assert context.header.client_id == "kp-test"
 
@@ -125,7 +123,7 @@ async def test_aiokafka_bootstraps(broker: Broker) -> None:
         await client.close()
     # aiokafka always sends ApiVersions v0 and implements Metadata up to v5; its bootstrap asks
     # for no topic at all (an empty list, at v1+).
-    assert broker.seen.versions_of(API_VERSIONS_KEY)[0] == 0
+    assert broker.seen.versions_of(ApiKey.API_VERSIONS)[0] == 0
     context, request = metadata_requests(broker)[0]
     assert context.header.client_id == "ak-test"
     assert context.header.api_version == 5
@@ -156,5 +154,5 @@ async def test_debian_kcat_with_librdkafka_2_0_2_lists_the_cluster(broker: Broke
     assert " 0 topics:" in output
     assert "underflow" not in stderr.decode().lower()
     # It negotiated ApiVersions v3 (the version with the tagged-field trap) and got Metadata.
-    assert 3 in broker.seen.versions_of(API_VERSIONS_KEY)
+    assert 3 in broker.seen.versions_of(ApiKey.API_VERSIONS)
     assert metadata_requests(broker)

@@ -27,6 +27,7 @@ from kafka.record import default_records
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
+from net.api_keys import ApiKey
 from net.record_batch import (
     CRC_START,
     HEADER_SIZE,
@@ -250,7 +251,7 @@ def fetch_records_section(address: tuple[str, int], topic: str, offset: int) -> 
     client_id = b"test-records"
     name = topic.encode()
     request = (
-        struct.pack(">hhih", 1, 4, 7, len(client_id))  # api key, version, correlation id
+        struct.pack(">hhih", ApiKey.FETCH, 4, 7, len(client_id))  # api key, version, correlation id
         + client_id
         + struct.pack(">iiiib", -1, 500, 1, 1 << 24, 0)  # replica, wait, min/max bytes, isolation
         + struct.pack(">ih", 1, len(name))

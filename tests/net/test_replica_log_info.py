@@ -22,12 +22,9 @@ from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i32Timedelta, i64
 
+from net.api_keys import ApiKey
 from net.buffer_gatherer import Buffer
-from net.manual_recovery import (
-    ELECT_RECOVERED_LEADER_KEY,
-    ElectRecoveredLeaderRequest,
-    ElectRecoveredLeaderResponse,
-)
+from net.manual_recovery import ElectRecoveredLeaderRequest, ElectRecoveredLeaderResponse
 from net.protocol import (
     InvalidRequestError,
     decode_request,
@@ -41,7 +38,6 @@ from net.protocol import (
     schema_versions,
 )
 from net.replica_log_info import (
-    GET_REPLICA_LOG_INFO_KEY,
     GetReplicaLogInfoRequest,
     GetReplicaLogInfoResponse,
     PartitionLogInfo,
@@ -68,21 +64,21 @@ def sized(payload: bytes) -> bytes:
 
 
 def test_the_apis_are_known_to_the_codec() -> None:
-    assert GET_REPLICA_LOG_INFO_KEY == 93
-    assert schema_versions(GET_REPLICA_LOG_INFO_KEY) == (0,)
-    assert request_schema(GET_REPLICA_LOG_INFO_KEY, 0) is GetReplicaLogInfoRequest
-    assert response_schema(GET_REPLICA_LOG_INFO_KEY, 0) is GetReplicaLogInfoResponse
-    assert request_schema(GET_REPLICA_LOG_INFO_KEY, 1) is None
-    assert response_schema(GET_REPLICA_LOG_INFO_KEY, 1) is None
-    assert response_header_version(GET_REPLICA_LOG_INFO_KEY, 0) == 1
+    assert int(ApiKey.GET_REPLICA_LOG_INFO) == 93
+    assert schema_versions(ApiKey.GET_REPLICA_LOG_INFO) == (0,)
+    assert request_schema(ApiKey.GET_REPLICA_LOG_INFO, 0) is GetReplicaLogInfoRequest
+    assert response_schema(ApiKey.GET_REPLICA_LOG_INFO, 0) is GetReplicaLogInfoResponse
+    assert request_schema(ApiKey.GET_REPLICA_LOG_INFO, 1) is None
+    assert response_schema(ApiKey.GET_REPLICA_LOG_INFO, 1) is None
+    assert response_header_version(ApiKey.GET_REPLICA_LOG_INFO, 0) == 1
 
-    assert schema_versions(ELECT_RECOVERED_LEADER_KEY) == (0,)
-    assert request_schema(ELECT_RECOVERED_LEADER_KEY, 0) is ElectRecoveredLeaderRequest
-    assert response_schema(ELECT_RECOVERED_LEADER_KEY, 0) is ElectRecoveredLeaderResponse
-    assert request_schema(ELECT_RECOVERED_LEADER_KEY, 1) is None
-    assert response_header_version(ELECT_RECOVERED_LEADER_KEY, 0) == 1
+    assert schema_versions(ApiKey.ELECT_RECOVERED_LEADER) == (0,)
+    assert request_schema(ApiKey.ELECT_RECOVERED_LEADER, 0) is ElectRecoveredLeaderRequest
+    assert response_schema(ApiKey.ELECT_RECOVERED_LEADER, 0) is ElectRecoveredLeaderResponse
+    assert request_schema(ApiKey.ELECT_RECOVERED_LEADER, 1) is None
+    assert response_header_version(ApiKey.ELECT_RECOVERED_LEADER, 0) == 1
     # Our own key fits an int16 and is far above Kafka's.
-    assert 1000 < ELECT_RECOVERED_LEADER_KEY < 2**15
+    assert 1000 < ApiKey.ELECT_RECOVERED_LEADER < 2**15
 
 
 # GetReplicaLogInfoRequest v0:
@@ -126,7 +122,9 @@ def test_get_replica_log_info_request_layout() -> None:
 def test_get_replica_log_info_request_with_null_topics_and_a_two_byte_varint() -> None:
     null = GetReplicaLogInfoRequest(topic_partitions=None)
     encoded = frame(encode_request(null, 1, None))
-    assert encoded == sized(struct.pack(">hhih", 93, 0, 1, -1) + NO_TAGS + b"\x00" + NO_TAGS)
+    assert encoded == sized(
+        struct.pack(">hhih", ApiKey.GET_REPLICA_LOG_INFO, 0, 1, -1) + NO_TAGS + b"\x00" + NO_TAGS
+    )
     assert decode_request(encoded[4:])[1] == null
 
     # 130 partitions: a compact length of 131 = 0b1_0000011, two varint bytes 0x83 0x01.
@@ -279,7 +277,10 @@ def test_get_replica_log_info_responses_round_trip(
             for t, infos in topics
         ),
     )
-    assert decode_response(frame(encode_response(9, response))[4:], 93, 0) == response
+    assert (
+        decode_response(frame(encode_response(9, response))[4:], ApiKey.GET_REPLICA_LOG_INFO, 0)
+        == response
+    )
 
 
 # ElectRecoveredLeaderRequest v0: TopicId uuid, Partition int32, Leader int32, (tagged fields).
@@ -320,7 +321,7 @@ def test_elect_recovered_leader_response_layout(
     body = struct.pack(">ih", 0, error.value) + encoded_message + NO_TAGS
     encoded = frame(encode_response(12, response))
     assert encoded == sized(struct.pack(">i", 12) + NO_TAGS + body)
-    assert decode_response(encoded[4:], ELECT_RECOVERED_LEADER_KEY, 0) == response
+    assert decode_response(encoded[4:], ApiKey.ELECT_RECOVERED_LEADER, 0) == response
 
 
 def test_error_codes_the_manual_recovery_answers_are_kafkas() -> None:

@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32Timedelta
 
 from net import legacy_produce
+from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, PreEncodedResponse, RequestContext
 from net.protocol import (
     decode_response,
@@ -31,11 +32,6 @@ from net.protocol import (
 from net.server import ConnectionLimits, KafkaServer
 from tests.net.fake_broker import RawConnection, fake_broker
 from tests.net.schemas import WithErrorCode, request_type, response_type
-
-HEARTBEAT_KEY = 12
-LIST_OFFSETS_KEY = 2
-PRODUCE_KEY = 0
-FETCH_KEY = 1
 
 
 @dataclass
@@ -51,7 +47,7 @@ class Behaviour:
 
 def heartbeat(version: int, group_id: str) -> Any:
     return make_entity(
-        request_type(HEARTBEAT_KEY, version),
+        request_type(ApiKey.HEARTBEAT, version),
         group_id=group_id,
         generation_id=1,
         member_id="m",
@@ -72,11 +68,11 @@ def registry_for(behaviour: Behaviour) -> ApiRegistry:
             raise RuntimeError("handler bug")
         elif command == "wrong-version":
             return make_entity(
-                response_type(HEARTBEAT_KEY, 0),
+                response_type(ApiKey.HEARTBEAT, 0),
                 error_code=ErrorCode.none,
             )
         return make_entity(
-            response_type(HEARTBEAT_KEY, context.header.api_version),
+            response_type(ApiKey.HEARTBEAT, context.header.api_version),
             throttle_time=datetime.timedelta(0),
             error_code=ErrorCode.none,
         )
@@ -90,7 +86,7 @@ def registry_for(behaviour: Behaviour) -> ApiRegistry:
 
     def handle_fetch(context: RequestContext, request: Any) -> PreEncodedResponse:
         behaviour.fetches += 1
-        schema: Any = response_schema(FETCH_KEY, context.header.api_version)
+        schema: Any = response_schema(ApiKey.FETCH, context.header.api_version)
         topic = field_entity_type(schema, "responses")
         partition = field_entity_type(topic, "partitions")
         response = make_entity(
@@ -116,12 +112,12 @@ def registry_for(behaviour: Behaviour) -> ApiRegistry:
         )
         return PreEncodedResponse(encode_body(response))
 
-    registry.register(HEARTBEAT_KEY, handle_heartbeat, min_version=0, max_version=3)
-    registry.register(LIST_OFFSETS_KEY, handle_list_offsets, min_version=1, max_version=7)
+    registry.register(ApiKey.HEARTBEAT, handle_heartbeat, min_version=0, max_version=3)
+    registry.register(ApiKey.LIST_OFFSETS, handle_list_offsets, min_version=1, max_version=7)
     registry.register(
-        PRODUCE_KEY, handle_produce, min_version=3, max_version=10, advertised_min_version=0
+        ApiKey.PRODUCE, handle_produce, min_version=3, max_version=10, advertised_min_version=0
     )
-    registry.register(FETCH_KEY, handle_fetch, min_version=4, max_version=12)
+    registry.register(ApiKey.FETCH, handle_fetch, min_version=4, max_version=12)
     return registry
 
 
@@ -145,7 +141,7 @@ async def assert_serves(port: int) -> None:
     """A fresh connection still gets ApiVersions answered."""
     connection = await RawConnection.open(port)
     request = make_entity(
-        request_type(18, 3),
+        request_type(ApiKey.API_VERSIONS, 3),
         client_software_name="probe",
         client_software_version="1",
     )
@@ -159,7 +155,7 @@ async def test_api_versions_in_every_version_lists_the_registry(harness: Harness
     connection = await harness.connect()
     for version in range(5):
         request = make_entity(
-            request_type(18, version),
+            request_type(ApiKey.API_VERSIONS, version),
             client_software_name="probe",
             client_software_version="1",
         )
@@ -199,7 +195,7 @@ async def test_pipelined_requests_are_answered_in_order_when_handlers_finish_out
     for _ in sent:
         frame = await connection.read_frame()
         received.append(struct.unpack_from(">i", frame)[0])
-        response: Any = decode_response(frame, HEARTBEAT_KEY, 3)
+        response: Any = decode_response(frame, ApiKey.HEARTBEAT, 3)
         assert response.error_code == ErrorCode.none
     assert received == sent
     # They ran concurrently: all started before the slowest finished.
@@ -249,7 +245,7 @@ async def test_unsupported_version_without_a_top_level_error_code_closes(harness
     # Produce v11 exists in kio but this server serves 3..10, and Produce responses carry
     # errors only per partition: like Kafka, the server closes the connection.
     request = make_entity(
-        request_type(PRODUCE_KEY, 11),
+        request_type(ApiKey.PRODUCE, 11),
         acks=1,
         timeout=datetime.timedelta(seconds=1),
         topic_data=(),
@@ -266,7 +262,7 @@ async def test_metadata_v13_has_a_top_level_error_code_so_it_is_refused_by_respo
 ) -> None:
     connection = await harness.connect()
     request = make_entity(
-        request_type(3, 13),
+        request_type(ApiKey.METADATA, 13),
         topics=None,
         allow_auto_topic_creation=False,
         include_topic_authorized_operations=False,
@@ -300,7 +296,7 @@ async def test_produce_v0_to_v2_is_advertised_but_refused_per_partition(
     correlation_id = await connection.send(request)
     frame = await connection.read_frame()
     assert struct.unpack_from(">i", frame)[0] == correlation_id
-    response: Any = decode_response(frame, PRODUCE_KEY, version)
+    response: Any = decode_response(frame, ApiKey.PRODUCE, version)
     (topic_response,) = response.responses
     (partition_response,) = topic_response.partition_responses
     assert (topic_response.name, partition_response.index) == ("t", 2)
@@ -313,7 +309,7 @@ async def test_produce_v0_to_v2_is_advertised_but_refused_per_partition(
 async def test_produce_with_acks_0_gets_no_response_and_later_requests_still_do(
     harness: Harness,
 ) -> None:
-    schema: Any = request_schema(PRODUCE_KEY, 9)
+    schema: Any = request_schema(ApiKey.PRODUCE, 9)
     request = make_entity(
         schema, acks=0, timeout=datetime.timedelta(seconds=1), topic_data=(), transactional_id=None
     )
@@ -337,7 +333,7 @@ async def test_a_failing_handler_answers_unknown_server_error_where_possible(
     assert response.error_code == ErrorCode.unknown_server_error
     # ListOffsets has no top-level error code: the only honest refusal is closing.
     list_offsets = make_entity(
-        request_type(LIST_OFFSETS_KEY, 7),
+        request_type(ApiKey.LIST_OFFSETS, 7),
         replica_id=-1,
         isolation_level=0,
         topics=(),
@@ -351,7 +347,7 @@ async def test_pre_encoded_fetch_response_arrives_intact(harness: Harness) -> No
     harness.behaviour.fetch_records = os.urandom(3 * 1024 * 1024)
     connection = await harness.connect()
     request = make_entity(
-        request_type(FETCH_KEY, 12),
+        request_type(ApiKey.FETCH, 12),
         replica_id=-1,
         max_wait=datetime.timedelta(0),
         min_bytes=1,
@@ -385,7 +381,7 @@ async def test_metrics_hook_sees_every_answered_request() -> None:
         await connection.request(heartbeat(3, "sleep:0.05"))
         await connection.close()
     ((api_key, version, latency, request_bytes, response_bytes),) = observed
-    assert (api_key, version) == (HEARTBEAT_KEY, 3)
+    assert (api_key, version) == (ApiKey.HEARTBEAT, 3)
     assert 0.04 < latency < 2.0
     assert request_bytes == len(b"".join(encode_request_frame(heartbeat(3, "sleep:0.05")))) - 4
     # Heartbeat v3 is not flexible: size, header v0 (correlation id), throttle time, error.
@@ -510,7 +506,7 @@ async def test_reading_pauses_while_the_client_does_not_read_its_responses() -> 
     ) as (server, _):
         connection = await RawConnection.open(server.port)
         request = make_entity(
-            request_type(FETCH_KEY, 12),
+            request_type(ApiKey.FETCH, 12),
             replica_id=-1,
             max_wait=datetime.timedelta(0),
             min_bytes=1,
@@ -539,7 +535,7 @@ async def test_close_lets_in_flight_requests_finish_and_refuses_new_connections(
         await asyncio.sleep(0.05)
         closing = asyncio.create_task(server.close(timeout=5.0))
         frame = await connection.read_frame()
-        response: Any = decode_response(frame, HEARTBEAT_KEY, 3)
+        response: Any = decode_response(frame, ApiKey.HEARTBEAT, 3)
         assert response.error_code == ErrorCode.none
         assert await connection.closed_by_peer()
         await closing
@@ -635,7 +631,7 @@ async def test_reading_pauses_on_every_connection_while_the_listener_queues_too_
         assert server.queued_bytes > 10
         behaviour.release.set()
         for connection in connections:
-            response: Any = decode_response(await connection.read_frame(), HEARTBEAT_KEY, 3)
+            response: Any = decode_response(await connection.read_frame(), ApiKey.HEARTBEAT, 3)
             assert response.error_code == ErrorCode.none
         assert len(behaviour.started) == 3
         assert server.queued_bytes == 0

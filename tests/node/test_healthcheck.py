@@ -17,6 +17,7 @@ from kio.static.protocol import Payload
 
 from admin.app import create_app
 from admin.models import Quorum, ReplicaLog
+from bench.cluster import free_ports
 from controller.broker_lifecycle import TopicPartition
 from controller.client import NoControllerError
 from controller.events import MetadataEvent
@@ -24,7 +25,6 @@ from controller.image import MetadataImage
 from controller.partition_change import PartitionConfig
 from controller.records import ReplicaLogState
 from node.healthcheck import check, ready_url
-from tests.integration.cluster import free_ports
 
 BASE = (
     "node.id=1\ncluster.id=c1\nprocess.roles=broker,controller\n"

@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
 import spark_connector
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from pyspark.sql import DataFrameReader, SparkSession
 from pyspark.sql.streaming.readwriter import DataStreamReader
 
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 from tests.integration.test_produce_consume import create_topic
 
 _names = itertools.count()

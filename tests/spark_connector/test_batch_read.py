@@ -7,7 +7,7 @@ import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 from tests.spark_connector.helpers import batch_reader, new_topic, produce
 
 pytestmark = pytest.mark.timeout(240)

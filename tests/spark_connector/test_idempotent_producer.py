@@ -8,10 +8,10 @@ import threading
 import pytest
 from structlog.testing import capture_logs
 
+from bench.cluster import Cluster
 from net.client import ClusterClient
 from net.producer import Producer, ProducerConfig, ProducerError
 from net.records import Header, Record
-from tests.integration.cluster import Cluster
 from tests.spark_connector.helpers import consume_all, new_topic
 
 pytestmark = pytest.mark.timeout(120)

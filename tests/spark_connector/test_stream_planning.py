@@ -10,10 +10,10 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
+from bench.cluster import Cluster
 from spark_connector.broker_session import DataLossError
 from spark_connector.options import parse_read_options
 from spark_connector.reader import KraftStreamReader, RangePartition
-from tests.integration.cluster import Cluster
 from tests.spark_connector.helpers import new_topic, produce
 
 pytestmark = pytest.mark.timeout(60)

@@ -15,7 +15,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 from tests.spark_connector.helpers import new_topic, produce, stream_reader
 
 pytestmark = pytest.mark.timeout(240)

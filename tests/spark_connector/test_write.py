@@ -9,7 +9,7 @@ from confluent_kafka import Producer
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from tests.integration.cluster import Cluster
+from bench.cluster import Cluster
 from tests.spark_connector.helpers import consume_all, new_topic, produce, stream_reader
 
 pytestmark = pytest.mark.timeout(240)

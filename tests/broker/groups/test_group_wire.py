@@ -26,6 +26,7 @@ from broker.groups.membership import (
     Protocol,
     SyncAnswer,
 )
+from net.api_keys import ApiKey
 from net.protocol import (
     decode_request,
     decode_response,
@@ -73,7 +74,7 @@ def _on_the_wire(response: Any) -> Any:
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
 def test_find_coordinator_before_v4_asks_for_one_key(version: int) -> None:
     extra = {"key_type": 0} if version >= 1 else {}
-    request = _request(wire.FIND_COORDINATOR_KEY, version, key="my-group", **extra)
+    request = _request(ApiKey.FIND_COORDINATOR, version, key="my-group", **extra)
 
     assert wire.find_coordinator_keys(version, request) == ["my-group"]
     assert wire.find_coordinator_key_type_error(version, request) is ErrorCode.none
@@ -89,7 +90,7 @@ def test_find_coordinator_before_v4_asks_for_one_key(version: int) -> None:
 
 @pytest.mark.parametrize("version", [4, 6])
 def test_find_coordinator_from_v4_asks_for_a_batch(version: int) -> None:
-    request = _request(wire.FIND_COORDINATOR_KEY, version, key_type=0, coordinator_keys=("a", "b"))
+    request = _request(ApiKey.FIND_COORDINATOR, version, key_type=0, coordinator_keys=("a", "b"))
 
     assert wire.find_coordinator_keys(version, request) == ["a", "b"]
     assert wire.find_coordinator_key_type_error(version, request) is ErrorCode.none
@@ -134,12 +135,12 @@ def test_find_coordinator_error_message_where_the_version_has_one() -> None:
 
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_find_coordinator_refuses_transaction_coordinators(version: int) -> None:
-    request = _request(wire.FIND_COORDINATOR_KEY, version, key="txn", key_type=1)
+    request = _request(ApiKey.FIND_COORDINATOR, version, key="txn", key_type=1)
     assert wire.find_coordinator_key_type_error(version, request) is ErrorCode.invalid_request
 
 
 def test_find_coordinator_refuses_transaction_coordinators_in_a_batch() -> None:
-    request = _request(wire.FIND_COORDINATOR_KEY, 6, key_type=1, coordinator_keys=("txn",))
+    request = _request(ApiKey.FIND_COORDINATOR, 6, key_type=1, coordinator_keys=("txn",))
     assert wire.find_coordinator_key_type_error(6, request) is ErrorCode.invalid_request
 
 
@@ -147,7 +148,7 @@ def test_find_coordinator_refuses_transaction_coordinators_in_a_batch() -> None:
 
 
 def _join_request(version: int, **values: Any) -> Any:
-    protocol_type = _request_type(wire.JOIN_GROUP_KEY, version, "protocols")
+    protocol_type = _request_type(ApiKey.JOIN_GROUP, version, "protocols")
     defaults: dict[str, Any] = {
         "group_id": "g",
         "session_timeout": 10_000 * MS,
@@ -159,7 +160,7 @@ def _join_request(version: int, **values: Any) -> Any:
             make_entity(protocol_type, name="cooperative-sticky", metadata=b"\x02"),
         ),
     }
-    return _request(wire.JOIN_GROUP_KEY, version, **(defaults | values))
+    return _request(ApiKey.JOIN_GROUP, version, **(defaults | values))
 
 
 def test_join_v0_takes_the_session_timeout_as_rebalance_timeout() -> None:
@@ -267,7 +268,7 @@ def test_member_id_required_answer_carries_the_new_member_id() -> None:
 
 
 def _sync_request(version: int, **values: Any) -> Any:
-    assignment_type = _request_type(wire.SYNC_GROUP_KEY, version, "assignments")
+    assignment_type = _request_type(ApiKey.SYNC_GROUP, version, "assignments")
     defaults: dict[str, Any] = {
         "group_id": "g",
         "generation_id": 3,
@@ -280,7 +281,7 @@ def _sync_request(version: int, **values: Any) -> Any:
             make_entity(assignment_type, member_id="m-2", assignment=b""),
         ),
     }
-    return _request(wire.SYNC_GROUP_KEY, version, **(defaults | values))
+    return _request(ApiKey.SYNC_GROUP, version, **(defaults | values))
 
 
 @pytest.mark.parametrize(
@@ -330,7 +331,7 @@ def test_sync_error_response_v5_has_null_protocol() -> None:
 @pytest.mark.parametrize(("version", "instance_id"), [(0, None), (1, None), (3, "s"), (4, "s")])
 def test_heartbeat(version: int, instance_id: str | None) -> None:
     request = _request(
-        wire.HEARTBEAT_KEY,
+        ApiKey.HEARTBEAT,
         version,
         group_id="g",
         generation_id=3,
@@ -354,7 +355,7 @@ def test_heartbeat(version: int, instance_id: str | None) -> None:
 
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_leave_before_v3_names_one_member(version: int) -> None:
-    request = _request(wire.LEAVE_GROUP_KEY, version, group_id="g", member_id="m-1")
+    request = _request(ApiKey.LEAVE_GROUP, version, group_id="g", member_id="m-1")
 
     group_id, leaving = wire.leave_request(version, request)
 
@@ -364,9 +365,9 @@ def test_leave_before_v3_names_one_member(version: int) -> None:
 
 @pytest.mark.parametrize("version", [3, 4, 5])
 def test_leave_from_v3_names_a_batch(version: int) -> None:
-    member_type = _request_type(wire.LEAVE_GROUP_KEY, version, "members")
+    member_type = _request_type(ApiKey.LEAVE_GROUP, version, "members")
     request = _request(
-        wire.LEAVE_GROUP_KEY,
+        ApiKey.LEAVE_GROUP,
         version,
         group_id="g",
         members=(
@@ -436,7 +437,7 @@ def test_leave_response_from_v3_answers_each_member(version: int) -> None:
 
 
 def _commit_request(version: int, **values: Any) -> Any:
-    topic_type = _request_type(wire.OFFSET_COMMIT_KEY, version, "topics")
+    topic_type = _request_type(ApiKey.OFFSET_COMMIT, version, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
     defaults: dict[str, Any] = {
         "group_id": "g",
@@ -466,7 +467,7 @@ def _commit_request(version: int, **values: Any) -> Any:
             ),
         ),
     }
-    return _request(wire.OFFSET_COMMIT_KEY, version, **(defaults | values))
+    return _request(ApiKey.OFFSET_COMMIT, version, **(defaults | values))
 
 
 @pytest.mark.parametrize(
@@ -522,7 +523,7 @@ def test_offset_commit_response(version: int) -> None:
 
 
 def _fetch_topics(version: int, *path: str) -> tuple[Any, ...]:
-    topic_type = _request_type(wire.OFFSET_FETCH_KEY, version, *path)
+    topic_type = _request_type(ApiKey.OFFSET_FETCH, version, *path)
     return (
         make_entity(topic_type, name="orders", partition_indexes=(0, 1)),
         make_entity(topic_type, name="payments", partition_indexes=(2,)),
@@ -532,7 +533,7 @@ def _fetch_topics(version: int, *path: str) -> tuple[Any, ...]:
 @pytest.mark.parametrize("version", [1, 2, 3, 7])
 def test_offset_fetch_listed_partitions(version: int) -> None:
     request = _request(
-        wire.OFFSET_FETCH_KEY,
+        ApiKey.OFFSET_FETCH,
         version,
         group_id="g",
         topics=_fetch_topics(version, "topics"),
@@ -547,15 +548,15 @@ def test_offset_fetch_listed_partitions(version: int) -> None:
 
 @pytest.mark.parametrize("version", [2, 5, 7])
 def test_offset_fetch_null_topics_asks_for_all(version: int) -> None:
-    request = _request(wire.OFFSET_FETCH_KEY, version, group_id="g", topics=None)
+    request = _request(ApiKey.OFFSET_FETCH, version, group_id="g", topics=None)
     assert wire.offset_fetch_request(version, request).groups == (wire.OffsetFetchGroup("g", None),)
 
 
 @pytest.mark.parametrize("version", [8, 9])
 def test_offset_fetch_from_v8_asks_for_several_groups(version: int) -> None:
-    group_type = _request_type(wire.OFFSET_FETCH_KEY, version, "groups")
+    group_type = _request_type(ApiKey.OFFSET_FETCH, version, "groups")
     request = _request(
-        wire.OFFSET_FETCH_KEY,
+        ApiKey.OFFSET_FETCH,
         version,
         groups=(
             make_entity(
@@ -668,7 +669,7 @@ _STABLE = GroupDescription(
 @pytest.mark.parametrize("version", [0, 1, 3, 5])
 def test_describe_groups(version: int) -> None:
     extra = {"include_authorized_operations": True} if version >= 3 else {}
-    request = _request(wire.DESCRIBE_GROUPS_KEY, version, groups=("g", "gone"), **extra)
+    request = _request(ApiKey.DESCRIBE_GROUPS, version, groups=("g", "gone"), **extra)
     assert wire.describe_groups_request(version, request) == ["g", "gone"]
 
     response = _on_the_wire(
@@ -714,13 +715,13 @@ def test_describe_a_group_that_does_not_exist_is_dead() -> None:
 
 
 def test_list_groups_filters() -> None:
-    assert wire.list_groups_filter(0, _request(wire.LIST_GROUPS_KEY, 0)) == wire.ListGroupsFilter()
+    assert wire.list_groups_filter(0, _request(ApiKey.LIST_GROUPS, 0)) == wire.ListGroupsFilter()
     v4 = wire.list_groups_filter(
-        4, _request(wire.LIST_GROUPS_KEY, 4, states_filter=("Stable", "empty"))
+        4, _request(ApiKey.LIST_GROUPS, 4, states_filter=("Stable", "empty"))
     )
     assert v4.states == frozenset({"stable", "empty"})
     v5 = wire.list_groups_filter(
-        5, _request(wire.LIST_GROUPS_KEY, 5, states_filter=(), types_filter=("Consumer",))
+        5, _request(ApiKey.LIST_GROUPS, 5, states_filter=(), types_filter=("Consumer",))
     )
     assert v5 == wire.ListGroupsFilter(types=frozenset({"consumer"}))
 
@@ -755,7 +756,7 @@ def test_list_groups_response(version: int) -> None:
 
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_delete_groups(version: int) -> None:
-    request = _request(wire.DELETE_GROUPS_KEY, version, groups_names=("a", "b"))
+    request = _request(ApiKey.DELETE_GROUPS, version, groups_names=("a", "b"))
     assert wire.delete_groups_request(version, request) == ["a", "b"]
 
     response = _on_the_wire(
@@ -774,10 +775,10 @@ def test_delete_groups(version: int) -> None:
 
 
 def test_offset_delete() -> None:
-    topic_type = _request_type(wire.OFFSET_DELETE_KEY, 0, "topics")
+    topic_type = _request_type(ApiKey.OFFSET_DELETE, 0, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
     request = _request(
-        wire.OFFSET_DELETE_KEY,
+        ApiKey.OFFSET_DELETE,
         0,
         group_id="g",
         topics=(

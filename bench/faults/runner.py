@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.cluster import Cluster, Node
+from bench.faults import checker
+from bench.faults.network import TestNetwork, fill_disk
+from bench.faults.schedule import Step, describe, generate, parse
 from storage.durability import power_cut
-from tests.faults import checker
-from tests.faults.network import TestNetwork, fill_disk
-from tests.faults.schedule import Step, describe, generate, parse
-from tests.integration.cluster import Cluster, Node
 
 NODE_IDS = [1, 2, 3]
 IDEMPOTENT_TOPIC = "faults-idempotent"

@@ -13,12 +13,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from bench.cluster import CLUSTER_ID, Cluster
 from controller.client import (
     ControllerClient,
     broker_heartbeat_request,
     broker_registration_request,
 )
-from tests.integration.cluster import CLUSTER_ID, Cluster
 
 
 def metadata(cluster: Cluster, node_id: int) -> dict[str, Any]:

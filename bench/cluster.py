@@ -1,4 +1,5 @@
-"""Real `kraft serve` processes on 127.0.0.1 for integration tests: start, query, kill, restart.
+"""Real `kraft serve` processes on 127.0.0.1 for tests and benchmarks: start, query, kill,
+restart.
 
 Every process is started from its own properties file, tracked by pid, and killed (SIGKILL) by
 `stop_all` if still running, so a failing test leaves nothing behind.

@@ -7,7 +7,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.groups.wire import OFFSET_COMMIT_KEY, OFFSET_FETCH_KEY
+from net.api_keys import ApiKey
 from net.client import NodeConnection
 from net.protocol import field_entity_type, make_entity, request_schema
 
@@ -20,7 +20,7 @@ async def raw_commit(
     offsets: dict[tuple[str, int], int],
 ) -> list[ErrorCode]:
     """OffsetCommit v8 as it is sent, without a client's retries: each partition's error."""
-    schema: Any = request_schema(OFFSET_COMMIT_KEY, 8)
+    schema: Any = request_schema(ApiKey.OFFSET_COMMIT, 8)
     topic_type = field_entity_type(schema, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
     by_topic: dict[str, list[Any]] = {}
@@ -58,7 +58,7 @@ async def raw_fetch(
     connection: NodeConnection, group: str, partitions: dict[str, list[int]]
 ) -> Any:
     """OffsetFetch v7 as it is sent, without a client's retries."""
-    schema: Any = request_schema(OFFSET_FETCH_KEY, 7)
+    schema: Any = request_schema(ApiKey.OFFSET_FETCH, 7)
     topic_type = field_entity_type(schema, "topics")
     return await connection.send(
         make_entity(

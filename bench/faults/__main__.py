@@ -1,11 +1,11 @@
-"""Long fault schedules: seeded runs of the fault suite (tests/faults), one JSON line per seed.
+"""Long fault schedules: seeded runs of the fault harness, one JSON line per seed.
 
     python -m bench.faults [--seconds 60] [--seeds 5] [--seed K] [--first 1] [--heal-bound 90]
                            [--workdir DIR] [--keep]
 
 Each seed starts a fresh 3-node cluster on its own test hosts (network namespaces, root only),
 runs the seed's schedule for `--seconds` under an idempotent producer, a plain producer and a
-consumer group, heals, reads everything back and checks it (see tests/faults/checker.py). A
+consumer group, heals, reads everything back and checks it (see bench/faults/checker.py). A
 seed's line holds its schedule, what was applied when, pass/fail, the counts, the heal time and
 the failures; a failing seed also prints its report to stderr with the one command that runs it
 again. `--seed K` runs that seed only; otherwise seeds `--first` .. `--first + --seeds - 1`.
@@ -22,8 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.faults.network import require_tools
-from tests.faults.runner import run_seed
+from bench.faults.network import require_tools
+from bench.faults.runner import run_seed
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:

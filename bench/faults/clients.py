@@ -1,9 +1,9 @@
 """The fault tests' clients, one process each (so a client is bounded and killed by pid, and a
 wedged librdkafka cannot hang the test). Each writes JSON lines to `--out`, flushed per line:
 
-    python tests/faults/clients.py produce --bootstrap B --topic T --out F [--idempotent]
-    python tests/faults/clients.py consume --bootstrap B --topics T1,T2 --group G --out F
-    python tests/faults/clients.py readback --bootstrap B --topics T1,T2 --group G --out F
+    python bench/faults/clients.py produce --bootstrap B --topic T --out F [--idempotent]
+    python bench/faults/clients.py consume --bootstrap B --topics T1,T2 --group G --out F
+    python bench/faults/clients.py readback --bootstrap B --topics T1,T2 --group G --out F
 
 - produce: values `<tag>-<n>` at `--rate` per second, acks=all; on each delivery report
   `{"event": "ack", topic, partition, offset, value}` or `{"event": "fail", value, error}`; a
