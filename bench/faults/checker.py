@@ -5,7 +5,13 @@ report can be checked again from the files of a kept run.
 Guarantees checked:
 - every acknowledged (acks=all) message is in its partition's log, at the offset it was
   acknowledged with (read back at the end, below the high watermark);
-- the idempotent producer's messages appear once each;
+- the idempotent producer's messages appear once each (a duplicate is reported with each
+  copy's producer id, epoch and sequence, so a broker that wrote a batch twice is told apart
+  from a client that re-sent records under a new producer epoch);
+- the idempotent topic's logs keep each producer's sequences as a broker must: per producer
+  id the epochs never go back, a batch continues its epoch's last sequence exactly (a
+  repeat is a duplicate the broker failed to recognise, a gap an out-of-order batch it
+  accepted), and a producer's new epoch starts at sequence 0;
 - every record a consumer read is still at its offset with the same value;
 - the committed offsets each partition's group commits succeeded with never go back, and the
   final committed offset is at least the last successful commit;
@@ -18,17 +24,34 @@ Guarantees checked:
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from net.record_batch import RecordBatchError, validate_batch
+from net.record_batch import NO_PRODUCER_ID, RecordBatchError, validate_batch
 
 TopicPartition = tuple[str, int]
-# (base offset, last offset, partition leader epoch, CRC32C): what identifies a batch.
-Batch = tuple[int, int, int, int]
+_SEQUENCE_WRAP = 2**31
+
+
+class Batch(NamedTuple):
+    """A batch of a replica's log: where it is, its leader epoch and CRC32C (which covers
+    everything after it, so equal batches have equal CRCs), and who wrote it."""
+
+    base_offset: int
+    last_offset: int
+    leader_epoch: int
+    crc: int
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = -1
+    base_sequence: int = -1
+
+    @property
+    def last_sequence(self) -> int:
+        return (self.base_sequence + self.last_offset - self.base_offset) % _SEQUENCE_WRAP
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
@@ -58,7 +81,15 @@ def read_batches(partition_dir: Path) -> list[Batch]:
                 # replica's readable log (what lies below the high watermark is compared).
                 break
             batches.append(
-                (header.base_offset, header.last_offset, header.partition_leader_epoch, header.crc)
+                Batch(
+                    header.base_offset,
+                    header.last_offset,
+                    header.partition_leader_epoch,
+                    header.crc,
+                    header.producer_id,
+                    header.producer_epoch,
+                    header.base_sequence,
+                )
             )
             position += header.size
     return batches
@@ -198,14 +229,22 @@ def check(evidence: Evidence) -> Verdict:
         counts[f"{name}_lost"] = len(lost)
         failures.extend(f"producer {name}: {problem}" for problem in _limited(lost))
 
-    # No duplicates from the idempotent producer.
+    # No duplicates from the idempotent producer; its sequences kept as a broker must.
+    logs = {
+        tp: _longest(per_node, high_watermark)
+        for tp, (high_watermark, per_node) in evidence.replicas.items()
+        if tp[0] == evidence.idempotent_topic
+    }
     duplicates = [
-        f"{value!r} at {places}"
+        f"{value!r} at "
+        + ", ".join(_written_by(tp, offset, logs.get(tp, [])) for tp, offset in places)
         for value, places in where.items()
         if len(places) > 1 and places[0][0][0] == evidence.idempotent_topic
     ]
     counts["idempotent_duplicates"] = len(duplicates)
     failures.extend(f"idempotent producer duplicate: {problem}" for problem in _limited(duplicates))
+    for (topic, partition), batches in sorted(logs.items()):
+        failures.extend(_sequence_problems(f"{topic}-{partition}", batches))
 
     # Reads never change or vanish; commits never go back.
     changed: list[str] = []
@@ -264,6 +303,64 @@ def check(evidence: Evidence) -> Verdict:
     return Verdict(failures, dict(sorted(counts.items())))
 
 
+def _longest(per_node: dict[int, list[Batch]], high_watermark: int) -> list[Batch]:
+    """The batches below `high_watermark` of the replica that holds the most of them (the
+    replicas agree there, or `_disagreements` says where not)."""
+    longest: list[Batch] = []
+    for batches in per_node.values():
+        below = [batch for batch in batches if batch.last_offset < high_watermark]
+        if len(below) > len(longest):
+            longest = below
+    return sorted(longest)
+
+
+def _written_by(tp: TopicPartition, offset: int, batches: list[Batch]) -> str:
+    """`offset` in `tp` with the producer id, epoch and sequence of the batch holding it."""
+    place = f"{tp[0]}-{tp[1]}@{offset}"
+    index = bisect.bisect_right([batch.base_offset for batch in batches], offset) - 1
+    if index < 0 or batches[index].last_offset < offset:
+        return place
+    batch = batches[index]
+    sequence = batch.base_sequence + offset - batch.base_offset
+    return (
+        f"{place} (producer {batch.producer_id} epoch {batch.producer_epoch} "
+        f"sequence {sequence % _SEQUENCE_WRAP})"
+    )
+
+
+def _sequence_problems(name: str, batches: list[Batch]) -> list[str]:
+    """Where a log breaks the sequence rules a broker enforces on each producer's batches
+    (Kafka's ProducerStateManager): epochs never go back, a batch continues its epoch's last
+    sequence, a producer's new epoch starts at 0."""
+    last: dict[int, Batch] = {}
+    problems: list[str] = []
+    for batch in batches:
+        if batch.producer_id == NO_PRODUCER_ID:
+            continue
+        before = last.get(batch.producer_id)
+        last[batch.producer_id] = batch
+        if before is None:
+            continue
+        where = f"{name}@{batch.base_offset}: producer {batch.producer_id}"
+        if batch.producer_epoch < before.producer_epoch:
+            problems.append(
+                f"{where} epoch {batch.producer_epoch} after epoch {before.producer_epoch} "
+                f"at {before.base_offset}"
+            )
+        elif batch.producer_epoch > before.producer_epoch:
+            if batch.base_sequence != 0:
+                problems.append(
+                    f"{where} new epoch {batch.producer_epoch} starts at sequence "
+                    f"{batch.base_sequence}, not 0"
+                )
+        elif batch.base_sequence != (before.last_sequence + 1) % _SEQUENCE_WRAP:
+            problems.append(
+                f"{where} epoch {batch.producer_epoch} sequence {batch.base_sequence} follows "
+                f"sequence {before.last_sequence} at {before.last_offset}"
+            )
+    return _limited(problems)
+
+
 def _disagreements(
     name: str, high_watermark: int, per_node: dict[int, list[Batch]], *, full: bool
 ) -> list[str]:
@@ -293,7 +390,8 @@ def _disagreements(
             if other != batch:
                 problems.append(
                     f"{name}: batches differ from offset {min(batch[0], other[0])}: node "
-                    f"{node} {batch} vs node {reference_node} {other} (base, last, epoch, crc)"
+                    f"{node} {tuple(batch[:4])} vs node {reference_node} {tuple(other[:4])} "
+                    "(base, last, epoch, crc)"
                 )
                 break
     epochs = [batch[2] for batch in reference]

@@ -75,7 +75,12 @@ def produce(args: argparse.Namespace) -> int:
         "message.timeout.ms": args.message_timeout_ms,
         "request.timeout.ms": 5000,
     }
-    if not args.idempotent:
+    if args.idempotent:
+        # librdkafka's own account of its producer id, epoch bumps (and why: message
+        # timeouts, sequence errors), drains and idempotence errors goes to the client's
+        # stderr file: a duplicate or a fatal error is explained from the client's side too.
+        config["debug"] = "eos"
+    else:
         # A plain producer that retries: duplicates are allowed, losses of acks are not.
         config["retries"] = 1_000_000
         config["max.in.flight.requests.per.connection"] = 5

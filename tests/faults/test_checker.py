@@ -7,11 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.faults.checker import Evidence, check, leaders_per_epoch
+from bench.faults.checker import Batch, Evidence, check, leaders_per_epoch
 from bench.faults.schedule import KINDS, describe, generate, parse
+from net.record_batch import NO_PRODUCER_ID
 
 IDEMPOTENT = "idem"
 PLAIN = "plain"
+PRODUCER = 7
 
 
 def ack(topic: str, partition: int, offset: int | None, value: str) -> dict[str, Any]:
@@ -55,9 +57,9 @@ def clean() -> Evidence:
         {"event": "commit", "time": 2.0, "offsets": [[IDEMPOTENT, 0, 2]]},
     ]
     evidence.leaders = {1: {1}, 2: {3}}
-    batches = [(0, 1, 0, 11), (2, 2, 1, 22)]
+    batches = [Batch(0, 1, 0, 11, PRODUCER, 0, 0), Batch(2, 2, 1, 22, PRODUCER, 0, 2)]
     evidence.replicas = {(IDEMPOTENT, 0): (3, {1: list(batches), 2: list(batches)})}
-    evidence.metadata = (10, {1: [(0, 4, 1, 5), (5, 9, 2, 6)], 2: [(5, 9, 2, 6)]})
+    evidence.metadata = (10, {1: [Batch(0, 4, 1, 5), Batch(5, 9, 2, 6)], 2: [Batch(5, 9, 2, 6)]})
     evidence.heal_seconds = 1.0
     return evidence
 
@@ -85,11 +87,49 @@ def test_an_acknowledgement_without_offset_needs_its_value_in_its_partition() ->
     assert any("'i-9'" in failure for failure in check(evidence).failures)
 
 
-def test_an_idempotent_duplicate_fails_and_a_plain_one_does_not() -> None:
+def test_an_idempotent_duplicate_fails_naming_who_wrote_each_copy() -> None:
     evidence = clean()
     evidence.readback_events.append(log(IDEMPOTENT, 0, 2, "i-1"))
     failures = check(evidence).failures
-    assert len(failures) == 1 and "duplicate" in failures[0] and "'i-1'" in failures[0]
+    assert failures == [
+        "idempotent producer duplicate: 'i-1' at "
+        f"idem-0@1 (producer {PRODUCER} epoch 0 sequence 1), "
+        f"idem-0@2 (producer {PRODUCER} epoch 0 sequence 2)"
+    ]
+
+
+def replicated(*batches: Batch) -> dict[int, list[Batch]]:
+    return {1: list(batches), 2: list(batches)}
+
+
+def test_a_producer_may_start_a_new_epoch_at_sequence_zero() -> None:
+    evidence = clean()
+    evidence.replicas[(IDEMPOTENT, 0)] = (
+        4,
+        replicated(
+            Batch(0, 1, 0, 11, PRODUCER, 0, 0),
+            Batch(2, 2, 1, 22, PRODUCER, 1, 0),
+            Batch(3, 3, 1, 33, NO_PRODUCER_ID, -1, -1),
+        ),
+    )
+    assert check(evidence).passed
+
+
+def test_a_log_breaking_a_producers_sequence_rules_fails() -> None:
+    repeated = Batch(2, 2, 1, 22, PRODUCER, 0, 1)
+    older_epoch = Batch(2, 2, 1, 22, PRODUCER, 0, 2)
+    new_epoch_not_at_zero = Batch(2, 2, 1, 22, PRODUCER, 2, 5)
+    for first_epoch, second, problem in (
+        (0, repeated, "idem-0@2: producer 7 epoch 0 sequence 1 follows sequence 1 at 1"),
+        (1, older_epoch, "idem-0@2: producer 7 epoch 0 after epoch 1 at 0"),
+        (0, new_epoch_not_at_zero, "idem-0@2: producer 7 new epoch 2 starts at sequence 5, not 0"),
+    ):
+        evidence = clean()
+        evidence.replicas[(IDEMPOTENT, 0)] = (
+            3,
+            replicated(Batch(0, 1, 0, 11, PRODUCER, first_epoch, 0), second),
+        )
+        assert check(evidence).failures == [problem]
 
 
 def test_a_changed_read_and_a_commit_going_back_fail() -> None:
@@ -129,7 +169,11 @@ def test_replicas_that_differ_or_end_early_below_the_high_watermark_fail() -> No
     evidence = clean()
     evidence.replicas[(IDEMPOTENT, 0)] = (
         3,
-        {1: [(0, 1, 0, 11), (2, 2, 1, 22)], 2: [(0, 1, 0, 11), (2, 2, 1, 99)], 3: [(0, 1, 0, 11)]},
+        {
+            1: [Batch(0, 1, 0, 11, PRODUCER, 0, 0), Batch(2, 2, 1, 22, PRODUCER, 0, 2)],
+            2: [Batch(0, 1, 0, 11, PRODUCER, 0, 0), Batch(2, 2, 1, 99, PRODUCER, 0, 2)],
+            3: [Batch(0, 1, 0, 11, PRODUCER, 0, 0)],
+        },
     )
     failures = check(evidence).failures
     assert any("batches differ from offset 2" in failure for failure in failures)
@@ -138,7 +182,7 @@ def test_replicas_that_differ_or_end_early_below_the_high_watermark_fail() -> No
 
 def test_metadata_logs_are_compared_where_both_hold_batches() -> None:
     evidence = clean()
-    evidence.metadata = (10, {1: [(0, 4, 1, 5), (5, 9, 2, 6)], 2: [(5, 9, 3, 6)]})
+    evidence.metadata = (10, {1: [Batch(0, 4, 1, 5), Batch(5, 9, 2, 6)], 2: [Batch(5, 9, 3, 6)]})
     assert any("__cluster_metadata-0" in failure for failure in check(evidence).failures)
 
 
