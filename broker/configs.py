@@ -26,13 +26,13 @@ from kio.schema.errors import ErrorCode
 
 from controller.image import MetadataImage
 from controller.records import ConfigResourceType
-from controller.topics import (
+from controller.topic_config import (
     TOPIC_CONFIGS,
     ConfigSource,
     ConfigType,
-    TopicDefaults,
     effective_topic_configs,
 )
+from controller.topics import TopicDefaults
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
 from net.record_batch import TimestampType
 from storage.log import LogConfig
@@ -164,7 +164,7 @@ def _describe(
 
 def _topic_configs(overrides: Mapping[str, str], defaults: TopicDefaults) -> list[_Described]:
     described = []
-    for entry in effective_topic_configs(overrides, defaults):
+    for entry in effective_topic_configs(overrides, defaults.configs):
         definition = TOPIC_CONFIGS[entry.name]
         synonyms: list[tuple[str, str | None, ConfigSource]] = []
         if entry.name in overrides:

@@ -44,14 +44,15 @@ from broker.producer_ids import InitProducerIdApi, ProducerIdBlocks
 from broker.replica_log_info import ReplicaLogInfoApi
 from broker.replica_manager import ReplicaManager
 from controller.broker_lifecycle import LifecycleConfig
-from controller.broker_lifecycle import TopicPartition as ControllerTopicPartition
 from controller.client import ControllerClient, NoControllerError, create_topics_request
 from controller.events import EventLog, MetadataEvent
 from controller.image import MetadataImage, MetadataReplayer
-from controller.partition_change import PartitionConfig
+from controller.partition_change import PartitionDefaults
+from controller.partition_change import TopicPartition as ControllerTopicPartition
 from controller.quorum_controller import ControllerConfig, QuorumController
 from controller.records import ReplicaLogState
 from controller.replica_log_inspector import ReplicaLogInspector
+from controller.topic_config import TopicConfig
 from controller.topics import OFFSETS_TOPIC, TopicDefaults
 from kraft.driver import RaftDriver
 from kraft.messages import QuorumView, ReplicaView
@@ -161,13 +162,16 @@ def coordinator_config(config: NodeConfig) -> CoordinatorConfig:
     )
 
 
-def partition_defaults(config: NodeConfig) -> PartitionConfig:
+def broker_topic_config(config: NodeConfig) -> TopicConfig:
+    """The configuration of a topic without overrides on this node."""
+    return TopicConfig.of_broker(topic_defaults(config).configs)
+
+
+def partition_defaults(config: NodeConfig) -> PartitionDefaults:
     """The cluster-wide partition configuration, before topic overrides."""
-    return PartitionConfig(
-        min_insync_replicas=config.min_insync_replicas,
+    return PartitionDefaults(
+        topics=broker_topic_config(config),
         eligible_leader_replicas_enable=config.eligible_leader_replicas_enable,
-        unclean_leader_election_enable=config.unclean_leader_election_enable,
-        unclean_recovery_strategy=config.default_unclean_recovery_strategy(),
         unclean_recovery_manager_enabled=config.unclean_recovery_manager_enabled,
     )
 
@@ -283,7 +287,7 @@ class NodeStatusView:
         )
 
     @property
-    def partition_defaults(self) -> PartitionConfig:
+    def partition_defaults(self) -> PartitionDefaults:
         return self._partition_defaults
 
     async def inspect_replica_logs(

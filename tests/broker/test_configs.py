@@ -17,7 +17,8 @@ from broker.configs import (
 )
 from controller.image import MetadataImage
 from controller.records import ConfigRecord, ConfigResourceType, TopicRecord
-from controller.topics import ConfigSource, ConfigType, TopicDefaults
+from controller.topic_config import ConfigSource, ConfigType
+from controller.topics import TopicDefaults
 from net.protocol import field_entity_type, make_entity, request_schema
 from net.record_batch import TimestampType
 from storage.log import LogConfig

@@ -31,7 +31,7 @@ from kio.schema.produce.v9.response import ProduceResponse
 
 from broker.data_apis import FETCH_KEY, OFFSET_FOR_LEADER_EPOCH_KEY, PRODUCE_KEY
 from broker.producer_ids import INIT_PRODUCER_ID_KEY
-from controller.topics import ConfigSource
+from controller.topic_config import ConfigSource
 from net.client import NodeConnection
 from net.protocol import field_entity_type, make_entity, request_schema
 from net.records import Record, encode_batch
