@@ -372,7 +372,7 @@ class BrokerRole:
         incarnation_id: UUID | None = None,
     ) -> None:
         self._replayer = replayer
-        self._default_min_insync_replicas = config.min_insync_replicas
+        self._topic_defaults = broker_topic_config(config)
         listener = config.listeners
         advertised = config.advertised_listener
         assert listener is not None and advertised is not None
@@ -405,7 +405,7 @@ class BrokerRole:
             logs,
             replayer,
             config.log_config(),
-            config.min_insync_replicas,
+            self._topic_defaults,
             isr_changes=IsrChangeSender(
                 self._controller,
                 config.node_id,
@@ -458,7 +458,6 @@ class BrokerRole:
         states = []
         for (topic, partition_id), replica in self.replicas.partitions.items():
             state = replica.state
-            min_isr = image.topic_configs(topic).get("min.insync.replicas")
             states.append(
                 ReplicaState(
                     topic=topic,
@@ -469,9 +468,9 @@ class BrokerRole:
                     log_start_offset=replica.log.log_start_offset,
                     replicas=0 if state is None else len(state.replicas),
                     isr=replica.isr_size() if replica.is_leader else 0,
-                    min_insync_replicas=self._default_min_insync_replicas
-                    if min_isr is None
-                    else int(min_isr),
+                    min_insync_replicas=image.topic_config(
+                        topic, self._topic_defaults
+                    ).min_insync_replicas,
                 )
             )
         return states
