@@ -246,12 +246,13 @@ class ReplicaManager:
         if self._unhosted is None:
             # The metadata log is the quorum's, never a replica of a topic.
             self._unhosted = {found for found in self._logs.logs if found.topic != METADATA_TOPIC}
-        hosted: list[tuple[UUID, PartitionState, TopicConfig, tuple[str, int]]] = []
+        hosted: list[tuple[UUID, PartitionState, TopicConfig, LogConfig, tuple[str, int]]] = []
         for topic_id, topic in image.topics.items():
             overrides = image.topic_configs(topic.name)
             if old.topics.get(topic_id) is topic and old.topic_configs(topic.name) == overrides:
                 continue
             config = image.topic_config(topic.name, self._topic_defaults)
+            log_config = topic_log_config(self._log_config, config)
             for partition_id, state in topic.partitions.items():
                 key = (topic.name, partition_id)
                 partition = self.partitions.get(key)
@@ -265,7 +266,7 @@ class ReplicaManager:
                 if key not in self.partitions and not self._take_local_log(key, topic_id):
                     yield
                     continue
-                hosted.append((topic_id, state, config, key))
+                hosted.append((topic_id, state, config, log_config, key))
         for first in range(0, len(hosted), _NEW_LOGS_AT_ONCE):
             chunk = hosted[first : first + _NEW_LOGS_AT_ONCE]
             # The new replicas' logs of a chunk at once: their directories are synced once,
@@ -273,14 +274,14 @@ class ReplicaManager:
             new_logs = iter(
                 self._logs.get_or_create_logs(
                     [
-                        (TopicPartition(*key), topic_log_config(self._log_config, config))
-                        for _, _, config, key in chunk
+                        (TopicPartition(*key), log_config)
+                        for _, _, _, log_config, key in chunk
                         if key not in self.partitions
                     ],
-                    topic_ids={key[0]: topic_id for topic_id, _, _, key in chunk},
+                    topic_ids={key[0]: topic_id for topic_id, _, _, _, key in chunk},
                 )
             )
-            for topic_id, state, config, key in chunk:
+            for topic_id, state, config, _, key in chunk:
                 partition = self.partitions.get(key)
                 if partition is None:
                     partition = Partition(

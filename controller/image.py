@@ -5,6 +5,11 @@ produces the next; it copies a map only when a record first changes it (the brok
 maps, one topic's partitions, ...), so a batch touching a few partitions does not copy the
 others, and replaying 10,000 PartitionRecords copies each map once, not once per record.
 
+A topic's typed configuration (`MetadataImage.topic_config`, see `controller.topic_config`)
+is its overrides on top of the broker-level values the caller names (each node's own static
+settings, as in Kafka, where they are no metadata record); it is computed once per change of
+the topic's overrides and shared by the images that follow.
+
 Replay follows Kafka's `MetadataDelta`: a record that contradicts the image (a change to an
 unknown broker or partition, a stale broker epoch) means the log and the image disagree, which
 no correct controller produces: replay raises `MetadataReplayError` and the node must stop.
