@@ -8,10 +8,9 @@ from typing import Any, Protocol
 from kio.static.protocol import Payload
 
 from admin.models import Quorum, ReplicaLog
-from controller.broker_lifecycle import TopicPartition
 from controller.events import MetadataEvent
 from controller.image import MetadataImage
-from controller.partition_change import PartitionConfig
+from controller.partition_change import PartitionDefaults, TopicPartition
 from controller.records import ReplicaLogState
 
 
@@ -45,7 +44,7 @@ class NodeStatus(Protocol):
         """The active controller's response; NoControllerError if none answers in time."""
 
     @property
-    def partition_defaults(self) -> PartitionConfig:
+    def partition_defaults(self) -> PartitionDefaults:
         """The cluster's partition configuration, before topic overrides."""
 
     async def inspect_replica_logs(

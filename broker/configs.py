@@ -11,8 +11,8 @@ Pure: functions of the metadata image, this node's settings and the request.
   id is INVALID_REQUEST (clients send those requests to that broker); the empty name (the
   cluster-wide dynamic defaults) has no configs, since there are no dynamic broker configs.
 - Any other resource type is INVALID_REQUEST.
-- A topic's replicas store their data with the broker's storage settings overridden by the
-  topic's (`topic_log_config`).
+- A topic's replicas store their data with the settings of its typed configuration
+  (`topic_log_config`).
 """
 
 from __future__ import annotations
@@ -26,18 +26,18 @@ from kio.schema.errors import ErrorCode
 
 from controller.image import MetadataImage
 from controller.records import ConfigResourceType
-from controller.topics import (
+from controller.topic_config import (
     TOPIC_CONFIGS,
     ConfigSource,
     ConfigType,
-    TopicDefaults,
+    TopicConfig,
     effective_topic_configs,
 )
+from controller.topics import TopicDefaults
+from net.api_keys import ApiKey
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
-from net.record_batch import TimestampType
 from storage.log import LogConfig
 
-DESCRIBE_CONFIGS_KEY = 32
 DESCRIBE_CONFIGS_VERSIONS = (1, 4)
 
 
@@ -83,7 +83,7 @@ def describe_configs_response(
     image: MetadataImage, broker: BrokerSettings, version: int, request: Any
 ) -> Any:
     """The DescribeConfigsResponse of `version` to `request`, one result per resource asked."""
-    schema = response_schema(DESCRIBE_CONFIGS_KEY, version)
+    schema = response_schema(ApiKey.DESCRIBE_CONFIGS, version)
     assert schema is not None
     result_type = field_entity_type(schema, "results")
     config_type = field_entity_type(result_type, "configs")
@@ -164,7 +164,7 @@ def _describe(
 
 def _topic_configs(overrides: Mapping[str, str], defaults: TopicDefaults) -> list[_Described]:
     described = []
-    for entry in effective_topic_configs(overrides, defaults):
+    for entry in effective_topic_configs(overrides, defaults.configs):
         definition = TOPIC_CONFIGS[entry.name]
         synonyms: list[tuple[str, str | None, ConfigSource]] = []
         if entry.name in overrides:
@@ -188,44 +188,22 @@ def _topic_configs(overrides: Mapping[str, str], defaults: TopicDefaults) -> lis
     return described
 
 
-def _limit_or_none(value: str) -> int | None:
-    """Kafka spells "no limit" as -1 (retention) or Long.MAX_VALUE (flush); LogConfig as None."""
-    number = int(value)
-    return None if number < 0 or number == 2**63 - 1 else number
-
-
-# Topic config -> (LogConfig field, its value from the config's text).
-_LOG_CONFIG_FIELDS: Mapping[str, tuple[str, Any]] = {
-    "segment.bytes": ("segment_bytes", int),
-    "segment.ms": ("segment_ms", int),
-    "flush.messages": ("flush_messages", _limit_or_none),
-    "flush.ms": ("flush_ms", _limit_or_none),
-    "retention.ms": ("retention_ms", _limit_or_none),
-    "retention.bytes": ("retention_bytes", _limit_or_none),
-    "max.message.bytes": ("max_message_bytes", int),
-    "message.timestamp.type": (
-        "message_timestamp_type",
-        lambda value: (
-            TimestampType.LOG_APPEND_TIME if value == "LogAppendTime" else TimestampType.CREATE_TIME
-        ),
-    ),
-    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", _limit_or_none),
-    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", _limit_or_none),
-    "cleanup.policy": (
-        "cleanup_policy",
-        lambda value: frozenset(item.strip() for item in value.split(",")),
-    ),
-    "delete.retention.ms": ("delete_retention_ms", int),
-    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", float),
-}
-
-
-def topic_log_config(broker_log_config: LogConfig, overrides: Mapping[str, str]) -> LogConfig:
-    """The storage settings of a topic's replicas: the broker's, with the topic's overrides
-    (already validated by the controller) on top."""
-    changes = {
-        field: parse(overrides[name].strip())
-        for name, (field, parse) in _LOG_CONFIG_FIELDS.items()
-        if name in overrides
-    }
-    return dataclasses.replace(broker_log_config, **changes) if changes else broker_log_config
+def topic_log_config(broker_log_config: LogConfig, topic: TopicConfig) -> LogConfig:
+    """The storage settings of a topic's replicas: the topic's configuration, and the broker's
+    settings that are no topic config (`index.interval.bytes`)."""
+    return dataclasses.replace(
+        broker_log_config,
+        segment_bytes=topic.segment_bytes,
+        segment_ms=topic.segment_ms,
+        flush_messages=topic.flush_messages,
+        flush_ms=topic.flush_ms,
+        retention_ms=topic.retention_ms,
+        retention_bytes=topic.retention_bytes,
+        max_message_bytes=topic.max_message_bytes,
+        message_timestamp_type=topic.message_timestamp_type,
+        message_timestamp_before_max_ms=topic.message_timestamp_before_max_ms,
+        message_timestamp_after_max_ms=topic.message_timestamp_after_max_ms,
+        cleanup_policy=topic.cleanup_policy,
+        delete_retention_ms=topic.delete_retention_ms,
+        min_cleanable_dirty_ratio=topic.min_cleanable_dirty_ratio,
+    )

@@ -32,14 +32,16 @@ from uuid import UUID
 
 import structlog
 
+from broker.configs import topic_log_config
 from broker.offsets import OffsetAnswer, offset_for_timestamp
 from broker.producer_snapshots import ProducerSnapshots
 from broker.producer_state import ProducerStateManager, WrittenBatch
 from controller.partition_state import PartitionState
+from controller.topic_config import TopicConfig
 from net.record_batch import NO_TIMESTAMP, BatchHeader, InvalidBatchError, TimestampType
 from net.records import RecordColumns, decode_batch_columns
 from storage.errors import LogOfflineError, StorageError, StorageIOError
-from storage.log import Log, LogConfig, ReadResult
+from storage.log import Log, ReadResult
 
 log = structlog.get_logger(__name__)
 
@@ -82,8 +84,19 @@ class Partition:
     """A replica of `topic`-`partition_id` on broker `broker_id`."""
 
     def __init__(
-        self, topic: str, topic_id: UUID, partition_id: int, broker_id: int, replica_log: Log
+        self,
+        topic: str,
+        topic_id: UUID,
+        partition_id: int,
+        broker_id: int,
+        replica_log: Log,
+        *,
+        hold_high_watermark_below_min_isr: bool = True,
     ) -> None:
+        """`hold_high_watermark_below_min_isr`: whether the high watermark stays while the ISR
+        is below MinISR (or below the replication factor, when that is smaller); with eligible
+        leader replicas it must, as the members that left the ISR then (the ELR) are leader
+        candidates only because nothing was committed without them."""
         self.topic = topic
         self.topic_id = topic_id
         self.partition_id = partition_id
@@ -103,12 +116,9 @@ class Partition:
         # The log end offset when this leadership began: a follower below it has not got the
         # records of the current epoch, so it cannot join the ISR yet.
         self.leader_epoch_start_offset = 0
-        # The topic's min.insync.replicas, and whether the high watermark stays while the ISR
-        # is below it (or below the replication factor, when that is smaller): with eligible
-        # leader replicas it must, as the members that left the ISR then (the ELR) are leader
-        # candidates only because nothing was committed without them.
-        self.min_insync_replicas = 1
-        self.hold_high_watermark_below_min_isr = True
+        # The topic's min.insync.replicas (`apply_config`).
+        self._min_insync_replicas = 1
+        self._hold_high_watermark_below_min_isr = hold_high_watermark_below_min_isr
         self._changed = asyncio.Event()
         # acks=all produces waiting for the high watermark to reach an offset: a heap of
         # (offset, arrival, future), so an advance releases only the ones it satisfies.
@@ -209,10 +219,20 @@ class Partition:
                 error=str(error),
             )
 
+    def apply_config(self, config: TopicConfig) -> None:
+        """The topic's configuration, new or changed: its MinISR and its log's settings."""
+        self._min_insync_replicas = config.min_insync_replicas
+        self.log.config = topic_log_config(self.log.config, config)
+
+    @property
+    def min_insync_replicas(self) -> int:
+        """The topic's min.insync.replicas, as last applied."""
+        return self._min_insync_replicas
+
     @property
     def under_min_isr(self) -> bool:
         """The ISR holds fewer replicas than min.insync.replicas."""
-        return self.state is not None and len(self.state.isr) < self.min_insync_replicas
+        return self.state is not None and len(self.state.isr) < self._min_insync_replicas
 
     # -- the log, as the broker reads it --------------------------------------------------------
 
@@ -232,14 +252,6 @@ class Partition:
     def latest_epoch(self) -> int | None:
         """The latest leader epoch in the log's epoch cache (None: none yet)."""
         return self.log.latest_epoch
-
-    @property
-    def log_config(self) -> LogConfig:
-        return self.log.config
-
-    @log_config.setter
-    def log_config(self, config: LogConfig) -> None:
-        self.log.config = config
 
     def read(
         self, offset: int, max_bytes: int, *, committed_only: bool, min_one_batch: bool = True
@@ -399,11 +411,11 @@ class Partition:
 
     def maybe_advance_high_watermark(self) -> bool:
         """HW = max(HW, min LEO over the maximal ISR); whether it moved. Not while the ISR is
-        below MinISR when `hold_high_watermark_below_min_isr`."""
+        below MinISR when told to hold it there."""
         assert self.state is not None
         # A topic whose MinISR exceeds its replication factor would otherwise never commit.
-        if self.hold_high_watermark_below_min_isr and len(self.state.isr) < min(
-            self.min_insync_replicas, len(self.state.replicas)
+        if self._hold_high_watermark_below_min_isr and len(self.state.isr) < min(
+            self._min_insync_replicas, len(self.state.replicas)
         ):
             return False
         log_end_offsets = [self.log.log_end_offset]

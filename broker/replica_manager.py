@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
@@ -46,6 +46,7 @@ from broker.producer_state import ProducerStateError
 from broker.replica_fetcher import ReplicaFetcherManager
 from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_state import PartitionState
+from controller.topic_config import TopicConfig
 from kraft.messages import Entry, SnapshotId
 from kraft.wire import METADATA_TOPIC
 from net.record_batch import NO_TIMESTAMP, CorruptBatchError, RecordBatchError
@@ -113,14 +114,16 @@ class ReplicaManager:
         logs: LogManager,
         replayer: MetadataReplayer,
         log_config: LogConfig,
-        default_min_insync_replicas: int,
+        topic_defaults: TopicConfig,
         *,
         isr_changes: IsrChangeSender | None = None,
         replica_lag_time_max_ms: int = 30_000,
         eligible_leader_replicas_enable: bool = True,
         fenced_until_registered: bool = False,
     ) -> None:
-        """`isr_changes` sends the ISR changes of led partitions (None: the ISR only changes
+        """`log_config`: the broker's storage settings, which the configuration of each
+        topic (its overrides on top of `topic_defaults`) then sets for its replicas.
+        `isr_changes` sends the ISR changes of led partitions (None: the ISR only changes
         by the controller's own decisions). With `eligible_leader_replicas_enable` (the
         cluster's `eligible.leader.replicas.enable`), a leader's high watermark stays while its
         ISR is below MinISR.
@@ -151,7 +154,7 @@ class ReplicaManager:
         self._logs = logs
         self._replayer = replayer
         self._log_config = log_config
-        self._default_min_isr = default_min_insync_replicas
+        self._topic_defaults = topic_defaults
         self._applied = MetadataImage.EMPTY
         self.partitions: dict[tuple[str, int], Partition] = {}
         # Local logs no hosted replica has taken: checked against every new set of topics.
@@ -243,13 +246,13 @@ class ReplicaManager:
         if self._unhosted is None:
             # The metadata log is the quorum's, never a replica of a topic.
             self._unhosted = {found for found in self._logs.logs if found.topic != METADATA_TOPIC}
-        hosted: list[tuple[UUID, PartitionState, LogConfig, int, tuple[str, int]]] = []
+        hosted: list[tuple[UUID, PartitionState, TopicConfig, LogConfig, tuple[str, int]]] = []
         for topic_id, topic in image.topics.items():
-            configs = image.topic_configs(topic.name)
-            if old.topics.get(topic_id) is topic and old.topic_configs(topic.name) == configs:
+            overrides = image.topic_configs(topic.name)
+            if old.topics.get(topic_id) is topic and old.topic_configs(topic.name) == overrides:
                 continue
-            log_config = topic_log_config(self._log_config, configs)
-            min_isr = self._min_insync_replicas(configs)
+            config = image.topic_config(topic.name, self._topic_defaults)
+            log_config = topic_log_config(self._log_config, config)
             for partition_id, state in topic.partitions.items():
                 key = (topic.name, partition_id)
                 partition = self.partitions.get(key)
@@ -263,7 +266,7 @@ class ReplicaManager:
                 if key not in self.partitions and not self._take_local_log(key, topic_id):
                     yield
                     continue
-                hosted.append((topic_id, state, log_config, min_isr, key))
+                hosted.append((topic_id, state, config, log_config, key))
         for first in range(0, len(hosted), _NEW_LOGS_AT_ONCE):
             chunk = hosted[first : first + _NEW_LOGS_AT_ONCE]
             # The new replicas' logs of a chunk at once: their directories are synced once,
@@ -272,22 +275,27 @@ class ReplicaManager:
                 self._logs.get_or_create_logs(
                     [
                         (TopicPartition(*key), log_config)
-                        for _, _, log_config, _, key in chunk
+                        for _, _, _, log_config, key in chunk
                         if key not in self.partitions
                     ],
                     topic_ids={key[0]: topic_id for topic_id, _, _, _, key in chunk},
                 )
             )
-            for topic_id, state, log_config, min_isr, key in chunk:
+            for topic_id, state, config, _, key in chunk:
                 partition = self.partitions.get(key)
                 if partition is None:
-                    partition = Partition(key[0], topic_id, key[1], self.broker_id, next(new_logs))
+                    partition = Partition(
+                        key[0],
+                        topic_id,
+                        key[1],
+                        self.broker_id,
+                        next(new_logs),
+                        hold_high_watermark_below_min_isr=self._elr_enabled,
+                    )
                     partition.offline_listener = self._replica_went_offline
                     self.partitions[key] = partition
                 # A log reopened at start-up got the broker's settings.
-                partition.log_config = log_config
-                partition.min_insync_replicas = min_isr
-                partition.hold_high_watermark_below_min_isr = self._elr_enabled
+                partition.apply_config(config)
                 led = (partition.is_leader, partition.leader_epoch)
                 partition.apply(state, _now_ms())
                 if (partition.is_leader, partition.leader_epoch) != led:
@@ -488,10 +496,6 @@ class ReplicaManager:
     def topic_name(self, topic_id: UUID) -> str | None:
         topic = self._applied.topics.get(topic_id)
         return None if topic is None else topic.name
-
-    def _min_insync_replicas(self, configs: Mapping[str, str]) -> int:
-        value = configs.get("min.insync.replicas")
-        return self._default_min_isr if value is None else int(value)
 
     # -- produce ----------------------------------------------------------------------------------
 

@@ -1,15 +1,17 @@
 """The metadata state machine on top of `kraft`.
 
 Pure rules: the metadata records and their encoding (`records`), the image every node replays
-from the metadata log (`image`), one partition's state (`partition_state`) and its changes —
-ISR, ELR, LastKnownELR, elections (`partition_change`) — placement (`placement`), topic
-requests (`topics`), broker sessions and fencing (`broker_lifecycle`), AlterPartition
-(`alter_partition`), ElectLeaders and the automatic preferred election (`elections`),
-producer-id blocks (`producer_ids`), unclean recovery's choice of a leader from the replicas'
-logs (`unclean_recovery`), the state-change and data-loss events every node derives from the
-metadata log (`events`). Around them: the active controller (`quorum_controller`, with its
-timers: session expiry, leader rebalance and the idle NoOpRecord), its Kafka APIs (`wire`),
-the client that reaches it (`client`), and the GetReplicaLogInfo client that inspects brokers'
-logs (`replica_log_inspector`).
+from the metadata log (`image`), the topic config catalogue and the typed config the image
+hands out per topic (`topic_config`), one partition's state (`partition_state`) and its
+changes — ISR, ELR, LastKnownELR, elections, the configuration they run under and the records
+they become (`partition_change`) — placement (`placement`), topic requests (`topics`), broker
+sessions and fencing (`broker_lifecycle`), AlterPartition (`alter_partition`), ElectLeaders
+and the automatic preferred election (`elections`), producer-id blocks (`producer_ids`),
+unclean recovery's choice of a leader from the replicas' logs (`unclean_recovery`), the
+state-change and data-loss events every node derives from the metadata log (`events`).
+Around them: the active controller (`quorum_controller`, with its timers: session expiry,
+leader rebalance and the idle NoOpRecord), its Kafka APIs (`wire`), the client
+that reaches it (`client`), and the GetReplicaLogInfo client that inspects brokers' logs
+(`replica_log_inspector`).
 Still to come: reassignment.
 """

@@ -32,13 +32,17 @@ from controller import partition_change
 from controller.broker_lifecycle import (
     NO_BROKER_EPOCH,
     BrokerLifecycle,
-    TopicPartition,
     TopicPartitionEvent,
+)
+from controller.image import MetadataImage, TopicImage
+from controller.partition_change import (
+    AlterPartitionRequest,
+    BrokerFacts,
+    PartitionChange,
+    TopicPartition,
     change_record,
     partition_config,
 )
-from controller.image import MetadataImage, TopicImage
-from controller.partition_change import AlterPartitionRequest, BrokerFacts, PartitionChange
 from controller.partition_state import PartitionState
 from controller.records import MetadataRecord
 

@@ -55,7 +55,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NamedTuple
 from uuid import UUID
 
 from kio.schema.errors import ErrorCode
@@ -66,9 +65,12 @@ from controller.partition_change import (
     BrokerFacts,
     PartitionChange,
     PartitionConfig,
+    PartitionDefaults,
     PartitionEvent,
-    UncleanRecoveryStrategy,
+    TopicPartition,
+    change_record,
     fence_broker,
+    partition_config,
     register_unclean_broker,
     shut_down_broker,
     unfence_broker,
@@ -86,19 +88,12 @@ _PartitionMove = Callable[
 NO_BROKER_EPOCH = -1
 
 
-class TopicPartition(NamedTuple):
-    """A partition, by topic id and partition index."""
-
-    topic_id: UUID
-    partition_id: int
-
-
 @dataclass(frozen=True, slots=True)
 class LifecycleConfig:
     """What the lifecycle rules need of the controller's configuration.
 
-    `partition_defaults`: the cluster-wide partition configuration; a topic's overrides of
-    min.insync.replicas and unclean.leader.election.enable apply on top of it.
+    `partition_defaults`: the cluster-wide partition configuration; a topic's overrides
+    apply on top of it.
     `local_broker`: (broker id, incarnation id) of the broker in the controller's own process,
     if any. When that incarnation registers, the one it replaces was this node's previous
     process, certainly gone: it need not wait out that incarnation's session (which a newly
@@ -107,7 +102,7 @@ class LifecycleConfig:
     """
 
     session_timeout_ms: int = 9_000
-    partition_defaults: PartitionConfig = field(default_factory=PartitionConfig)
+    partition_defaults: PartitionDefaults = field(default_factory=PartitionDefaults)
     local_broker: tuple[int, UUID] | None = None
 
 
@@ -197,41 +192,6 @@ class HeartbeatOutcome:
     change: LifecycleChange = LifecycleChange()
 
 
-def partition_config(
-    image: MetadataImage, topic_name: str, defaults: PartitionConfig
-) -> PartitionConfig:
-    """The effective configuration of a topic's partitions: `defaults` plus its overrides.
-
-    The unclean recovery strategy, as KIP-966 maps the older key onto it: with the recovery
-    manager disabled, none (then `unclean.leader.election.enable` alone decides, as before
-    KIP-966); otherwise the topic's `unclean.recovery.strategy`, else proactive when the
-    topic sets `unclean.leader.election.enable=true`, else the cluster's strategy (which the
-    node already resolved the same way from its own keys).
-    """
-    overrides = image.topic_configs(topic_name)
-    min_isr = overrides.get("min.insync.replicas")
-    unclean = overrides.get("unclean.leader.election.enable")
-    unclean_enabled = (
-        defaults.unclean_leader_election_enable if unclean is None else unclean.lower() == "true"
-    )
-    strategy = overrides.get("unclean.recovery.strategy")
-    if not defaults.unclean_recovery_manager_enabled:
-        effective = UncleanRecoveryStrategy.NONE
-    elif strategy is not None:
-        effective = UncleanRecoveryStrategy(strategy)
-    elif unclean is not None and unclean_enabled:
-        effective = UncleanRecoveryStrategy.PROACTIVE
-    else:
-        effective = defaults.unclean_recovery_strategy
-    return PartitionConfig(
-        min_insync_replicas=defaults.min_insync_replicas if min_isr is None else int(min_isr),
-        eligible_leader_replicas_enable=defaults.eligible_leader_replicas_enable,
-        unclean_leader_election_enable=unclean_enabled,
-        unclean_recovery_strategy=effective,
-        unclean_recovery_manager_enabled=defaults.unclean_recovery_manager_enabled,
-    )
-
-
 class BrokerLifecycle:
     """The active controller's broker lifecycle state: sessions and shutdown progress.
 
@@ -263,7 +223,7 @@ class BrokerLifecycle:
         return broker_facts(image)
 
     @property
-    def partition_defaults(self) -> PartitionConfig:
+    def partition_defaults(self) -> PartitionDefaults:
         """The cluster-wide partition configuration, before topic overrides."""
         return self._config.partition_defaults
 
@@ -521,25 +481,3 @@ class _Batch:
         self.records.append(change_record(tp, state, change.state))
         self._partition_events.append(TopicPartitionEvent(tp, change.event))
         return True
-
-
-def change_record(
-    tp: TopicPartition, old: PartitionState, new: PartitionState
-) -> records.PartitionChangeRecord:
-    """The PartitionChangeRecord that turns `old` into `new` when replayed.
-
-    Only changed fields are set; the leader is set exactly when the leader epoch moved, since
-    replaying a leader bumps the leader epoch (and any change bumps the partition epoch).
-    """
-
-    def diff(before: tuple[int, ...], after: tuple[int, ...]) -> tuple[int, ...] | None:
-        return None if before == after else after
-
-    return records.PartitionChangeRecord(
-        topic_id=tp.topic_id,
-        partition_id=tp.partition_id,
-        isr=diff(old.isr, new.isr),
-        leader=new.leader if new.leader_epoch != old.leader_epoch else None,
-        elr=diff(old.elr, new.elr),
-        last_known_elr=diff(old.last_known_elr, new.last_known_elr),
-    )

@@ -28,18 +28,18 @@ from kio.schema.errors import ErrorCode
 
 from controller.broker_lifecycle import (
     BrokerLifecycle,
-    TopicPartition,
     TopicPartitionEvent,
-    change_record,
-    partition_config,
 )
 from controller.image import MetadataImage, TopicImage
 from controller.partition_change import (
     BrokerFacts,
     ElectionOutcome,
     PartitionConfig,
+    TopicPartition,
+    change_record,
     elect_preferred_leader,
     elect_unclean_leader,
+    partition_config,
 )
 from controller.partition_state import PartitionState
 from controller.records import MetadataRecord, ReplicaLogState, UncleanRecoveryRecord

@@ -5,6 +5,11 @@ produces the next; it copies a map only when a record first changes it (the brok
 maps, one topic's partitions, ...), so a batch touching a few partitions does not copy the
 others, and replaying 10,000 PartitionRecords copies each map once, not once per record.
 
+A topic's typed configuration (`MetadataImage.topic_config`, see `controller.topic_config`)
+is its overrides on top of the broker-level values the caller names (each node's own static
+settings, as in Kafka, where they are no metadata record); it is computed once per change of
+the topic's overrides and shared by the images that follow.
+
 Replay follows Kafka's `MetadataDelta`: a record that contradicts the image (a change to an
 unknown broker or partition, a stale broker epoch) means the log and the image disagree, which
 no correct controller produces: replay raises `MetadataReplayError` and the node must stop.
@@ -48,6 +53,7 @@ from controller.records import (
     decode_record,
     encode_record,
 )
+from controller.topic_config import TopicConfig
 from kraft.messages import Entry, EntryKind, SnapshotId
 
 log = structlog.get_logger(__name__)
@@ -118,6 +124,29 @@ class ConfigResource:
     name: str
 
 
+class _TopicConfigMemo:
+    """The typed configs of topics with overrides, shared by an image and the images made from
+    it: an entry holds while the topic's override map (replaced whenever a ConfigRecord
+    changes it) and the broker defaults it was resolved against are the ones asked about, so
+    a topic's config is computed once per change of its configuration."""
+
+    def __init__(self) -> None:
+        self._configs: dict[str, tuple[Mapping[str, str], TopicConfig, TopicConfig]] = {}
+
+    def get(self, name: str, overrides: Mapping[str, str], defaults: TopicConfig) -> TopicConfig:
+        entry = self._configs.get(name)
+        if entry is not None and entry[0] is overrides:
+            resolved_against, config = entry[1], entry[2]
+            if resolved_against is defaults or resolved_against == defaults:
+                return config
+        config = TopicConfig.resolve(overrides, defaults)
+        self._configs[name] = (overrides, defaults, config)
+        return config
+
+    def forget(self, name: str) -> None:
+        self._configs.pop(name, None)
+
+
 @dataclass(frozen=True, slots=True)
 class MetadataImage:
     """The cluster metadata after every entry of the metadata log below `end_offset`.
@@ -139,6 +168,9 @@ class MetadataImage:
     )
     features: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     next_producer_id: int = -1
+    _topic_config_memo: _TopicConfigMemo = field(
+        default_factory=_TopicConfigMemo, compare=False, repr=False
+    )
 
     def broker_epoch(self, broker_id: int) -> int:
         """The broker epoch of `broker_id`'s registration; -1 if it is not registered."""
@@ -158,6 +190,15 @@ class MetadataImage:
     def topic_configs(self, name: str) -> Mapping[str, str]:
         """The configuration overrides of topic `name` (empty if none)."""
         return self.configs.get(ConfigResource(ConfigResourceType.TOPIC, name), {})
+
+    def topic_config(self, name: str, broker_defaults: TopicConfig) -> TopicConfig:
+        """The typed configuration of topic `name`: its overrides on top of `broker_defaults`
+        (the node's broker-level values). Computed once per change of the topic's overrides,
+        not per call."""
+        overrides = self.configs.get(ConfigResource(ConfigResourceType.TOPIC, name))
+        if overrides is None:
+            return broker_defaults
+        return self._topic_config_memo.get(name, overrides, broker_defaults)
 
     def to_records(self) -> list[MetadataRecord]:
         """The records that recreate this image from the empty one, for a snapshot.
@@ -295,6 +336,7 @@ class MetadataDelta:
             configs=base.configs if self._configs is None else MappingProxyType(self._configs),
             features=base.features if self._features is None else MappingProxyType(self._features),
             next_producer_id=self._next_producer_id,
+            _topic_config_memo=base._topic_config_memo,
         )
 
     def _brokers_for_write(self) -> dict[int, BrokerRegistration]:
@@ -370,6 +412,7 @@ class MetadataDelta:
         self._partitions.pop(record.topic_id, None)
         # As in Kafka's MetadataDelta, a topic's configs go with it.
         self._configs_for_write().pop(ConfigResource(ConfigResourceType.TOPIC, topic.name), None)
+        self._base._topic_config_memo.forget(topic.name)
 
     def _replay_config(self, record: ConfigRecord) -> None:
         configs = self._configs_for_write()

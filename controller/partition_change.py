@@ -1,9 +1,11 @@
 """The controller's partition state machine: ISR, ELR, LastKnownELR and leader elections.
 
 Pure functions, no I/O and no clock: each takes a `PartitionState`, the cluster facts it needs
-(`BrokerFacts`) and the partition's effective configuration (`PartitionConfig`), and returns a
-`PartitionChange` (the new state and a `PartitionEvent` describing it), or None when nothing
-changes. The controller turns a change into a PartitionChangeRecord of the metadata log.
+(`BrokerFacts`) and the partition's effective configuration (`PartitionConfig`, which
+`partition_config` derives from the topic's typed config and the cluster's switches), and
+returns a `PartitionChange` (the new state and a `PartitionEvent` describing it), or None when
+nothing changes. The controller turns a change into a PartitionChangeRecord of the metadata log
+(`change_record`).
 
 The rules, from reference/async-storage-and-recovery.txt (5.2.1 cases A-G, 5.3) and the
 replication designs (leader election, ISR changes, preferred replica), as Kafka's KRaft
@@ -34,19 +36,15 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
+from uuid import UUID
 
 from kio.schema.errors import ErrorCode
 
+from controller.image import MetadataImage
 from controller.partition_state import NO_LEADER, PartitionState
-
-
-class UncleanRecoveryStrategy(StrEnum):
-    """`unclean.recovery.strategy` (5.3.1)."""
-
-    NONE = "none"
-    PROACTIVE = "proactive"
-    BALANCED = "balanced"
-    MANUAL = "manual"
+from controller.records import PartitionChangeRecord
+from controller.topic_config import KAFKA_DEFAULTS, TopicConfig, UncleanRecoveryStrategy
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,11 +72,18 @@ class BrokerFacts:
         return BrokerFacts(self.unfenced | {broker}, self.unclean)
 
 
+class TopicPartition(NamedTuple):
+    """A partition, by topic id and partition index."""
+
+    topic_id: UUID
+    partition_id: int
+
+
 @dataclass(frozen=True, slots=True)
 class PartitionConfig:
     """The partition's effective configuration (topic overrides applied).
 
-    `unclean_recovery_strategy` is the effective one (`broker_lifecycle.partition_config`);
+    `unclean_recovery_strategy` is the effective one (`partition_config`);
     `unclean_recovery_manager_enabled` is the cluster's switch it was resolved under.
     """
 
@@ -87,6 +92,59 @@ class PartitionConfig:
     unclean_leader_election_enable: bool = False
     unclean_recovery_strategy: UncleanRecoveryStrategy = UncleanRecoveryStrategy.NONE
     unclean_recovery_manager_enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionDefaults:
+    """The cluster-wide side of every partition's configuration: the broker-level topic
+    configs (`topics`, which a topic's overrides replace) and KIP-966's cluster switches."""
+
+    topics: TopicConfig = KAFKA_DEFAULTS
+    eligible_leader_replicas_enable: bool = True
+    unclean_recovery_manager_enabled: bool = True
+
+
+def partition_config(
+    image: MetadataImage, topic_name: str, defaults: PartitionDefaults
+) -> PartitionConfig:
+    """The effective configuration of the partitions of topic `topic_name` in `image`.
+
+    The unclean recovery strategy is the topic's (`TopicConfig.resolve` maps
+    `unclean.leader.election.enable` onto it as KIP-966 does), or none with the recovery
+    manager disabled: `unclean.leader.election.enable` alone decides then, as before KIP-966.
+    """
+    topic = image.topic_config(topic_name, defaults.topics)
+    return PartitionConfig(
+        min_insync_replicas=topic.min_insync_replicas,
+        eligible_leader_replicas_enable=defaults.eligible_leader_replicas_enable,
+        unclean_leader_election_enable=topic.unclean_leader_election_enable,
+        unclean_recovery_strategy=topic.unclean_recovery_strategy
+        if defaults.unclean_recovery_manager_enabled
+        else UncleanRecoveryStrategy.NONE,
+        unclean_recovery_manager_enabled=defaults.unclean_recovery_manager_enabled,
+    )
+
+
+def change_record(
+    tp: TopicPartition, old: PartitionState, new: PartitionState
+) -> PartitionChangeRecord:
+    """The PartitionChangeRecord that turns `old` into `new` when replayed.
+
+    Only changed fields are set; the leader is set exactly when the leader epoch moved, since
+    replaying a leader bumps the leader epoch (and any change bumps the partition epoch).
+    """
+
+    def diff(before: tuple[int, ...], after: tuple[int, ...]) -> tuple[int, ...] | None:
+        return None if before == after else after
+
+    return PartitionChangeRecord(
+        topic_id=tp.topic_id,
+        partition_id=tp.partition_id,
+        isr=diff(old.isr, new.isr),
+        leader=new.leader if new.leader_epoch != old.leader_epoch else None,
+        elr=diff(old.elr, new.elr),
+        last_known_elr=diff(old.last_known_elr, new.last_known_elr),
+    )
 
 
 class ChangeCause(StrEnum):

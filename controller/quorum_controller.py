@@ -56,12 +56,12 @@ from controller.broker_lifecycle import (
     BrokerLifecycle,
     LifecycleChange,
     LifecycleConfig,
-    TopicPartition,
     TopicPartitionEvent,
 )
 from controller.elections import ElectionType, elect_leaders, rebalance_leaders, unclean_candidates
 from controller.image import MetadataDelta, MetadataImage, MetadataReplayer
 from controller.limits import MAX_RECORDS_PER_USER_OP, TOO_MANY_RECORDS, OperationTooLargeError
+from controller.partition_change import TopicPartition
 from controller.producer_ids import allocate_producer_ids
 from controller.records import MetadataRecord, NoOpRecord, ReplicaLogState, encode_record
 from controller.replica_log_inspector import ReplicaLogInspector

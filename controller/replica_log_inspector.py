@@ -18,8 +18,8 @@ import structlog
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32
 
-from controller.broker_lifecycle import TopicPartition
 from controller.image import MetadataImage
+from controller.partition_change import TopicPartition
 from controller.records import ReplicaLogState
 from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
 from net.protocol import ProtocolError

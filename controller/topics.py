@@ -72,6 +72,14 @@ from controller.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
+from controller.topic_config import (
+    TOPIC_CONFIGS,
+    ConfigType,
+    TopicConfigDef,
+    TopicConfigEntry,
+    effective_topic_configs,
+    topic_config_problem,
+)
 
 # Kafka's Topic.MAX_NAME_LENGTH: a partition's directory name is the topic name plus "-" and the
 # partition index, and must stay within the 255 bytes file systems allow.
@@ -83,94 +91,6 @@ OFFSETS_TOPIC = "__consumer_offsets"
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 _ZERO_UUID = UUID(int=0)
-
-_INT32_RANGE = (-(2**31), 2**31 - 1)
-_INT64_RANGE = (-(2**63), 2**63 - 1)
-# Java's Integer/Long.parseInt after ConfigDef trims the value: Python's int() would also take
-# underscores and non-ASCII digits, which Kafka refuses.
-_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
-
-
-class ConfigSource(IntEnum):
-    """Where a topic's effective config value comes from (DescribeConfigs' ConfigSource)."""
-
-    DYNAMIC_TOPIC_CONFIG = 1
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-
-
-class ConfigType(IntEnum):
-    """A config's data type, numbered as DescribeConfigs v3+ `ConfigType` is."""
-
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
-    PASSWORD = 9
-
-
-@dataclass(frozen=True, slots=True)
-class TopicConfigDef:
-    """One topic config as Kafka's LogConfig defines it: type, default, valid values."""
-
-    type: ConfigType
-    default: str
-    # The broker setting that gives every topic its value (Kafka's synonym).
-    broker_synonym: str
-    at_least: int | None = None
-    choices: frozenset[str] = frozenset()
-
-
-# The topic configs this broker implements, with Kafka's defaults and validators.
-TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
-    "cleanup.policy": TopicConfigDef(
-        ConfigType.LIST, "delete", "log.cleanup.policy", choices=frozenset({"delete", "compact"})
-    ),
-    "delete.retention.ms": TopicConfigDef(
-        ConfigType.LONG, "86400000", "log.cleaner.delete.retention.ms", at_least=0
-    ),
-    "flush.messages": TopicConfigDef(
-        ConfigType.LONG, str(2**63 - 1), "log.flush.interval.messages", at_least=1
-    ),
-    "flush.ms": TopicConfigDef(
-        ConfigType.LONG, str(2**63 - 1), "log.flush.interval.ms", at_least=0
-    ),
-    "max.message.bytes": TopicConfigDef(ConfigType.INT, "1048588", "message.max.bytes", at_least=0),
-    # KIP-937, with Kafka 4's defaults: no bound in the past, one hour in the future.
-    "message.timestamp.after.max.ms": TopicConfigDef(
-        ConfigType.LONG, "3600000", "log.message.timestamp.after.max.ms", at_least=0
-    ),
-    "message.timestamp.before.max.ms": TopicConfigDef(
-        ConfigType.LONG, str(2**63 - 1), "log.message.timestamp.before.max.ms", at_least=0
-    ),
-    "message.timestamp.type": TopicConfigDef(
-        ConfigType.STRING,
-        "CreateTime",
-        "log.message.timestamp.type",
-        choices=frozenset({"CreateTime", "LogAppendTime"}),
-    ),
-    "min.cleanable.dirty.ratio": TopicConfigDef(
-        ConfigType.DOUBLE, "0.5", "log.cleaner.min.cleanable.ratio"
-    ),
-    "min.insync.replicas": TopicConfigDef(ConfigType.INT, "1", "min.insync.replicas", at_least=1),
-    "retention.bytes": TopicConfigDef(ConfigType.LONG, "-1", "log.retention.bytes"),
-    "retention.ms": TopicConfigDef(ConfigType.LONG, "604800000", "log.retention.ms", at_least=-1),
-    # Kafka 3.x's lower bound (LegacyRecord.RECORD_OVERHEAD_V0), as `log.segment.bytes` has.
-    "segment.bytes": TopicConfigDef(ConfigType.INT, "1073741824", "log.segment.bytes", at_least=14),
-    "segment.ms": TopicConfigDef(ConfigType.LONG, "604800000", "log.roll.ms", at_least=1),
-    "unclean.leader.election.enable": TopicConfigDef(
-        ConfigType.BOOLEAN, "false", "unclean.leader.election.enable"
-    ),
-    # KIP-966's strategy (async-storage-and-recovery.txt 5.3.1), a topic override here too.
-    "unclean.recovery.strategy": TopicConfigDef(
-        ConfigType.STRING,
-        "balanced",
-        "unclean.recovery.strategy",
-        choices=frozenset({"none", "proactive", "balanced", "manual"}),
-    ),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,15 +118,6 @@ class NewTopic:
     replication_factor: int = -1
     assignments: Sequence[tuple[int, Sequence[int]]] = ()
     configs: Mapping[str, str | None] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class TopicConfigEntry:
-    """One effective config of a created topic (CreateTopics v5+ `Configs`)."""
-
-    name: str
-    value: str
-    source: ConfigSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,68 +217,9 @@ def _unified_name(name: str) -> str:
 
 def validate_topic_config(name: str, value: str) -> None:
     """Checks one topic config as Kafka's LogConfig does; TopicError with INVALID_CONFIG."""
-    definition = TOPIC_CONFIGS.get(name)
-    if definition is None:
-        raise TopicError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
-    problem = _config_value_problem(definition, value.strip())
+    problem = topic_config_problem(name, value)
     if problem is not None:
-        raise TopicError(
-            ErrorCode.invalid_config,
-            f"Invalid value {value} for configuration {name}: {problem}",
-        )
-
-
-def _config_value_problem(definition: TopicConfigDef, value: str) -> str | None:
-    """Why `value` (trimmed, as Kafka's ConfigDef trims) is not valid, or None."""
-    match definition.type:
-        case ConfigType.INT | ConfigType.LONG:
-            low, high = _INT32_RANGE if definition.type is ConfigType.INT else _INT64_RANGE
-            if not _JAVA_INTEGER.fullmatch(value) or not low <= int(value) <= high:
-                return f"Not a number of type {definition.type.name}"
-            if definition.at_least is not None and int(value) < definition.at_least:
-                return f"Value must be at least {definition.at_least}"
-        case ConfigType.DOUBLE:
-            # Kafka's only DOUBLE topic config is a ratio, validated between 0 and 1.
-            try:
-                number = float(value)
-            except ValueError:
-                return "Not a number of type DOUBLE"
-            if not 0 <= number <= 1:
-                return "Value must be between 0 and 1"
-        case ConfigType.BOOLEAN:
-            if value.lower() not in ("true", "false"):
-                return "Expected value to be either true or false"
-        case ConfigType.STRING:
-            if value not in definition.choices:
-                return f"String must be one of: {', '.join(sorted(definition.choices))}"
-        case ConfigType.LIST:
-            # An empty value or item ("", "delete,") is refused: it names no policy.
-            items = [item.strip() for item in value.split(",")]
-            if any(item not in definition.choices for item in items):
-                return f"List must contain only: {', '.join(sorted(definition.choices))}"
-    return None
-
-
-def effective_topic_configs(
-    overrides: Mapping[str, str], defaults: TopicDefaults
-) -> tuple[TopicConfigEntry, ...]:
-    """Every implemented topic config with its value and source, sorted by name (as Kafka's
-    CreateTopics v5+ response and DescribeConfigs list them)."""
-    entries = []
-    for name in sorted(TOPIC_CONFIGS):
-        if name in overrides:
-            entries.append(
-                TopicConfigEntry(name, overrides[name], ConfigSource.DYNAMIC_TOPIC_CONFIG)
-            )
-        elif name in defaults.configs:
-            entries.append(
-                TopicConfigEntry(name, defaults.configs[name], ConfigSource.STATIC_BROKER_CONFIG)
-            )
-        else:
-            entries.append(
-                TopicConfigEntry(name, TOPIC_CONFIGS[name].default, ConfigSource.DEFAULT_CONFIG)
-            )
-    return tuple(entries)
+        raise TopicError(ErrorCode.invalid_config, problem)
 
 
 # --- brokers and partitions ----------------------------------------------------------------------
@@ -557,7 +409,7 @@ def _create_topic(
         topic_id=topic_id,
         num_partitions=len(partitions),
         replication_factor=len(partitions[0].replicas),
-        configs=effective_topic_configs(configs, defaults),
+        configs=effective_topic_configs(configs, defaults.configs),
     )
     return records, result
 

@@ -30,21 +30,21 @@ from kio.schema.errors import ErrorCode
 
 from controller.broker_lifecycle import (
     BrokerLifecycle,
-    TopicPartition,
     TopicPartitionEvent,
-    change_record,
-    partition_config,
 )
 from controller.image import MetadataImage
 from controller.partition_change import (
     BrokerFacts,
     ChangeCause,
-    UncleanRecoveryStrategy,
+    TopicPartition,
+    change_record,
     elect_recovered_leader,
     needs_unclean_recovery,
+    partition_config,
 )
 from controller.partition_state import NO_LEADER, PartitionState
 from controller.records import MetadataRecord, ReplicaLogState, UncleanRecoveryRecord
+from controller.topic_config import UncleanRecoveryStrategy
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,8 +32,7 @@ from pydantic import (
 )
 
 from broker.configs import BrokerConfigEntry
-from controller.partition_change import UncleanRecoveryStrategy
-from controller.topics import ConfigSource, ConfigType
+from controller.topic_config import ConfigSource, ConfigType, UncleanRecoveryStrategy
 from net.record_batch import TimestampType
 from net.server import ConnectionLimits
 

@@ -44,14 +44,15 @@ from broker.producer_ids import InitProducerIdApi, ProducerIdBlocks
 from broker.replica_log_info import ReplicaLogInfoApi
 from broker.replica_manager import ReplicaManager
 from controller.broker_lifecycle import LifecycleConfig
-from controller.broker_lifecycle import TopicPartition as ControllerTopicPartition
 from controller.client import ControllerClient, NoControllerError, create_topics_request
 from controller.events import EventLog, MetadataEvent
 from controller.image import MetadataImage, MetadataReplayer
-from controller.partition_change import PartitionConfig
+from controller.partition_change import PartitionDefaults
+from controller.partition_change import TopicPartition as ControllerTopicPartition
 from controller.quorum_controller import ControllerConfig, QuorumController
 from controller.records import ReplicaLogState
 from controller.replica_log_inspector import ReplicaLogInspector
+from controller.topic_config import TopicConfig
 from controller.topics import OFFSETS_TOPIC, TopicDefaults
 from kraft.driver import RaftDriver
 from kraft.messages import QuorumView, ReplicaView
@@ -161,13 +162,16 @@ def coordinator_config(config: NodeConfig) -> CoordinatorConfig:
     )
 
 
-def partition_defaults(config: NodeConfig) -> PartitionConfig:
+def broker_topic_config(config: NodeConfig) -> TopicConfig:
+    """The configuration of a topic without overrides on this node."""
+    return TopicConfig.of_broker(topic_defaults(config).configs)
+
+
+def partition_defaults(config: NodeConfig) -> PartitionDefaults:
     """The cluster-wide partition configuration, before topic overrides."""
-    return PartitionConfig(
-        min_insync_replicas=config.min_insync_replicas,
+    return PartitionDefaults(
+        topics=broker_topic_config(config),
         eligible_leader_replicas_enable=config.eligible_leader_replicas_enable,
-        unclean_leader_election_enable=config.unclean_leader_election_enable,
-        unclean_recovery_strategy=config.default_unclean_recovery_strategy(),
         unclean_recovery_manager_enabled=config.unclean_recovery_manager_enabled,
     )
 
@@ -284,7 +288,7 @@ class NodeStatusView:
         )
 
     @property
-    def partition_defaults(self) -> PartitionConfig:
+    def partition_defaults(self) -> PartitionDefaults:
         return self._partition_defaults
 
     async def inspect_replica_logs(
@@ -369,7 +373,7 @@ class BrokerRole:
         incarnation_id: UUID | None = None,
     ) -> None:
         self._replayer = replayer
-        self._default_min_insync_replicas = config.min_insync_replicas
+        self._topic_defaults = broker_topic_config(config)
         listener = config.listeners
         advertised = config.advertised_listener
         assert listener is not None and advertised is not None
@@ -402,7 +406,7 @@ class BrokerRole:
             logs,
             replayer,
             config.log_config(),
-            config.min_insync_replicas,
+            self._topic_defaults,
             isr_changes=IsrChangeSender(
                 self._controller,
                 config.node_id,
@@ -455,7 +459,6 @@ class BrokerRole:
         states = []
         for (topic, partition_id), replica in self.replicas.partitions.items():
             state = replica.state
-            min_isr = image.topic_configs(topic).get("min.insync.replicas")
             states.append(
                 ReplicaState(
                     topic=topic,
@@ -466,9 +469,9 @@ class BrokerRole:
                     log_start_offset=replica.log.log_start_offset,
                     replicas=0 if state is None else len(state.replicas),
                     isr=replica.isr_size() if replica.is_leader else 0,
-                    min_insync_replicas=self._default_min_insync_replicas
-                    if min_isr is None
-                    else int(min_isr),
+                    min_insync_replicas=image.topic_config(
+                        topic, self._topic_defaults
+                    ).min_insync_replicas,
                 )
             )
         return states

@@ -19,10 +19,10 @@ from admin.models import (
     RecoveryElection,
     ReplicaRecoveryView,
 )
-from controller.broker_lifecycle import TopicPartition, broker_facts, partition_config
+from controller.broker_lifecycle import broker_facts
 from controller.client import elect_leaders_request, elect_recovered_leader_request
 from controller.image import MetadataImage
-from controller.partition_change import needs_unclean_recovery
+from controller.partition_change import TopicPartition, needs_unclean_recovery, partition_config
 from controller.unclean_recovery import best_replica, replicas_to_ask, usable_answers
 
 

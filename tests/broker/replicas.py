@@ -23,6 +23,7 @@ from broker.replica_manager import FetchPartition, FetchResult, ReplicaManager
 from controller.image import ConfigResource, MetadataImage, MetadataReplayer, TopicImage
 from controller.partition_state import PartitionState
 from controller.records import ConfigResourceType
+from controller.topic_config import KAFKA_DEFAULTS, TopicConfig
 from net.records import Record, decode_batch, encode_batch
 from storage.log import Log, LogConfig
 from storage.log_manager import LogManager
@@ -64,6 +65,7 @@ class Broker:
         *,
         isr_changes: IsrChangeSender | None = None,
         eligible_leader_replicas_enable: bool = True,
+        topic_defaults: TopicConfig = KAFKA_DEFAULTS,
     ) -> None:
         self.broker_id = broker_id
         self.logs = LogManager.open([root / f"b{broker_id}"], LogConfig())
@@ -72,7 +74,7 @@ class Broker:
             self.logs,
             MetadataReplayer(),
             LogConfig(),
-            1,
+            topic_defaults,
             isr_changes=isr_changes,
             eligible_leader_replicas_enable=eligible_leader_replicas_enable,
         )

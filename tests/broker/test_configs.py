@@ -16,7 +16,8 @@ from broker.configs import (
 )
 from controller.image import MetadataImage
 from controller.records import ConfigRecord, ConfigResourceType, TopicRecord
-from controller.topics import ConfigSource, ConfigType, TopicDefaults
+from controller.topic_config import KAFKA_DEFAULTS, ConfigSource, ConfigType, TopicConfig
+from controller.topics import TopicDefaults
 from net.api_keys import ApiKey
 from net.protocol import field_entity_type, make_entity, request_schema
 from net.record_batch import TimestampType
@@ -144,32 +145,41 @@ def test_resources_that_cannot_be_described_get_kafkas_errors() -> None:
     assert [r.resource_name for r in results] == ["missing", "3", "", "2", "events"]
 
 
-def test_topic_log_config_applies_the_overrides_on_the_brokers_settings() -> None:
-    broker = LogConfig(segment_bytes=4096, retention_ms=5000, flush_messages=10)
-    assert topic_log_config(broker, {}) is broker
-    config = topic_log_config(
-        broker,
+def test_topic_log_config_takes_every_topic_setting_and_keeps_the_brokers_others() -> None:
+    broker = LogConfig(segment_bytes=4096, retention_ms=5000, index_interval_bytes=100)
+    topic = TopicConfig.resolve(
         {
             "segment.bytes": "2048",
             "retention.ms": "-1",
             "retention.bytes": "1048576",
-            "flush.messages": str(2**63 - 1),
-            "max.message.bytes": " 500 ",
-            "cleanup.policy": "delete",
+            "flush.messages": "10",
+            "max.message.bytes": "500",
+            "cleanup.policy": "compact,delete",
             "message.timestamp.type": "LogAppendTime",
-            "message.timestamp.after.max.ms": str(2**63 - 1),
             "message.timestamp.before.max.ms": "60000",
+            "delete.retention.ms": "7",
+            "min.cleanable.dirty.ratio": "0.25",
+            "segment.ms": "99",
+            "flush.ms": "30",
         },
+        KAFKA_DEFAULTS,
     )
-    assert (config.segment_bytes, config.retention_ms, config.retention_bytes) == (
-        2048,
-        None,
-        1_048_576,
+    config = topic_log_config(broker, topic)
+    assert config == LogConfig(
+        segment_bytes=2048,
+        segment_ms=99,
+        index_interval_bytes=100,
+        flush_messages=10,
+        flush_ms=30,
+        retention_ms=None,
+        retention_bytes=1_048_576,
+        max_message_bytes=500,
+        message_timestamp_type=TimestampType.LOG_APPEND_TIME,
+        message_timestamp_before_max_ms=60_000,
+        message_timestamp_after_max_ms=3_600_000,
+        cleanup_policy=frozenset({"compact", "delete"}),
+        delete_retention_ms=7,
+        min_cleanable_dirty_ratio=0.25,
     )
-    assert (config.flush_messages, config.max_message_bytes) == (None, 500)
-    assert config.segment_ms == broker.segment_ms
-    assert config.message_timestamp_type is TimestampType.LOG_APPEND_TIME
-    assert (config.message_timestamp_after_max_ms, config.message_timestamp_before_max_ms) == (
-        None,
-        60_000,
-    )
+    # Kafka's defaults are the storage layer's own.
+    assert topic_log_config(LogConfig(), KAFKA_DEFAULTS) == LogConfig()

@@ -10,6 +10,7 @@ from pathlib import Path
 from broker.replica_manager import APPLY_SLICE_S, ReplicaManager
 from controller.image import MetadataReplayer
 from controller.partition_state import PartitionState
+from controller.topic_config import KAFKA_DEFAULTS
 from storage.log import LogConfig
 from storage.log_manager import LogManager
 from tests.broker.replicas import TOPIC, image
@@ -23,7 +24,7 @@ async def test_thousands_of_new_replicas_are_created_in_slices_with_the_loop_fre
 ) -> None:
     logs = LogManager.open([tmp_path], LogConfig())
     replayer = MetadataReplayer(image(dict.fromkeys(range(PARTITIONS), LED)))
-    replicas = ReplicaManager(1, logs, replayer, LogConfig(), 1)
+    replicas = ReplicaManager(1, logs, replayer, LogConfig(), KAFKA_DEFAULTS)
     ticks = 0
 
     async def tick() -> None:

@@ -15,6 +15,7 @@ from broker.producer_state import ProducerStateManager, WrittenBatch
 from broker.replica_manager import ReplicaManager
 from controller.image import MetadataReplayer
 from controller.partition_state import PartitionState
+from controller.topic_config import KAFKA_DEFAULTS
 from net.record_batch import BatchHeader, read_header
 from net.records import Record, encode_batch
 from storage.log import Log, LogConfig
@@ -258,7 +259,7 @@ def test_log_batches_from_an_offset_include_the_batch_holding_it(tmp_path: Path)
 
 async def test_stopping_the_replica_manager_snapshots_every_partition(tmp_path: Path) -> None:
     logs = LogManager.open([tmp_path / "data"], CONFIG)
-    manager = ReplicaManager(BROKER, logs, MetadataReplayer(), CONFIG, 1)
+    manager = ReplicaManager(BROKER, logs, MetadataReplayer(), CONFIG, KAFKA_DEFAULTS)
     partition = Partition(
         "t", UUID(int=1), 0, BROKER, logs.get_or_create_log(TopicPartition("t", 0), CONFIG)
     )

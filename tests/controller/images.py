@@ -6,6 +6,7 @@ can name a stale epoch without looking it up.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from uuid import UUID, uuid4
 
@@ -16,7 +17,7 @@ from controller.broker_lifecycle import (
     RegistrationRequest,
 )
 from controller.image import MetadataDelta, MetadataImage
-from controller.partition_change import PartitionConfig
+from controller.partition_change import PartitionDefaults
 from controller.partition_state import PartitionState
 from controller.records import (
     ConfigRecord,
@@ -26,6 +27,7 @@ from controller.records import (
     RegisterBrokerRecord,
     TopicRecord,
 )
+from controller.topic_config import KAFKA_DEFAULTS, UncleanRecoveryStrategy
 
 NOW_MS = 1_000
 
@@ -79,9 +81,31 @@ def replay(records: Iterable[MetadataRecord], image: MetadataImage | None = None
     return delta.apply(base.end_offset + count, 1)
 
 
-def lifecycle(image: MetadataImage, defaults: PartitionConfig | None = None) -> BrokerLifecycle:
+def partition_defaults(
+    *,
+    min_insync_replicas: int = 1,
+    unclean_leader_election_enable: bool = False,
+    unclean_recovery_strategy: UncleanRecoveryStrategy = UncleanRecoveryStrategy.NONE,
+    eligible_leader_replicas_enable: bool = True,
+    unclean_recovery_manager_enabled: bool = True,
+) -> PartitionDefaults:
+    """Cluster-wide partition defaults: Kafka's topic defaults with these values, and no
+    unclean recovery strategy unless one is named."""
+    return PartitionDefaults(
+        dataclasses.replace(
+            KAFKA_DEFAULTS,
+            min_insync_replicas=min_insync_replicas,
+            unclean_leader_election_enable=unclean_leader_election_enable,
+            unclean_recovery_strategy=unclean_recovery_strategy,
+        ),
+        eligible_leader_replicas_enable=eligible_leader_replicas_enable,
+        unclean_recovery_manager_enabled=unclean_recovery_manager_enabled,
+    )
+
+
+def lifecycle(image: MetadataImage, defaults: PartitionDefaults | None = None) -> BrokerLifecycle:
     """A freshly active controller's lifecycle state."""
-    config = LifecycleConfig(partition_defaults=defaults or PartitionConfig())
+    config = LifecycleConfig(partition_defaults=defaults or partition_defaults())
     return BrokerLifecycle.activate(image, NOW_MS, config)
 
 

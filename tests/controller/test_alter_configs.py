@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
+import pytest
 from kio.schema.errors import ErrorCode
 
 from controller.image import MetadataImage
@@ -105,6 +106,55 @@ def test_values_are_validated_as_at_creation() -> None:
     _, error, message = alter(("min.insync.replicas", ConfigOperation.SET, "zero"))
     assert error is ErrorCode.invalid_config and message and "min.insync.replicas" in message
     assert alter(("retention.ms", ConfigOperation.SET, None))[1] is ErrorCode.invalid_request
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            ("retention.ms", ConfigOperation.SET, "-5"),
+            (
+                ErrorCode.invalid_config,
+                "Invalid value -5 for configuration retention.ms: Value must be at least -1",
+            ),
+        ),
+        (
+            ("nope", ConfigOperation.SET, "1"),
+            (ErrorCode.invalid_config, "Unknown topic config name: nope"),
+        ),
+        (
+            ("retention.ms", ConfigOperation.APPEND, "1"),
+            (
+                ErrorCode.invalid_config,
+                "ConfigRecord value append is not allowed for config key: retention.ms",
+            ),
+        ),
+        (
+            ("retention.ms", ConfigOperation.SUBTRACT, "1"),
+            (
+                ErrorCode.invalid_config,
+                "ConfigRecord value subtract is not allowed for config key: retention.ms",
+            ),
+        ),
+        (
+            ("cleanup.policy", ConfigOperation.APPEND, "bad"),
+            (
+                ErrorCode.invalid_config,
+                "Invalid value delete,bad for configuration cleanup.policy: "
+                "List must contain only: compact, delete",
+            ),
+        ),
+        (
+            ("retention.ms", ConfigOperation.SET, None),
+            (ErrorCode.invalid_request, "Null value not supported for: retention.ms"),
+        ),
+    ],
+)
+def test_refusals_are_in_kafkas_words(
+    change: tuple[str, ConfigOperation, str | None], expected: tuple[ErrorCode, str]
+) -> None:
+    _, error, message = alter(change)
+    assert (error, message) == expected
 
 
 def test_unknown_topics_broker_resources_and_duplicate_keys_are_refused() -> None:

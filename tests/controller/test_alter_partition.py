@@ -21,15 +21,20 @@ from controller.alter_partition import (
     PartitionIsrResult,
     alter_partitions,
 )
-from controller.broker_lifecycle import BrokerLifecycle, TopicPartition
+from controller.broker_lifecycle import BrokerLifecycle
 from controller.image import MetadataImage
-from controller.partition_change import (
-    ChangeCause,
-    PartitionConfig,
-)
+from controller.partition_change import ChangeCause, TopicPartition
 from controller.partition_state import PartitionState
 from controller.records import MetadataRecord, PartitionChangeRecord
-from tests.controller.images import broker, epoch_of, lifecycle, replay, restart_unclean, topic
+from tests.controller.images import (
+    broker,
+    epoch_of,
+    lifecycle,
+    partition_defaults,
+    replay,
+    restart_unclean,
+    topic,
+)
 
 T = UUID(int=7)
 LEADER_EPOCH = 5
@@ -176,7 +181,7 @@ def test_expanding_the_isr(new_isr: tuple[IsrMember, ...]) -> None:
 
 def test_shrinking_the_isr_below_min_isr_puts_the_follower_in_the_elr() -> None:
     image = cluster()
-    brokers = lifecycle(image, PartitionConfig(min_insync_replicas=2))
+    brokers = lifecycle(image, partition_defaults(min_insync_replicas=2))
     outcome = send(image, brokers, change(members(1)))
 
     assert outcome.records == (PartitionChangeRecord(T, 0, isr=(1,), elr=(2,)),)

@@ -24,7 +24,6 @@ from controller.broker_lifecycle import (
     LifecycleConfig,
     RegistrationOutcome,
     RegistrationRequest,
-    TopicPartition,
 )
 from controller.image import MetadataDelta, MetadataImage
 from controller.partition_change import (
@@ -32,7 +31,7 @@ from controller.partition_change import (
     ChangeCause,
     Election,
     PartitionConfig,
-    UncleanRecoveryStrategy,
+    TopicPartition,
     alter_partition,
     fence_broker,
 )
@@ -49,15 +48,17 @@ from controller.records import (
     TopicRecord,
     UnfenceBrokerRecord,
 )
+from controller.topic_config import UncleanRecoveryStrategy
+from tests.controller.images import partition_defaults
 
 TIMEOUT_MS = 9_000
 TOPIC_ID = UUID(int=7)
 P0 = TopicPartition(TOPIC_ID, 0)
 P1 = TopicPartition(TOPIC_ID, 1)
-MIN_ISR_2 = LifecycleConfig(TIMEOUT_MS, PartitionConfig(min_insync_replicas=2))
+MIN_ISR_2 = LifecycleConfig(TIMEOUT_MS, partition_defaults(min_insync_replicas=2))
 BALANCED = LifecycleConfig(
     TIMEOUT_MS,
-    PartitionConfig(
+    partition_defaults(
         min_insync_replicas=2, unclean_recovery_strategy=UncleanRecoveryStrategy.BALANCED
     ),
 )
@@ -250,7 +251,7 @@ def test_unfencing_re_elects_leaderless_partitions_from_the_elr() -> None:
 
 
 def test_session_expires_after_the_timeout_not_before() -> None:
-    cluster = Cluster(LifecycleConfig(TIMEOUT_MS))
+    cluster = Cluster(LifecycleConfig(TIMEOUT_MS, partition_defaults()))
     cluster.start(1, 2)
     cluster.create_partitions(PartitionState(replicas=(1, 2), isr=(1, 2), leader=1))
     start = cluster.now_ms
@@ -440,7 +441,7 @@ def test_without_the_elr_an_unclean_last_isr_member_leads_again_when_unfenced() 
     """Kafka without KIP-966: the last ISR member stays in the ISR while down and is elected
     again on return, whatever its shutdown (the reference's "data diverge" scenario)."""
     cluster = Cluster(
-        LifecycleConfig(TIMEOUT_MS, PartitionConfig(eligible_leader_replicas_enable=False))
+        LifecycleConfig(TIMEOUT_MS, partition_defaults(eligible_leader_replicas_enable=False))
     )
     cluster.start(1, 2)
     cluster.create_partitions(PartitionState(replicas=(1, 2), isr=(1, 2), leader=1))

@@ -13,7 +13,6 @@ from uuid import UUID
 import pytest
 from kio.schema.errors import ErrorCode
 
-from controller.broker_lifecycle import TopicPartition
 from controller.elections import (
     ElectionResult,
     ElectionType,
@@ -22,7 +21,7 @@ from controller.elections import (
     unclean_candidates,
 )
 from controller.image import MetadataImage
-from controller.partition_change import ChangeCause, Election
+from controller.partition_change import ChangeCause, Election, TopicPartition
 from controller.partition_state import NO_LEADER, PartitionState
 from controller.records import (
     MetadataRecord,

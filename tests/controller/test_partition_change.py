@@ -23,7 +23,6 @@ from controller.partition_change import (
     Election,
     PartitionChange,
     PartitionConfig,
-    UncleanRecoveryStrategy,
     alter_partition,
     elect_preferred_leader,
     elect_recovered_leader,
@@ -34,6 +33,7 @@ from controller.partition_change import (
     unfence_broker,
 )
 from controller.partition_state import NO_LEADER, PartitionState
+from controller.topic_config import UncleanRecoveryStrategy
 
 MIN_ISR_2 = PartitionConfig(min_insync_replicas=2)
 BALANCED = PartitionConfig(

@@ -34,11 +34,10 @@ from controller.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
+from controller.topic_config import ConfigSource, TopicConfigEntry
 from controller.topics import (
-    ConfigSource,
     NewTopic,
     PartitionsIncrease,
-    TopicConfigEntry,
     TopicDefaults,
     create_partitions,
     create_topics,
@@ -404,6 +403,96 @@ def test_bad_configs_are_refused(key: str, value: str) -> None:
 def test_a_null_config_value_is_refused() -> None:
     topic = NewTopic("t", 1, 1, configs={"retention.ms": None})
     assert create_error(cluster([0]), topic) is ErrorCode.invalid_config
+
+
+# Kafka's own words for each kind of bad value (LogConfig's ConfigDef validators).
+BAD_CONFIG_MESSAGES = [
+    (
+        "min.insync.replicas",
+        "0",
+        "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1",
+    ),
+    (
+        "min.insync.replicas",
+        "1_0",
+        "Invalid value 1_0 for configuration min.insync.replicas: Not a number of type INT",
+    ),
+    (
+        "retention.bytes",
+        "1.5",
+        "Invalid value 1.5 for configuration retention.bytes: Not a number of type LONG",
+    ),
+    (
+        "segment.bytes",
+        "2147483648",
+        "Invalid value 2147483648 for configuration segment.bytes: Not a number of type INT",
+    ),
+    (
+        "retention.ms",
+        " x ",
+        "Invalid value  x  for configuration retention.ms: Not a number of type LONG",
+    ),
+    (
+        "unclean.leader.election.enable",
+        "yes",
+        "Invalid value yes for configuration "
+        "unclean.leader.election.enable: Expected value to be either true or false",
+    ),
+    (
+        "cleanup.policy",
+        "delete,",
+        "Invalid value delete, for configuration cleanup.policy: "
+        "List must contain only: compact, delete",
+    ),
+    (
+        "min.cleanable.dirty.ratio",
+        "1.5",
+        "Invalid value 1.5 for configuration "
+        "min.cleanable.dirty.ratio: Value must be between 0 and 1",
+    ),
+    (
+        "min.cleanable.dirty.ratio",
+        "half",
+        "Invalid value half for configuration "
+        "min.cleanable.dirty.ratio: Not a number of type DOUBLE",
+    ),
+    (
+        "message.timestamp.type",
+        "createtime",
+        "Invalid value createtime for configuration "
+        "message.timestamp.type: String must be one of: CreateTime, LogAppendTime",
+    ),
+    (
+        "unclean.recovery.strategy",
+        "fast",
+        "Invalid value fast for configuration "
+        "unclean.recovery.strategy: String must be one of: balanced, manual, none, proactive",
+    ),
+    ("no.such.config", "1", "Unknown topic config name: no.such.config"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "message"), BAD_CONFIG_MESSAGES)
+def test_a_bad_config_is_refused_in_kafkas_words(key: str, value: str, message: str) -> None:
+    outcome = create_topics(
+        cluster([0]),
+        [NewTopic("t", 1, 1, configs={key: value})],
+        DEFAULTS,
+        validate_only=False,
+        new_topic_id=topic_ids(),
+    )
+    result = outcome.results[0]
+    assert (result.error_code, result.error_message) == (ErrorCode.invalid_config, message)
+
+
+def test_null_config_values_are_named_in_the_refusal() -> None:
+    topic = NewTopic("t", 1, 1, configs={"retention.ms": None, "flush.ms": None})
+    outcome = create_topics(
+        cluster([0]), [topic], DEFAULTS, validate_only=False, new_topic_id=topic_ids()
+    )
+    assert outcome.results[0].error_message == (
+        "Null value not supported for topic configs: flush.ms,retention.ms"
+    )
 
 
 @pytest.mark.parametrize(

@@ -22,8 +22,6 @@ from controller.broker_lifecycle import (
     BrokerLifecycle,
     LifecycleConfig,
     RegistrationRequest,
-    TopicPartition,
-    partition_config,
 )
 from controller.image import MetadataImage
 from controller.partition_change import (
@@ -31,8 +29,10 @@ from controller.partition_change import (
     ChangeCause,
     Election,
     PartitionConfig,
-    UncleanRecoveryStrategy,
+    PartitionDefaults,
+    TopicPartition,
     needs_unclean_recovery,
+    partition_config,
 )
 from controller.partition_state import NO_LEADER, PartitionState
 from controller.records import (
@@ -42,6 +42,7 @@ from controller.records import (
     ReplicaLogState,
     UncleanRecoveryRecord,
 )
+from controller.topic_config import UncleanRecoveryStrategy
 from controller.unclean_recovery import (
     RecoveryOutcome,
     best_replica,
@@ -55,7 +56,15 @@ from controller.unclean_recovery import (
     usable_answers,
 )
 from node.config import load_config
-from tests.controller.images import NOW_MS, broker, epoch_of, lifecycle, replay, topic
+from tests.controller.images import (
+    NOW_MS,
+    broker,
+    epoch_of,
+    lifecycle,
+    partition_defaults,
+    replay,
+    topic,
+)
 
 T = UUID(int=7)
 TP = TopicPartition(T, 0)
@@ -65,7 +74,12 @@ MANUAL = UncleanRecoveryStrategy.MANUAL
 NONE = UncleanRecoveryStrategy.NONE
 
 
-def defaults(strategy: UncleanRecoveryStrategy = BALANCED) -> PartitionConfig:
+def defaults(strategy: UncleanRecoveryStrategy = BALANCED) -> PartitionDefaults:
+    return partition_defaults(min_insync_replicas=2, unclean_recovery_strategy=strategy)
+
+
+def rules(strategy: UncleanRecoveryStrategy = BALANCED) -> PartitionConfig:
+    """The partition configuration `defaults(strategy)` gives a topic without overrides."""
     return PartitionConfig(min_insync_replicas=2, unclean_recovery_strategy=strategy)
 
 
@@ -250,7 +264,7 @@ def test_balanced_with_an_empty_lastknownelr_asks_every_replica() -> None:
 def test_rf_1_balanced_recovery_elects_the_only_replica_once_it_answers() -> None:
     state = PartitionState(replicas=(1,), isr=(), leader=NO_LEADER, leader_epoch=2)
     image = cluster(state, brokers=(1,))
-    assert needs_unclean_recovery(state, BrokerFacts(frozenset({1})), defaults())
+    assert needs_unclean_recovery(state, BrokerFacts(frozenset({1})), rules())
     assert run(image, []).waiting == {TP: (1,)}
     outcome = run(image, [log(1, 2, 40)])
     assert outcome.records[-1] == PartitionChangeRecord(T, 0, isr=(1,), leader=1)
@@ -324,17 +338,17 @@ FENCED_ELR = PartitionState(
 
 
 def test_proactive_triggers_while_every_elr_member_is_fenced() -> None:
-    config = defaults(PROACTIVE)
+    config = rules(PROACTIVE)
     assert needs_unclean_recovery(FENCED_ELR, BrokerFacts(frozenset({1, 3})), config)
     # Balanced and manual wait for the ELR member instead.
-    assert not needs_unclean_recovery(FENCED_ELR, BrokerFacts(frozenset({1, 3})), defaults())
-    assert not needs_unclean_recovery(FENCED_ELR, BrokerFacts(frozenset({1, 3})), defaults(MANUAL))
+    assert not needs_unclean_recovery(FENCED_ELR, BrokerFacts(frozenset({1, 3})), rules())
+    assert not needs_unclean_recovery(FENCED_ELR, BrokerFacts(frozenset({1, 3})), rules(MANUAL))
     # An unfenced ELR member is a clean candidate: no recovery.
     assert not needs_unclean_recovery(FENCED_ELR, BrokerFacts(frozenset({1, 2, 3})), config)
     # A fenced ISR member does not stop it either.
     fenced_isr = PartitionState(replicas=(1, 2, 3), isr=(2,), leader=NO_LEADER)
     assert needs_unclean_recovery(fenced_isr, BrokerFacts(frozenset({1, 3})), config)
-    assert not needs_unclean_recovery(fenced_isr, BrokerFacts(frozenset({1, 3})), defaults())
+    assert not needs_unclean_recovery(fenced_isr, BrokerFacts(frozenset({1, 3})), rules())
     # A partition with a leader never needs one.
     led = PartitionState(replicas=(1, 2, 3), isr=(1,), leader=1)
     assert not needs_unclean_recovery(led, BrokerFacts(frozenset({1})), config)
@@ -458,7 +472,7 @@ def test_choose_manually_refusals() -> None:
 def test_strategy_none_never_recovers() -> None:
     image = cluster(STEP_8)
     brokers = lifecycle(image, defaults(NONE))
-    assert not needs_unclean_recovery(STEP_8, brokers.broker_facts(image), defaults(NONE))
+    assert not needs_unclean_recovery(STEP_8, brokers.broker_facts(image), rules(NONE))
     assert pending_recoveries(image, brokers) == []
     every = [log(1, 1, 10), log(2, 1, 12), log(3, 0, 7)]
     decision = decide(
@@ -505,7 +519,7 @@ def test_lost_offsets_are_what_other_answers_hold_beyond_the_new_leader() -> Non
 @pytest.mark.parametrize(
     ("cluster_defaults", "overrides", "expected"),
     [
-        (PartitionConfig(), {}, NONE),
+        (partition_defaults(), {}, NONE),
         (defaults(BALANCED), {}, BALANCED),
         (defaults(BALANCED), {"unclean.recovery.strategy": "manual"}, MANUAL),
         (defaults(MANUAL), {"unclean.recovery.strategy": "none"}, NONE),
@@ -519,35 +533,37 @@ def test_lost_offsets_are_what_other_answers_hold_beyond_the_new_leader() -> Non
             BALANCED,
         ),
         (
-            PartitionConfig(
+            partition_defaults(
                 unclean_leader_election_enable=True, unclean_recovery_strategy=BALANCED
             ),
             {},
             BALANCED,
         ),
         (
-            PartitionConfig(
+            partition_defaults(
                 unclean_recovery_strategy=BALANCED, unclean_recovery_manager_enabled=False
             ),
             {},
             NONE,
         ),
         (
-            PartitionConfig(
+            partition_defaults(
                 unclean_recovery_strategy=BALANCED, unclean_recovery_manager_enabled=False
             ),
             {"unclean.recovery.strategy": "proactive"},
             NONE,
         ),
         (
-            PartitionConfig(unclean_recovery_manager_enabled=False),
+            partition_defaults(unclean_recovery_manager_enabled=False),
             {"unclean.leader.election.enable": "true"},
             NONE,
         ),
     ],
 )
 def test_partition_config_maps_the_unclean_keys_as_kip_966_does(
-    cluster_defaults: PartitionConfig, overrides: dict[str, str], expected: UncleanRecoveryStrategy
+    cluster_defaults: PartitionDefaults,
+    overrides: dict[str, str],
+    expected: UncleanRecoveryStrategy,
 ) -> None:
     image = cluster(STEP_8, configs=overrides)
     config = partition_config(image, "t", cluster_defaults)
@@ -558,7 +574,7 @@ def test_partition_config_maps_the_unclean_keys_as_kip_966_does(
 
 
 def test_partition_config_keeps_the_older_key_for_recovery_manager_disabled_clusters() -> None:
-    manager_off = PartitionConfig(min_insync_replicas=2, unclean_recovery_manager_enabled=False)
+    manager_off = partition_defaults(min_insync_replicas=2, unclean_recovery_manager_enabled=False)
     image = cluster(
         STEP_8, configs={"unclean.leader.election.enable": "true", "min.insync.replicas": "3"}
     )
@@ -567,7 +583,9 @@ def test_partition_config_keeps_the_older_key_for_recovery_manager_disabled_clus
     assert config.min_insync_replicas == 3
     assert config.unclean_recovery_strategy is NONE
     # Another topic without overrides gets the cluster's values.
-    assert partition_config(image, "other", manager_off) == manager_off
+    assert partition_config(image, "other", manager_off) == PartitionConfig(
+        min_insync_replicas=2, unclean_recovery_manager_enabled=False
+    )
 
 
 BASE = """\

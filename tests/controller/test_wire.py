@@ -16,13 +16,12 @@ from controller.broker_lifecycle import HeartbeatOutcome, RegistrationOutcome
 from controller.elections import ElectionResult, ElectionType
 from controller.partition_state import PartitionState
 from controller.producer_ids import ProducerIdsOutcome
+from controller.topic_config import ConfigSource, TopicConfigEntry
 from controller.topics import (
     AlterConfigsResult,
-    ConfigSource,
     CreatePartitionsResult,
     CreateTopicResult,
     DeleteTopicResult,
-    TopicConfigEntry,
 )
 from net.api_keys import ApiKey
 from net.protocol import (

@@ -30,7 +30,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.produce.v9.response import ProduceResponse
 
 from bench.cluster import Cluster
-from controller.topics import ConfigSource
+from controller.topic_config import ConfigSource
 from net.api_keys import ApiKey
 from net.client import NodeConnection
 from net.protocol import field_entity_type, make_entity, request_schema

@@ -18,11 +18,10 @@ from kio.static.protocol import Payload
 from admin.app import create_app
 from admin.models import Quorum, ReplicaLog
 from bench.cluster import free_ports
-from controller.broker_lifecycle import TopicPartition
 from controller.client import NoControllerError
 from controller.events import MetadataEvent
 from controller.image import MetadataImage
-from controller.partition_change import PartitionConfig
+from controller.partition_change import PartitionDefaults, TopicPartition
 from controller.records import ReplicaLogState
 from node.healthcheck import check, ready_url
 
@@ -65,8 +64,8 @@ class Status:
         raise NoControllerError("the test's node knows no controller")
 
     @property
-    def partition_defaults(self) -> PartitionConfig:
-        return PartitionConfig()
+    def partition_defaults(self) -> PartitionDefaults:
+        return PartitionDefaults()
 
     async def inspect_replica_logs(
         self, image: MetadataImage, asked: Mapping[int, Sequence[TopicPartition]]

@@ -1,0 +1,317 @@
+"""The topic config catalogue and the typed configuration of a topic.
+
+The catalogue (`TOPIC_CONFIGS`) is every topic config this broker implements, as Kafka's
+LogConfig defines it: its type, Kafka's default, its validation, and the broker setting that
+gives every topic its value (the synonym, `log.retention.ms` for `retention.ms`). Values travel
+as text, in Kafka's spelling, in requests and in the metadata log's ConfigRecords; validation
+(`topic_config_problem`) follows Kafka's ConfigDef, messages included.
+
+`TopicConfig` is a topic's effective configuration, typed: the topic's overrides on top of the
+broker-level values (`TopicConfig.resolve`). The metadata image hands one out per topic
+(`MetadataImage.topic_config`); controller and brokers read these fields, never the text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import IntEnum, StrEnum
+from typing import Any
+
+from net.record_batch import TimestampType
+
+_INT32_RANGE = (-(2**31), 2**31 - 1)
+_INT64_RANGE = (-(2**63), 2**63 - 1)
+_LONG_MAX = 2**63 - 1
+# Java's Integer/Long.parseInt after ConfigDef trims the value: Python's int() would also take
+# underscores and non-ASCII digits, which Kafka refuses.
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+class ConfigSource(IntEnum):
+    """Where a topic's effective config value comes from (DescribeConfigs' ConfigSource)."""
+
+    DYNAMIC_TOPIC_CONFIG = 1
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+class ConfigType(IntEnum):
+    """A config's data type, numbered as DescribeConfigs v3+ `ConfigType` is."""
+
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    PASSWORD = 9
+
+
+class UncleanRecoveryStrategy(StrEnum):
+    """`unclean.recovery.strategy` (async-storage-and-recovery.txt 5.3.1)."""
+
+    NONE = "none"
+    PROACTIVE = "proactive"
+    BALANCED = "balanced"
+    MANUAL = "manual"
+
+
+def _limit_or_none(value: str) -> int | None:
+    """Kafka spells "no limit" as -1 (retention) or Long.MAX_VALUE (flush, timestamps)."""
+    number = int(value)
+    return None if number < 0 or number == _LONG_MAX else number
+
+
+def _boolean(value: str) -> bool:
+    return value.lower() == "true"
+
+
+def _timestamp_type(value: str) -> TimestampType:
+    return TimestampType.LOG_APPEND_TIME if value == "LogAppendTime" else TimestampType.CREATE_TIME
+
+
+def _policies(value: str) -> frozenset[str]:
+    return frozenset(item.strip() for item in value.split(","))
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigDef:
+    """One topic config as Kafka's LogConfig defines it: type, default, valid values, and how
+    its (valid, trimmed) text reads as the `TopicConfig` field of the same name."""
+
+    type: ConfigType
+    default: str
+    # The broker setting that gives every topic its value (Kafka's synonym).
+    broker_synonym: str
+    parse: Callable[[str], object]
+    at_least: int | None = None
+    choices: frozenset[str] = frozenset()
+
+
+# The topic configs this broker implements, with Kafka's defaults and validators.
+TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
+    "cleanup.policy": TopicConfigDef(
+        ConfigType.LIST,
+        "delete",
+        "log.cleanup.policy",
+        _policies,
+        choices=frozenset({"delete", "compact"}),
+    ),
+    "delete.retention.ms": TopicConfigDef(
+        ConfigType.LONG, "86400000", "log.cleaner.delete.retention.ms", int, at_least=0
+    ),
+    "flush.messages": TopicConfigDef(
+        ConfigType.LONG,
+        str(_LONG_MAX),
+        "log.flush.interval.messages",
+        _limit_or_none,
+        at_least=1,
+    ),
+    "flush.ms": TopicConfigDef(
+        ConfigType.LONG, str(_LONG_MAX), "log.flush.interval.ms", _limit_or_none, at_least=0
+    ),
+    "max.message.bytes": TopicConfigDef(
+        ConfigType.INT, "1048588", "message.max.bytes", int, at_least=0
+    ),
+    # KIP-937, with Kafka 4's defaults: no bound in the past, one hour in the future.
+    "message.timestamp.after.max.ms": TopicConfigDef(
+        ConfigType.LONG,
+        "3600000",
+        "log.message.timestamp.after.max.ms",
+        _limit_or_none,
+        at_least=0,
+    ),
+    "message.timestamp.before.max.ms": TopicConfigDef(
+        ConfigType.LONG,
+        str(_LONG_MAX),
+        "log.message.timestamp.before.max.ms",
+        _limit_or_none,
+        at_least=0,
+    ),
+    "message.timestamp.type": TopicConfigDef(
+        ConfigType.STRING,
+        "CreateTime",
+        "log.message.timestamp.type",
+        _timestamp_type,
+        choices=frozenset({"CreateTime", "LogAppendTime"}),
+    ),
+    "min.cleanable.dirty.ratio": TopicConfigDef(
+        ConfigType.DOUBLE, "0.5", "log.cleaner.min.cleanable.ratio", float
+    ),
+    "min.insync.replicas": TopicConfigDef(
+        ConfigType.INT, "1", "min.insync.replicas", int, at_least=1
+    ),
+    "retention.bytes": TopicConfigDef(ConfigType.LONG, "-1", "log.retention.bytes", _limit_or_none),
+    "retention.ms": TopicConfigDef(
+        ConfigType.LONG, "604800000", "log.retention.ms", _limit_or_none, at_least=-1
+    ),
+    # Kafka 3.x's lower bound (LegacyRecord.RECORD_OVERHEAD_V0), as `log.segment.bytes` has.
+    "segment.bytes": TopicConfigDef(
+        ConfigType.INT, "1073741824", "log.segment.bytes", int, at_least=14
+    ),
+    "segment.ms": TopicConfigDef(ConfigType.LONG, "604800000", "log.roll.ms", int, at_least=1),
+    "unclean.leader.election.enable": TopicConfigDef(
+        ConfigType.BOOLEAN, "false", "unclean.leader.election.enable", _boolean
+    ),
+    # KIP-966's strategy (async-storage-and-recovery.txt 5.3.1), a topic override here too.
+    "unclean.recovery.strategy": TopicConfigDef(
+        ConfigType.STRING,
+        "balanced",
+        "unclean.recovery.strategy",
+        UncleanRecoveryStrategy,
+        choices=frozenset(strategy.value for strategy in UncleanRecoveryStrategy),
+    ),
+}
+
+
+def topic_config_problem(name: str, value: str) -> str | None:
+    """Why `value` is no valid value of topic config `name`, in Kafka's words (its
+    INVALID_CONFIG message); None if it is valid."""
+    definition = TOPIC_CONFIGS.get(name)
+    if definition is None:
+        return f"Unknown topic config name: {name}"
+    problem = _value_problem(definition, value.strip())
+    if problem is None:
+        return None
+    return f"Invalid value {value} for configuration {name}: {problem}"
+
+
+def _value_problem(definition: TopicConfigDef, value: str) -> str | None:
+    """Why `value` (trimmed, as Kafka's ConfigDef trims) is not valid, or None."""
+    match definition.type:
+        case ConfigType.INT | ConfigType.LONG:
+            low, high = _INT32_RANGE if definition.type is ConfigType.INT else _INT64_RANGE
+            if not _JAVA_INTEGER.fullmatch(value) or not low <= int(value) <= high:
+                return f"Not a number of type {definition.type.name}"
+            if definition.at_least is not None and int(value) < definition.at_least:
+                return f"Value must be at least {definition.at_least}"
+        case ConfigType.DOUBLE:
+            # Kafka's only DOUBLE topic config is a ratio, validated between 0 and 1.
+            try:
+                number = float(value)
+            except ValueError:
+                return "Not a number of type DOUBLE"
+            if not 0 <= number <= 1:
+                return "Value must be between 0 and 1"
+        case ConfigType.BOOLEAN:
+            if value.lower() not in ("true", "false"):
+                return "Expected value to be either true or false"
+        case ConfigType.STRING:
+            if value not in definition.choices:
+                return f"String must be one of: {', '.join(sorted(definition.choices))}"
+        case ConfigType.LIST:
+            # An empty value or item ("", "delete,") is refused: it names no policy.
+            items = [item.strip() for item in value.split(",")]
+            if any(item not in definition.choices for item in items):
+                return f"List must contain only: {', '.join(sorted(definition.choices))}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigEntry:
+    """One effective config of a topic, in Kafka's spelling, with where it comes from (as
+    CreateTopics v5+ `Configs` and DescribeConfigs report it)."""
+
+    name: str
+    value: str
+    source: ConfigSource
+
+
+def effective_topic_configs(
+    overrides: Mapping[str, str], broker_values: Mapping[str, str]
+) -> tuple[TopicConfigEntry, ...]:
+    """Every implemented topic config with its value and source, sorted by name (as Kafka's
+    CreateTopics v5+ response and DescribeConfigs list them): the topic's override, else the
+    broker's value (`broker_values`, by topic config name), else Kafka's default."""
+    entries = []
+    for name in sorted(TOPIC_CONFIGS):
+        if name in overrides:
+            entries.append(
+                TopicConfigEntry(name, overrides[name], ConfigSource.DYNAMIC_TOPIC_CONFIG)
+            )
+        elif name in broker_values:
+            entries.append(
+                TopicConfigEntry(name, broker_values[name], ConfigSource.STATIC_BROKER_CONFIG)
+            )
+        else:
+            entries.append(
+                TopicConfigEntry(name, TOPIC_CONFIGS[name].default, ConfigSource.DEFAULT_CONFIG)
+            )
+    return tuple(entries)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    """A topic's effective configuration, one typed field per catalogue entry (the config's
+    name with '_' for '.'). None means no limit where Kafka spells that -1 or Long.MAX_VALUE.
+
+    `unclean_recovery_strategy` is the strategy in effect as KIP-966 maps the older key onto
+    it (see `resolve`); whether the cluster runs the recovery manager at all is not a topic's
+    to say (`partition_change.partition_config`).
+    """
+
+    cleanup_policy: frozenset[str]
+    delete_retention_ms: int
+    flush_messages: int | None
+    flush_ms: int | None
+    max_message_bytes: int
+    message_timestamp_after_max_ms: int | None
+    message_timestamp_before_max_ms: int | None
+    message_timestamp_type: TimestampType
+    min_cleanable_dirty_ratio: float
+    min_insync_replicas: int
+    retention_bytes: int | None
+    retention_ms: int | None
+    segment_bytes: int
+    segment_ms: int
+    unclean_leader_election_enable: bool
+    unclean_recovery_strategy: UncleanRecoveryStrategy
+
+    @classmethod
+    def resolve(
+        cls, topic_overrides: Mapping[str, str], broker_defaults: TopicConfig
+    ) -> TopicConfig:
+        """`broker_defaults` with the topic's overrides (valid values in Kafka's spelling, by
+        topic config name; names outside the catalogue are ignored) on top.
+
+        The unclean recovery strategy, as KIP-966 maps the older key onto it: the topic's
+        `unclean.recovery.strategy`, else proactive when the topic sets
+        `unclean.leader.election.enable=true`, else the broker's.
+        """
+        # The catalogue's parsers give each field its type; the dataclass does not check.
+        changes: dict[str, Any] = {
+            _field_name(name): TOPIC_CONFIGS[name].parse(value.strip())
+            for name, value in topic_overrides.items()
+            if name in TOPIC_CONFIGS
+        }
+        if "unclean_recovery_strategy" not in changes and changes.get(
+            "unclean_leader_election_enable"
+        ):
+            changes["unclean_recovery_strategy"] = UncleanRecoveryStrategy.PROACTIVE
+        return dataclasses.replace(broker_defaults, **changes) if changes else broker_defaults
+
+    @classmethod
+    def of_broker(cls, broker_values: Mapping[str, str]) -> TopicConfig:
+        """The broker-level configuration every topic starts from: the broker's values (by
+        topic config name, in Kafka's spelling), else Kafka's defaults."""
+        return cls.resolve(broker_values, KAFKA_DEFAULTS)
+
+
+def _field_name(name: str) -> str:
+    return name.replace(".", "_")
+
+
+def _kafka_defaults() -> TopicConfig:
+    # Built from the catalogue, so each default is written once (as Kafka's text).
+    values: dict[str, Any] = {
+        _field_name(name): definition.parse(definition.default)
+        for name, definition in TOPIC_CONFIGS.items()
+    }
+    return TopicConfig(**values)
+
+
+# Every topic config at Kafka's default.
+KAFKA_DEFAULTS = _kafka_defaults()

@@ -1,0 +1,241 @@
+"""The topic config catalogue and typed topic configs (controller/topic_config.py), and the
+image's typed config per topic."""
+
+from __future__ import annotations
+
+import dataclasses
+from uuid import UUID
+
+import pytest
+
+from controller.image import MetadataImage
+from controller.partition_state import PartitionState
+from controller.records import ConfigRecord, ConfigResourceType, RemoveTopicRecord
+from controller.topic_config import (
+    KAFKA_DEFAULTS,
+    TOPIC_CONFIGS,
+    ConfigSource,
+    TopicConfig,
+    TopicConfigEntry,
+    UncleanRecoveryStrategy,
+    effective_topic_configs,
+    topic_config_problem,
+)
+from net.record_batch import TimestampType
+from tests.controller.images import replay, topic
+
+ONE = PartitionState(replicas=(1,), isr=(1,), leader=1)
+
+
+def config_record(name: str, key: str, value: str | None) -> ConfigRecord:
+    return ConfigRecord(ConfigResourceType.TOPIC, name, key, value)
+
+
+# --- the catalogue -------------------------------------------------------------------------------
+
+
+def test_every_catalogue_entry_is_a_typed_field_and_its_default_is_valid() -> None:
+    fields = {field.name for field in dataclasses.fields(TopicConfig)}
+    assert fields == {name.replace(".", "_") for name in TOPIC_CONFIGS}
+    for name, definition in TOPIC_CONFIGS.items():
+        assert topic_config_problem(name, definition.default) is None, name
+
+
+def test_kafka_defaults_read_as_typed_values() -> None:
+    assert (
+        TopicConfig(
+            cleanup_policy=frozenset({"delete"}),
+            delete_retention_ms=86_400_000,
+            flush_messages=None,
+            flush_ms=None,
+            max_message_bytes=1_048_588,
+            message_timestamp_after_max_ms=3_600_000,
+            message_timestamp_before_max_ms=None,
+            message_timestamp_type=TimestampType.CREATE_TIME,
+            min_cleanable_dirty_ratio=0.5,
+            min_insync_replicas=1,
+            retention_bytes=None,
+            retention_ms=604_800_000,
+            segment_bytes=1_073_741_824,
+            segment_ms=604_800_000,
+            unclean_leader_election_enable=False,
+            unclean_recovery_strategy=UncleanRecoveryStrategy.BALANCED,
+        )
+        == KAFKA_DEFAULTS
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "synonym"),
+    [
+        ("retention.ms", "log.retention.ms"),
+        ("segment.bytes", "log.segment.bytes"),
+        ("segment.ms", "log.roll.ms"),
+        ("max.message.bytes", "message.max.bytes"),
+        ("flush.messages", "log.flush.interval.messages"),
+        ("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio"),
+        ("min.insync.replicas", "min.insync.replicas"),
+    ],
+)
+def test_each_topic_config_names_its_broker_synonym(name: str, synonym: str) -> None:
+    assert TOPIC_CONFIGS[name].broker_synonym == synonym
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "problem"),
+    [
+        ("min.insync.replicas", "0", "Value must be at least 1"),
+        ("min.insync.replicas", "1_0", "Not a number of type INT"),
+        ("segment.bytes", "2147483648", "Not a number of type INT"),
+        ("retention.ms", "9223372036854775808", "Not a number of type LONG"),
+        ("retention.ms", "-2", "Value must be at least -1"),
+        ("min.cleanable.dirty.ratio", "2", "Value must be between 0 and 1"),
+        ("unclean.leader.election.enable", "1", "Expected value to be either true or false"),
+        (
+            "message.timestamp.type",
+            "createtime",
+            "String must be one of: CreateTime, LogAppendTime",
+        ),
+        ("cleanup.policy", "", "List must contain only: compact, delete"),
+    ],
+)
+def test_a_bad_value_is_named_with_kafkas_reason(name: str, value: str, problem: str) -> None:
+    assert topic_config_problem(name, value) == (
+        f"Invalid value {value} for configuration {name}: {problem}"
+    )
+
+
+def test_unknown_names_and_trimmed_values() -> None:
+    assert topic_config_problem("log.retention.ms", "1") == (
+        "Unknown topic config name: log.retention.ms"
+    )
+    # ConfigDef trims before it validates.
+    assert topic_config_problem("min.insync.replicas", " 2 ") is None
+    assert topic_config_problem("unclean.recovery.strategy", " manual") is None
+
+
+def test_effective_configs_name_their_source() -> None:
+    entries = effective_topic_configs({"retention.ms": "5"}, {"segment.bytes": "4096"})
+    assert [entry.name for entry in entries] == sorted(TOPIC_CONFIGS)
+    by_name = {entry.name: entry for entry in entries}
+    assert by_name["retention.ms"] == TopicConfigEntry(
+        "retention.ms", "5", ConfigSource.DYNAMIC_TOPIC_CONFIG
+    )
+    assert by_name["segment.bytes"] == TopicConfigEntry(
+        "segment.bytes", "4096", ConfigSource.STATIC_BROKER_CONFIG
+    )
+    assert by_name["flush.ms"] == TopicConfigEntry(
+        "flush.ms", str(2**63 - 1), ConfigSource.DEFAULT_CONFIG
+    )
+
+
+# --- resolving a topic's typed config ------------------------------------------------------------
+
+
+def test_overrides_replace_the_broker_defaults_field_by_field() -> None:
+    broker = TopicConfig.of_broker({"min.insync.replicas": "2", "retention.ms": "5000"})
+    assert (broker.min_insync_replicas, broker.retention_ms) == (2, 5000)
+    assert broker.segment_bytes == KAFKA_DEFAULTS.segment_bytes
+    config = TopicConfig.resolve(
+        {
+            "retention.ms": "-1",
+            "flush.messages": str(2**63 - 1),
+            "max.message.bytes": " 500 ",
+            "cleanup.policy": "compact, delete",
+            "message.timestamp.type": "LogAppendTime",
+            "unclean.leader.election.enable": "TRUE",
+            "min.cleanable.dirty.ratio": "0.25",
+            "not.a.topic.config": "x",
+        },
+        broker,
+    )
+    assert config == dataclasses.replace(
+        broker,
+        retention_ms=None,
+        flush_messages=None,
+        max_message_bytes=500,
+        cleanup_policy=frozenset({"compact", "delete"}),
+        message_timestamp_type=TimestampType.LOG_APPEND_TIME,
+        unclean_leader_election_enable=True,
+        unclean_recovery_strategy=UncleanRecoveryStrategy.PROACTIVE,
+        min_cleanable_dirty_ratio=0.25,
+    )
+    assert TopicConfig.resolve({}, broker) is broker
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({}, UncleanRecoveryStrategy.MANUAL),
+        ({"unclean.leader.election.enable": "true"}, UncleanRecoveryStrategy.PROACTIVE),
+        ({"unclean.leader.election.enable": "false"}, UncleanRecoveryStrategy.MANUAL),
+        (
+            {"unclean.leader.election.enable": "true", "unclean.recovery.strategy": "balanced"},
+            UncleanRecoveryStrategy.BALANCED,
+        ),
+        ({"unclean.recovery.strategy": " none "}, UncleanRecoveryStrategy.NONE),
+    ],
+)
+def test_the_strategy_maps_the_older_key_as_kip_966_does(
+    overrides: dict[str, str], expected: UncleanRecoveryStrategy
+) -> None:
+    broker = dataclasses.replace(
+        KAFKA_DEFAULTS, unclean_recovery_strategy=UncleanRecoveryStrategy.MANUAL
+    )
+    assert TopicConfig.resolve(overrides, broker).unclean_recovery_strategy is expected
+
+
+# --- the image's typed config per topic ----------------------------------------------------------
+
+
+def test_a_topic_without_overrides_has_the_broker_defaults() -> None:
+    image = replay(topic("a", UUID(int=1), ONE))
+    assert image.topic_config("a", KAFKA_DEFAULTS) is KAFKA_DEFAULTS
+    assert image.topic_config("missing", KAFKA_DEFAULTS) is KAFKA_DEFAULTS
+
+
+def test_typed_configs_are_computed_once_per_change_of_the_topics_overrides() -> None:
+    image = replay(
+        topic("a", UUID(int=1), ONE, configs={"retention.ms": "1000"})
+        + topic("b", UUID(int=2), ONE, configs={"min.insync.replicas": "2"})
+    )
+    a, b = image.topic_config("a", KAFKA_DEFAULTS), image.topic_config("b", KAFKA_DEFAULTS)
+    assert (a.retention_ms, b.min_insync_replicas) == (1000, 2)
+    assert image.topic_config("a", KAFKA_DEFAULTS) is a
+
+    changed = replay([config_record("b", "min.insync.replicas", "3")], image)
+    # Only the topic whose overrides changed has a new config; the other's is the same object.
+    assert changed.topic_config("a", KAFKA_DEFAULTS) is a
+    assert changed.topic_config("b", KAFKA_DEFAULTS).min_insync_replicas == 3
+    # The older image still answers with its own overrides.
+    assert image.topic_config("b", KAFKA_DEFAULTS).min_insync_replicas == 2
+
+    deleted = replay([config_record("b", "min.insync.replicas", None)], changed)
+    assert deleted.topic_config("b", KAFKA_DEFAULTS) is KAFKA_DEFAULTS
+
+
+def test_other_broker_defaults_give_another_config() -> None:
+    image = replay(topic("a", UUID(int=1), ONE, configs={"retention.ms": "1000"}))
+    broker = TopicConfig.of_broker({"min.insync.replicas": "2"})
+    assert image.topic_config("a", KAFKA_DEFAULTS).min_insync_replicas == 1
+    config = image.topic_config("a", broker)
+    assert (config.min_insync_replicas, config.retention_ms) == (2, 1000)
+    # Equal defaults, even as another object, find the config already computed.
+    assert image.topic_config("a", dataclasses.replace(broker)) is config
+
+
+def test_a_topic_created_again_under_its_name_starts_from_its_new_overrides() -> None:
+    image = replay(topic("a", UUID(int=1), ONE, configs={"retention.ms": "1000"}))
+    assert image.topic_config("a", KAFKA_DEFAULTS).retention_ms == 1000
+    removed = replay([RemoveTopicRecord(UUID(int=1))], image)
+    assert removed.topic_config("a", KAFKA_DEFAULTS) is KAFKA_DEFAULTS
+    again = replay(topic("a", UUID(int=2), ONE, configs={"segment.ms": "5"}), removed)
+    config = again.topic_config("a", KAFKA_DEFAULTS)
+    assert (config.retention_ms, config.segment_ms) == (KAFKA_DEFAULTS.retention_ms, 5)
+
+
+def test_a_loaded_snapshot_gives_the_same_typed_configs() -> None:
+    image = replay(topic("a", UUID(int=1), ONE, configs={"cleanup.policy": "compact"}))
+    loaded = MetadataImage.from_records(image.to_records(), image.end_offset, image.epoch)
+    assert loaded == image
+    assert loaded.topic_config("a", KAFKA_DEFAULTS) == image.topic_config("a", KAFKA_DEFAULTS)
