@@ -127,13 +127,13 @@ def test_delete_topics_every_version(version: int) -> None:
             ),
             timeout=TIMEOUT,
         )
-        assert wire.delete_topics_request(version, request_round_trip(request)) == [
+        assert wire.delete_topics_request(request_round_trip(request)) == [
             "orders",
             TOPIC_ID,
         ]
     else:
         request = entity(key, version, topic_names=("orders",), timeout=TIMEOUT)
-        assert wire.delete_topics_request(version, request_round_trip(request)) == ["orders"]
+        assert wire.delete_topics_request(request_round_trip(request)) == ["orders"]
     decoded = round_trip(
         wire.delete_topics_response(
             version, [DeleteTopicResult("orders", TOPIC_ID, ErrorCode.not_controller)]
