@@ -25,7 +25,7 @@ from controller.topics import ConfigOperation
 from net import messages
 from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
 from net.messages import ByVersion
-from net.protocol import field_entity_type, make_entity
+from net.protocol import make_entity
 
 log = structlog.get_logger(__name__)
 
@@ -152,10 +152,7 @@ def _request(requests: ByVersion[_Request], **values: object) -> _Request:
 
 def _entity(requests: ByVersion[Payload], *path: str, **values: object) -> object:
     """A nested entity of the request (at its newest version) reached through `path`."""
-    entity: type = requests[max(requests)]
-    for name in path:
-        entity = field_entity_type(entity, name)
-    return make_entity(entity, **values)
+    return make_entity(messages.nested_type(requests, max(requests), *path), **values)
 
 
 def broker_registration_request(

@@ -440,7 +440,7 @@ class QuorumController:
         self, context: RequestContext, request: messages.AlterPartitionRequest
     ) -> messages.AlterPartitionResponse:
         version = context.header.api_version
-        batch = wire.alter_partition_request(version, request)
+        batch = wire.alter_partition_request(request)
 
         def build(
             active: _Active, next_offset: int

@@ -19,7 +19,6 @@ from kio.schema.broker_registration import v4 as broker_registration_v4
 from kio.schema.delete_topics import v6 as delete_topics_v6
 from kio.schema.elect_leaders import v0 as elect_leaders_v0
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import Payload
 
 from controller.alter_partition import (
     AlterPartitionBatch,
@@ -48,8 +47,7 @@ from controller.topics import (
     PartitionsIncrease,
 )
 from net import messages
-from net.messages import ByVersion
-from net.protocol import NO_THROTTLE, field_entity_type, make_entity
+from net.protocol import NO_THROTTLE, make_entity
 
 # Kafka's api keys of the controller's own APIs.
 CREATE_TOPICS_KEY = 19
@@ -92,17 +90,6 @@ _RegistrationWithPreviousEpoch: TypeAlias = (
 
 # ElectLeaders v0 has no election type: it is always a preferred election.
 _DEFAULT_ELECTION_TYPE = ElectionType.PREFERRED
-
-
-def _nested(responses: ByVersion[Payload], version: int, *path: str) -> type[object]:
-    """The entity class reached from the response of `version` through the fields of `path`.
-
-    Only built, never read: `make_entity` fills whichever fields that version has.
-    """
-    entity: type = responses[version]
-    for name in path:
-        entity = field_entity_type(entity, name)
-    return entity
 
 
 # --- broker registration and heartbeats ----------------------------------------------------------
@@ -173,9 +160,7 @@ def heartbeat_error(version: int, error: ErrorCode) -> messages.BrokerHeartbeatR
 # --- AlterPartition ------------------------------------------------------------------------------
 
 
-def alter_partition_request(
-    version: int, request: messages.AlterPartitionRequest
-) -> AlterPartitionBatch:
+def alter_partition_request(request: messages.AlterPartitionRequest) -> AlterPartitionBatch:
     """v2 lists the new ISR as broker ids; v3 with each member's broker epoch (KIP-903)."""
 
     def members(
@@ -209,8 +194,10 @@ def alter_partition_request(
 def alter_partition_response(
     version: int, outcome: AlterPartitionBatchOutcome
 ) -> messages.AlterPartitionResponse:
-    topic_type = _nested(messages.ALTER_PARTITION_RESPONSES, version, "topics")
-    partition_type = _nested(messages.ALTER_PARTITION_RESPONSES, version, "topics", "partitions")
+    topic_type = messages.nested_type(messages.ALTER_PARTITION_RESPONSES, version, "topics")
+    partition_type = messages.nested_type(
+        messages.ALTER_PARTITION_RESPONSES, version, "topics", "partitions"
+    )
     by_topic: dict[UUID, list[object]] = {}
     for result in outcome.results:
         state = result.state
@@ -279,9 +266,9 @@ def create_topics_request(request: messages.CreateTopicsRequest) -> list[NewTopi
 def create_topics_response(
     version: int, results: Sequence[CreateTopicResult]
 ) -> messages.CreateTopicsResponse:
-    result_type = _nested(messages.CREATE_TOPICS_RESPONSES, version, "topics")
+    result_type = messages.nested_type(messages.CREATE_TOPICS_RESPONSES, version, "topics")
     config_type = (
-        _nested(messages.CREATE_TOPICS_RESPONSES, version, "topics", "configs")
+        messages.nested_type(messages.CREATE_TOPICS_RESPONSES, version, "topics", "configs")
         if version >= 5
         else None
     )
@@ -346,7 +333,7 @@ def delete_topics_request(request: messages.DeleteTopicsRequest) -> list[str | U
 def delete_topics_response(
     version: int, results: Sequence[DeleteTopicResult]
 ) -> messages.DeleteTopicsResponse:
-    result_type = _nested(messages.DELETE_TOPICS_RESPONSES, version, "responses")
+    result_type = messages.nested_type(messages.DELETE_TOPICS_RESPONSES, version, "responses")
     return make_entity(
         messages.DELETE_TOPICS_RESPONSES[version],
         throttle_time=NO_THROTTLE,
@@ -402,7 +389,7 @@ def create_partitions_request(
 def create_partitions_response(
     version: int, results: Sequence[CreatePartitionsResult]
 ) -> messages.CreatePartitionsResponse:
-    result_type = _nested(messages.CREATE_PARTITIONS_RESPONSES, version, "results")
+    result_type = messages.nested_type(messages.CREATE_PARTITIONS_RESPONSES, version, "results")
     return make_entity(
         messages.CREATE_PARTITIONS_RESPONSES[version],
         throttle_time=NO_THROTTLE,
@@ -453,8 +440,10 @@ def elect_leaders_request(
 def elect_leaders_response(
     version: int, results: Sequence[ElectionResult], error: ErrorCode = ErrorCode.none
 ) -> messages.ElectLeadersResponse:
-    topic_type = _nested(messages.ELECT_LEADERS_RESPONSES, version, "replica_election_results")
-    partition_type = _nested(
+    topic_type = messages.nested_type(
+        messages.ELECT_LEADERS_RESPONSES, version, "replica_election_results"
+    )
+    partition_type = messages.nested_type(
         messages.ELECT_LEADERS_RESPONSES, version, "replica_election_results", "partition_result"
     )
     by_topic: dict[str, list[object]] = {}
@@ -500,7 +489,9 @@ def incremental_alter_configs_request(
 def incremental_alter_configs_response(
     version: int, results: Sequence[AlterConfigsResult]
 ) -> messages.IncrementalAlterConfigsResponse:
-    result_type = _nested(messages.INCREMENTAL_ALTER_CONFIGS_RESPONSES, version, "responses")
+    result_type = messages.nested_type(
+        messages.INCREMENTAL_ALTER_CONFIGS_RESPONSES, version, "responses"
+    )
     return make_entity(
         messages.INCREMENTAL_ALTER_CONFIGS_RESPONSES[version],
         throttle_time=NO_THROTTLE,

@@ -5,8 +5,9 @@ kio generates one class per message version. Handlers that serve several version
 union named after the message (`FetchRequest` is Fetch v4 | ... | v16) and narrow it with
 `isinstance` where versions differ in fields; the `..._RESPONSES` (and, for the APIs this node
 also sends, `..._REQUESTS`) mappings give the class of each served version, so a message built
-for the version asked for keeps its type. The version ranges are the served ones, which a test
-holds equal to the ranges each handler registers.
+for the version asked for keeps its type, and `nested_type` the classes of its nested entities.
+The version ranges are the served ones, which a test holds equal to the ranges each handler
+registers.
 """
 
 from collections.abc import Mapping
@@ -172,6 +173,8 @@ from kio.schema.sync_group import v4 as sync_group_v4
 from kio.schema.sync_group import v5 as sync_group_v5
 from kio.static.protocol import Payload
 
+from net.protocol import field_entity_type
+
 _Message = TypeVar("_Message", bound=Payload)
 
 ByVersion: TypeAlias = Mapping[int, type[_Message]]
@@ -180,6 +183,19 @@ ByVersion: TypeAlias = Mapping[int, type[_Message]]
 
 def _by_version(*classes: type[_Message]) -> ByVersion[_Message]:
     return MappingProxyType({message.__version__: message for message in classes})
+
+
+def nested_type(messages: ByVersion[Payload], version: int, *path: str) -> type[object]:
+    """The class of the entity reached from the message of `version` through the fields of
+    `path` (an array field leads to its elements' class).
+
+    For building that version's nested entities with `make_entity`, which fills whichever
+    fields the version has; what is built is typed no closer than `object`.
+    """
+    entity: type = messages[version]
+    for name in path:
+        entity = field_entity_type(entity, name)
+    return entity
 
 
 # Produce v3-v10

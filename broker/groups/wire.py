@@ -215,17 +215,6 @@ def _response(responses: ByVersion[_Response], version: int, **values: object) -
     return make_entity(responses[version], throttle_time=NO_THROTTLE, **values)
 
 
-def _nested(responses: ByVersion[Payload], version: int, *path: str) -> type:
-    """The entity class reached from the response of `version` through the fields of `path`.
-
-    Only built, never read: `make_entity` fills whichever fields that version has.
-    """
-    entity: type = responses[version]
-    for name in path:
-        entity = field_entity_type(entity, name)
-    return entity
-
-
 # --- FindCoordinator -----------------------------------------------------------------------------
 
 
@@ -279,7 +268,9 @@ def find_coordinator_response(
             host=only.host,
             port=only.port,
         )
-    coordinator_type = _nested(messages.FIND_COORDINATOR_RESPONSES, version, "coordinators")
+    coordinator_type = messages.nested_type(
+        messages.FIND_COORDINATOR_RESPONSES, version, "coordinators"
+    )
     return _response(
         messages.FIND_COORDINATOR_RESPONSES,
         version,
@@ -328,7 +319,7 @@ def join_request(
 
 def join_response(version: int, answer: JoinAnswer) -> messages.JoinGroupResponse:
     """The JoinGroupResponse of `version` carrying `answer`."""
-    member_type = _nested(messages.JOIN_GROUP_RESPONSES, version, "members")
+    member_type = messages.nested_type(messages.JOIN_GROUP_RESPONSES, version, "members")
     nullable = version >= _JOIN_NULLABLE_PROTOCOL
     return _response(
         messages.JOIN_GROUP_RESPONSES,
@@ -426,7 +417,7 @@ def leave_response(version: int, answer: LeaveAnswer) -> messages.LeaveGroupResp
                 (m.error for m in answer.members if m.error is not ErrorCode.none), ErrorCode.none
             )
         return _response(messages.LEAVE_GROUP_RESPONSES, version, error_code=error)
-    member_type = _nested(messages.LEAVE_GROUP_RESPONSES, version, "members")
+    member_type = messages.nested_type(messages.LEAVE_GROUP_RESPONSES, version, "members")
     return _response(
         messages.LEAVE_GROUP_RESPONSES,
         version,
@@ -510,7 +501,7 @@ def offset_commit_response(
     version: int, errors: Mapping[str, Mapping[int, ErrorCode]]
 ) -> messages.OffsetCommitResponse:
     """The OffsetCommitResponse of `version`: `errors` is topic -> partition -> error."""
-    topic_type = _nested(messages.OFFSET_COMMIT_RESPONSES, version, "topics")
+    topic_type = messages.nested_type(messages.OFFSET_COMMIT_RESPONSES, version, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
     return _response(
         messages.OFFSET_COMMIT_RESPONSES,
@@ -618,7 +609,7 @@ def offset_fetch_response(
     """The OffsetFetchResponse of `version`; before v8 `groups` holds exactly one."""
     if version < _FETCH_BATCH:
         (group,) = groups
-        topic_type = _nested(messages.OFFSET_FETCH_RESPONSES, version, "topics")
+        topic_type = messages.nested_type(messages.OFFSET_FETCH_RESPONSES, version, "topics")
         override = group.error if version < _FETCH_GROUP_ERROR else ErrorCode.none
         return _response(
             messages.OFFSET_FETCH_RESPONSES,
@@ -626,7 +617,7 @@ def offset_fetch_response(
             error_code=group.error,
             topics=_fetched_topics(topic_type, group.offsets, override),
         )
-    group_type = _nested(messages.OFFSET_FETCH_RESPONSES, version, "groups")
+    group_type = messages.nested_type(messages.OFFSET_FETCH_RESPONSES, version, "groups")
     topic_type = field_entity_type(group_type, "topics")
     return _response(
         messages.OFFSET_FETCH_RESPONSES,
@@ -679,7 +670,7 @@ def offset_delete_response(
     version: int, error: ErrorCode, errors: Mapping[str, Mapping[int, ErrorCode]]
 ) -> messages.OffsetDeleteResponse:
     """The OffsetDeleteResponse: a group-level error and topic -> partition -> error."""
-    topic_type = _nested(messages.OFFSET_DELETE_RESPONSES, version, "topics")
+    topic_type = messages.nested_type(messages.OFFSET_DELETE_RESPONSES, version, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
     return _response(
         messages.OFFSET_DELETE_RESPONSES,
@@ -712,7 +703,7 @@ def describe_groups_response(
 
     Authorized operations (v3+) are always Kafka's "not requested" value: there are no ACLs.
     """
-    group_type = _nested(messages.DESCRIBE_GROUPS_RESPONSES, version, "groups")
+    group_type = messages.nested_type(messages.DESCRIBE_GROUPS_RESPONSES, version, "groups")
     member_type = field_entity_type(group_type, "members")
 
     def described(group: GroupDescription | GroupResult) -> object:
@@ -790,7 +781,7 @@ def list_groups_response(
     version: int, error: ErrorCode, groups: Sequence[ListedGroup]
 ) -> messages.ListGroupsResponse:
     """The ListGroupsResponse of `version`; state from v4 on, group type "classic" from v5."""
-    listed_type = _nested(messages.LIST_GROUPS_RESPONSES, version, "groups")
+    listed_type = messages.nested_type(messages.LIST_GROUPS_RESPONSES, version, "groups")
     return _response(
         messages.LIST_GROUPS_RESPONSES,
         version,
@@ -817,7 +808,7 @@ def delete_groups_response(
     version: int, results: Sequence[GroupResult]
 ) -> messages.DeleteGroupsResponse:
     """The DeleteGroupsResponse of `version`: one error per group."""
-    result_type = _nested(messages.DELETE_GROUPS_RESPONSES, version, "results")
+    result_type = messages.nested_type(messages.DELETE_GROUPS_RESPONSES, version, "results")
     return _response(
         messages.DELETE_GROUPS_RESPONSES,
         version,

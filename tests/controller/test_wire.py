@@ -267,7 +267,7 @@ def test_alter_partition_every_version(version: int) -> None:
             ),
         ),
     )
-    batch = wire.alter_partition_request(version, request_round_trip(request))
+    batch = wire.alter_partition_request(request_round_trip(request))
     (change,) = batch.partitions
     assert (batch.broker_id, batch.broker_epoch) == (1, 10)
     assert (change.topic_id, change.partition_id, change.leader_epoch, change.partition_epoch) == (
