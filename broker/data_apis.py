@@ -15,24 +15,41 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-from collections.abc import Callable
-from typing import Any
+import typing
+from collections.abc import Callable, Sequence
+from typing import TypeAlias, TypeVar
 from uuid import UUID
 
 from kio.schema.errors import ErrorCode
+from kio.schema.fetch import v9 as fetch_v9
+from kio.schema.fetch import v10 as fetch_v10
+from kio.schema.fetch import v11 as fetch_v11
+from kio.schema.fetch import v12 as fetch_v12
+from kio.schema.fetch import v13 as fetch_v13
+from kio.schema.fetch import v14 as fetch_v14
+from kio.schema.fetch import v15 as fetch_v15
+from kio.schema.fetch import v16 as fetch_v16
+from kio.schema.list_offsets import v4 as list_offsets_v4
+from kio.schema.list_offsets import v5 as list_offsets_v5
+from kio.schema.list_offsets import v6 as list_offsets_v6
+from kio.schema.list_offsets import v7 as list_offsets_v7
+from kio.schema.list_offsets import v8 as list_offsets_v8
+from kio.schema.list_offsets import v9 as list_offsets_v9
+from kio.schema.list_offsets import v10 as list_offsets_v10
+from kio.static.protocol import Payload
 
 from broker.replica_manager import (
-    CONSUMER_REPLICA_ID,
     FetchPartition,
     FetchResult,
     ProduceResult,
     ReplicaManager,
 )
 from controller.topics import INTERNAL_TOPICS
+from net import messages
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, PreEncodedResponse, RequestContext
 from net.fetch_response import encode_fetch_response
-from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
+from net.protocol import NO_THROTTLE, field_entity_type, make_entity
 from net.record_batch import NO_TIMESTAMP
 
 PRODUCE_VERSIONS = (3, 10)
@@ -40,9 +57,68 @@ FETCH_VERSIONS = (4, 16)
 LIST_OFFSETS_VERSIONS = (1, 10)
 OFFSET_FOR_LEADER_EPOCH_VERSIONS = (2, 4)
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-# Fetch names topics by id from this version on.
-_TOPIC_IDS_FROM = 13
 _VALID_ACKS = (-1, 0, 1)
+
+# The versions of each message that have the field named.
+_FetchWithReplicaState: TypeAlias = fetch_v15.FetchRequest | fetch_v16.FetchRequest
+_FetchByTopicId: TypeAlias = (
+    fetch_v13.FetchRequest
+    | fetch_v14.FetchRequest
+    | fetch_v15.FetchRequest
+    | fetch_v16.FetchRequest
+)
+_FetchPartitionWithLeaderEpoch: TypeAlias = (
+    fetch_v9.request.FetchPartition
+    | fetch_v10.request.FetchPartition
+    | fetch_v11.request.FetchPartition
+    | fetch_v12.request.FetchPartition
+    | fetch_v13.request.FetchPartition
+    | fetch_v14.request.FetchPartition
+    | fetch_v15.request.FetchPartition
+    | fetch_v16.request.FetchPartition
+)
+_FetchPartitionWithLastFetchedEpoch: TypeAlias = (
+    fetch_v12.request.FetchPartition
+    | fetch_v13.request.FetchPartition
+    | fetch_v14.request.FetchPartition
+    | fetch_v15.request.FetchPartition
+    | fetch_v16.request.FetchPartition
+)
+_ListOffsetsPartitionWithLeaderEpoch: TypeAlias = (
+    list_offsets_v4.request.ListOffsetsPartition
+    | list_offsets_v5.request.ListOffsetsPartition
+    | list_offsets_v6.request.ListOffsetsPartition
+    | list_offsets_v7.request.ListOffsetsPartition
+    | list_offsets_v8.request.ListOffsetsPartition
+    | list_offsets_v9.request.ListOffsetsPartition
+    | list_offsets_v10.request.ListOffsetsPartition
+)
+
+_Response = TypeVar("_Response", bound=Payload)
+_Asked = TypeVar("_Asked")
+
+
+class _EpochQuery(typing.Protocol):
+    """A partition of an OffsetForLeaderEpochRequest, as every served version has it."""
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def current_leader_epoch(self) -> int: ...
+
+    @property
+    def leader_epoch(self) -> int: ...
+
+
+class _OffsetQuery(typing.Protocol):
+    """A partition of a ListOffsetsRequest: the fields every served version has."""
+
+    @property
+    def partition_index(self) -> int: ...
+
+    @property
+    def timestamp(self) -> int: ...
 
 
 class DataApis:
@@ -80,13 +156,14 @@ class DataApis:
 
     # -- OffsetForLeaderEpoch ----------------------------------------------------------------------
 
-    def _on_offset_for_leader_epoch(self, context: RequestContext, request: Any) -> Any:
-        schema = response_schema(ApiKey.OFFSET_FOR_LEADER_EPOCH, context.header.api_version)
-        assert schema is not None
+    def _on_offset_for_leader_epoch(
+        self, context: RequestContext, request: messages.OffsetForLeaderEpochRequest
+    ) -> messages.OffsetForLeaderEpochResponse:
+        schema = messages.OFFSET_FOR_LEADER_EPOCH_RESPONSES[context.header.api_version]
         topic_type = field_entity_type(schema, "topics")
         partition_type = field_entity_type(topic_type, "partitions")
 
-        def answer(topic: str, partition: Any) -> Any:
+        def answer(topic: str, partition: _EpochQuery) -> object:
             error, epoch, end_offset = self._replicas.end_offset_for_epoch(
                 topic, partition.partition, partition.current_leader_epoch, partition.leader_epoch
             )
@@ -98,22 +175,28 @@ class DataApis:
                 end_offset=end_offset,
             )
 
-        return _per_partition(schema, topic_type, "topic", request.topics, answer)
+        asked: list[tuple[str, tuple[_EpochQuery, ...]]] = [
+            (topic.topic, topic.partitions) for topic in request.topics
+        ]
+        return _per_partition(schema, topic_type, "topic", asked, answer)
 
     # -- ListOffsets ------------------------------------------------------------------------------
 
-    def _on_list_offsets(self, context: RequestContext, request: Any) -> Any:
-        schema = response_schema(ApiKey.LIST_OFFSETS, context.header.api_version)
-        assert schema is not None
+    def _on_list_offsets(
+        self, context: RequestContext, request: messages.ListOffsetsRequest
+    ) -> messages.ListOffsetsResponse:
+        schema = messages.LIST_OFFSETS_RESPONSES[context.header.api_version]
         topic_type = field_entity_type(schema, "topics")
         partition_type = field_entity_type(topic_type, "partitions")
 
-        def answer(topic: str, partition: Any) -> Any:
+        def answer(topic: str, partition: _OffsetQuery) -> object:
             error, found = self._replicas.list_offset(
                 topic,
                 partition.partition_index,
                 partition.timestamp,
-                getattr(partition, "current_leader_epoch", -1),
+                partition.current_leader_epoch
+                if isinstance(partition, _ListOffsetsPartitionWithLeaderEpoch)
+                else -1,
             )
             return make_entity(
                 partition_type,
@@ -124,11 +207,16 @@ class DataApis:
                 leader_epoch=-1 if found is None else found.leader_epoch,
             )
 
-        return _per_partition(schema, topic_type, "name", request.topics, answer)
+        asked: list[tuple[str, tuple[_OffsetQuery, ...]]] = [
+            (topic.name, topic.partitions) for topic in request.topics
+        ]
+        return _per_partition(schema, topic_type, "name", asked, answer)
 
     # -- Produce ----------------------------------------------------------------------------------
 
-    async def _on_produce(self, context: RequestContext, request: Any) -> Any:
+    async def _on_produce(
+        self, context: RequestContext, request: messages.ProduceRequest
+    ) -> messages.ProduceResponse | None:
         version = context.header.api_version
         acks = request.acks
         partitions = [
@@ -146,11 +234,10 @@ class DataApis:
                 answers = await self._replicas.produce(acks, timeout_ms, partitions)
         if acks == 0:
             return None
-        schema = response_schema(ApiKey.PRODUCE, version)
-        assert schema is not None
+        schema = messages.PRODUCE_RESPONSES[version]
         topic_type = field_entity_type(schema, "responses")
         partition_type = field_entity_type(topic_type, "partition_responses")
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[object]] = {}
         for (topic, index, _), answer in zip(partitions, answers, strict=True):
             by_topic.setdefault(topic, []).append(
                 make_entity(
@@ -176,7 +263,7 @@ class DataApis:
         )
 
     async def _produce_except_internal(
-        self, acks: int, timeout_ms: int, partitions: list[tuple[str, int, Any]]
+        self, acks: int, timeout_ms: int, partitions: Sequence[tuple[str, int, bytes | None]]
     ) -> list[ProduceResult]:
         """Only brokers write internal topics: their partitions are refused, as Kafka refuses
         them, and the others are appended."""
@@ -194,41 +281,42 @@ class DataApis:
 
     # -- Fetch ------------------------------------------------------------------------------------
 
-    async def _on_fetch(self, context: RequestContext, request: Any) -> PreEncodedResponse:
+    async def _on_fetch(
+        self, context: RequestContext, request: messages.FetchRequest
+    ) -> PreEncodedResponse:
         version = context.header.api_version
-        replica_state = getattr(request, "replica_state", None)
         replica_id = (
-            replica_state.replica_id
-            if replica_state is not None
-            else getattr(request, "replica_id", CONSUMER_REPLICA_ID)
+            request.replica_state.replica_id
+            if isinstance(request, _FetchWithReplicaState)
+            else request.replica_id
         )
-        # (topic name or None when the id is unknown, topic id, kio partition)
-        asked: list[tuple[str | None, UUID | None, Any]] = []
-        for topic in request.topics:
-            if version >= _TOPIC_IDS_FROM:
-                topic_id = topic.topic_id
-                name = None if topic_id is None else self._replicas.topic_name(topic_id)
-            else:
-                topic_id, name = None, topic.topic
-            asked.extend((name, topic_id, partition) for partition in topic.partitions)
-        known = [
-            FetchPartition(
-                topic=name,
-                partition_id=partition.partition,
-                fetch_offset=partition.fetch_offset,
-                max_bytes=partition.partition_max_bytes,
-                current_leader_epoch=getattr(partition, "current_leader_epoch", -1),
-                last_fetched_epoch=getattr(partition, "last_fetched_epoch", -1),
-            )
-            for name, _, partition in asked
-            if name is not None
-        ]
+        # (topic name or None when the id is unknown, topic id, the kio partitions)
+        topics: list[tuple[str | None, UUID | None, tuple[_FetchedPartition, ...]]]
+        if isinstance(request, _FetchByTopicId):
+            topics = [
+                (
+                    None if topic.topic_id is None else self._replicas.topic_name(topic.topic_id),
+                    topic.topic_id,
+                    topic.partitions,
+                )
+                for topic in request.topics
+            ]
+        else:
+            topics = [(topic.topic, None, topic.partitions) for topic in request.topics]
+        # (topic name or None when the id is unknown, topic id, partition index)
+        asked: list[tuple[str | None, UUID | None, int]] = []
+        known: list[FetchPartition] = []
+        for name, topic_id, partitions in topics:
+            for partition in partitions:
+                asked.append((name, topic_id, partition.partition))
+                if name is not None:
+                    known.append(_fetch_partition(name, partition))
         fetched = iter(
             await self._replicas.fetch(
                 replica_id,
                 round(request.max_wait.total_seconds() * 1000),
                 request.min_bytes,
-                getattr(request, "max_bytes", 0x7FFFFFFF),
+                request.max_bytes,
                 known,
             )
         )
@@ -239,13 +327,43 @@ class DataApis:
         return PreEncodedResponse(encode_fetch_response(_fetch_response(version, asked, results)))
 
 
+class _FetchedPartition(typing.Protocol):
+    """A partition of a FetchRequest: the fields every served version has."""
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def fetch_offset(self) -> int: ...
+
+    @property
+    def partition_max_bytes(self) -> int: ...
+
+
+def _fetch_partition(topic: str, partition: _FetchedPartition) -> FetchPartition:
+    """What the replica manager is asked for a partition of a FetchRequest; the epochs its
+    version lacks are -1 ("none given")."""
+    return FetchPartition(
+        topic=topic,
+        partition_id=partition.partition,
+        fetch_offset=partition.fetch_offset,
+        max_bytes=partition.partition_max_bytes,
+        current_leader_epoch=partition.current_leader_epoch
+        if isinstance(partition, _FetchPartitionWithLeaderEpoch)
+        else -1,
+        last_fetched_epoch=partition.last_fetched_epoch
+        if isinstance(partition, _FetchPartitionWithLastFetchedEpoch)
+        else -1,
+    )
+
+
 def _per_partition(
-    schema: type,
+    schema: type[_Response],
     topic_type: type,
     name_field: str,
-    topics: Any,
-    answer: Callable[[str, Any], Any],
-) -> Any:
+    topics: list[tuple[str, tuple[_Asked, ...]]],
+    answer: Callable[[str, _Asked], object],
+) -> _Response:
     """A response with one `answer(topic name, asked partition)` per partition asked, grouped
     by topic as the request grouped them (topics named by `name_field`)."""
     return make_entity(
@@ -254,29 +372,28 @@ def _per_partition(
         topics=tuple(
             make_entity(
                 topic_type,
-                **{name_field: getattr(topic, name_field)},
-                partitions=tuple(answer(getattr(topic, name_field), p) for p in topic.partitions),
+                **{name_field: name},
+                partitions=tuple(answer(name, p) for p in partitions),
             )
-            for topic in topics
+            for name, partitions in topics
         ),
     )
 
 
 def _fetch_response(
-    version: int, asked: list[tuple[str | None, UUID | None, Any]], results: list[FetchResult]
-) -> Any:
-    schema = response_schema(ApiKey.FETCH, version)
-    assert schema is not None
+    version: int, asked: list[tuple[str | None, UUID | None, int]], results: list[FetchResult]
+) -> messages.FetchResponse:
+    schema = messages.FETCH_RESPONSES[version]
     topic_type = field_entity_type(schema, "responses")
     partition_type = field_entity_type(topic_type, "partitions")
     nested: dict[str, type] = {}
     for field_name in ("diverging_epoch", "current_leader"):
         with contextlib.suppress(TypeError):
             nested[field_name] = field_entity_type(partition_type, field_name)
-    by_topic: dict[tuple[str | None, UUID | None], list[Any]] = {}
+    by_topic: dict[tuple[str | None, UUID | None], list[object]] = {}
     for (name, topic_id, partition), result in zip(asked, results, strict=True):
-        values: dict[str, Any] = {
-            "partition_index": partition.partition,
+        values: dict[str, object] = {
+            "partition_index": partition,
             "error_code": result.error,
             "high_watermark": result.high_watermark,
             "last_stable_offset": result.high_watermark,

@@ -18,21 +18,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 import structlog
+from kio.schema.alter_partition import v3 as alter_partition_v3
 from kio.schema.errors import ErrorCode
 
 from broker.partition import Partition
 from controller.client import ControllerClient, NoControllerError
 from controller.partition_state import PartitionState
-from net.api_keys import ApiKey
-from net.protocol import field_entity_type, make_entity, request_schema
+from net.protocol import make_entity
 
 log = structlog.get_logger(__name__)
 
-# v3: topic ids, and each ISR member with its broker epoch.
-ALTER_PARTITION_VERSION = 3
 # The refusals that prove the change was not made.
 _NOT_MADE = frozenset({ErrorCode.ineligible_replica, ErrorCode.operation_not_attempted})
 
@@ -88,7 +85,9 @@ class IsrChangeSender:
             ):
                 return  # settled by the metadata log, or superseded
             try:
-                response = await self._client.send(self._request(partition, state, members))
+                response: alter_partition_v3.AlterPartitionResponse = await self._client.send(
+                    self._request(partition, state, members)
+                )
                 break
             except NoControllerError as unanswered:
                 log.warning(
@@ -116,26 +115,27 @@ class IsrChangeSender:
 
     def _request(
         self, partition: Partition, state: PartitionState, members: tuple[tuple[int, int], ...]
-    ) -> Any:
-        schema: Any = request_schema(ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION)
-        topic_type = field_entity_type(schema, "topics")
-        partition_type = field_entity_type(topic_type, "partitions")
-        member_type = field_entity_type(partition_type, "new_isr_with_epochs")
+    ) -> alter_partition_v3.AlterPartitionRequest:
+        # v3: topic ids, and each ISR member with its broker epoch.
         return make_entity(
-            schema,
+            alter_partition_v3.AlterPartitionRequest,
             broker_id=self._broker_id,
             broker_epoch=self._broker_epoch(),
             topics=(
                 make_entity(
-                    topic_type,
+                    alter_partition_v3.request.TopicData,
                     topic_id=partition.topic_id,
                     partitions=(
                         make_entity(
-                            partition_type,
+                            alter_partition_v3.request.PartitionData,
                             partition_index=partition.partition_id,
                             leader_epoch=state.leader_epoch,
                             new_isr_with_epochs=tuple(
-                                make_entity(member_type, broker_id=member, broker_epoch=epoch)
+                                make_entity(
+                                    alter_partition_v3.request.BrokerState,
+                                    broker_id=member,
+                                    broker_epoch=epoch,
+                                )
                                 for member, epoch in members
                             ),
                             leader_recovery_state=0,

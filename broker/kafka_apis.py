@@ -10,9 +10,10 @@ requests get REQUEST_TIMED_OUT.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypeAlias
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import Payload
 
 from broker.configs import DESCRIBE_CONFIGS_VERSIONS, BrokerSettings, describe_configs_response
 from broker.metadata_api import (
@@ -24,19 +25,40 @@ from broker.metadata_api import (
 from controller import wire
 from controller.client import ControllerClient, NoControllerError
 from controller.image import MetadataImage
+from net import messages
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 
-# Forwarded API key -> the response refusing every item of a request with an error.
-_FORWARDED: dict[int, Callable[[int, Any, ErrorCode], Any]] = {
-    ApiKey.CREATE_TOPICS: wire.create_topics_error,
-    ApiKey.DELETE_TOPICS: wire.delete_topics_error,
-    ApiKey.CREATE_PARTITIONS: wire.create_partitions_error,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: wire.incremental_alter_configs_error,
-    ApiKey.ELECT_LEADERS: lambda version, request, error: wire.elect_leaders_response(
-        version, (), error
-    ),
-}
+# The controller APIs forwarded to the active controller.
+_FORWARDED = frozenset(
+    {
+        ApiKey.CREATE_TOPICS,
+        ApiKey.DELETE_TOPICS,
+        ApiKey.CREATE_PARTITIONS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.ELECT_LEADERS,
+    }
+)
+_ForwardedRequest: TypeAlias = (
+    messages.CreateTopicsRequest
+    | messages.DeleteTopicsRequest
+    | messages.CreatePartitionsRequest
+    | messages.IncrementalAlterConfigsRequest
+    | messages.ElectLeadersRequest
+)
+
+
+def _refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payload:
+    """The response to a forwarded `request` refusing every item of it with `error`."""
+    if isinstance(request, messages.CreateTopicsRequest):
+        return wire.create_topics_error(version, request, error)
+    if isinstance(request, messages.DeleteTopicsRequest):
+        return wire.delete_topics_error(version, request, error)
+    if isinstance(request, messages.CreatePartitionsRequest):
+        return wire.create_partitions_error(version, request, error)
+    if isinstance(request, messages.IncrementalAlterConfigsRequest):
+        return wire.incremental_alter_configs_error(version, request, error)
+    return wire.elect_leaders_response(version, (), error)
 
 
 class BrokerApis:
@@ -87,28 +109,34 @@ class BrokerApis:
                     max_version=served.max_version,
                 )
 
-    def _on_metadata(self, context: RequestContext, request: Any) -> Any:
+    def _on_metadata(
+        self, context: RequestContext, request: messages.MetadataRequest
+    ) -> messages.MetadataResponse:
         return metadata_response(
             self._image(), self._broker_id, context.header.api_version, request
         )
 
-    def _on_describe_cluster(self, context: RequestContext, request: Any) -> Any:
+    def _on_describe_cluster(
+        self, context: RequestContext, request: messages.DescribeClusterRequest
+    ) -> messages.DescribeClusterResponse:
         return describe_cluster_response(
             self._image(), self._broker_id, self._cluster_id, context.header.api_version
         )
 
-    def _on_describe_configs(self, context: RequestContext, request: Any) -> Any:
-        return describe_configs_response(
+    def _on_describe_configs(
+        self, context: RequestContext, request: messages.DescribeConfigsRequest
+    ) -> messages.DescribeConfigsResponse:
+        response: messages.DescribeConfigsResponse = describe_configs_response(
             self._image(), self._settings, context.header.api_version, request
         )
+        return response
 
-    async def _forward(self, context: RequestContext, request: Any) -> Any:
+    async def _forward(self, context: RequestContext, request: _ForwardedRequest) -> Payload:
         try:
-            return await self._controller.send(
+            # The controller answers with the response of the request's own API and version.
+            response: Payload = await self._controller.send(
                 request, deadline_s=self._forward_timeout_s, patient=True
             )
         except NoControllerError:
-            header = context.header
-            return _FORWARDED[header.api_key](
-                header.api_version, request, ErrorCode.request_timed_out
-            )
+            return _refusal(context.header.api_version, request, ErrorCode.request_timed_out)
+        return response

@@ -35,6 +35,7 @@ from controller.client import (
     broker_heartbeat_request,
     broker_registration_request,
 )
+from net import messages
 from net.tasks import start_essential
 
 log = structlog.get_logger(__name__)
@@ -149,7 +150,7 @@ class BrokerLifecycleManager:
         identity = self._identity
         while True:
             try:
-                response = await self._client.send(
+                response: messages.BrokerRegistrationResponse = await self._client.send(
                     broker_registration_request(
                         identity.broker_id,
                         identity.cluster_id,
@@ -184,7 +185,7 @@ class BrokerLifecycleManager:
     async def _heartbeat(self) -> bool:
         """One heartbeat; False when the broker must register again."""
         try:
-            response = await self._client.send(
+            response: messages.BrokerHeartbeatResponse = await self._client.send(
                 broker_heartbeat_request(
                     self._identity.broker_id,
                     self.broker_epoch,

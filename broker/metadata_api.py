@@ -14,16 +14,20 @@ Pure: a function of the image, this broker's id and the request. As Kafka's KRaf
 
 from __future__ import annotations
 
+import typing
 import uuid
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TypeAlias
 
 from kio.schema.errors import ErrorCode
+from kio.schema.metadata import v10 as metadata_v10
+from kio.schema.metadata import v11 as metadata_v11
+from kio.schema.metadata import v12 as metadata_v12
 
 from controller.image import MetadataImage, TopicImage
 from controller.topics import INTERNAL_TOPICS
-from net.api_keys import ApiKey
-from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
+from net import messages
+from net.protocol import NO_THROTTLE, field_entity_type, make_entity
 
 METADATA_VERSIONS = (0, 12)
 DESCRIBE_CLUSTER_VERSIONS = (0, 1)
@@ -33,6 +37,24 @@ _ZERO_UUID = uuid.UUID(int=0)
 _NO_AUTHORIZED_OPERATIONS = -(2**31)
 # The listener name that clients are given (the only one there is, for now).
 CLIENT_LISTENER = "PLAINTEXT"
+
+# The Metadata versions whose topics may be asked by id.
+_TopicAskedById: TypeAlias = (
+    metadata_v10.request.MetadataRequestTopic
+    | metadata_v11.request.MetadataRequestTopic
+    | metadata_v12.request.MetadataRequestTopic
+)
+
+
+class _AskedTopic(typing.Protocol):
+    """A topic of a MetadataRequest: a name, which may be null from v10 on (asked by id)."""
+
+    @property
+    def name(self) -> str | None: ...
+
+
+# (name, topic id, the topic's image if it exists, error) -> the topic's response entity.
+_TopicEntity: TypeAlias = Callable[[str | None, uuid.UUID, TopicImage | None, ErrorCode], object]
 
 
 def _live_brokers(image: MetadataImage) -> list[tuple[int, str, int, str | None]]:
@@ -48,10 +70,11 @@ def _live_brokers(image: MetadataImage) -> list[tuple[int, str, int, str | None]
     return live
 
 
-def metadata_response(image: MetadataImage, broker_id: int, version: int, request: Any) -> Any:
+def metadata_response(
+    image: MetadataImage, broker_id: int, version: int, request: messages.MetadataRequest
+) -> messages.MetadataResponse:
     """The MetadataResponse of `version` to `request`."""
-    schema = response_schema(ApiKey.METADATA, version)
-    assert schema is not None
+    schema = messages.METADATA_RESPONSES[version]
     broker_type = field_entity_type(schema, "brokers")
     topic_type = field_entity_type(schema, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
@@ -60,7 +83,7 @@ def metadata_response(image: MetadataImage, broker_id: int, version: int, reques
 
     def topic_entity(
         name: str | None, topic_id: uuid.UUID, topic: TopicImage | None, error: ErrorCode
-    ) -> Any:
+    ) -> object:
         partitions = (
             ()
             if topic is None
@@ -90,7 +113,7 @@ def metadata_response(image: MetadataImage, broker_id: int, version: int, reques
             topic_authorized_operations=_NO_AUTHORIZED_OPERATIONS,
         )
 
-    def known(name: str) -> Any:
+    def known(name: str) -> object:
         topic = image.topic(name)
         if topic is None:
             return topic_entity(name, _ZERO_UUID, None, ErrorCode.unknown_topic_or_partition)
@@ -98,9 +121,8 @@ def metadata_response(image: MetadataImage, broker_id: int, version: int, reques
 
     asked = request.topics
     # v0 has no null: an empty list means every topic, as a null does from v1 on.
-    every_topic = asked is None or (version == 0 and not asked)
-    topics: Iterable[Any]
-    if every_topic:
+    topics: Iterable[object]
+    if asked is None or (version == 0 and not asked):
         topics = (known(name) for name in sorted(image.topic_ids))
     else:
         topics = (_asked_topic(image, item, known, topic_entity) for item in asked)
@@ -118,11 +140,15 @@ def metadata_response(image: MetadataImage, broker_id: int, version: int, reques
     )
 
 
-def _asked_topic(image: MetadataImage, item: Any, known: Any, topic_entity: Any) -> Any:
-    name = item if isinstance(item, str) else item.name
-    if name is not None:
-        return known(name)
-    topic_id = item.topic_id or _ZERO_UUID
+def _asked_topic(
+    image: MetadataImage,
+    item: _AskedTopic,
+    known: Callable[[str], object],
+    topic_entity: _TopicEntity,
+) -> object:
+    if item.name is not None:
+        return known(item.name)
+    topic_id = (item.topic_id if isinstance(item, _TopicAskedById) else None) or _ZERO_UUID
     topic = image.topics.get(topic_id)
     if topic is None:
         return topic_entity(None, topic_id, None, ErrorCode.unknown_topic_id)
@@ -131,10 +157,9 @@ def _asked_topic(image: MetadataImage, item: Any, known: Any, topic_entity: Any)
 
 def describe_cluster_response(
     image: MetadataImage, broker_id: int, cluster_id: str, version: int
-) -> Any:
+) -> messages.DescribeClusterResponse:
     """DescribeClusterResponse: the live brokers, with this broker as the controller."""
-    schema = response_schema(ApiKey.DESCRIBE_CLUSTER, version)
-    assert schema is not None
+    schema = messages.DESCRIBE_CLUSTER_RESPONSES[version]
     broker_type = field_entity_type(schema, "brokers")
     return make_entity(
         schema,

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 import structlog
+from kio.schema.allocate_producer_ids import v0 as allocate_producer_ids_v0
 from kio.schema.errors import ErrorCode
 
 from controller.client import ControllerClient, NoControllerError
+from net import messages
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
-from net.protocol import NO_THROTTLE, make_entity, request_schema, response_schema
+from net.protocol import NO_THROTTLE, make_entity
 
 log = structlog.get_logger(__name__)
 
@@ -49,9 +50,12 @@ class ProducerIdBlocks:
             return producer_id
 
     async def _allocate(self) -> None:
-        schema: Any = request_schema(ApiKey.ALLOCATE_PRODUCER_IDS, 0)
-        response = await self._client.send(
-            make_entity(schema, broker_id=self._broker_id, broker_epoch=self._broker_epoch())
+        response: allocate_producer_ids_v0.AllocateProducerIdsResponse = await self._client.send(
+            make_entity(
+                allocate_producer_ids_v0.AllocateProducerIdsRequest,
+                broker_id=self._broker_id,
+                broker_epoch=self._broker_epoch(),
+            )
         )
         if response.error_code != ErrorCode.none:
             raise RuntimeError(f"producer id block refused: {ErrorCode(response.error_code).name}")
@@ -78,11 +82,14 @@ class InitProducerIdApi:
             max_version=INIT_PRODUCER_ID_VERSIONS[1],
         )
 
-    async def _on_init_producer_id(self, context: RequestContext, request: Any) -> Any:
-        schema = response_schema(ApiKey.INIT_PRODUCER_ID, context.header.api_version)
-        assert schema is not None
+    async def _on_init_producer_id(
+        self, context: RequestContext, request: messages.InitProducerIdRequest
+    ) -> messages.InitProducerIdResponse:
+        schema = messages.INIT_PRODUCER_ID_RESPONSES[context.header.api_version]
 
-        def answer(error: ErrorCode, producer_id: int = -1, epoch: int = -1) -> Any:
+        def answer(
+            error: ErrorCode, producer_id: int = -1, epoch: int = -1
+        ) -> messages.InitProducerIdResponse:
             return make_entity(
                 schema,
                 throttle_time=NO_THROTTLE,

@@ -21,39 +21,28 @@ import contextlib
 import datetime
 import time
 from collections.abc import Callable
-from typing import Any
 
 import structlog
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import Payload
+from kio.schema.fetch import v12 as fetch_v12
 
 from broker.partition import Partition
-from net.api_keys import ApiKey
 from net.client import NodeConnection, RequestTimedOutError
-from net.protocol import ProtocolError, field_entity_type, make_entity, request_schema
+from net.protocol import ProtocolError, make_entity
 from net.record_batch import RecordBatchError
 from net.tasks import start_essential
 from storage.errors import StorageError
 
 log = structlog.get_logger(__name__)
 
-FETCH_VERSION = 12
 # Kafka's replica.fetch.* defaults.
 FETCH_MAX_WAIT = datetime.timedelta(milliseconds=500)
 FETCH_MAX_BYTES = 10 * 1024 * 1024
 PARTITION_MAX_BYTES = 1024 * 1024
 BACKOFF_S = 1.0
 
-
-def _request_schema() -> type[Payload]:
-    schema = request_schema(ApiKey.FETCH, FETCH_VERSION)
-    assert schema is not None
-    return schema
-
-
-_REQUEST = _request_schema()
-_TOPIC = field_entity_type(_REQUEST, "topics")
-_PARTITION = field_entity_type(_TOPIC, "partitions")
+# The answer to one partition of a Fetch (v12, the version sent).
+FetchAnswer = fetch_v12.response.PartitionData
 
 
 class ReplicaFetcher:
@@ -122,18 +111,20 @@ class ReplicaFetcher:
                 continue
             epochs = {key: partition.leader_epoch for key, partition in fetched.items()}
             try:
-                response: Any = await self._connection.send(self._request(fetched))
+                response = await self._connection.send(self._request(fetched))
             except (OSError, RequestTimedOutError, ProtocolError) as error:
                 log.info("replica_fetch_failed", leader_id=self.leader_id, error=str(error))
                 await asyncio.sleep(BACKOFF_S)
                 continue
+            # The connection decodes the answer as the response to the request's version.
+            assert isinstance(response, fetch_v12.FetchResponse)
             self.apply_response(fetched, epochs, response)
 
     def apply_response(
         self,
         fetched: dict[tuple[str, int], Partition],
         epochs: dict[tuple[str, int], int],
-        response: Any,
+        response: fetch_v12.FetchResponse,
     ) -> bool:
         """Apply the answers of a Fetch sent for `fetched` at leader `epochs`; False when a
         partition backs off. Partitions that got records move to the end of the order."""
@@ -159,13 +150,13 @@ class ReplicaFetcher:
                 self.partitions[key] = self.partitions.pop(key)
         return went_on
 
-    def _request(self, partitions: dict[tuple[str, int], Partition]) -> Any:
-        by_topic: dict[str, list[Any]] = {}
+    def _request(self, partitions: dict[tuple[str, int], Partition]) -> fetch_v12.FetchRequest:
+        by_topic: dict[str, list[fetch_v12.request.FetchPartition]] = {}
         for (topic, partition_id), partition in partitions.items():
             latest_epoch = partition.latest_epoch
             by_topic.setdefault(topic, []).append(
                 make_entity(
-                    _PARTITION,
+                    fetch_v12.request.FetchPartition,
                     partition=partition_id,
                     current_leader_epoch=partition.leader_epoch,
                     fetch_offset=partition.log_end_offset,
@@ -175,7 +166,7 @@ class ReplicaFetcher:
                 )
             )
         return make_entity(
-            _REQUEST,
+            fetch_v12.FetchRequest,
             replica_id=self.broker_id,
             max_wait=FETCH_MAX_WAIT,
             min_bytes=1,
@@ -184,14 +175,14 @@ class ReplicaFetcher:
             session_id=0,
             session_epoch=-1,
             topics=tuple(
-                make_entity(_TOPIC, topic=topic, partitions=tuple(items))
+                make_entity(fetch_v12.request.FetchTopic, topic=topic, partitions=tuple(items))
                 for topic, items in by_topic.items()
             ),
             forgotten_topics_data=(),
             rack_id="",
         )
 
-    def _apply_answer_safely(self, partition: Partition, answer: Any) -> bool:
+    def _apply_answer_safely(self, partition: Partition, answer: FetchAnswer) -> bool:
         """`apply_answer`, with any failure confined to that partition: it backs off and is
         asked again, while the fetcher goes on serving the others (Kafka's fetcher threads
         mark such a partition failed the same way). A failure never ends the fetcher, which
@@ -208,7 +199,7 @@ class ReplicaFetcher:
             )
             return False
 
-    def apply_answer(self, partition: Partition, answer: Any) -> bool:
+    def apply_answer(self, partition: Partition, answer: FetchAnswer) -> bool:
         """Apply one partition's answer; False when that partition should back off."""
         error = ErrorCode(answer.error_code)
         try:
@@ -244,7 +235,7 @@ class ReplicaFetcher:
         )
         return False
 
-    def _restart_in_range(self, partition: Partition, answer: Any) -> None:
+    def _restart_in_range(self, partition: Partition, answer: FetchAnswer) -> None:
         if partition.log_end_offset < answer.log_start_offset:
             # The leader deleted what we would fetch next: start again at its log start.
             partition.restart_at(answer.log_start_offset)

@@ -13,21 +13,21 @@ import asyncio
 import datetime
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32
 from kio.static.protocol import Payload
 
-from controller import wire
 from controller.elections import ElectionType
 from controller.records import ConfigResourceType
 from controller.topics import ConfigOperation
-from net.api_keys import ApiKey
+from net import messages
 from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
 from net.manual_recovery import ElectRecoveredLeaderRequest
-from net.protocol import field_entity_type, make_entity, request_schema
+from net.messages import ByVersion
+from net.protocol import make_entity
 
 log = structlog.get_logger(__name__)
 
@@ -46,7 +46,7 @@ class NoControllerError(Exception):
     """No voter answered as the active controller before the deadline."""
 
 
-def is_not_controller(response: Any) -> bool:
+def is_not_controller(response: Payload | None) -> bool:
     """Whether `response` is a NOT_CONTROLLER refusal: top-level, or on every item of the
     responses whose errors are per topic (CreateTopics, DeleteTopics, CreatePartitions)."""
     if getattr(response, "error_code", None) == ErrorCode.not_controller:
@@ -81,10 +81,13 @@ class ControllerClient:
         """The voter that last answered as the active controller, if any."""
         return self._active
 
+    # Returns Any: the response's class follows the API and version of whatever request it is
+    # given (forwarded ones included); each caller annotates the response it asked for.
     async def send(
         self, request: Payload, *, deadline_s: float = 30.0, patient: bool = False
     ) -> Any:
-        """The active controller's response to `request`.
+        """The active controller's response to `request`: the kio response of its API and
+        version, which the caller knows from the request it built.
 
         A voter that does not answer within the request timeout is given up for the next one,
         which suits heartbeats and reads. A `patient` send waits for a voter's answer until the
@@ -142,20 +145,16 @@ class ControllerClient:
 
 # --- requests, at the highest version the controller serves ---------------------------------------
 
-
-def _request(api_key: int, **values: Any) -> Payload:
-    version = max(served.max_version for served in wire.SERVED if served.api_key == api_key)
-    schema = request_schema(api_key, version)
-    assert schema is not None
-    return make_entity(schema, **values)
+_Request = TypeVar("_Request", bound=Payload)
 
 
-def _entity(api_key: int, *path: str, **values: Any) -> Any:
-    version = max(served.max_version for served in wire.SERVED if served.api_key == api_key)
-    entity: type = request_schema(api_key, version)  # type: ignore[assignment]
-    for name in path:
-        entity = field_entity_type(entity, name)
-    return make_entity(entity, **values)
+def _request(requests: ByVersion[_Request], **values: object) -> _Request:
+    return make_entity(requests[max(requests)], **values)
+
+
+def _entity(requests: ByVersion[Payload], *path: str, **values: object) -> object:
+    """A nested entity of the request (at its newest version) reached through `path`."""
+    return make_entity(messages.nested_type(requests, max(requests), *path), **values)
 
 
 def broker_registration_request(
@@ -166,9 +165,9 @@ def broker_registration_request(
     *,
     rack: str | None = None,
     previous_broker_epoch: int = -1,
-) -> Payload:
+) -> messages.BrokerRegistrationRequest:
     """BrokerRegistration with (name, host, port) PLAINTEXT listeners."""
-    key = ApiKey.BROKER_REGISTRATION
+    key = messages.BROKER_REGISTRATION_REQUESTS
     return _request(
         key,
         broker_id=broker_id,
@@ -191,9 +190,9 @@ def broker_heartbeat_request(
     *,
     want_fence: bool = False,
     want_shut_down: bool = False,
-) -> Payload:
+) -> messages.BrokerHeartbeatRequest:
     return _request(
-        ApiKey.BROKER_HEARTBEAT,
+        messages.BROKER_HEARTBEAT_REQUESTS,
         broker_id=broker_id,
         broker_epoch=broker_epoch,
         current_metadata_offset=current_metadata_offset,
@@ -207,9 +206,9 @@ def create_topics_request(
     *,
     configs: Mapping[str, str] | None = None,
     validate_only: bool = False,
-) -> Payload:
+) -> messages.CreateTopicsRequest:
     """CreateTopics of (name, partitions, replication factor), each with `configs`."""
-    key = ApiKey.CREATE_TOPICS
+    key = messages.CREATE_TOPICS_REQUESTS
     return _request(
         key,
         topics=tuple(
@@ -231,9 +230,9 @@ def create_topics_request(
     )
 
 
-def delete_topics_request(names: Sequence[str]) -> Payload:
+def delete_topics_request(names: Sequence[str]) -> messages.DeleteTopicsRequest:
     """DeleteTopics of the topics named."""
-    key = ApiKey.DELETE_TOPICS
+    key = messages.DELETE_TOPICS_REQUESTS
     return _request(
         key,
         topics=tuple(
@@ -243,10 +242,12 @@ def delete_topics_request(names: Sequence[str]) -> Payload:
     )
 
 
-def create_partitions_request(increases: Sequence[tuple[str, int]]) -> Payload:
+def create_partitions_request(
+    increases: Sequence[tuple[str, int]],
+) -> messages.CreatePartitionsRequest:
     """CreatePartitions raising each named topic to a total `count` of partitions, placed by the
     controller."""
-    key = ApiKey.CREATE_PARTITIONS
+    key = messages.CREATE_PARTITIONS_REQUESTS
     return _request(
         key,
         topics=tuple(
@@ -258,9 +259,11 @@ def create_partitions_request(increases: Sequence[tuple[str, int]]) -> Payload:
     )
 
 
-def elect_leaders_request(unclean: bool, partitions: Sequence[tuple[str, int]]) -> Payload:
+def elect_leaders_request(
+    unclean: bool, partitions: Sequence[tuple[str, int]]
+) -> messages.ElectLeadersRequest:
     """ElectLeaders, preferred (or `unclean`), of the (topic, partition) pairs given."""
-    key = ApiKey.ELECT_LEADERS
+    key = messages.ELECT_LEADERS_REQUESTS
     by_topic: dict[str, list[int]] = {}
     for topic, partition in partitions:
         by_topic.setdefault(topic, []).append(partition)
@@ -287,10 +290,10 @@ def elect_recovered_leader_request(
 
 def incremental_alter_configs_request(
     topic: str, set_values: Mapping[str, str], delete: Sequence[str]
-) -> Payload:
+) -> messages.IncrementalAlterConfigsRequest:
     """IncrementalAlterConfigs of one topic: SET each of `set_values`, DELETE each of `delete`
     (back to the broker default)."""
-    key = ApiKey.INCREMENTAL_ALTER_CONFIGS
+    key = messages.INCREMENTAL_ALTER_CONFIGS_REQUESTS
     configs: list[tuple[str, ConfigOperation, str | None]] = [
         (name, ConfigOperation.SET, value) for name, value in set_values.items()
     ]

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
@@ -51,21 +51,33 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 
 from controller import wire
-from controller.alter_partition import alter_partitions
+from controller.alter_partition import AlterPartitionBatchOutcome, alter_partitions
 from controller.broker_lifecycle import (
     BrokerLifecycle,
+    HeartbeatOutcome,
     LifecycleChange,
     LifecycleConfig,
+    RegistrationOutcome,
     TopicPartitionEvent,
 )
-from controller.elections import ElectionType, elect_leaders, rebalance_leaders, unclean_candidates
+from controller.elections import (
+    ElectionResult,
+    ElectionType,
+    elect_leaders,
+    rebalance_leaders,
+    unclean_candidates,
+)
 from controller.image import MetadataDelta, MetadataImage, MetadataReplayer
 from controller.limits import MAX_RECORDS_PER_USER_OP, TOO_MANY_RECORDS, OperationTooLargeError
 from controller.partition_change import TopicPartition
-from controller.producer_ids import allocate_producer_ids
+from controller.producer_ids import ProducerIdsOutcome, allocate_producer_ids
 from controller.records import MetadataRecord, NoOpRecord, ReplicaLogState, encode_record
 from controller.replica_log_inspector import ReplicaLogInspector
 from controller.topics import (
+    AlterConfigsResult,
+    CreatePartitionsResult,
+    CreateTopicResult,
+    DeleteTopicResult,
     TopicDefaults,
     create_partitions,
     create_topics,
@@ -81,8 +93,9 @@ from controller.unclean_recovery import (
 )
 from kraft.driver import LeadershipLostError, NotLeaderError, PendingAppend, RaftDriver
 from kraft.messages import Entry, SnapshotId
+from net import messages
 from net.api_keys import ApiKey
-from net.api_registry import ApiRegistry, RequestContext
+from net.api_registry import ApiRegistry, Handler, RequestContext
 from net.manual_recovery import (
     VERSIONS as MANUAL_RECOVERY_VERSIONS,
 )
@@ -93,6 +106,7 @@ from net.tasks import start_essential
 log = structlog.get_logger(__name__)
 
 _Result = TypeVar("_Result")
+_Response = TypeVar("_Response")
 
 # How often the active controller looks for expired broker sessions.
 SESSION_CHECK_INTERVAL_S = 0.1
@@ -174,7 +188,7 @@ class QuorumController:
 
     def register_apis(self, registry: ApiRegistry) -> None:
         """Serve the controller APIs on `registry`."""
-        handlers: dict[int, Callable[[RequestContext, Any], Any]] = {
+        handlers: dict[int, Handler] = {
             ApiKey.BROKER_REGISTRATION: self._on_broker_registration,
             ApiKey.BROKER_HEARTBEAT: self._on_broker_heartbeat,
             ApiKey.ALTER_PARTITION: self._on_alter_partition,
@@ -346,10 +360,10 @@ class QuorumController:
         self,
         operation: str,
         build: Callable[[_Active, int], tuple[Sequence[MetadataRecord], _Result]],
-        respond: Callable[[_Result], Any],
-        refuse: Callable[[ErrorCode], Any],
+        respond: Callable[[_Result], _Response],
+        refuse: Callable[[ErrorCode], _Response],
         **context: Any,
-    ) -> Any:
+    ) -> _Response:
         """A request's response: `respond` to what `_write` gave, or `refuse` with
         NOT_CONTROLLER."""
         try:
@@ -362,10 +376,10 @@ class QuorumController:
         self,
         operation: str,
         build: Callable[[_Active, int], tuple[Sequence[MetadataRecord], _Result]],
-        respond: Callable[[_Result], Any],
-        refuse: Callable[[ErrorCode, str | None], Any],
+        respond: Callable[[_Result], _Response],
+        refuse: Callable[[ErrorCode, str | None], _Response],
         **context: Any,
-    ) -> Any:
+    ) -> _Response:
         """`_serve` for a user request: at most MAX_RECORDS_PER_USER_OP records, else `refuse`
         with POLICY_VIOLATION and Kafka's message."""
         try:
@@ -386,13 +400,17 @@ class QuorumController:
 
     # -- broker lifecycle ---------------------------------------------------------------------
 
-    async def _on_broker_registration(self, context: RequestContext, request: Any) -> Any:
+    async def _on_broker_registration(
+        self, context: RequestContext, request: messages.BrokerRegistrationRequest
+    ) -> messages.BrokerRegistrationResponse:
         version = context.header.api_version
         if request.cluster_id != self._config.cluster_id:
             return wire.registration_error(version, ErrorCode.inconsistent_cluster_id)
         registration = wire.registration_request(request)
 
-        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], RegistrationOutcome]:
             outcome = active.lifecycle.register(
                 active.image, registration, self._now_ms(), next_offset
             )
@@ -409,11 +427,15 @@ class QuorumController:
             previous_broker_epoch=registration.previous_broker_epoch,
         )
 
-    async def _on_broker_heartbeat(self, context: RequestContext, request: Any) -> Any:
+    async def _on_broker_heartbeat(
+        self, context: RequestContext, request: messages.BrokerHeartbeatRequest
+    ) -> messages.BrokerHeartbeatResponse:
         version = context.header.api_version
         heartbeat = wire.heartbeat_request(request)
 
-        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], HeartbeatOutcome]:
             outcome = active.lifecycle.heartbeat(
                 active.image, heartbeat, self._now_ms(), next_offset
             )
@@ -429,11 +451,15 @@ class QuorumController:
             broker_epoch=heartbeat.broker_epoch,
         )
 
-    async def _on_alter_partition(self, context: RequestContext, request: Any) -> Any:
+    async def _on_alter_partition(
+        self, context: RequestContext, request: messages.AlterPartitionRequest
+    ) -> messages.AlterPartitionResponse:
         version = context.header.api_version
-        batch = wire.alter_partition_request(version, request)
+        batch = wire.alter_partition_request(request)
 
-        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], AlterPartitionBatchOutcome]:
             outcome = alter_partitions(active.image, active.lifecycle, batch)
             self._log_partition_events(outcome.events)
             return outcome.records, outcome
@@ -448,10 +474,14 @@ class QuorumController:
             partitions=len(batch.partitions),
         )
 
-    async def _on_allocate_producer_ids(self, context: RequestContext, request: Any) -> Any:
+    async def _on_allocate_producer_ids(
+        self, context: RequestContext, request: messages.AllocateProducerIdsRequest
+    ) -> messages.AllocateProducerIdsResponse:
         version = context.header.api_version
 
-        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], ProducerIdsOutcome]:
             outcome = allocate_producer_ids(active.image, request.broker_id, request.broker_epoch)
             return outcome.records, outcome
 
@@ -465,11 +495,15 @@ class QuorumController:
 
     # -- topics -------------------------------------------------------------------------------
 
-    async def _on_create_topics(self, context: RequestContext, request: Any) -> Any:
+    async def _on_create_topics(
+        self, context: RequestContext, request: messages.CreateTopicsRequest
+    ) -> messages.CreateTopicsResponse:
         version = context.header.api_version
         new_topics = wire.create_topics_request(request)
 
-        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], tuple[CreateTopicResult, ...]]:
             outcome = create_topics(
                 active.image,
                 new_topics,
@@ -486,11 +520,15 @@ class QuorumController:
             topics=[topic.name for topic in new_topics],
         )
 
-    async def _on_delete_topics(self, context: RequestContext, request: Any) -> Any:
+    async def _on_delete_topics(
+        self, context: RequestContext, request: messages.DeleteTopicsRequest
+    ) -> messages.DeleteTopicsResponse:
         version = context.header.api_version
-        names_or_ids = wire.delete_topics_request(version, request)
+        names_or_ids = wire.delete_topics_request(request)
 
-        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], tuple[DeleteTopicResult, ...]]:
             outcome = delete_topics(active.image, names_or_ids)
             return outcome.records, outcome.results
 
@@ -502,11 +540,15 @@ class QuorumController:
             topics=[str(item) for item in names_or_ids],
         )
 
-    async def _on_create_partitions(self, context: RequestContext, request: Any) -> Any:
+    async def _on_create_partitions(
+        self, context: RequestContext, request: messages.CreatePartitionsRequest
+    ) -> messages.CreatePartitionsResponse:
         version = context.header.api_version
         increases = wire.create_partitions_request(request)
 
-        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], tuple[CreatePartitionsResult, ...]]:
             outcome = create_partitions(
                 active.image, increases, validate_only=request.validate_only
             )
@@ -520,10 +562,12 @@ class QuorumController:
             topics={increase.name: increase.count for increase in increases},
         )
 
-    async def _on_elect_leaders(self, context: RequestContext, request: Any) -> Any:
+    async def _on_elect_leaders(
+        self, context: RequestContext, request: messages.ElectLeadersRequest
+    ) -> messages.ElectLeadersResponse:
         version = context.header.api_version
         election_type, partitions = wire.elect_leaders_request(request)
-        replica_logs: dict[Any, list[ReplicaLogState]] = {}
+        replica_logs: dict[TopicPartition, list[ReplicaLogState]] = {}
         if election_type is ElectionType.UNCLEAN:
             # The replicas' logs decide an unclean leader; asked before the write, which
             # checks every answer against the image of its own moment.
@@ -534,7 +578,9 @@ class QuorumController:
             asked = unclean_candidates(active.image, active.lifecycle, partitions)
             replica_logs = await self._inspector.inspect(active.image, asked)
 
-        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], tuple[ElectionResult, ...]]:
             outcome = elect_leaders(
                 active.image, active.lifecycle, election_type, partitions, replica_logs
             )
@@ -550,11 +596,15 @@ class QuorumController:
             election_type=election_type.name.lower(),
         )
 
-    async def _on_incremental_alter_configs(self, context: RequestContext, request: Any) -> Any:
+    async def _on_incremental_alter_configs(
+        self, context: RequestContext, request: messages.IncrementalAlterConfigsRequest
+    ) -> messages.IncrementalAlterConfigsResponse:
         version = context.header.api_version
         resources = wire.incremental_alter_configs_request(request)
 
-        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], tuple[AlterConfigsResult, ...]]:
             outcome = incremental_alter_configs(
                 active.image, resources, validate_only=request.validate_only
             )
@@ -589,7 +639,9 @@ class QuorumController:
         asked = {} if state is None else {b: [tp] for b in state.replicas}
         replica_logs = (await self._inspector.inspect(active.image, asked)).get(tp, [])
 
-        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], Any]:
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], tuple[ErrorCode, str | None]]:
             error, message, outcome = choose_manually(
                 active.image, active.lifecycle, tp, int(request.leader), replica_logs
             )
@@ -747,7 +799,7 @@ class QuorumController:
                 needs_unclean_recovery=event.needs_unclean_recovery,
             )
 
-    def _spawn(self, coroutine: Any) -> asyncio.Task[None]:
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         # Activation and the session timers: a controller that lost either leads the quorum
         # while fencing no one, so their failure is fatal.
         task: asyncio.Task[None] = start_essential(coroutine, "quorum-controller")

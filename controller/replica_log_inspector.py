@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from uuid import UUID
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -23,7 +23,11 @@ from controller.partition_change import TopicPartition
 from controller.records import ReplicaLogState
 from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
 from net.protocol import ProtocolError
-from net.replica_log_info import GetReplicaLogInfoRequest, TopicPartitions
+from net.replica_log_info import (
+    GetReplicaLogInfoRequest,
+    GetReplicaLogInfoResponse,
+    TopicPartitions,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -55,7 +59,7 @@ class ReplicaLogInspector:
         connection = self._connection(image, broker_id)
         if connection is None:
             return []
-        by_topic: dict[Any, list[i32]] = {}
+        by_topic: dict[UUID, list[i32]] = {}
         for partition in partitions:
             by_topic.setdefault(partition.topic_id, []).append(i32(partition.partition_id))
         request = GetReplicaLogInfoRequest(
@@ -65,16 +69,19 @@ class ReplicaLogInspector:
             )
         )
         try:
-            response: Any = await asyncio.wait_for(
+            response = await asyncio.wait_for(
                 connection.send(request, timeout=self._timeout_s), self._timeout_s
             )
         except (KafkaConnectionError, RequestTimedOutError, TimeoutError, ProtocolError) as error:
             log.info("replica_log_info_unanswered", broker_id=broker_id, error=repr(error))
             connection.disconnect()
             return []
+        # The connection decodes the answer with the schema of the request's API.
+        assert isinstance(response, GetReplicaLogInfoResponse)
         return [
             (
-                TopicPartition(topic.topic_id, int(info.partition)),
+                # kio reads the all-zero ("no topic") id as None.
+                TopicPartition(topic.topic_id or UUID(int=0), int(info.partition)),
                 ReplicaLogState(
                     broker_id,
                     int(response.broker_epoch),

@@ -9,9 +9,15 @@ fields a version lacks), so the served ranges below are the single list of what 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypeAlias
 from uuid import UUID
 
+from kio.schema.alter_partition import v2 as alter_partition_v2
+from kio.schema.alter_partition import v3 as alter_partition_v3
+from kio.schema.broker_registration import v3 as broker_registration_v3
+from kio.schema.broker_registration import v4 as broker_registration_v4
+from kio.schema.delete_topics import v6 as delete_topics_v6
+from kio.schema.elect_leaders import v0 as elect_leaders_v0
 from kio.schema.errors import ErrorCode
 
 from controller.alter_partition import (
@@ -40,8 +46,9 @@ from controller.topics import (
     NewTopic,
     PartitionsIncrease,
 )
+from net import messages
 from net.api_keys import ApiKey
-from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
+from net.protocol import NO_THROTTLE, make_entity
 
 # Kafka's api keys of the controller's own APIs.
 
@@ -67,28 +74,20 @@ SERVED = (
 )
 
 
+# The BrokerRegistration versions that carry the epoch of the broker's clean shutdown (KIP-966).
+_RegistrationWithPreviousEpoch: TypeAlias = (
+    broker_registration_v3.BrokerRegistrationRequest
+    | broker_registration_v4.BrokerRegistrationRequest
+)
+
 # ElectLeaders v0 has no election type: it is always a preferred election.
 _DEFAULT_ELECTION_TYPE = ElectionType.PREFERRED
-
-
-def _response(api_key: int, version: int, **values: Any) -> Any:
-    schema = response_schema(api_key, version)
-    assert schema is not None, f"no response schema for api {api_key} v{version}"
-    return make_entity(schema, **values)
-
-
-def _nested(api_key: int, version: int, *path: str) -> type:
-    """The entity class reached from the response through the fields of `path`."""
-    entity: type = response_schema(api_key, version)  # type: ignore[assignment]
-    for name in path:
-        entity = field_entity_type(entity, name)
-    return entity
 
 
 # --- broker registration and heartbeats ----------------------------------------------------------
 
 
-def registration_request(request: Any) -> RegistrationRequest:
+def registration_request(request: messages.BrokerRegistrationRequest) -> RegistrationRequest:
     """A BrokerRegistrationRequest (any version) as the lifecycle takes it."""
     return RegistrationRequest(
         broker_id=request.broker_id,
@@ -98,7 +97,11 @@ def registration_request(request: Any) -> RegistrationRequest:
             for listener in request.listeners
         ),
         rack=request.rack,
-        previous_broker_epoch=getattr(request, "previous_broker_epoch", NO_BROKER_EPOCH),
+        previous_broker_epoch=(
+            request.previous_broker_epoch
+            if isinstance(request, _RegistrationWithPreviousEpoch)
+            else NO_BROKER_EPOCH
+        ),
         features=tuple(
             BrokerFeature(f.name, f.min_supported_version, f.max_supported_version)
             for f in request.features
@@ -106,21 +109,22 @@ def registration_request(request: Any) -> RegistrationRequest:
     )
 
 
-def registration_response(version: int, outcome: RegistrationOutcome) -> Any:
-    return _response(
-        ApiKey.BROKER_REGISTRATION,
-        version,
+def registration_response(
+    version: int, outcome: RegistrationOutcome
+) -> messages.BrokerRegistrationResponse:
+    return make_entity(
+        messages.BROKER_REGISTRATION_RESPONSES[version],
         throttle_time=NO_THROTTLE,
         error_code=outcome.error,
         broker_epoch=outcome.broker_epoch,
     )
 
 
-def registration_error(version: int, error: ErrorCode) -> Any:
+def registration_error(version: int, error: ErrorCode) -> messages.BrokerRegistrationResponse:
     return registration_response(version, RegistrationOutcome(error))
 
 
-def heartbeat_request(request: Any) -> HeartbeatRequest:
+def heartbeat_request(request: messages.BrokerHeartbeatRequest) -> HeartbeatRequest:
     return HeartbeatRequest(
         broker_id=request.broker_id,
         broker_epoch=request.broker_epoch,
@@ -130,10 +134,9 @@ def heartbeat_request(request: Any) -> HeartbeatRequest:
     )
 
 
-def heartbeat_response(version: int, outcome: HeartbeatOutcome) -> Any:
-    return _response(
-        ApiKey.BROKER_HEARTBEAT,
-        version,
+def heartbeat_response(version: int, outcome: HeartbeatOutcome) -> messages.BrokerHeartbeatResponse:
+    return make_entity(
+        messages.BROKER_HEARTBEAT_RESPONSES[version],
         throttle_time=NO_THROTTLE,
         error_code=outcome.error,
         is_caught_up=outcome.is_caught_up,
@@ -142,18 +145,21 @@ def heartbeat_response(version: int, outcome: HeartbeatOutcome) -> Any:
     )
 
 
-def heartbeat_error(version: int, error: ErrorCode) -> Any:
+def heartbeat_error(version: int, error: ErrorCode) -> messages.BrokerHeartbeatResponse:
     return heartbeat_response(version, HeartbeatOutcome(error))
 
 
 # --- AlterPartition ------------------------------------------------------------------------------
 
 
-def alter_partition_request(version: int, request: Any) -> AlterPartitionBatch:
+def alter_partition_request(request: messages.AlterPartitionRequest) -> AlterPartitionBatch:
     """v2 lists the new ISR as broker ids; v3 with each member's broker epoch (KIP-903)."""
 
-    def members(partition: Any) -> tuple[IsrMember, ...]:
-        if version >= 3:
+    def members(
+        partition: alter_partition_v2.request.PartitionData
+        | alter_partition_v3.request.PartitionData,
+    ) -> tuple[IsrMember, ...]:
+        if isinstance(partition, alter_partition_v3.request.PartitionData):
             return tuple(
                 IsrMember(member.broker_id, member.broker_epoch)
                 for member in partition.new_isr_with_epochs
@@ -177,10 +183,14 @@ def alter_partition_request(version: int, request: Any) -> AlterPartitionBatch:
     )
 
 
-def alter_partition_response(version: int, outcome: AlterPartitionBatchOutcome) -> Any:
-    topic_type = _nested(ApiKey.ALTER_PARTITION, version, "topics")
-    partition_type = _nested(ApiKey.ALTER_PARTITION, version, "topics", "partitions")
-    by_topic: dict[UUID, list[Any]] = {}
+def alter_partition_response(
+    version: int, outcome: AlterPartitionBatchOutcome
+) -> messages.AlterPartitionResponse:
+    topic_type = messages.nested_type(messages.ALTER_PARTITION_RESPONSES, version, "topics")
+    partition_type = messages.nested_type(
+        messages.ALTER_PARTITION_RESPONSES, version, "topics", "partitions"
+    )
+    by_topic: dict[UUID, list[object]] = {}
     for result in outcome.results:
         state = result.state
         by_topic.setdefault(result.topic_id, []).append(
@@ -195,9 +205,8 @@ def alter_partition_response(version: int, outcome: AlterPartitionBatchOutcome) 
                 partition_epoch=-1 if state is None else state.partition_epoch,
             )
         )
-    return _response(
-        ApiKey.ALTER_PARTITION,
-        version,
+    return make_entity(
+        messages.ALTER_PARTITION_RESPONSES[version],
         throttle_time=NO_THROTTLE,
         error_code=outcome.error,
         topics=tuple(
@@ -207,17 +216,18 @@ def alter_partition_response(version: int, outcome: AlterPartitionBatchOutcome) 
     )
 
 
-def alter_partition_error(version: int, error: ErrorCode) -> Any:
+def alter_partition_error(version: int, error: ErrorCode) -> messages.AlterPartitionResponse:
     return alter_partition_response(version, AlterPartitionBatchOutcome(error))
 
 
 # --- AllocateProducerIds -------------------------------------------------------------------------
 
 
-def producer_ids_response(version: int, outcome: ProducerIdsOutcome) -> Any:
-    return _response(
-        ApiKey.ALLOCATE_PRODUCER_IDS,
-        version,
+def producer_ids_response(
+    version: int, outcome: ProducerIdsOutcome
+) -> messages.AllocateProducerIdsResponse:
+    return make_entity(
+        messages.ALLOCATE_PRODUCER_IDS_RESPONSES[version],
         throttle_time=NO_THROTTLE,
         error_code=outcome.error,
         producer_id_start=outcome.producer_id_start,
@@ -225,14 +235,14 @@ def producer_ids_response(version: int, outcome: ProducerIdsOutcome) -> Any:
     )
 
 
-def producer_ids_error(version: int, error: ErrorCode) -> Any:
+def producer_ids_error(version: int, error: ErrorCode) -> messages.AllocateProducerIdsResponse:
     return producer_ids_response(version, ProducerIdsOutcome(error))
 
 
 # --- CreateTopics, DeleteTopics, CreatePartitions ------------------------------------------------
 
 
-def create_topics_request(request: Any) -> list[NewTopic]:
+def create_topics_request(request: messages.CreateTopicsRequest) -> list[NewTopic]:
     return [
         NewTopic(
             name=topic.name,
@@ -245,15 +255,19 @@ def create_topics_request(request: Any) -> list[NewTopic]:
     ]
 
 
-def create_topics_response(version: int, results: Sequence[CreateTopicResult]) -> Any:
-    result_type = _nested(ApiKey.CREATE_TOPICS, version, "topics")
+def create_topics_response(
+    version: int, results: Sequence[CreateTopicResult]
+) -> messages.CreateTopicsResponse:
+    result_type = messages.nested_type(messages.CREATE_TOPICS_RESPONSES, version, "topics")
     config_type = (
-        _nested(ApiKey.CREATE_TOPICS, version, "topics", "configs") if version >= 5 else None
+        messages.nested_type(messages.CREATE_TOPICS_RESPONSES, version, "topics", "configs")
+        if version >= 5
+        else None
     )
 
-    def topic(result: CreateTopicResult) -> Any:
+    def topic(result: CreateTopicResult) -> object:
         failed = result.error_code is not ErrorCode.none
-        configs: tuple[Any, ...] | None = (
+        configs: tuple[object, ...] | None = (
             tuple(
                 make_entity(
                     config_type,
@@ -280,25 +294,27 @@ def create_topics_response(version: int, results: Sequence[CreateTopicResult]) -
             configs=configs,
         )
 
-    return _response(
-        ApiKey.CREATE_TOPICS,
-        version,
+    return make_entity(
+        messages.CREATE_TOPICS_RESPONSES[version],
         throttle_time=NO_THROTTLE,
         topics=tuple(topic(r) for r in results),
     )
 
 
 def create_topics_error(
-    version: int, request: Any, error: ErrorCode, message: str | None = None
-) -> Any:
+    version: int,
+    request: messages.CreateTopicsRequest,
+    error: ErrorCode,
+    message: str | None = None,
+) -> messages.CreateTopicsResponse:
     return create_topics_response(
         version, [CreateTopicResult(topic.name, error, message) for topic in request.topics]
     )
 
 
-def delete_topics_request(version: int, request: Any) -> list[str | UUID]:
+def delete_topics_request(request: messages.DeleteTopicsRequest) -> list[str | UUID]:
     """Names (v0-v5 `topic_names`), or per topic a name or an id (v6 `topics`)."""
-    if version < 6:
+    if not isinstance(request, delete_topics_v6.DeleteTopicsRequest):
         return list(request.topic_names)
     return [
         topic.name if topic.name is not None else (topic.topic_id or UUID(int=0))
@@ -306,11 +322,12 @@ def delete_topics_request(version: int, request: Any) -> list[str | UUID]:
     ]
 
 
-def delete_topics_response(version: int, results: Sequence[DeleteTopicResult]) -> Any:
-    result_type = _nested(ApiKey.DELETE_TOPICS, version, "responses")
-    return _response(
-        ApiKey.DELETE_TOPICS,
-        version,
+def delete_topics_response(
+    version: int, results: Sequence[DeleteTopicResult]
+) -> messages.DeleteTopicsResponse:
+    result_type = messages.nested_type(messages.DELETE_TOPICS_RESPONSES, version, "responses")
+    return make_entity(
+        messages.DELETE_TOPICS_RESPONSES[version],
         throttle_time=NO_THROTTLE,
         responses=tuple(
             make_entity(
@@ -326,15 +343,18 @@ def delete_topics_response(version: int, results: Sequence[DeleteTopicResult]) -
 
 
 def delete_topics_error(
-    version: int, request: Any, error: ErrorCode, message: str | None = None
-) -> Any:
+    version: int,
+    request: messages.DeleteTopicsRequest,
+    error: ErrorCode,
+    message: str | None = None,
+) -> messages.DeleteTopicsResponse:
     return delete_topics_response(
         version,
         [
             DeleteTopicResult(
                 item if isinstance(item, str) else None, _as_uuid(item), error, message
             )
-            for item in delete_topics_request(version, request)
+            for item in delete_topics_request(request)
         ],
     )
 
@@ -343,7 +363,9 @@ def _as_uuid(item: str | UUID) -> UUID:
     return item if isinstance(item, UUID) else UUID(int=0)
 
 
-def create_partitions_request(request: Any) -> list[PartitionsIncrease]:
+def create_partitions_request(
+    request: messages.CreatePartitionsRequest,
+) -> list[PartitionsIncrease]:
     return [
         PartitionsIncrease(
             name=topic.name,
@@ -356,11 +378,12 @@ def create_partitions_request(request: Any) -> list[PartitionsIncrease]:
     ]
 
 
-def create_partitions_response(version: int, results: Sequence[CreatePartitionsResult]) -> Any:
-    result_type = _nested(ApiKey.CREATE_PARTITIONS, version, "results")
-    return _response(
-        ApiKey.CREATE_PARTITIONS,
-        version,
+def create_partitions_response(
+    version: int, results: Sequence[CreatePartitionsResult]
+) -> messages.CreatePartitionsResponse:
+    result_type = messages.nested_type(messages.CREATE_PARTITIONS_RESPONSES, version, "results")
+    return make_entity(
+        messages.CREATE_PARTITIONS_RESPONSES[version],
         throttle_time=NO_THROTTLE,
         results=tuple(
             make_entity(
@@ -375,8 +398,11 @@ def create_partitions_response(version: int, results: Sequence[CreatePartitionsR
 
 
 def create_partitions_error(
-    version: int, request: Any, error: ErrorCode, message: str | None = None
-) -> Any:
+    version: int,
+    request: messages.CreatePartitionsRequest,
+    error: ErrorCode,
+    message: str | None = None,
+) -> messages.CreatePartitionsResponse:
     return create_partitions_response(
         version, [CreatePartitionsResult(topic.name, error, message) for topic in request.topics]
     )
@@ -385,9 +411,15 @@ def create_partitions_error(
 # --- ElectLeaders --------------------------------------------------------------------------------
 
 
-def elect_leaders_request(request: Any) -> tuple[ElectionType, list[tuple[str, int]] | None]:
+def elect_leaders_request(
+    request: messages.ElectLeadersRequest,
+) -> tuple[ElectionType, list[tuple[str, int]] | None]:
     """The election type and the partitions (None: every partition)."""
-    election_type = ElectionType(getattr(request, "election_type", _DEFAULT_ELECTION_TYPE))
+    election_type = (
+        _DEFAULT_ELECTION_TYPE
+        if isinstance(request, elect_leaders_v0.ElectLeadersRequest)
+        else ElectionType(request.election_type)
+    )
     if request.topic_partitions is None:
         return election_type, None
     return election_type, [
@@ -399,12 +431,14 @@ def elect_leaders_request(request: Any) -> tuple[ElectionType, list[tuple[str, i
 
 def elect_leaders_response(
     version: int, results: Sequence[ElectionResult], error: ErrorCode = ErrorCode.none
-) -> Any:
-    topic_type = _nested(ApiKey.ELECT_LEADERS, version, "replica_election_results")
-    partition_type = _nested(
-        ApiKey.ELECT_LEADERS, version, "replica_election_results", "partition_result"
+) -> messages.ElectLeadersResponse:
+    topic_type = messages.nested_type(
+        messages.ELECT_LEADERS_RESPONSES, version, "replica_election_results"
     )
-    by_topic: dict[str, list[Any]] = {}
+    partition_type = messages.nested_type(
+        messages.ELECT_LEADERS_RESPONSES, version, "replica_election_results", "partition_result"
+    )
+    by_topic: dict[str, list[object]] = {}
     for result in results:
         by_topic.setdefault(result.topic, []).append(
             make_entity(
@@ -414,9 +448,8 @@ def elect_leaders_response(
                 error_message=result.error_message,
             )
         )
-    return _response(
-        ApiKey.ELECT_LEADERS,
-        version,
+    return make_entity(
+        messages.ELECT_LEADERS_RESPONSES[version],
         throttle_time=NO_THROTTLE,
         error_code=error,
         replica_election_results=tuple(
@@ -429,7 +462,9 @@ def elect_leaders_response(
 # --- IncrementalAlterConfigs ---------------------------------------------------------------------
 
 
-def incremental_alter_configs_request(request: Any) -> list[AlterConfigsResource]:
+def incremental_alter_configs_request(
+    request: messages.IncrementalAlterConfigsRequest,
+) -> list[AlterConfigsResource]:
     return [
         AlterConfigsResource(
             resource.resource_type,
@@ -443,11 +478,14 @@ def incremental_alter_configs_request(request: Any) -> list[AlterConfigsResource
     ]
 
 
-def incremental_alter_configs_response(version: int, results: Sequence[AlterConfigsResult]) -> Any:
-    result_type = _nested(ApiKey.INCREMENTAL_ALTER_CONFIGS, version, "responses")
-    return _response(
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        version,
+def incremental_alter_configs_response(
+    version: int, results: Sequence[AlterConfigsResult]
+) -> messages.IncrementalAlterConfigsResponse:
+    result_type = messages.nested_type(
+        messages.INCREMENTAL_ALTER_CONFIGS_RESPONSES, version, "responses"
+    )
+    return make_entity(
+        messages.INCREMENTAL_ALTER_CONFIGS_RESPONSES[version],
         throttle_time=NO_THROTTLE,
         responses=tuple(
             make_entity(
@@ -463,8 +501,11 @@ def incremental_alter_configs_response(version: int, results: Sequence[AlterConf
 
 
 def incremental_alter_configs_error(
-    version: int, request: Any, error: ErrorCode, message: str | None = None
-) -> Any:
+    version: int,
+    request: messages.IncrementalAlterConfigsRequest,
+    error: ErrorCode,
+    message: str | None = None,
+) -> messages.IncrementalAlterConfigsResponse:
     return incremental_alter_configs_response(
         version,
         [

@@ -490,9 +490,15 @@ def _field_names(entity_type: type) -> frozenset[str]:
     return frozenset(entity_field.name for entity_field in dataclasses.fields(entity_type))
 
 
-@functools.cache
 def field_entity_type(entity_type: type, field_name: str) -> type:
     """The entity class of a nested (or array-of-entities) field of `entity_type`."""
+    # Through a plain function: mypy takes the cache's arguments for Hashable, which it does not
+    # see a union of kio message classes (as `net.messages` hands out) to be.
+    return _field_entity_type(entity_type, field_name)
+
+
+@functools.cache
+def _field_entity_type(entity_type: type, field_name: str) -> type:
     for entity_field in dataclasses.fields(entity_type):
         if entity_field.name == field_name:
             nested = _nested_entities(entity_field.type)

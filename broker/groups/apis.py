@@ -14,7 +14,6 @@ nothing is stored for it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -24,8 +23,9 @@ from broker.groups.membership import GroupDescription, HeartbeatAnswer, LeaveAns
 from broker.groups.shard import OffsetToCommit
 from broker.metadata_api import CLIENT_LISTENER
 from controller.image import MetadataImage
+from net import messages
 from net.api_keys import ApiKey
-from net.api_registry import ApiRegistry, RequestContext
+from net.api_registry import ApiRegistry, Handler, RequestContext
 
 _MAX_GROUP_ID_BYTES = 0x7FFF
 # OffsetCommit v9 answers a member's commit to a group that does not exist GROUP_ID_NOT_FOUND.
@@ -44,7 +44,7 @@ class GroupApis:
         self._image = image
 
     def register(self, registry: ApiRegistry) -> None:
-        handlers = {
+        handlers: dict[int, tuple[Handler, tuple[int, int]]] = {
             ApiKey.FIND_COORDINATOR: (self._on_find_coordinator, wire.FIND_COORDINATOR_VERSIONS),
             ApiKey.JOIN_GROUP: (self._on_join, wire.JOIN_GROUP_VERSIONS),
             ApiKey.SYNC_GROUP: (self._on_sync, wire.SYNC_GROUP_VERSIONS),
@@ -62,7 +62,9 @@ class GroupApis:
 
     # --- FindCoordinator -----------------------------------------------------------------------
 
-    def _on_find_coordinator(self, context: RequestContext, request: Any) -> Any:
+    def _on_find_coordinator(
+        self, context: RequestContext, request: messages.FindCoordinatorRequest
+    ) -> messages.FindCoordinatorResponse:
         version = context.header.api_version
         keys = wire.find_coordinator_keys(version, request)
         refused = wire.find_coordinator_key_type_error(version, request)
@@ -86,7 +88,9 @@ class GroupApis:
 
     # --- membership ----------------------------------------------------------------------------
 
-    async def _on_join(self, context: RequestContext, request: Any) -> Any:
+    async def _on_join(
+        self, context: RequestContext, request: messages.JoinGroupRequest
+    ) -> messages.JoinGroupResponse:
         version = context.header.api_version
         client_host = context.peer.rsplit(":", 1)[0]
         group_id, join = wire.join_request(
@@ -96,14 +100,18 @@ class GroupApis:
             return wire.join_error(version, ErrorCode.invalid_group_id)
         return wire.join_response(version, await self._coordinator.join(group_id, join))
 
-    async def _on_sync(self, context: RequestContext, request: Any) -> Any:
+    async def _on_sync(
+        self, context: RequestContext, request: messages.SyncGroupRequest
+    ) -> messages.SyncGroupResponse:
         version = context.header.api_version
         group_id, sync = wire.sync_request(version, request)
         if _invalid_group_id(group_id):
             return wire.sync_response(version, SyncAnswer(ErrorCode.invalid_group_id))
         return wire.sync_response(version, await self._coordinator.sync(group_id, sync))
 
-    async def _on_heartbeat(self, context: RequestContext, request: Any) -> Any:
+    async def _on_heartbeat(
+        self, context: RequestContext, request: messages.HeartbeatRequest
+    ) -> messages.HeartbeatResponse:
         version = context.header.api_version
         group_id, heartbeat = wire.heartbeat_request(version, request)
         if _invalid_group_id(group_id):
@@ -111,7 +119,9 @@ class GroupApis:
         answer = await self._coordinator.heartbeat(group_id, heartbeat)
         return wire.heartbeat_response(version, answer)
 
-    async def _on_leave(self, context: RequestContext, request: Any) -> Any:
+    async def _on_leave(
+        self, context: RequestContext, request: messages.LeaveGroupRequest
+    ) -> messages.LeaveGroupResponse:
         version = context.header.api_version
         group_id, members = wire.leave_request(version, request)
         if _invalid_group_id(group_id):
@@ -120,7 +130,9 @@ class GroupApis:
 
     # --- offsets -------------------------------------------------------------------------------
 
-    async def _on_offset_commit(self, context: RequestContext, request: Any) -> Any:
+    async def _on_offset_commit(
+        self, context: RequestContext, request: messages.OffsetCommitRequest
+    ) -> messages.OffsetCommitResponse:
         version = context.header.api_version
         commit = wire.offset_commit_request(version, request)
         offsets = [
@@ -147,7 +159,9 @@ class GroupApis:
             errors.setdefault(topic, {})[partition] = error
         return wire.offset_commit_response(version, errors)
 
-    def _on_offset_fetch(self, context: RequestContext, request: Any) -> Any:
+    def _on_offset_fetch(
+        self, context: RequestContext, request: messages.OffsetFetchRequest
+    ) -> messages.OffsetFetchResponse:
         version = context.header.api_version
         fetch = wire.offset_fetch_request(version, request)
         return wire.offset_fetch_response(
@@ -190,7 +204,9 @@ class GroupApis:
             group_id, error, tuple(wire.FetchedOffset(t, p) for t, p in asked or ())
         )
 
-    async def _on_offset_delete(self, context: RequestContext, request: Any) -> Any:
+    async def _on_offset_delete(
+        self, context: RequestContext, request: messages.OffsetDeleteRequest
+    ) -> messages.OffsetDeleteResponse:
         version = context.header.api_version
         group_id, topics = wire.offset_delete_request(version, request)
         if _invalid_group_id(group_id):
@@ -204,7 +220,9 @@ class GroupApis:
 
     # --- administration ------------------------------------------------------------------------
 
-    def _on_describe_groups(self, context: RequestContext, request: Any) -> Any:
+    def _on_describe_groups(
+        self, context: RequestContext, request: messages.DescribeGroupsRequest
+    ) -> messages.DescribeGroupsResponse:
         version = context.header.api_version
         group_ids = wire.describe_groups_request(version, request)
         return wire.describe_groups_response(version, [self._described(g) for g in group_ids])
@@ -217,13 +235,17 @@ class GroupApis:
         except CoordinatorUnavailableError as error:
             return wire.GroupResult(group_id, error.error_code)
 
-    def _on_list_groups(self, context: RequestContext, request: Any) -> Any:
+    def _on_list_groups(
+        self, context: RequestContext, request: messages.ListGroupsRequest
+    ) -> messages.ListGroupsResponse:
         version = context.header.api_version
         admitted = wire.list_groups_filter(version, request)
         error, groups = self._coordinator.list_groups(admitted)
         return wire.list_groups_response(version, error, groups)
 
-    async def _on_delete_groups(self, context: RequestContext, request: Any) -> Any:
+    async def _on_delete_groups(
+        self, context: RequestContext, request: messages.DeleteGroupsRequest
+    ) -> messages.DeleteGroupsResponse:
         version = context.header.api_version
         group_ids = wire.delete_groups_request(version, request)
         valid = [g for g in group_ids if not _invalid_group_id(g)]

@@ -26,11 +26,48 @@ request and response classes decide how (each rule names its class):
 from __future__ import annotations
 
 import datetime
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias, TypeVar
 
 from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator import v1 as find_coordinator_v1
+from kio.schema.find_coordinator import v2 as find_coordinator_v2
+from kio.schema.find_coordinator import v3 as find_coordinator_v3
+from kio.schema.find_coordinator import v4 as find_coordinator_v4
+from kio.schema.find_coordinator import v5 as find_coordinator_v5
+from kio.schema.find_coordinator import v6 as find_coordinator_v6
+from kio.schema.heartbeat import v3 as heartbeat_v3
+from kio.schema.heartbeat import v4 as heartbeat_v4
+from kio.schema.join_group import v1 as join_group_v1
+from kio.schema.join_group import v2 as join_group_v2
+from kio.schema.join_group import v3 as join_group_v3
+from kio.schema.join_group import v4 as join_group_v4
+from kio.schema.join_group import v5 as join_group_v5
+from kio.schema.join_group import v6 as join_group_v6
+from kio.schema.join_group import v7 as join_group_v7
+from kio.schema.join_group import v8 as join_group_v8
+from kio.schema.join_group import v9 as join_group_v9
+from kio.schema.leave_group import v3 as leave_group_v3
+from kio.schema.leave_group import v4 as leave_group_v4
+from kio.schema.leave_group import v5 as leave_group_v5
+from kio.schema.list_groups import v4 as list_groups_v4
+from kio.schema.list_groups import v5 as list_groups_v5
+from kio.schema.offset_commit import v2 as offset_commit_v2
+from kio.schema.offset_commit import v3 as offset_commit_v3
+from kio.schema.offset_commit import v4 as offset_commit_v4
+from kio.schema.offset_commit import v6 as offset_commit_v6
+from kio.schema.offset_commit import v7 as offset_commit_v7
+from kio.schema.offset_commit import v8 as offset_commit_v8
+from kio.schema.offset_commit import v9 as offset_commit_v9
+from kio.schema.offset_fetch import v7 as offset_fetch_v7
+from kio.schema.offset_fetch import v8 as offset_fetch_v8
+from kio.schema.offset_fetch import v9 as offset_fetch_v9
+from kio.schema.sync_group import v3 as sync_group_v3
+from kio.schema.sync_group import v4 as sync_group_v4
+from kio.schema.sync_group import v5 as sync_group_v5
+from kio.static.protocol import Payload
 
 from broker.groups.membership import (
     UNKNOWN_MEMBER_ID,
@@ -46,8 +83,9 @@ from broker.groups.membership import (
     SyncAnswer,
     SyncRequest,
 )
-from net.api_keys import ApiKey
-from net.protocol import NO_THROTTLE, field_entity_type, make_entity, response_schema
+from net import messages
+from net.messages import ByVersion
+from net.protocol import NO_THROTTLE, field_entity_type, make_entity
 
 # The versions served, (oldest, newest): every version kio has a schema for, except the newest
 # OffsetCommit (v10), OffsetFetch (v10) and DescribeGroups (v6), which no client in
@@ -71,26 +109,82 @@ NO_OFFSET = -1
 NO_LEADER_EPOCH = -1
 NO_METADATA = ""
 
-# The first version of each message that has the field or behaviour named.
-_JOIN_REBALANCE_TIMEOUT = 1
+# The first version of each message that has the behaviour or response field named.
 _JOIN_KNOWN_MEMBER_ID = 4
-_JOIN_INSTANCE_ID = 5
 _JOIN_NULLABLE_PROTOCOL = 7
 _JOIN_SKIP_ASSIGNMENT = 9
-_SYNC_INSTANCE_ID = 3
-_SYNC_PROTOCOL = 5
-_HEARTBEAT_INSTANCE_ID = 3
 _LEAVE_BATCH = 3
-_FIND_KEY_TYPE = 1
 _FIND_BATCH = 4
-_COMMIT_RETENTION_DROPPED = 5
-_COMMIT_LEADER_EPOCH = 6
-_COMMIT_INSTANCE_ID = 7
 _FETCH_GROUP_ERROR = 2
-_FETCH_REQUIRE_STABLE = 7
 _FETCH_BATCH = 8
-_LIST_STATES = 4
-_LIST_TYPES = 5
+
+# The versions of each request that have the field named (v2-4 alone for OffsetCommit's
+# retention, which v5 dropped).
+_JoinWithRebalanceTimeout: TypeAlias = (
+    join_group_v1.JoinGroupRequest
+    | join_group_v2.JoinGroupRequest
+    | join_group_v3.JoinGroupRequest
+    | join_group_v4.JoinGroupRequest
+    | join_group_v5.JoinGroupRequest
+    | join_group_v6.JoinGroupRequest
+    | join_group_v7.JoinGroupRequest
+    | join_group_v8.JoinGroupRequest
+    | join_group_v9.JoinGroupRequest
+)
+_JoinWithInstanceId: TypeAlias = (
+    join_group_v5.JoinGroupRequest
+    | join_group_v6.JoinGroupRequest
+    | join_group_v7.JoinGroupRequest
+    | join_group_v8.JoinGroupRequest
+    | join_group_v9.JoinGroupRequest
+)
+_SyncWithInstanceId: TypeAlias = (
+    sync_group_v3.SyncGroupRequest | sync_group_v4.SyncGroupRequest | sync_group_v5.SyncGroupRequest
+)
+_HeartbeatWithInstanceId: TypeAlias = heartbeat_v3.HeartbeatRequest | heartbeat_v4.HeartbeatRequest
+_LeaveBatch: TypeAlias = (
+    leave_group_v3.LeaveGroupRequest
+    | leave_group_v4.LeaveGroupRequest
+    | leave_group_v5.LeaveGroupRequest
+)
+_FindWithKeyType: TypeAlias = (
+    find_coordinator_v1.FindCoordinatorRequest
+    | find_coordinator_v2.FindCoordinatorRequest
+    | find_coordinator_v3.FindCoordinatorRequest
+    | find_coordinator_v4.FindCoordinatorRequest
+    | find_coordinator_v5.FindCoordinatorRequest
+    | find_coordinator_v6.FindCoordinatorRequest
+)
+_FindBatch: TypeAlias = (
+    find_coordinator_v4.FindCoordinatorRequest
+    | find_coordinator_v5.FindCoordinatorRequest
+    | find_coordinator_v6.FindCoordinatorRequest
+)
+_CommitWithRetention: TypeAlias = (
+    offset_commit_v2.OffsetCommitRequest
+    | offset_commit_v3.OffsetCommitRequest
+    | offset_commit_v4.OffsetCommitRequest
+)
+_CommitWithInstanceId: TypeAlias = (
+    offset_commit_v7.OffsetCommitRequest
+    | offset_commit_v8.OffsetCommitRequest
+    | offset_commit_v9.OffsetCommitRequest
+)
+_CommitPartitionWithLeaderEpoch: TypeAlias = (
+    offset_commit_v6.request.OffsetCommitRequestPartition
+    | offset_commit_v7.request.OffsetCommitRequestPartition
+    | offset_commit_v8.request.OffsetCommitRequestPartition
+    | offset_commit_v9.request.OffsetCommitRequestPartition
+)
+_FetchRequireStable: TypeAlias = (
+    offset_fetch_v7.OffsetFetchRequest
+    | offset_fetch_v8.OffsetFetchRequest
+    | offset_fetch_v9.OffsetFetchRequest
+)
+_FetchBatch: TypeAlias = offset_fetch_v8.OffsetFetchRequest | offset_fetch_v9.OffsetFetchRequest
+_ListWithStates: TypeAlias = list_groups_v4.ListGroupsRequest | list_groups_v5.ListGroupsRequest
+_ListWithTypes: TypeAlias = list_groups_v5.ListGroupsRequest
+_SyncWithProtocol: TypeAlias = sync_group_v5.SyncGroupRequest
 
 # Kafka's "not requested" value of the authorized-operations fields.
 _NO_AUTHORIZED_OPERATIONS = -(2**31)
@@ -98,23 +192,15 @@ _NO_AUTHORIZED_OPERATIONS = -(2**31)
 _CLASSIC_GROUP_TYPE = "classic"
 _ONE_MS = datetime.timedelta(milliseconds=1)
 
+_Response = TypeVar("_Response", bound=Payload)
+
 
 def _ms(duration: datetime.timedelta) -> int:
     return duration // _ONE_MS
 
 
-def _response(api_key: int, version: int, **values: Any) -> Any:
-    schema = response_schema(api_key, version)
-    assert schema is not None, f"no response schema for api {api_key} v{version}"
-    return make_entity(schema, throttle_time=NO_THROTTLE, **values)
-
-
-def _nested(api_key: int, version: int, *path: str) -> type:
-    """The entity class reached from the response through the fields of `path`."""
-    entity: type = response_schema(api_key, version)  # type: ignore[assignment]
-    for name in path:
-        entity = field_entity_type(entity, name)
-    return entity
+def _response(responses: ByVersion[_Response], version: int, **values: object) -> _Response:
+    return make_entity(responses[version], throttle_time=NO_THROTTLE, **values)
 
 
 # --- FindCoordinator -----------------------------------------------------------------------------
@@ -135,30 +221,34 @@ class Coordinator:
     message: str | None = None
 
 
-def find_coordinator_keys(version: int, request: Any) -> list[str]:
+def find_coordinator_keys(version: int, request: messages.FindCoordinatorRequest) -> list[str]:
     """The keys (group ids) a FindCoordinatorRequest asks about: one before v4, a batch after."""
-    if version < _FIND_BATCH:
-        return [request.key]
-    return list(request.coordinator_keys)
+    if isinstance(request, _FindBatch):
+        return list(request.coordinator_keys)
+    return [request.key]
 
 
-def find_coordinator_key_type_error(version: int, request: Any) -> ErrorCode:
+def find_coordinator_key_type_error(
+    version: int, request: messages.FindCoordinatorRequest
+) -> ErrorCode:
     """NONE when the request asks for group coordinators, else the error to answer every key.
 
     Transaction (1) and share (2) coordinators do not exist here: INVALID_REQUEST, which Kafka
     answers for a coordinator type it does not run, and which clients fail on at once instead
     of retrying as they would COORDINATOR_NOT_AVAILABLE.
     """
-    key_type = request.key_type if version >= _FIND_KEY_TYPE else GROUP_KEY_TYPE
+    key_type = request.key_type if isinstance(request, _FindWithKeyType) else GROUP_KEY_TYPE
     return ErrorCode.none if key_type == GROUP_KEY_TYPE else ErrorCode.invalid_request
 
 
-def find_coordinator_response(version: int, coordinators: Sequence[Coordinator]) -> Any:
+def find_coordinator_response(
+    version: int, coordinators: Sequence[Coordinator]
+) -> messages.FindCoordinatorResponse:
     """The FindCoordinatorResponse of `version`; before v4 `coordinators` holds exactly one."""
     if version < _FIND_BATCH:
         (only,) = coordinators
         return _response(
-            ApiKey.FIND_COORDINATOR,
+            messages.FIND_COORDINATOR_RESPONSES,
             version,
             error_code=only.error,
             error_message=only.message,
@@ -166,9 +256,11 @@ def find_coordinator_response(version: int, coordinators: Sequence[Coordinator])
             host=only.host,
             port=only.port,
         )
-    coordinator_type = _nested(ApiKey.FIND_COORDINATOR, version, "coordinators")
+    coordinator_type = messages.nested_type(
+        messages.FIND_COORDINATOR_RESPONSES, version, "coordinators"
+    )
     return _response(
-        ApiKey.FIND_COORDINATOR,
+        messages.FIND_COORDINATOR_RESPONSES,
         version,
         coordinators=tuple(
             make_entity(
@@ -189,7 +281,7 @@ def find_coordinator_response(version: int, coordinators: Sequence[Coordinator])
 
 
 def join_request(
-    version: int, request: Any, client_id: str, client_host: str
+    version: int, request: messages.JoinGroupRequest, client_id: str, client_host: str
 ) -> tuple[str, JoinRequest]:
     """The group id and the machine's request of a JoinGroupRequest of `version`."""
     session_timeout_ms = _ms(request.session_timeout)
@@ -202,21 +294,23 @@ def join_request(
         session_timeout_ms=session_timeout_ms,
         rebalance_timeout_ms=(
             _ms(request.rebalance_timeout)
-            if version >= _JOIN_REBALANCE_TIMEOUT
+            if isinstance(request, _JoinWithRebalanceTimeout)
             else session_timeout_ms
         ),
-        group_instance_id=request.group_instance_id if version >= _JOIN_INSTANCE_ID else None,
+        group_instance_id=(
+            request.group_instance_id if isinstance(request, _JoinWithInstanceId) else None
+        ),
         require_known_member_id=version >= _JOIN_KNOWN_MEMBER_ID,
         supports_skip_assignment=version >= _JOIN_SKIP_ASSIGNMENT,
     )
 
 
-def join_response(version: int, answer: JoinAnswer) -> Any:
+def join_response(version: int, answer: JoinAnswer) -> messages.JoinGroupResponse:
     """The JoinGroupResponse of `version` carrying `answer`."""
-    member_type = _nested(ApiKey.JOIN_GROUP, version, "members")
+    member_type = messages.nested_type(messages.JOIN_GROUP_RESPONSES, version, "members")
     nullable = version >= _JOIN_NULLABLE_PROTOCOL
     return _response(
-        ApiKey.JOIN_GROUP,
+        messages.JOIN_GROUP_RESPONSES,
         version,
         error_code=answer.error,
         generation_id=answer.generation_id,
@@ -237,28 +331,30 @@ def join_response(version: int, answer: JoinAnswer) -> Any:
     )
 
 
-def join_error(version: int, error: ErrorCode) -> Any:
+def join_error(version: int, error: ErrorCode) -> messages.JoinGroupResponse:
     """A JoinGroupResponse refusing the request with `error` and no member id, as Kafka's."""
     return join_response(version, JoinAnswer(error, UNKNOWN_MEMBER_ID))
 
 
-def sync_request(version: int, request: Any) -> tuple[str, SyncRequest]:
+def sync_request(version: int, request: messages.SyncGroupRequest) -> tuple[str, SyncRequest]:
     """The group id and the machine's request of a SyncGroupRequest of `version`."""
-    protocol = version >= _SYNC_PROTOCOL
+    protocol = request if isinstance(request, _SyncWithProtocol) else None
     return request.group_id, SyncRequest(
         member_id=request.member_id,
         generation_id=request.generation_id,
         assignments={a.member_id: a.assignment for a in request.assignments},
-        group_instance_id=request.group_instance_id if version >= _SYNC_INSTANCE_ID else None,
-        protocol_type=request.protocol_type if protocol else None,
-        protocol_name=request.protocol_name if protocol else None,
+        group_instance_id=(
+            request.group_instance_id if isinstance(request, _SyncWithInstanceId) else None
+        ),
+        protocol_type=None if protocol is None else protocol.protocol_type,
+        protocol_name=None if protocol is None else protocol.protocol_name,
     )
 
 
-def sync_response(version: int, answer: SyncAnswer) -> Any:
+def sync_response(version: int, answer: SyncAnswer) -> messages.SyncGroupResponse:
     """The SyncGroupResponse of `version` carrying `answer`."""
     return _response(
-        ApiKey.SYNC_GROUP,
+        messages.SYNC_GROUP_RESPONSES,
         version,
         error_code=answer.error,
         protocol_type=answer.protocol_type,
@@ -267,32 +363,36 @@ def sync_response(version: int, answer: SyncAnswer) -> Any:
     )
 
 
-def heartbeat_request(version: int, request: Any) -> tuple[str, HeartbeatRequest]:
+def heartbeat_request(
+    version: int, request: messages.HeartbeatRequest
+) -> tuple[str, HeartbeatRequest]:
     """The group id and the machine's request of a HeartbeatRequest of `version`."""
     return request.group_id, HeartbeatRequest(
         member_id=request.member_id,
         generation_id=request.generation_id,
         group_instance_id=(
-            request.group_instance_id if version >= _HEARTBEAT_INSTANCE_ID else None
+            request.group_instance_id if isinstance(request, _HeartbeatWithInstanceId) else None
         ),
     )
 
 
-def heartbeat_response(version: int, answer: HeartbeatAnswer) -> Any:
+def heartbeat_response(version: int, answer: HeartbeatAnswer) -> messages.HeartbeatResponse:
     """The HeartbeatResponse of `version` carrying `answer`."""
-    return _response(ApiKey.HEARTBEAT, version, error_code=answer.error)
+    return _response(messages.HEARTBEAT_RESPONSES, version, error_code=answer.error)
 
 
-def leave_request(version: int, request: Any) -> tuple[str, list[LeavingMember]]:
+def leave_request(
+    version: int, request: messages.LeaveGroupRequest
+) -> tuple[str, list[LeavingMember]]:
     """The group id and the members a LeaveGroupRequest of `version` removes."""
-    if version < _LEAVE_BATCH:
-        return request.group_id, [LeavingMember(request.member_id)]
-    return request.group_id, [
-        LeavingMember(m.member_id, m.group_instance_id) for m in request.members
-    ]
+    if isinstance(request, _LeaveBatch):
+        return request.group_id, [
+            LeavingMember(m.member_id, m.group_instance_id) for m in request.members
+        ]
+    return request.group_id, [LeavingMember(request.member_id)]
 
 
-def leave_response(version: int, answer: LeaveAnswer) -> Any:
+def leave_response(version: int, answer: LeaveAnswer) -> messages.LeaveGroupResponse:
     """The LeaveGroupResponse of `version` carrying `answer`.
 
     Before v3 there is one error: the group-level one, else the first member error that is not
@@ -304,10 +404,10 @@ def leave_response(version: int, answer: LeaveAnswer) -> Any:
             error = next(
                 (m.error for m in answer.members if m.error is not ErrorCode.none), ErrorCode.none
             )
-        return _response(ApiKey.LEAVE_GROUP, version, error_code=error)
-    member_type = _nested(ApiKey.LEAVE_GROUP, version, "members")
+        return _response(messages.LEAVE_GROUP_RESPONSES, version, error_code=error)
+    member_type = messages.nested_type(messages.LEAVE_GROUP_RESPONSES, version, "members")
     return _response(
-        ApiKey.LEAVE_GROUP,
+        messages.LEAVE_GROUP_RESPONSES,
         version,
         error_code=answer.error,
         members=tuple(
@@ -353,17 +453,19 @@ class OffsetCommit:
     offsets: tuple[CommittedOffset, ...]
 
 
-def offset_commit_request(version: int, request: Any) -> OffsetCommit:
+def offset_commit_request(version: int, request: messages.OffsetCommitRequest) -> OffsetCommit:
     """The commit an OffsetCommitRequest of `version` asks for."""
     retention_ms: int | None = None
-    if version < _COMMIT_RETENTION_DROPPED:
+    if isinstance(request, _CommitWithRetention):
         asked = _ms(request.retention_time)
         retention_ms = asked if asked >= 0 else None
     return OffsetCommit(
         group_id=request.group_id,
         generation_id=request.generation_id_or_member_epoch,
         member_id=request.member_id,
-        group_instance_id=request.group_instance_id if version >= _COMMIT_INSTANCE_ID else None,
+        group_instance_id=(
+            request.group_instance_id if isinstance(request, _CommitWithInstanceId) else None
+        ),
         retention_ms=retention_ms,
         offsets=tuple(
             CommittedOffset(
@@ -371,7 +473,9 @@ def offset_commit_request(version: int, request: Any) -> OffsetCommit:
                 partition=p.partition_index,
                 offset=p.committed_offset,
                 leader_epoch=(
-                    p.committed_leader_epoch if version >= _COMMIT_LEADER_EPOCH else NO_LEADER_EPOCH
+                    p.committed_leader_epoch
+                    if isinstance(p, _CommitPartitionWithLeaderEpoch)
+                    else NO_LEADER_EPOCH
                 ),
                 metadata=NO_METADATA if p.committed_metadata is None else p.committed_metadata,
             )
@@ -381,12 +485,14 @@ def offset_commit_request(version: int, request: Any) -> OffsetCommit:
     )
 
 
-def offset_commit_response(version: int, errors: Mapping[str, Mapping[int, ErrorCode]]) -> Any:
+def offset_commit_response(
+    version: int, errors: Mapping[str, Mapping[int, ErrorCode]]
+) -> messages.OffsetCommitResponse:
     """The OffsetCommitResponse of `version`: `errors` is topic -> partition -> error."""
-    topic_type = _nested(ApiKey.OFFSET_COMMIT, version, "topics")
+    topic_type = messages.nested_type(messages.OFFSET_COMMIT_RESPONSES, version, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
     return _response(
-        ApiKey.OFFSET_COMMIT,
+        messages.OFFSET_COMMIT_RESPONSES,
         version,
         topics=_partition_errors(topic_type, partition_type, errors),
     )
@@ -394,7 +500,7 @@ def offset_commit_response(version: int, errors: Mapping[str, Mapping[int, Error
 
 def _partition_errors(
     topic_type: type, partition_type: type, errors: Mapping[str, Mapping[int, ErrorCode]]
-) -> tuple[Any, ...]:
+) -> tuple[object, ...]:
     return tuple(
         make_entity(
             topic_type,
@@ -428,21 +534,33 @@ class OffsetFetch:
     require_stable: bool
 
 
-def offset_fetch_request(version: int, request: Any) -> OffsetFetch:
+def offset_fetch_request(version: int, request: messages.OffsetFetchRequest) -> OffsetFetch:
     """The groups and partitions an OffsetFetchRequest of `version` asks about."""
-    require_stable = request.require_stable if version >= _FETCH_REQUIRE_STABLE else False
+    require_stable = request.require_stable if isinstance(request, _FetchRequireStable) else False
     groups: tuple[OffsetFetchGroup, ...]
-    if version < _FETCH_BATCH:
-        groups = (OffsetFetchGroup(request.group_id, _fetched_partitions(request.topics)),)
-    else:
+    if isinstance(request, _FetchBatch):
         groups = tuple(
             OffsetFetchGroup(group.group_id, _fetched_partitions(group.topics))
             for group in request.groups
         )
+    else:
+        groups = (OffsetFetchGroup(request.group_id, _fetched_partitions(request.topics)),)
     return OffsetFetch(groups, require_stable)
 
 
-def _fetched_partitions(topics: Any) -> dict[str, tuple[int, ...]] | None:
+class _FetchedTopic(typing.Protocol):
+    """A topic of an OffsetFetchRequest, as every version names it and its partitions."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def partition_indexes(self) -> tuple[int, ...]: ...
+
+
+def _fetched_partitions(
+    topics: Sequence[_FetchedTopic] | None,
+) -> dict[str, tuple[int, ...]] | None:
     if topics is None:
         return None
     return {topic.name: tuple(topic.partition_indexes) for topic in topics}
@@ -473,22 +591,24 @@ class GroupOffsets:
     offsets: tuple[FetchedOffset, ...] = ()
 
 
-def offset_fetch_response(version: int, groups: Sequence[GroupOffsets]) -> Any:
+def offset_fetch_response(
+    version: int, groups: Sequence[GroupOffsets]
+) -> messages.OffsetFetchResponse:
     """The OffsetFetchResponse of `version`; before v8 `groups` holds exactly one."""
     if version < _FETCH_BATCH:
         (group,) = groups
-        topic_type = _nested(ApiKey.OFFSET_FETCH, version, "topics")
+        topic_type = messages.nested_type(messages.OFFSET_FETCH_RESPONSES, version, "topics")
         override = group.error if version < _FETCH_GROUP_ERROR else ErrorCode.none
         return _response(
-            ApiKey.OFFSET_FETCH,
+            messages.OFFSET_FETCH_RESPONSES,
             version,
             error_code=group.error,
             topics=_fetched_topics(topic_type, group.offsets, override),
         )
-    group_type = _nested(ApiKey.OFFSET_FETCH, version, "groups")
+    group_type = messages.nested_type(messages.OFFSET_FETCH_RESPONSES, version, "groups")
     topic_type = field_entity_type(group_type, "topics")
     return _response(
-        ApiKey.OFFSET_FETCH,
+        messages.OFFSET_FETCH_RESPONSES,
         version,
         groups=tuple(
             make_entity(
@@ -504,10 +624,10 @@ def offset_fetch_response(version: int, groups: Sequence[GroupOffsets]) -> Any:
 
 def _fetched_topics(
     topic_type: type, offsets: Sequence[FetchedOffset], override: ErrorCode
-) -> tuple[Any, ...]:
+) -> tuple[object, ...]:
     """The topics of `offsets` in first-seen order; a non-NONE `override` replaces every error."""
     partition_type = field_entity_type(topic_type, "partitions")
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[object]] = {}
     for o in offsets:
         by_topic.setdefault(o.topic, []).append(
             make_entity(
@@ -525,7 +645,9 @@ def _fetched_topics(
     )
 
 
-def offset_delete_request(version: int, request: Any) -> tuple[str, dict[str, tuple[int, ...]]]:
+def offset_delete_request(
+    version: int, request: messages.OffsetDeleteRequest
+) -> tuple[str, dict[str, tuple[int, ...]]]:
     """The group id and topic -> partitions whose offsets an OffsetDeleteRequest deletes."""
     return request.group_id, {
         topic.name: tuple(p.partition_index for p in topic.partitions) for topic in request.topics
@@ -534,12 +656,12 @@ def offset_delete_request(version: int, request: Any) -> tuple[str, dict[str, tu
 
 def offset_delete_response(
     version: int, error: ErrorCode, errors: Mapping[str, Mapping[int, ErrorCode]]
-) -> Any:
+) -> messages.OffsetDeleteResponse:
     """The OffsetDeleteResponse: a group-level error and topic -> partition -> error."""
-    topic_type = _nested(ApiKey.OFFSET_DELETE, version, "topics")
+    topic_type = messages.nested_type(messages.OFFSET_DELETE_RESPONSES, version, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
     return _response(
-        ApiKey.OFFSET_DELETE,
+        messages.OFFSET_DELETE_RESPONSES,
         version,
         error_code=error,
         topics=_partition_errors(topic_type, partition_type, errors),
@@ -557,20 +679,22 @@ class GroupResult:
     error: ErrorCode
 
 
-def describe_groups_request(version: int, request: Any) -> list[str]:
+def describe_groups_request(version: int, request: messages.DescribeGroupsRequest) -> list[str]:
     """The group ids a DescribeGroupsRequest asks about, in order."""
     return list(request.groups)
 
 
-def describe_groups_response(version: int, groups: Sequence[GroupDescription | GroupResult]) -> Any:
+def describe_groups_response(
+    version: int, groups: Sequence[GroupDescription | GroupResult]
+) -> messages.DescribeGroupsResponse:
     """The DescribeGroupsResponse of `version`: each group described, or its error.
 
     Authorized operations (v3+) are always Kafka's "not requested" value: there are no ACLs.
     """
-    group_type = _nested(ApiKey.DESCRIBE_GROUPS, version, "groups")
+    group_type = messages.nested_type(messages.DESCRIBE_GROUPS_RESPONSES, version, "groups")
     member_type = field_entity_type(group_type, "members")
 
-    def described(group: GroupDescription | GroupResult) -> Any:
+    def described(group: GroupDescription | GroupResult) -> object:
         if isinstance(group, GroupResult):
             return make_entity(
                 group_type,
@@ -604,7 +728,9 @@ def describe_groups_response(version: int, groups: Sequence[GroupDescription | G
             authorized_operations=_NO_AUTHORIZED_OPERATIONS,
         )
 
-    return _response(ApiKey.DESCRIBE_GROUPS, version, groups=tuple(map(described, groups)))
+    return _response(
+        messages.DESCRIBE_GROUPS_RESPONSES, version, groups=tuple(map(described, groups))
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -621,10 +747,10 @@ class ListGroupsFilter:
         )
 
 
-def list_groups_filter(version: int, request: Any) -> ListGroupsFilter:
+def list_groups_filter(version: int, request: messages.ListGroupsRequest) -> ListGroupsFilter:
     """The states (v4+) and types (v5+) a ListGroupsRequest of `version` lists groups of."""
-    states = request.states_filter if version >= _LIST_STATES else ()
-    types = request.types_filter if version >= _LIST_TYPES else ()
+    states = request.states_filter if isinstance(request, _ListWithStates) else ()
+    types = request.types_filter if isinstance(request, _ListWithTypes) else ()
     return ListGroupsFilter(
         frozenset(s.lower() for s in states), frozenset(t.lower() for t in types)
     )
@@ -639,11 +765,13 @@ class ListedGroup:
     state: GroupState
 
 
-def list_groups_response(version: int, error: ErrorCode, groups: Sequence[ListedGroup]) -> Any:
+def list_groups_response(
+    version: int, error: ErrorCode, groups: Sequence[ListedGroup]
+) -> messages.ListGroupsResponse:
     """The ListGroupsResponse of `version`; state from v4 on, group type "classic" from v5."""
-    listed_type = _nested(ApiKey.LIST_GROUPS, version, "groups")
+    listed_type = messages.nested_type(messages.LIST_GROUPS_RESPONSES, version, "groups")
     return _response(
-        ApiKey.LIST_GROUPS,
+        messages.LIST_GROUPS_RESPONSES,
         version,
         error_code=error,
         groups=tuple(
@@ -659,16 +787,18 @@ def list_groups_response(version: int, error: ErrorCode, groups: Sequence[Listed
     )
 
 
-def delete_groups_request(version: int, request: Any) -> list[str]:
+def delete_groups_request(version: int, request: messages.DeleteGroupsRequest) -> list[str]:
     """The group ids a DeleteGroupsRequest deletes, in order."""
     return list(request.groups_names)
 
 
-def delete_groups_response(version: int, results: Sequence[GroupResult]) -> Any:
+def delete_groups_response(
+    version: int, results: Sequence[GroupResult]
+) -> messages.DeleteGroupsResponse:
     """The DeleteGroupsResponse of `version`: one error per group."""
-    result_type = _nested(ApiKey.DELETE_GROUPS, version, "results")
+    result_type = messages.nested_type(messages.DELETE_GROUPS_RESPONSES, version, "results")
     return _response(
-        ApiKey.DELETE_GROUPS,
+        messages.DELETE_GROUPS_RESPONSES,
         version,
         results=tuple(
             make_entity(result_type, group_id=r.group_id, error_code=r.error) for r in results

@@ -13,17 +13,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType, SimpleNamespace
+from types import MappingProxyType
 from uuid import UUID
+
+from kio.schema.fetch import v12 as fetch_v12
+from kio.static.primitive import i32, i64
 
 from broker.isr_changes import IsrChangeSender
 from broker.partition import Partition
-from broker.replica_fetcher import ReplicaFetcher
+from broker.replica_fetcher import FetchAnswer, ReplicaFetcher
 from broker.replica_manager import FetchPartition, FetchResult, ReplicaManager
 from controller.image import ConfigResource, MetadataImage, MetadataReplayer, TopicImage
 from controller.partition_state import PartitionState
 from controller.records import ConfigResourceType
 from controller.topic_config import KAFKA_DEFAULTS, TopicConfig
+from net.protocol import make_entity
 from net.records import Record, decode_batch, encode_batch
 from storage.log import Log, LogConfig
 from storage.log_manager import LogManager
@@ -92,16 +96,21 @@ class Broker:
         self.logs.close()
 
 
-def as_received(result: FetchResult) -> SimpleNamespace:
+def as_received(result: FetchResult, partition_index: int = 0) -> FetchAnswer:
     """A partition's FetchResult as the follower decodes it: no diverging epoch is the
     schema's default (-1, -1)."""
     epoch, end_offset = result.diverging_epoch or (-1, -1)
-    return SimpleNamespace(
+    return make_entity(
+        FetchAnswer,
+        partition_index=partition_index,
         error_code=result.error,
         high_watermark=result.high_watermark,
         log_start_offset=result.log_start_offset,
         records=result.records,
-        diverging_epoch=SimpleNamespace(epoch=epoch, end_offset=end_offset),
+        aborted_transactions=None,
+        diverging_epoch=fetch_v12.response.EpochEndOffset(
+            epoch=i32(epoch), end_offset=i64(end_offset)
+        ),
     )
 
 

@@ -6,19 +6,22 @@ hw-leo-leader-epoch.txt, async-storage-and-recovery.txt 5.2). Brokers run in thi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
+from kio.schema.fetch import v12 as fetch_v12
+from kio.static.primitive import Records
 
 from broker.isr_changes import IsrChangeSender
 from broker.replica_manager import CONSUMER_REPLICA_ID, FetchPartition, FetchResult
 from controller.client import ControllerClient, NoControllerError
 from controller.image import MetadataImage
 from controller.partition_state import PartitionState
+from net.protocol import NO_THROTTLE, make_entity
 from tests.broker.replicas import (
     TOPIC,
     Broker,
@@ -302,8 +305,7 @@ async def test_a_corrupt_batch_from_the_leader_backs_off_and_writes_nothing(
     assert result.records is not None
     rotten = bytearray(result.records)
     rotten[-1] ^= 0xFF
-    received = as_received(result)
-    received.records = bytes(rotten)
+    received = dataclasses.replace(as_received(result), records=Records(bytes(rotten)))
     assert not follower.fetcher.apply_answer(follower.partition(), received)
     assert follower.partition().log.log_end_offset == 0
     _, went_on = await replicate(leader, follower)
@@ -336,13 +338,22 @@ async def test_a_follower_fetching_past_the_leaders_end_is_not_taken_at_its_word
     assert leader.partition().followers[2].log_end_offset == -1
 
 
-def response_of(results: list[FetchResult]) -> SimpleNamespace:
+def response_of(results: list[FetchResult]) -> fetch_v12.FetchResponse:
     """A Fetch response for partitions 0, 1, ... of the topic, as the follower decodes it."""
-    partitions = [
-        SimpleNamespace(partition_index=index, **vars(as_received(result)))
-        for index, result in enumerate(results)
-    ]
-    return SimpleNamespace(responses=[SimpleNamespace(topic=TOPIC, partitions=partitions)])
+    return make_entity(
+        fetch_v12.FetchResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        responses=(
+            make_entity(
+                fetch_v12.response.FetchableTopicResponse,
+                topic=TOPIC,
+                partitions=tuple(
+                    as_received(result, index) for index, result in enumerate(results)
+                ),
+            ),
+        ),
+    )
 
 
 async def test_partitions_that_got_records_are_asked_for_last_next_time(

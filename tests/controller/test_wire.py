@@ -127,13 +127,13 @@ def test_delete_topics_every_version(version: int) -> None:
             ),
             timeout=TIMEOUT,
         )
-        assert wire.delete_topics_request(version, request_round_trip(request)) == [
+        assert wire.delete_topics_request(request_round_trip(request)) == [
             "orders",
             TOPIC_ID,
         ]
     else:
         request = entity(key, version, topic_names=("orders",), timeout=TIMEOUT)
-        assert wire.delete_topics_request(version, request_round_trip(request)) == ["orders"]
+        assert wire.delete_topics_request(request_round_trip(request)) == ["orders"]
     decoded = round_trip(
         wire.delete_topics_response(
             version, [DeleteTopicResult("orders", TOPIC_ID, ErrorCode.not_controller)]
@@ -267,7 +267,7 @@ def test_alter_partition_every_version(version: int) -> None:
             ),
         ),
     )
-    batch = wire.alter_partition_request(version, request_round_trip(request))
+    batch = wire.alter_partition_request(request_round_trip(request))
     (change,) = batch.partitions
     assert (batch.broker_id, batch.broker_epoch) == (1, 10)
     assert (change.topic_id, change.partition_id, change.leader_epoch, change.partition_epoch) == (

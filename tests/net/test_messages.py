@@ -1,0 +1,215 @@
+"""net.messages: the typed message catalogue matches what the handlers serve and what the codec
+decodes, so a message typed as `messages.FetchRequest` is what a Fetch handler receives."""
+
+from collections.abc import Mapping
+
+import pytest
+from kio.static.protocol import Payload
+
+from broker import data_apis, metadata_api, producer_ids
+from broker.configs import DESCRIBE_CONFIGS_VERSIONS
+from broker.groups import wire as group_wire
+from controller import wire as controller_wire
+from net import messages
+from net.api_keys import ApiKey
+from net.protocol import request_schema, response_schema
+
+# (api key, served (oldest, newest), the catalogue's responses, its requests if it has them)
+_CATALOGUE: list[
+    tuple[int, tuple[int, int], Mapping[int, type[Payload]], Mapping[int, type[Payload]] | None]
+] = [
+    (ApiKey.PRODUCE, data_apis.PRODUCE_VERSIONS, messages.PRODUCE_RESPONSES, None),
+    (ApiKey.FETCH, data_apis.FETCH_VERSIONS, messages.FETCH_RESPONSES, None),
+    (
+        ApiKey.LIST_OFFSETS,
+        data_apis.LIST_OFFSETS_VERSIONS,
+        messages.LIST_OFFSETS_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.OFFSET_FOR_LEADER_EPOCH,
+        data_apis.OFFSET_FOR_LEADER_EPOCH_VERSIONS,
+        messages.OFFSET_FOR_LEADER_EPOCH_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.METADATA,
+        metadata_api.METADATA_VERSIONS,
+        messages.METADATA_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.DESCRIBE_CLUSTER,
+        metadata_api.DESCRIBE_CLUSTER_VERSIONS,
+        messages.DESCRIBE_CLUSTER_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.DESCRIBE_CONFIGS,
+        DESCRIBE_CONFIGS_VERSIONS,
+        messages.DESCRIBE_CONFIGS_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.INIT_PRODUCER_ID,
+        producer_ids.INIT_PRODUCER_ID_VERSIONS,
+        messages.INIT_PRODUCER_ID_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.FIND_COORDINATOR,
+        group_wire.FIND_COORDINATOR_VERSIONS,
+        messages.FIND_COORDINATOR_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.JOIN_GROUP,
+        group_wire.JOIN_GROUP_VERSIONS,
+        messages.JOIN_GROUP_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.SYNC_GROUP,
+        group_wire.SYNC_GROUP_VERSIONS,
+        messages.SYNC_GROUP_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.HEARTBEAT,
+        group_wire.HEARTBEAT_VERSIONS,
+        messages.HEARTBEAT_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.LEAVE_GROUP,
+        group_wire.LEAVE_GROUP_VERSIONS,
+        messages.LEAVE_GROUP_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.OFFSET_COMMIT,
+        group_wire.OFFSET_COMMIT_VERSIONS,
+        messages.OFFSET_COMMIT_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.OFFSET_FETCH,
+        group_wire.OFFSET_FETCH_VERSIONS,
+        messages.OFFSET_FETCH_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.DESCRIBE_GROUPS,
+        group_wire.DESCRIBE_GROUPS_VERSIONS,
+        messages.DESCRIBE_GROUPS_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.LIST_GROUPS,
+        group_wire.LIST_GROUPS_VERSIONS,
+        messages.LIST_GROUPS_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.DELETE_GROUPS,
+        group_wire.DELETE_GROUPS_VERSIONS,
+        messages.DELETE_GROUPS_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.OFFSET_DELETE,
+        group_wire.OFFSET_DELETE_VERSIONS,
+        messages.OFFSET_DELETE_RESPONSES,
+        None,
+    ),
+]
+_CONTROLLER_CATALOGUE: dict[
+    int, tuple[Mapping[int, type[Payload]], Mapping[int, type[Payload]]]
+] = {
+    ApiKey.CREATE_TOPICS: (
+        messages.CREATE_TOPICS_RESPONSES,
+        messages.CREATE_TOPICS_REQUESTS,
+    ),
+    ApiKey.DELETE_TOPICS: (
+        messages.DELETE_TOPICS_RESPONSES,
+        messages.DELETE_TOPICS_REQUESTS,
+    ),
+    ApiKey.CREATE_PARTITIONS: (
+        messages.CREATE_PARTITIONS_RESPONSES,
+        messages.CREATE_PARTITIONS_REQUESTS,
+    ),
+    ApiKey.ELECT_LEADERS: (
+        messages.ELECT_LEADERS_RESPONSES,
+        messages.ELECT_LEADERS_REQUESTS,
+    ),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (
+        messages.INCREMENTAL_ALTER_CONFIGS_RESPONSES,
+        messages.INCREMENTAL_ALTER_CONFIGS_REQUESTS,
+    ),
+    ApiKey.ALTER_PARTITION: (
+        messages.ALTER_PARTITION_RESPONSES,
+        messages.ALTER_PARTITION_REQUESTS,
+    ),
+    ApiKey.BROKER_REGISTRATION: (
+        messages.BROKER_REGISTRATION_RESPONSES,
+        messages.BROKER_REGISTRATION_REQUESTS,
+    ),
+    ApiKey.BROKER_HEARTBEAT: (
+        messages.BROKER_HEARTBEAT_RESPONSES,
+        messages.BROKER_HEARTBEAT_REQUESTS,
+    ),
+    ApiKey.ALLOCATE_PRODUCER_IDS: (
+        messages.ALLOCATE_PRODUCER_IDS_RESPONSES,
+        messages.ALLOCATE_PRODUCER_IDS_REQUESTS,
+    ),
+}
+
+
+def _every_api() -> list[
+    tuple[int, tuple[int, int], Mapping[int, type[Payload]], Mapping[int, type[Payload]] | None]
+]:
+    controller_apis = [
+        (
+            served.api_key,
+            (served.min_version, served.max_version),
+            *_CONTROLLER_CATALOGUE[served.api_key],
+        )
+        for served in controller_wire.SERVED
+    ]
+    return _CATALOGUE + controller_apis
+
+
+@pytest.mark.parametrize(
+    ("api_key", "served", "responses", "requests"),
+    _every_api(),
+    ids=lambda value: str(value) if isinstance(value, int) else "",
+)
+def test_catalogue_holds_the_codecs_class_of_every_served_version(
+    api_key: int,
+    served: tuple[int, int],
+    responses: Mapping[int, type[Payload]],
+    requests: Mapping[int, type[Payload]] | None,
+) -> None:
+    versions = list(range(served[0], served[1] + 1))
+    assert sorted(responses) == versions
+    for version in versions:
+        assert responses[version] is response_schema(api_key, version)
+    if requests is not None:
+        assert sorted(requests) == versions
+        for version in versions:
+            assert requests[version] is request_schema(api_key, version)
+
+
+def test_every_controller_api_is_in_the_catalogue() -> None:
+    assert {served.api_key for served in controller_wire.SERVED} == set(_CONTROLLER_CATALOGUE)
+
+
+def test_a_request_union_admits_each_served_version_and_no_other() -> None:
+    for version in range(1, 11):
+        list_offsets = request_schema(ApiKey.LIST_OFFSETS, version)
+        assert list_offsets is not None
+        assert issubclass(list_offsets, messages.ListOffsetsRequest)
+    # kio knows ListOffsets v11, which is newer than any served.
+    unserved = request_schema(ApiKey.LIST_OFFSETS, 11)
+    assert unserved is not None
+    assert not issubclass(unserved, messages.ListOffsetsRequest)
