@@ -1,10 +1,11 @@
 """The client listener's APIs on a broker.
 
-Served from the broker's metadata image and settings: Metadata, DescribeCluster and
-DescribeConfigs. Forwarded to the active controller, as KRaft brokers do (KIP-590), so that a
-Kafka admin client may talk to any broker and the answer is the controller's: CreateTopics,
-DeleteTopics, CreatePartitions and ElectLeaders. When no controller answers in time, those
-requests get REQUEST_TIMED_OUT.
+Served from the broker's metadata image and settings: Metadata (which may ask the controller to
+create the topics it names, `auto.create.topics.enable`), DescribeCluster and DescribeConfigs.
+Forwarded to the active controller, as KRaft brokers do (KIP-590), so that a Kafka admin client
+may talk to any broker and the answer is the controller's: CreateTopics, DeleteTopics,
+CreatePartitions and ElectLeaders. When no controller answers in time, those requests get
+REQUEST_TIMED_OUT.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from typing import TypeAlias
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Payload
 
+from broker.auto_topic_creation import AutoTopicCreation
 from broker.configs import DESCRIBE_CONFIGS_VERSIONS, BrokerSettings, describe_configs_response
 from broker.metadata_api import (
     DESCRIBE_CLUSTER_VERSIONS,
     METADATA_VERSIONS,
     describe_cluster_response,
     metadata_response,
+    topics_to_create,
 )
 from controller import wire
 from controller.client import ControllerClient, NoControllerError
@@ -62,7 +65,9 @@ def _refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payl
 
 
 class BrokerApis:
-    """The handlers of the client listener; `image` gives the current metadata image."""
+    """The handlers of the client listener; `image` gives the current metadata image;
+    `auto_creation` creates the topics Metadata requests ask for (None: topics are not created
+    automatically)."""
 
     def __init__(
         self,
@@ -72,6 +77,7 @@ class BrokerApis:
         controller: ControllerClient,
         settings: BrokerSettings,
         *,
+        auto_creation: AutoTopicCreation | None = None,
         forward_timeout_s: float = 30.0,
     ) -> None:
         self._broker_id = broker_id
@@ -80,6 +86,7 @@ class BrokerApis:
         self._controller = controller
         self._forward_timeout_s = forward_timeout_s
         self._settings = settings
+        self._auto_creation = auto_creation
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(
@@ -112,8 +119,13 @@ class BrokerApis:
     def _on_metadata(
         self, context: RequestContext, request: messages.MetadataRequest
     ) -> messages.MetadataResponse:
+        image = self._image()
+        creating: list[str] = []
+        if self._auto_creation is not None:
+            creating = topics_to_create(image, request)
+            self._auto_creation.create(creating)
         return metadata_response(
-            self._image(), self._broker_id, context.header.api_version, request
+            image, self._broker_id, self._cluster_id, context.header.api_version, request, creating
         )
 
     def _on_describe_cluster(

@@ -199,6 +199,9 @@ class NodeConfig(BaseModel):
     metadata_log_dir: Path | None = Field(default=None, alias="metadata.log.dir")
     broker_rack: str | None = Field(default=None, alias="broker.rack", min_length=1)
 
+    # Kafka's default: a Metadata request that allows it (a producer's) creates the topics it
+    # names that do not exist, with num.partitions and default.replication.factor.
+    auto_create_topics_enable: bool = Field(default=True, alias="auto.create.topics.enable")
     num_partitions: int = Field(default=1, alias="num.partitions", ge=1)
     default_replication_factor: int = Field(default=1, alias="default.replication.factor", ge=1)
     min_insync_replicas: int = Field(default=1, alias="min.insync.replicas", ge=1)
