@@ -4,8 +4,13 @@ real `kraft serve` node (broker and controller roles)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
 import json
 import time
+import types
+import typing
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +19,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32Timedelta, i64Timedelta
 
 from bench.cluster import CLUSTER_ID, Cluster
 from net.api_keys import ApiKey
@@ -218,3 +224,214 @@ def test_auto_creation_can_be_turned_off(no_auto_creation: Cluster) -> None:
     assert producer.flush(15) == 0
     assert [error and error.code() for error in errors] == [KafkaError._MSG_TIMED_OUT]
     assert "never" not in topic_names(no_auto_creation)
+
+
+# --- empty and all-unknown requests (item 6) ----------------------------------------------------
+
+# Every API of the client listener (the controller's own APIs are served on its listener).
+CLIENT_APIS = [
+    ApiKey.PRODUCE,
+    ApiKey.FETCH,
+    ApiKey.LIST_OFFSETS,
+    ApiKey.METADATA,
+    ApiKey.OFFSET_COMMIT,
+    ApiKey.OFFSET_FETCH,
+    ApiKey.FIND_COORDINATOR,
+    ApiKey.JOIN_GROUP,
+    ApiKey.HEARTBEAT,
+    ApiKey.LEAVE_GROUP,
+    ApiKey.SYNC_GROUP,
+    ApiKey.DESCRIBE_GROUPS,
+    ApiKey.LIST_GROUPS,
+    ApiKey.API_VERSIONS,
+    ApiKey.CREATE_TOPICS,
+    ApiKey.DELETE_TOPICS,
+    ApiKey.INIT_PRODUCER_ID,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH,
+    ApiKey.DESCRIBE_CONFIGS,
+    ApiKey.CREATE_PARTITIONS,
+    ApiKey.DELETE_GROUPS,
+    ApiKey.ELECT_LEADERS,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.OFFSET_DELETE,
+    ApiKey.DESCRIBE_CLUSTER,
+    ApiKey.GET_REPLICA_LOG_INFO,
+]
+UNKNOWN_ID = uuid.UUID(int=12345)
+# What a client would name that does not exist: a topic (by name and by id), a group.
+UNKNOWN_ITEMS: dict[ApiKey, dict[str, object]] = {
+    ApiKey.PRODUCE: {
+        "topic_data": [
+            {"name": "nowhere", "partition_data": [{"index": 0, "records": None}]},
+        ]
+    },
+    ApiKey.FETCH: {
+        "topics": [
+            {
+                "topic": "nowhere",
+                "topic_id": UNKNOWN_ID,
+                "partitions": [{"partition": 0, "current_leader_epoch": -1}],
+            }
+        ]
+    },
+    ApiKey.LIST_OFFSETS: {
+        "topics": [
+            {
+                "name": "nowhere",
+                "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}],
+            }
+        ]
+    },
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: {
+        "topics": [{"topic": "nowhere", "partitions": [{"partition": 0, "leader_epoch": 0}]}]
+    },
+    # (By an internal topic's name before v10: a Metadata naming another would create it.)
+    ApiKey.METADATA: {"topics": [{"name": "__transaction_state"}]},
+    ApiKey.OFFSET_COMMIT: {
+        "group_id": "nobody",
+        "generation_id_or_member_epoch": -1,
+        "generation_id": -1,
+        "topics": [{"name": "nowhere", "partitions": [{"partition_index": 0}]}],
+    },
+    ApiKey.OFFSET_FETCH: {
+        "group_id": "nobody",
+        "topics": [{"name": "nowhere", "partition_indexes": [0]}],
+        "groups": [
+            {"group_id": "nobody", "topics": [{"name": "nowhere", "partition_indexes": [0]}]}
+        ],
+    },
+    ApiKey.HEARTBEAT: {"group_id": "nobody", "member_id": "someone"},
+    ApiKey.SYNC_GROUP: {"group_id": "nobody", "member_id": "someone"},
+    ApiKey.LEAVE_GROUP: {
+        "group_id": "nobody",
+        "member_id": "someone",
+        "members": [{"member_id": "someone"}],
+    },
+    ApiKey.DESCRIBE_GROUPS: {"groups": ["nobody"]},
+    ApiKey.DELETE_GROUPS: {"groups_names": ["nobody"]},
+    ApiKey.OFFSET_DELETE: {
+        "group_id": "nobody",
+        "topics": [{"name": "nowhere", "partitions": [{"partition_index": 0}]}],
+    },
+    ApiKey.DELETE_TOPICS: {
+        "topic_names": ["nowhere"],
+        "topics": [{"name": "nowhere", "topic_id": uuid.UUID(int=0)}],
+    },
+    ApiKey.CREATE_PARTITIONS: {"topics": [{"name": "nowhere", "count": 2}]},
+    ApiKey.ELECT_LEADERS: {"topic_partitions": [{"topic": "nowhere", "partitions": [0]}]},
+    ApiKey.DESCRIBE_CONFIGS: {"resources": [{"resource_type": 2, "resource_name": "nowhere"}]},
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: {
+        "resources": [
+            {
+                "resource_type": 2,
+                "resource_name": "nowhere",
+                "configs": [{"name": "retention.ms", "config_operation": 0, "value": "1000"}],
+            }
+        ]
+    },
+}
+# Fields whose neutral value would ask something else: no answer (acks=0), a follower's fetch
+# (replica id 0), a fetch session, a fetch that does not wait.
+ASKING_AS_A_CLIENT: dict[str, object] = {
+    "acks": -1,
+    "timeout": datetime.timedelta(seconds=1),
+    "replica_id": -1,
+    "replica_state": {"replica_id": -1, "replica_epoch": -1},
+    "session_epoch": -1,
+    "max_wait": datetime.timedelta(seconds=1),
+    "min_bytes": 1,
+    "max_bytes": 1 << 20,
+    "partition_max_bytes": 1 << 20,
+    "fetch_offset": 0,
+}
+
+
+def neutral(field_type: Any) -> object:
+    """The empty value of a field: null, no items, zero."""
+    origin = typing.get_origin(field_type)
+    if origin in (types.UnionType, typing.Union) and type(None) in typing.get_args(field_type):
+        return None
+    if origin is tuple:
+        return ()
+    if dataclasses.is_dataclass(field_type) and isinstance(field_type, type):
+        return build(field_type, {})
+    if field_type is ErrorCode:
+        return ErrorCode.none
+    if field_type in (i32Timedelta, i64Timedelta):
+        return datetime.timedelta(0)
+    if field_type is uuid.UUID:
+        return uuid.UUID(int=0)
+    for base, value in ((bool, False), (int, 0), (str, ""), (bytes, b"")):
+        if isinstance(field_type, type) and issubclass(field_type, base):
+            return value
+    raise TypeError(f"no neutral value for {field_type!r}")
+
+
+def build(entity_type: type, values: dict[str, object]) -> Any:
+    """`entity_type` with `values` (nested entities as dicts, lists of them as lists) for the
+    fields it has, the others at their defaults or empty."""
+    built: dict[str, object] = {}
+    for entity_field in dataclasses.fields(entity_type):
+        name = entity_field.name
+        value = values.get(name, ASKING_AS_A_CLIENT.get(name, dataclasses.MISSING))
+        if value is dataclasses.MISSING:
+            if (
+                entity_field.default is dataclasses.MISSING
+                and entity_field.default_factory is dataclasses.MISSING
+            ):
+                built[name] = neutral(entity_field.type)
+            continue
+        if isinstance(value, dict):
+            value = build(field_entity_type(entity_type, name), value)
+        elif isinstance(value, list):
+            value = tuple(
+                build(field_entity_type(entity_type, name), item)
+                if isinstance(item, dict)
+                else item
+                for item in value
+            )
+        built[name] = value
+    return entity_type(**built)
+
+
+def errors_in(entity: object) -> set[ErrorCode]:
+    """Every error code anywhere in a response."""
+    found: set[ErrorCode] = set()
+    if isinstance(entity, tuple):
+        for item in entity:
+            found |= errors_in(item)
+    elif dataclasses.is_dataclass(entity):
+        for entity_field in dataclasses.fields(entity):
+            value = getattr(entity, entity_field.name)
+            if isinstance(value, ErrorCode):
+                found.add(value)
+            else:
+                found |= errors_in(value)
+    return found
+
+
+@pytest.mark.parametrize("api_key", CLIENT_APIS, ids=[api.name for api in CLIENT_APIS])
+async def test_empty_and_all_unknown_requests_are_answered(node: Cluster, api_key: ApiKey) -> None:
+    connection = NodeConnection("127.0.0.1", node.nodes[1].broker_port or 0, request_timeout=15)
+    try:
+        await connection.connect(10)
+        low, high = connection.api_versions[api_key]
+        for version in sorted({low, high}):
+            bodies = {"empty": {}, "all unknown": UNKNOWN_ITEMS.get(api_key, {})}
+            if api_key == ApiKey.METADATA and version >= 10:
+                bodies["by unknown id"] = {"topics": [{"name": None, "topic_id": UNKNOWN_ID}]}
+            schema = request_schema(api_key, version)
+            assert schema is not None
+            for body, values in bodies.items():
+                response = await connection.send(build(schema, values))
+                errors = errors_in(response)
+                assert response is not None, (version, body)
+                assert ErrorCode.unknown_server_error not in errors, (version, body, response)
+                # (Kafka describes a group that does not exist as Dead, with no error, before
+                # DescribeGroups v6.)
+                if body != "empty" and api_key in UNKNOWN_ITEMS.keys() - {ApiKey.DESCRIBE_GROUPS}:
+                    # Each unknown item is refused with an error of its own.
+                    assert errors - {ErrorCode.none}, (version, body, response)
+        assert connection.connected
+    finally:
+        await connection.close()
