@@ -329,6 +329,17 @@ class Partition:
             return LeaderAppend(info.first_offset, offset, info.max_timestamp)
         return LeaderAppend(info.first_offset, offset, NO_TIMESTAMP)
 
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords on the leader: move the log start offset up to `offset` (at most the
+        high watermark, else OffsetOutOfRangeError) and delete the segments wholly below it.
+        Returns the log start offset."""
+        self._check_online()
+        try:
+            return self.log.delete_records(offset)
+        except StorageIOError as error:
+            self._go_offline(error)
+            raise
+
     def _check_online(self) -> None:
         if self.offline:
             raise LogOfflineError(f"{self.log.directory} is offline since a disk error")
@@ -448,6 +459,13 @@ class Partition:
             self._snapshot_if_rolled()
         self.log.update_high_watermark(min(self.log.log_end_offset, leader_high_watermark))
         self._wake()
+
+    def follow_log_start_offset(self, leader_log_start_offset: int) -> None:
+        """Move this follower's log start offset up to the leader's (records deleted there by
+        DeleteRecords or retention), never past this replica's own high watermark."""
+        offset = min(leader_log_start_offset, self.log.high_watermark)
+        if offset > self.log.log_start_offset:
+            self.delete_records(offset)
 
     def truncate_to_divergence(self, epoch: int, end_offset: int) -> int:
         """The leader says this log diverges after `end_offset` of `epoch`: cut it where both

@@ -656,6 +656,33 @@ class ReplicaManager:
         epoch, end_offset = partition.end_offset_for_epoch(leader_epoch)
         return ErrorCode.none, epoch, end_offset
 
+    def delete_records(self, topic: str, partition_id: int, offset: int) -> tuple[ErrorCode, int]:
+        """DeleteRecords for one partition, on its leader: (error, low watermark), the log
+        start offset once moved up to `offset` (-1: the high watermark). As Kafka answers:
+        OFFSET_OUT_OF_RANGE beyond the high watermark, POLICY_VIOLATION for a topic whose
+        cleanup.policy lacks "delete". Followers follow the new log start as they fetch."""
+        error, partition = self._leader_of(topic, partition_id, -1)
+        if error is not ErrorCode.none or partition is None:
+            return error, -1
+        if "delete" not in partition.log.config.cleanup_policy:
+            return ErrorCode.policy_violation, -1
+        high_watermark = partition.high_watermark
+        target = high_watermark if offset == -1 else offset
+        if not 0 <= target <= high_watermark:
+            return ErrorCode.offset_out_of_range, -1
+        try:
+            low_watermark = partition.delete_records(target)
+        except StorageError as storage_error:
+            log.error("delete_records_failed", topic=topic, error=str(storage_error))
+            return ErrorCode.kafka_storage_error, -1
+        log.info(
+            "records_deleted",
+            topic=topic,
+            partition=partition_id,
+            log_start_offset=low_watermark,
+        )
+        return ErrorCode.none, low_watermark
+
     # -- fetch ------------------------------------------------------------------------------------
 
     async def fetch(

@@ -41,6 +41,7 @@ from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager
 from broker.log_maintenance import LogMaintenance, MaintenanceConfig
 from broker.metadata_api import CLIENT_LISTENER
 from broker.producer_ids import InitProducerIdApi, ProducerIdBlocks
+from broker.replica_admin_apis import ReplicaAdminApis
 from broker.replica_log_info import ReplicaLogInfoApi
 from broker.replica_manager import ReplicaManager
 from controller.broker_lifecycle import LifecycleConfig
@@ -438,6 +439,7 @@ class BrokerRole:
             BrokerSettings(config.node_id, topic_defaults(config), config.broker_config_entries()),
         ).register(registry)
         DataApis(self.replicas).register(registry)
+        ReplicaAdminApis(self.replicas).register(registry)
         ReplicaLogInfoApi(self.replicas, lambda: self.lifecycle.broker_epoch).register(registry)
         GroupApis(self.groups, lambda: replayer.image).register(registry)
         InitProducerIdApi(

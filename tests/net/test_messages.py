@@ -6,7 +6,7 @@ from collections.abc import Mapping
 import pytest
 from kio.static.protocol import Payload
 
-from broker import data_apis, metadata_api, producer_ids
+from broker import data_apis, metadata_api, producer_ids, replica_admin_apis
 from broker.configs import DESCRIBE_CONFIGS_VERSIONS
 from broker.groups import wire as group_wire
 from controller import wire as controller_wire
@@ -120,6 +120,12 @@ _CATALOGUE: list[
         ApiKey.OFFSET_DELETE,
         group_wire.OFFSET_DELETE_VERSIONS,
         messages.OFFSET_DELETE_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.DELETE_RECORDS,
+        replica_admin_apis.DELETE_RECORDS_VERSIONS,
+        messages.DELETE_RECORDS_RESPONSES,
         None,
     ),
 ]

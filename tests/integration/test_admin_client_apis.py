@@ -1,0 +1,131 @@
+"""The admin APIs Kafka's admin clients call, against a real two-node cluster (both roles on
+each node): DeleteRecords, AlterConfigs, DescribeLogDirs, DescribeProducers and the authorized
+operations of Metadata and DescribeCluster, with confluent-kafka and kafka-python."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaAdminClient
+from kafka import TopicPartition as PythonTopicPartition
+
+from bench.cluster import Cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    cluster = Cluster.combined(tmp_path_factory.mktemp("admin-apis"), 2)
+    cluster.start_all()
+    try:
+        cluster.wait_for("brokers unfenced", lambda: cluster.brokers_unfenced(2), timeout=60)
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def create_topic(
+    cluster: Cluster, name: str, *, replication_factor: int = 2, configs: Mapping[str, str] = {}
+) -> AdminClient:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    topic = NewTopic(
+        name, num_partitions=1, replication_factor=replication_factor, config=dict(configs)
+    )
+    admin.create_topics([topic])[name].result(timeout=30)
+    cluster.wait_for(
+        f"{name} led",
+        lambda: (
+            all(
+                len(p.isrs) == replication_factor
+                for p in admin.list_topics(name, timeout=10).topics[name].partitions.values()
+            )
+            or None
+        ),
+        timeout=30,
+    )
+    return admin
+
+
+def produce(cluster: Cluster, topic: str, count: int, **settings: Any) -> None:
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 0, **settings}
+    )
+    failures: list[Any] = []
+    for index in range(count):
+        producer.produce(
+            topic,
+            value=f"m{index}".encode(),
+            partition=0,
+            on_delivery=lambda error, _: failures.append(error) if error else None,
+        )
+        # One batch per message, so that DeleteRecords may cut between any two.
+        producer.flush(30)
+    assert failures == []
+
+
+def replica_logs(cluster: Cluster, topic: str) -> dict[int, dict[str, Any]]:
+    """Each node's own view of its replica of partition 0 of `topic`."""
+    return {
+        node_id: node.get(f"/v1/topics/{topic}/partitions/0/log", timeout=5)
+        for node_id, node in cluster.nodes.items()
+    }
+
+
+def test_delete_records_moves_the_log_start_of_the_leader_and_its_followers(
+    cluster: Cluster,
+) -> None:
+    admin = create_topic(cluster, "trimmed")
+    produce(cluster, "trimmed", 10)
+
+    deleted = admin.delete_records([TopicPartition("trimmed", 0, 4)])
+    answer = deleted[TopicPartition("trimmed", 0, 4)].result(timeout=30)
+    assert answer.low_watermark == 4
+
+    python_admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        answers = python_admin.delete_records({PythonTopicPartition("trimmed", 0): 7})
+        assert answers[PythonTopicPartition("trimmed", 0)]["low_watermark"] == 7
+    finally:
+        python_admin.close()
+
+    # Every replica follows the leader's new log start as it fetches.
+    cluster.wait_for(
+        "every replica starting at 7",
+        lambda: (
+            all(log["log_start_offset"] == 7 for log in replica_logs(cluster, "trimmed").values())
+            or None
+        ),
+        timeout=30,
+    )
+    earliest, latest = _consumer_watermarks(cluster, "trimmed")
+    assert (earliest, latest) == (7, 10)
+
+    # Beyond the high watermark: OFFSET_OUT_OF_RANGE, as Kafka answers.
+    beyond = admin.delete_records([TopicPartition("trimmed", 0, 11)])
+    with pytest.raises(KafkaException) as refused:
+        beyond[TopicPartition("trimmed", 0, 11)].result(timeout=30)
+    assert refused.value.args[0].code() == KafkaError.OFFSET_OUT_OF_RANGE
+
+    # -1 (librdkafka's OFFSET_END) deletes up to the high watermark.
+    to_end = admin.delete_records([TopicPartition("trimmed", 0, -1)])
+    assert to_end[TopicPartition("trimmed", 0, -1)].result(timeout=30).low_watermark == 10
+
+
+def test_delete_records_is_refused_on_a_compacted_topic(cluster: Cluster) -> None:
+    admin = create_topic(cluster, "compacted-only", configs={"cleanup.policy": "compact"})
+    deleted = admin.delete_records([TopicPartition("compacted-only", 0, 0)])
+    with pytest.raises(KafkaException) as refused:
+        deleted[TopicPartition("compacted-only", 0, 0)].result(timeout=30)
+    assert refused.value.args[0].code() == KafkaError.POLICY_VIOLATION
+
+
+def _consumer_watermarks(cluster: Cluster, topic: str) -> tuple[int, int]:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "watermarks"})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        return int(low), int(high)
+    finally:
+        consumer.close()
