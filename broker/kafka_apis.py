@@ -113,14 +113,18 @@ class BrokerApis:
         self, context: RequestContext, request: messages.MetadataRequest
     ) -> messages.MetadataResponse:
         return metadata_response(
-            self._image(), self._broker_id, context.header.api_version, request
+            self._image(), self._broker_id, self._cluster_id, context.header.api_version, request
         )
 
     def _on_describe_cluster(
         self, context: RequestContext, request: messages.DescribeClusterRequest
     ) -> messages.DescribeClusterResponse:
         return describe_cluster_response(
-            self._image(), self._broker_id, self._cluster_id, context.header.api_version
+            self._image(),
+            self._broker_id,
+            self._cluster_id,
+            context.header.api_version,
+            include_cluster_authorized_operations=request.include_cluster_authorized_operations,
         )
 
     def _on_describe_configs(

@@ -8,8 +8,15 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicCollection,
+    TopicPartition,
+)
+from confluent_kafka.admin import AclOperation, AdminClient, NewTopic
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as PythonTopicPartition
 
@@ -129,3 +136,47 @@ def _consumer_watermarks(cluster: Cluster, topic: str) -> tuple[int, int]:
         return int(low), int(high)
     finally:
         consumer.close()
+
+
+TOPIC_OPERATIONS = {
+    AclOperation.READ,
+    AclOperation.WRITE,
+    AclOperation.CREATE,
+    AclOperation.DELETE,
+    AclOperation.ALTER,
+    AclOperation.DESCRIBE,
+    AclOperation.DESCRIBE_CONFIGS,
+    AclOperation.ALTER_CONFIGS,
+}
+CLUSTER_OPERATIONS = {
+    AclOperation.CREATE,
+    AclOperation.ALTER,
+    AclOperation.DESCRIBE,
+    AclOperation.CLUSTER_ACTION,
+    AclOperation.DESCRIBE_CONFIGS,
+    AclOperation.ALTER_CONFIGS,
+    AclOperation.IDEMPOTENT_WRITE,
+}
+
+
+def test_authorized_operations_are_every_one_kafka_supports(cluster: Cluster) -> None:
+    admin = create_topic(cluster, "authorized", replication_factor=1)
+    described = admin.describe_cluster(include_authorized_operations=True).result(timeout=30)
+    assert set(described.authorized_operations) == CLUSTER_OPERATIONS
+    topics = admin.describe_topics(
+        TopicCollection(["authorized"]), include_authorized_operations=True
+    )
+    topic = topics["authorized"].result(timeout=30)
+    assert set(topic.authorized_operations) == TOPIC_OPERATIONS
+
+    python_admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        assert set(python_admin.describe_cluster()["authorized_operations"]) == {
+            operation.name for operation in CLUSTER_OPERATIONS
+        }
+        (python_topic,) = python_admin.describe_topics(["authorized"])
+        assert set(python_topic["authorized_operations"]) == {
+            operation.name for operation in TOPIC_OPERATIONS
+        }
+    finally:
+        python_admin.close()
