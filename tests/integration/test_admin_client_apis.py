@@ -180,3 +180,42 @@ def test_authorized_operations_are_every_one_kafka_supports(cluster: Cluster) ->
         }
     finally:
         python_admin.close()
+
+
+def test_describe_log_dirs_lists_each_replica_with_its_size(cluster: Cluster) -> None:
+    create_topic(cluster, "sized")
+    produce(cluster, "sized", 5)
+    python_admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        answers = python_admin.describe_log_dirs({"sized": [0]})
+    finally:
+        python_admin.close()
+    assert sorted(answer["broker"] for answer in answers) == sorted(cluster.nodes)
+    for answer in answers:
+        (log_dir,) = answer["log_dirs"]
+        assert log_dir["error_code"] == 0
+        assert log_dir["log_dir"] == str(cluster.nodes[answer["broker"]].data_dir.absolute())
+        assert 0 < log_dir["usable_bytes"] <= log_dir["total_bytes"]
+        (topic,) = log_dir["topics"]
+        assert topic["name"] == "sized"
+        (partition,) = topic["partitions"]
+        assert partition["partition_index"] == 0
+        assert partition["partition_size"] > 0
+        assert partition["offset_lag"] == 0
+        assert partition["is_future_key"] is False
+
+
+def test_describe_producers_lists_the_idempotent_producers_of_a_partition(
+    cluster: Cluster,
+) -> None:
+    create_topic(cluster, "produced")
+    produce(cluster, "produced", 3, **{"enable.idempotence": True})
+    python_admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        states = python_admin.describe_producers([PythonTopicPartition("produced", 0)])
+    finally:
+        python_admin.close()
+    (producer,) = states[PythonTopicPartition("produced", 0)].active_producers
+    assert producer.producer_id >= 0
+    assert producer.producer_epoch == 0
+    assert producer.last_sequence == 2

@@ -128,6 +128,18 @@ _CATALOGUE: list[
         messages.DELETE_RECORDS_RESPONSES,
         None,
     ),
+    (
+        ApiKey.DESCRIBE_LOG_DIRS,
+        replica_admin_apis.DESCRIBE_LOG_DIRS_VERSIONS,
+        messages.DESCRIBE_LOG_DIRS_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.DESCRIBE_PRODUCERS,
+        replica_admin_apis.DESCRIBE_PRODUCERS_VERSIONS,
+        messages.DESCRIBE_PRODUCERS_RESPONSES,
+        None,
+    ),
 ]
 _CONTROLLER_CATALOGUE: dict[
     int, tuple[Mapping[int, type[Payload]], Mapping[int, type[Payload]]]
