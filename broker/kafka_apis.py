@@ -3,8 +3,8 @@
 Served from the broker's metadata image and settings: Metadata, DescribeCluster and
 DescribeConfigs. Forwarded to the active controller, as KRaft brokers do (KIP-590), so that a
 Kafka admin client may talk to any broker and the answer is the controller's: CreateTopics,
-DeleteTopics, CreatePartitions and ElectLeaders. When no controller answers in time, those
-requests get REQUEST_TIMED_OUT.
+DeleteTopics, CreatePartitions, ElectLeaders, IncrementalAlterConfigs and AlterConfigs. When no
+controller answers in time, those requests get REQUEST_TIMED_OUT.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ _FORWARDED = frozenset(
         ApiKey.DELETE_TOPICS,
         ApiKey.CREATE_PARTITIONS,
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.ALTER_CONFIGS,
         ApiKey.ELECT_LEADERS,
     }
 )
@@ -44,6 +45,7 @@ _ForwardedRequest: TypeAlias = (
     | messages.DeleteTopicsRequest
     | messages.CreatePartitionsRequest
     | messages.IncrementalAlterConfigsRequest
+    | messages.AlterConfigsRequest
     | messages.ElectLeadersRequest
 )
 
@@ -58,6 +60,8 @@ def _refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payl
         return wire.create_partitions_error(version, request, error)
     if isinstance(request, messages.IncrementalAlterConfigsRequest):
         return wire.incremental_alter_configs_error(version, request, error)
+    if isinstance(request, messages.AlterConfigsRequest):
+        return wire.alter_configs_error(version, request, error)
     return wire.elect_leaders_response(version, (), error)
 
 

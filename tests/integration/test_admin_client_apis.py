@@ -16,9 +16,18 @@ from confluent_kafka import (
     TopicCollection,
     TopicPartition,
 )
-from confluent_kafka.admin import AclOperation, AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AclOperation,
+    AdminClient,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+    ResourceType,
+)
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as PythonTopicPartition
+from kafka.admin import ConfigResource as PythonConfigResource
+from kafka.admin import ConfigResourceType as PythonConfigResourceType
 
 from bench.cluster import Cluster
 
@@ -219,3 +228,65 @@ def test_describe_producers_lists_the_idempotent_producers_of_a_partition(
     assert producer.producer_id >= 0
     assert producer.producer_epoch == 0
     assert producer.last_sequence == 2
+
+
+def overrides(admin: AdminClient, topic: str) -> dict[str, str]:
+    """The topic's configs set on the topic itself (DescribeConfigs' DYNAMIC_TOPIC_CONFIG)."""
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    described = admin.describe_configs([resource])[resource].result(timeout=30)
+    return {
+        name: entry.value
+        for name, entry in described.items()
+        if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    }
+
+
+def overrides_become(
+    cluster: Cluster, admin: AdminClient, topic: str, expected: dict[str, str]
+) -> None:
+    """Wait until DescribeConfigs shows `expected` as the overrides of `topic`."""
+    cluster.wait_for(
+        f"{topic}'s overrides {expected}",
+        lambda: overrides(admin, topic) == expected or None,
+        timeout=30,
+    )
+
+
+def test_alter_configs_replaces_every_override_of_the_topic(cluster: Cluster) -> None:
+    admin = create_topic(
+        cluster, "replaced", configs={"cleanup.policy": "compact", "retention.ms": "60000"}
+    )
+    resource = ConfigResource(
+        ResourceType.TOPIC,
+        "replaced",
+        set_config={"retention.ms": "120000", "segment.ms": "3600000"},
+    )
+    admin.alter_configs([resource])[resource].result(timeout=30)
+    overrides_become(
+        cluster, admin, "replaced", {"retention.ms": "120000", "segment.ms": "3600000"}
+    )
+
+    # kafka-python's AlterConfigs sends the overrides it keeps with the one it sets, and
+    # resets one by sending the others.
+    python_admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    topic = PythonConfigResourceType.TOPIC
+    try:
+        python_admin.alter_configs(
+            [PythonConfigResource(topic, "replaced", {"retention.ms": "1000"})], incremental=False
+        )
+        overrides_become(
+            cluster, admin, "replaced", {"retention.ms": "1000", "segment.ms": "3600000"}
+        )
+        python_admin.reset_configs(
+            [PythonConfigResource(topic, "replaced", ["segment.ms"])], incremental=False
+        )
+    finally:
+        python_admin.close()
+    overrides_become(cluster, admin, "replaced", {"retention.ms": "1000"})
+
+    # Validated as at creation: a bad value refuses the whole resource.
+    refused = ConfigResource(ResourceType.TOPIC, "replaced", set_config={"retention.ms": "soon"})
+    with pytest.raises(KafkaException) as error:
+        admin.alter_configs([refused])[refused].result(timeout=30)
+    assert error.value.args[0].code() == KafkaError.INVALID_CONFIG
+    overrides_become(cluster, admin, "replaced", {"retention.ms": "1000"})
