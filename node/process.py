@@ -130,6 +130,7 @@ def topic_defaults(config: NodeConfig) -> TopicDefaults:
             "cleanup.policy": ",".join(policy.value for policy in config.log_cleanup_policy),
             "delete.retention.ms": str(config.log_cleaner_delete_retention_ms),
             "min.cleanable.dirty.ratio": str(config.log_cleaner_min_cleanable_ratio),
+            "index.interval.bytes": str(config.log_index_interval_bytes),
         },
     )
 
