@@ -38,8 +38,14 @@ from broker.producer_snapshots import ProducerSnapshots
 from broker.producer_state import ProducerStateManager, WrittenBatch
 from controller.partition_state import PartitionState
 from controller.topic_config import TopicConfig
-from net.record_batch import NO_TIMESTAMP, BatchHeader, InvalidBatchError, TimestampType
-from net.records import RecordColumns, decode_batch_columns
+from net.record_batch import (
+    NO_TIMESTAMP,
+    BatchHeader,
+    Compression,
+    InvalidBatchError,
+    TimestampType,
+)
+from net.records import RecordColumns, decode_batch_columns, recompress_batches
 from storage.errors import LogOfflineError, StorageError, StorageIOError
 from storage.log import Log, ReadResult
 
@@ -118,6 +124,8 @@ class Partition:
         self.leader_epoch_start_offset = 0
         # The topic's min.insync.replicas (`apply_config`).
         self._min_insync_replicas = 1
+        # The codec the topic's compression.type has the leader write (None: the producer's).
+        self._recompress_to: Compression | None = None
         self._hold_high_watermark_below_min_isr = hold_high_watermark_below_min_isr
         self._changed = asyncio.Event()
         # acks=all produces waiting for the high watermark to reach an offset: a heap of
@@ -222,6 +230,7 @@ class Partition:
     def apply_config(self, config: TopicConfig) -> None:
         """The topic's configuration, new or changed: its MinISR and its log's settings."""
         self._min_insync_replicas = config.min_insync_replicas
+        self._recompress_to = config.compression_type
         self.log.config = topic_log_config(self.log.config, config)
 
     @property
@@ -282,7 +291,9 @@ class Partition:
 
     def append_as_leader(self, records: memoryview | bytes) -> LeaderAppend:
         """Append a producer's batches in this leader's epoch: the first offset they got, and
-        the time the log stamped them with if the topic uses LogAppendTime.
+        the time the log stamped them with if the topic uses LogAppendTime. With a topic's
+        `compression.type` other than `producer`, their records are recompressed to that codec
+        first (`recompress_batches`).
 
         A single batch that repeats one of its producer's last five is not written again: the
         offsets it got the first time are returned, so an acks=all retry waits for that batch
@@ -293,6 +304,9 @@ class Partition:
         """
         if not self.is_leader:
             raise NotLeaderError
+        if self._recompress_to is not None:
+            # Not for `producer` (the default): the batches are written as they came.
+            records = recompress_batches(records, self._recompress_to)
         validated: list[BatchHeader] = []
         compacted = self.log.config.compact
 

@@ -4,10 +4,12 @@ accepted with Kafka's validation and described with its source, and those with a
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
     AdminClient,
     ConfigResource,
@@ -19,6 +21,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic as PythonNewTopic
 
 from bench.cluster import Cluster
+from net.record_batch import Compression, iter_batches
 
 # Kafka 3.9's topic configs that were refused as unknown, each at a valid non-default value.
 KAFKA_ONLY_CONFIGS = {
@@ -120,3 +123,74 @@ def test_a_bad_topic_config_is_refused_as_kafka_refuses_it(
         created[topic].result(timeout=30)
     assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG
     assert f"for configuration {name}" in refused.value.args[0].str()
+
+
+def stored_codecs(cluster: Cluster, topic: str) -> list[Compression]:
+    """The codec of each batch in the leader's log of partition 0, read from its segments."""
+    directory = cluster.nodes[1].data_dir / f"{topic}-0"
+    codecs: list[Compression] = []
+    for segment in sorted(directory.glob("*.log")):
+        codecs.extend(header.compression for _, header in iter_batches(segment.read_bytes()))
+    return codecs
+
+
+def produce(cluster: Cluster, topic: str, values: list[str], codec: str) -> None:
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "compression.type": codec, "linger.ms": 5}
+    )
+    failures: list[Any] = []
+    for value in values:
+        producer.produce(
+            topic,
+            value=value.encode(),
+            partition=0,
+            on_delivery=lambda error, _: failures.append(error) if error else None,
+        )
+    assert producer.flush(30) == 0
+    assert failures == []
+
+
+def kcat_values(cluster: Cluster, topic: str) -> list[str]:
+    output = subprocess.run(
+        ["kcat", "-C", "-b", cluster.bootstrap, "-t", topic, "-o", "beginning", "-e", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    return output.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("topic_codec", "stored"),
+    [
+        ("gzip", Compression.GZIP),
+        ("zstd", Compression.ZSTD),
+        ("snappy", Compression.SNAPPY),
+        ("lz4", Compression.LZ4),
+        ("uncompressed", Compression.NONE),
+    ],
+)
+def test_the_leader_recompresses_to_the_topics_compression_type(
+    node: Cluster, topic_codec: str, stored: Compression
+) -> None:
+    topic = f"recompressed-{topic_codec}"
+    create_topic(node, topic, {"compression.type": topic_codec})
+    # Compressible: librdkafka sends a batch uncompressed when its codec would not shrink it.
+    plain = [f"plain-{i}-" + "x" * 200 for i in range(20)]
+    packed = [f"lz4-{i}-" + "y" * 200 for i in range(20)]
+    produce(node, topic, plain, "none")
+    produce(node, topic, packed, "lz4")
+    codecs = stored_codecs(node, topic)
+    assert codecs and set(codecs) == {stored}
+    assert kcat_values(node, topic) == plain + packed
+
+
+def test_producer_compression_type_keeps_the_producers_codec(node: Cluster) -> None:
+    create_topic(node, "as-produced", {})
+    values = ["a" * 300, "b" * 300, "c" * 300]
+    produce(node, "as-produced", values[:2], "lz4")
+    assert set(stored_codecs(node, "as-produced")) == {Compression.LZ4}
+    produce(node, "as-produced", values[2:], "none")
+    assert stored_codecs(node, "as-produced")[-1] is Compression.NONE
+    assert kcat_values(node, "as-produced") == values
