@@ -204,4 +204,6 @@ def topic_log_config(broker_log_config: LogConfig, topic: TopicConfig) -> LogCon
         delete_retention_ms=topic.delete_retention_ms,
         min_cleanable_dirty_ratio=topic.min_cleanable_dirty_ratio,
         index_interval_bytes=topic.index_interval_bytes,
+        min_compaction_lag_ms=topic.min_compaction_lag_ms,
+        max_compaction_lag_ms=topic.max_compaction_lag_ms,
     )
