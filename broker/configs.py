@@ -169,17 +169,14 @@ def _topic_configs(overrides: Mapping[str, str], defaults: TopicDefaults) -> lis
         synonyms: list[tuple[str, str | None, ConfigSource]] = []
         if entry.name in overrides:
             synonyms.append((entry.name, overrides[entry.name], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-        if entry.name in defaults.configs:
+        # A config without a broker synonym (tiered storage's) has no broker-level value.
+        synonym = definition.broker_synonym
+        if synonym is not None and entry.name in defaults.configs:
             synonyms.append(
-                (
-                    definition.broker_synonym,
-                    defaults.configs[entry.name],
-                    ConfigSource.STATIC_BROKER_CONFIG,
-                )
+                (synonym, defaults.configs[entry.name], ConfigSource.STATIC_BROKER_CONFIG)
             )
-        synonyms.append(
-            (definition.broker_synonym, definition.default, ConfigSource.DEFAULT_CONFIG)
-        )
+        if synonym is not None:
+            synonyms.append((synonym, definition.default, ConfigSource.DEFAULT_CONFIG))
         described.append(
             _Described(
                 entry.name, entry.value, entry.source, definition.type, False, tuple(synonyms)
@@ -190,7 +187,7 @@ def _topic_configs(overrides: Mapping[str, str], defaults: TopicDefaults) -> lis
 
 def topic_log_config(broker_log_config: LogConfig, topic: TopicConfig) -> LogConfig:
     """The storage settings of a topic's replicas: the topic's configuration, and the broker's
-    settings that are no topic config (`index.interval.bytes`)."""
+    settings that are no topic config."""
     return dataclasses.replace(
         broker_log_config,
         segment_bytes=topic.segment_bytes,
@@ -206,4 +203,7 @@ def topic_log_config(broker_log_config: LogConfig, topic: TopicConfig) -> LogCon
         cleanup_policy=topic.cleanup_policy,
         delete_retention_ms=topic.delete_retention_ms,
         min_cleanable_dirty_ratio=topic.min_cleanable_dirty_ratio,
+        index_interval_bytes=topic.index_interval_bytes,
+        min_compaction_lag_ms=topic.min_compaction_lag_ms,
+        max_compaction_lag_ms=topic.max_compaction_lag_ms,
     )

@@ -4,8 +4,8 @@ Served from the broker's metadata image and settings: Metadata (which may ask th
 create the topics it names, `auto.create.topics.enable`), DescribeCluster and DescribeConfigs.
 Forwarded to the active controller, as KRaft brokers do (KIP-590), so that a Kafka admin client
 may talk to any broker and the answer is the controller's: CreateTopics, DeleteTopics,
-CreatePartitions and ElectLeaders. When no controller answers in time, those requests get
-REQUEST_TIMED_OUT.
+CreatePartitions, ElectLeaders, IncrementalAlterConfigs and AlterConfigs. When no controller
+answers in time, those requests get REQUEST_TIMED_OUT.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ _FORWARDED = frozenset(
         ApiKey.DELETE_TOPICS,
         ApiKey.CREATE_PARTITIONS,
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.ALTER_CONFIGS,
         ApiKey.ELECT_LEADERS,
     }
 )
@@ -47,6 +48,7 @@ _ForwardedRequest: TypeAlias = (
     | messages.DeleteTopicsRequest
     | messages.CreatePartitionsRequest
     | messages.IncrementalAlterConfigsRequest
+    | messages.AlterConfigsRequest
     | messages.ElectLeadersRequest
 )
 
@@ -61,6 +63,8 @@ def _refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payl
         return wire.create_partitions_error(version, request, error)
     if isinstance(request, messages.IncrementalAlterConfigsRequest):
         return wire.incremental_alter_configs_error(version, request, error)
+    if isinstance(request, messages.AlterConfigsRequest):
+        return wire.alter_configs_error(version, request, error)
     return wire.elect_leaders_response(version, (), error)
 
 
@@ -132,7 +136,11 @@ class BrokerApis:
         self, context: RequestContext, request: messages.DescribeClusterRequest
     ) -> messages.DescribeClusterResponse:
         return describe_cluster_response(
-            self._image(), self._broker_id, self._cluster_id, context.header.api_version
+            self._image(),
+            self._broker_id,
+            self._cluster_id,
+            context.header.api_version,
+            include_cluster_authorized_operations=request.include_cluster_authorized_operations,
         )
 
     def _on_describe_configs(

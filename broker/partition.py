@@ -41,11 +41,12 @@ from controller.topic_config import TopicConfig
 from net.record_batch import (
     NO_TIMESTAMP,
     BatchHeader,
+    Compression,
     InvalidRecordsError,
     RecordError,
     TimestampType,
 )
-from net.records import RecordColumns, decode_batch_columns
+from net.records import RecordColumns, decode_batch_columns, recompress_batches
 from storage.errors import LogOfflineError, StorageError, StorageIOError
 from storage.log import Log, ReadResult
 
@@ -124,6 +125,8 @@ class Partition:
         self.leader_epoch_start_offset = 0
         # The topic's min.insync.replicas (`apply_config`).
         self._min_insync_replicas = 1
+        # The codec the topic's compression.type has the leader write (None: the producer's).
+        self._recompress_to: Compression | None = None
         self._hold_high_watermark_below_min_isr = hold_high_watermark_below_min_isr
         self._changed = asyncio.Event()
         # acks=all produces waiting for the high watermark to reach an offset: a heap of
@@ -228,6 +231,7 @@ class Partition:
     def apply_config(self, config: TopicConfig) -> None:
         """The topic's configuration, new or changed: its MinISR and its log's settings."""
         self._min_insync_replicas = config.min_insync_replicas
+        self._recompress_to = config.compression_type
         self.log.config = topic_log_config(self.log.config, config)
 
     @property
@@ -288,7 +292,9 @@ class Partition:
 
     def append_as_leader(self, records: memoryview | bytes) -> LeaderAppend:
         """Append a producer's batches in this leader's epoch: the first offset they got, and
-        the time the log stamped them with if the topic uses LogAppendTime.
+        the time the log stamped them with if the topic uses LogAppendTime. With a topic's
+        `compression.type` other than `producer`, their records are recompressed to that codec
+        first (`recompress_batches`).
 
         A single batch that repeats one of its producer's last five is not written again: the
         offsets it got the first time are returned, so an acks=all retry waits for that batch
@@ -299,6 +305,9 @@ class Partition:
         """
         if not self.is_leader:
             raise NotLeaderError
+        if self._recompress_to is not None:
+            # Not for `producer` (the default): the batches are written as they came.
+            records = recompress_batches(records, self._recompress_to)
         validated: list[BatchHeader] = []
         compacted = self.log.config.compact
 
@@ -334,6 +343,17 @@ class Partition:
         if self.log.config.message_timestamp_type is TimestampType.LOG_APPEND_TIME:
             return LeaderAppend(info.first_offset, offset, info.max_timestamp)
         return LeaderAppend(info.first_offset, offset, NO_TIMESTAMP)
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords on the leader: move the log start offset up to `offset` (at most the
+        high watermark, else OffsetOutOfRangeError) and delete the segments wholly below it.
+        Returns the log start offset."""
+        self._check_online()
+        try:
+            return self.log.delete_records(offset)
+        except StorageIOError as error:
+            self._go_offline(error)
+            raise
 
     def _check_online(self) -> None:
         if self.offline:
@@ -454,6 +474,13 @@ class Partition:
             self._snapshot_if_rolled()
         self.log.update_high_watermark(min(self.log.log_end_offset, leader_high_watermark))
         self._wake()
+
+    def follow_log_start_offset(self, leader_log_start_offset: int) -> None:
+        """Move this follower's log start offset up to the leader's (records deleted there by
+        DeleteRecords or retention), never past this replica's own high watermark."""
+        offset = min(leader_log_start_offset, self.log.high_watermark)
+        if offset > self.log.log_start_offset:
+            self.delete_records(offset)
 
     def truncate_to_divergence(self, epoch: int, end_offset: int) -> int:
         """The leader says this log diverges after `end_offset` of `epoch`: cut it where both

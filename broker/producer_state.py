@@ -69,6 +69,14 @@ class WrittenBatch(NamedTuple):
     last_offset: int
 
 
+class ActiveProducer(NamedTuple):
+    """A producer as DescribeProducers shows it: its epoch and the last sequence written."""
+
+    producer_id: int
+    epoch: int
+    last_sequence: int
+
+
 @dataclass(slots=True)
 class ProducerEntry:
     epoch: int
@@ -149,6 +157,14 @@ class ProducerStateManager:
                 first_offset + header.last_offset_delta,
             )
         )
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """The producers with a batch in this state (DescribeProducers), by producer id."""
+        return [
+            ActiveProducer(producer_id, entry.epoch, entry.batches[-1].last_sequence)
+            for producer_id, entry in sorted(self._producers.items())
+            if entry.batches
+        ]
 
     def last_offsets(self) -> dict[int, int]:
         """Each producer's last written offset: the log cleaner keeps the batch ending there,

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
@@ -42,7 +43,7 @@ from broker.isr_changes import IsrChangeSender
 from broker.metadata_api import CLIENT_LISTENER
 from broker.offsets import OffsetAnswer
 from broker.partition import LeaderAppend, NotLeaderError, Partition
-from broker.producer_state import ProducerStateError
+from broker.producer_state import ActiveProducer, ProducerStateError
 from broker.replica_fetcher import ReplicaFetcherManager
 from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_state import PartitionState
@@ -86,6 +87,29 @@ class ProduceResult:
     log_append_time_ms: int = NO_TIMESTAMP
     # The records at fault when a batch was refused for some of its records (KIP-467).
     record_errors: tuple[RecordError, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HostedReplica:
+    """A replica's log as DescribeLogDirs shows it."""
+
+    topic: str
+    partition_id: int
+    size_bytes: int
+    # How far the log end is below the high watermark (Kafka's "offset lag": 0 but while a
+    # log is being filled).
+    offset_lag: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirDescription:
+    """A log directory of this broker: online or not, its replicas and its disk's space."""
+
+    path: Path
+    online: bool
+    replicas: list[HostedReplica]
+    total_bytes: int
+    usable_bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -671,6 +695,79 @@ class ReplicaManager:
             return error, -1, -1
         epoch, end_offset = partition.end_offset_for_epoch(leader_epoch)
         return ErrorCode.none, epoch, end_offset
+
+    def delete_records(self, topic: str, partition_id: int, offset: int) -> tuple[ErrorCode, int]:
+        """DeleteRecords for one partition, on its leader: (error, low watermark), the log
+        start offset once moved up to `offset` (-1: the high watermark). As Kafka answers:
+        OFFSET_OUT_OF_RANGE beyond the high watermark, POLICY_VIOLATION for a topic whose
+        cleanup.policy lacks "delete". Followers follow the new log start as they fetch."""
+        error, partition = self._leader_of(topic, partition_id, -1)
+        if error is not ErrorCode.none or partition is None:
+            return error, -1
+        if "delete" not in partition.log.config.cleanup_policy:
+            return ErrorCode.policy_violation, -1
+        high_watermark = partition.high_watermark
+        target = high_watermark if offset == -1 else offset
+        if not 0 <= target <= high_watermark:
+            return ErrorCode.offset_out_of_range, -1
+        try:
+            low_watermark = partition.delete_records(target)
+        except StorageError as storage_error:
+            log.error("delete_records_failed", topic=topic, error=str(storage_error))
+            return ErrorCode.kafka_storage_error, -1
+        log.info(
+            "records_deleted",
+            topic=topic,
+            partition=partition_id,
+            log_start_offset=low_watermark,
+        )
+        return ErrorCode.none, low_watermark
+
+    def describe_log_dirs(
+        self, asked: Mapping[str, Collection[int]] | None
+    ) -> list[LogDirDescription]:
+        """DescribeLogDirs: each partition log directory with the hosted replicas in it (of
+        the partitions `asked`, by topic; None: every one). An offline directory lists none,
+        as Kafka answers KAFKA_STORAGE_ERROR for it."""
+        by_dir: dict[Path, list[HostedReplica]] = {d: [] for d in self._logs.partition_dirs}
+        for (topic, partition_id), partition in sorted(self.partitions.items()):
+            if asked is not None and partition_id not in asked.get(topic, ()):
+                continue
+            directory = self._logs.directory_of(TopicPartition(topic, partition_id))
+            if directory not in by_dir or directory in self._offline_dirs:
+                continue
+            by_dir[directory].append(
+                HostedReplica(
+                    topic,
+                    partition_id,
+                    partition.log.size_in_bytes,
+                    max(partition.high_watermark - partition.log_end_offset, 0),
+                )
+            )
+        described = []
+        for directory, replicas in by_dir.items():
+            online = directory not in self._offline_dirs
+            total = usable = -1
+            if online:
+                with contextlib.suppress(OSError):
+                    total, _, usable = shutil.disk_usage(directory)
+            described.append(LogDirDescription(directory, online, replicas, total, usable))
+        return described
+
+    def active_producers(
+        self, topic: str, partition_id: int
+    ) -> tuple[ErrorCode, list[ActiveProducer]]:
+        """DescribeProducers for one partition, on any of its replicas: (error, producers).
+        NOT_LEADER_OR_FOLLOWER where this broker hosts no replica of it."""
+        partition = self.partitions.get((topic, partition_id))
+        if partition is None or partition.state is None:
+            topic_image = self._applied.topic(topic)
+            if topic_image is None or partition_id not in topic_image.partitions:
+                return ErrorCode.unknown_topic_or_partition, []
+            return ErrorCode.not_leader_or_follower, []
+        if partition.offline:
+            return ErrorCode.kafka_storage_error, []
+        return ErrorCode.none, partition.producers.active_producers()
 
     # -- fetch ------------------------------------------------------------------------------------
 

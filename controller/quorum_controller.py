@@ -83,6 +83,7 @@ from controller.topics import (
     create_topics,
     delete_topics,
     incremental_alter_configs,
+    replace_configs,
 )
 from controller.unclean_recovery import (
     PendingRecovery,
@@ -198,6 +199,7 @@ class QuorumController:
             ApiKey.CREATE_PARTITIONS: self._on_create_partitions,
             ApiKey.ELECT_LEADERS: self._on_elect_leaders,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self._on_incremental_alter_configs,
+            ApiKey.ALTER_CONFIGS: self._on_alter_configs,
         }
         for served in wire.SERVED:
             registry.register(
@@ -615,6 +617,26 @@ class QuorumController:
             build,
             partial(wire.incremental_alter_configs_response, version),
             partial(wire.incremental_alter_configs_error, version, request),
+            resources=[resource.resource_name for resource in resources],
+        )
+
+    async def _on_alter_configs(
+        self, context: RequestContext, request: messages.AlterConfigsRequest
+    ) -> messages.AlterConfigsResponse:
+        version = context.header.api_version
+        resources = wire.alter_configs_request(request)
+
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], tuple[AlterConfigsResult, ...]]:
+            outcome = replace_configs(active.image, resources, validate_only=request.validate_only)
+            return outcome.records, outcome.results
+
+        return await self._serve_user(
+            "alter_configs",
+            build,
+            partial(wire.alter_configs_response, version),
+            partial(wire.alter_configs_error, version, request),
             resources=[resource.resource_name for resource in resources],
         )
 

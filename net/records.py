@@ -47,8 +47,10 @@ from net.record_batch import (
     InvalidBatchError,
     TimestampType,
     batch_attributes,
+    iter_batches,
     read_header,
     validate_batch,
+    with_compression,
 )
 
 __all__ = [
@@ -415,6 +417,39 @@ def records_payload(
             f"batch at position {position}: {compression.name.lower()} payload "
             f"cannot be decompressed: {err}"
         ) from err
+
+
+def recompress_batches(records: bytes | memoryview, compression: Compression) -> bytes | memoryview:
+    """`records` (batches as a producer sent them) with every batch's records compressed with
+    `compression`, as a leader whose topic sets `compression.type` writes them (Kafka's
+    LogValidator): a batch already in that codec, and a control batch, stays as it is; the
+    others keep their header fields, with the new codec, length and CRC. `records` itself is
+    returned when no batch changes. Each batch is validated first (CRC included), so a corrupt
+    one is refused, never resealed: raises the errors of `iter_batches` and `records_payload`.
+    """
+    buffer = memoryview(records)
+    batches: list[bytes | memoryview] = []
+    changed = False
+    for position, header in iter_batches(buffer):
+        if header.compression is compression or header.is_control:
+            batches.append(buffer[position : position + header.size])
+            continue
+        payload = records_payload(buffer, position, header)
+        fields = BatchFields(
+            header.base_offset,
+            header.partition_leader_epoch,
+            with_compression(header.attributes, compression),
+            header.last_offset_delta,
+            header.base_timestamp,
+            header.max_timestamp,
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence,
+            header.record_count,
+        )
+        batches.append(seal_batch(fields, compress(compression, payload)))
+        changed = True
+    return b"".join(batches) if changed else records
 
 
 def decode_batch(

@@ -42,6 +42,7 @@ from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager
 from broker.log_maintenance import LogMaintenance, MaintenanceConfig
 from broker.metadata_api import CLIENT_LISTENER
 from broker.producer_ids import InitProducerIdApi, ProducerIdBlocks
+from broker.replica_admin_apis import ReplicaAdminApis
 from broker.replica_log_info import ReplicaLogInfoApi
 from broker.replica_manager import ReplicaManager
 from controller.broker_lifecycle import LifecycleConfig
@@ -130,6 +131,7 @@ def topic_defaults(config: NodeConfig) -> TopicDefaults:
             "cleanup.policy": ",".join(policy.value for policy in config.log_cleanup_policy),
             "delete.retention.ms": str(config.log_cleaner_delete_retention_ms),
             "min.cleanable.dirty.ratio": str(config.log_cleaner_min_cleanable_ratio),
+            "index.interval.bytes": str(config.log_index_interval_bytes),
         },
     )
 
@@ -447,6 +449,7 @@ class BrokerRole:
             auto_creation=self._auto_creation,
         ).register(registry)
         DataApis(self.replicas).register(registry)
+        ReplicaAdminApis(self.replicas).register(registry)
         ReplicaLogInfoApi(self.replicas, lambda: self.lifecycle.broker_epoch).register(registry)
         GroupApis(self.groups, lambda: replayer.image).register(registry)
         InitProducerIdApi(

@@ -39,10 +39,18 @@ from net.record_batch import (
     CorruptBatchError,
     InvalidBatchError,
     TimestampType,
+    read_header,
     set_log_append_time,
     validate_batch,
 )
-from net.records import Header, Record, decode_batch, decode_batches, encode_batch
+from net.records import (
+    Header,
+    Record,
+    decode_batch,
+    decode_batches,
+    encode_batch,
+    recompress_batches,
+)
 
 NOW_MS = 1_700_000_000_000
 CODECS = list(Compression)
@@ -661,3 +669,39 @@ def test_batch_emptied_by_compaction_has_no_records(compression: Compression) ->
 
     assert records == []
     assert (header.record_count, header.compression) == (0, compression)
+
+
+@pytest.mark.parametrize("target", list(Compression))
+@pytest.mark.parametrize("sent", [Compression.NONE, Compression.LZ4])
+def test_recompressed_batches_keep_their_records_and_header_fields(
+    sent: Compression, target: Compression
+) -> None:
+    records = [Record(b"v%d" % i, key=b"k%d" % i, timestamp=1_000 + i) for i in range(5)]
+    first = encode_batch(
+        records, compression=sent, producer_id=7, producer_epoch=1, base_sequence=3
+    )
+    control = encode_batch([Record(b"\x00\x00\x00\x00", key=b"\x00\x00\x00\x00")], is_control=True)
+    sent_batches = first + control
+    recompressed = recompress_batches(sent_batches, target)
+    if sent is target:
+        assert recompressed is sent_batches
+        return
+    (header, decoded), (control_header, _) = list(decode_batches(bytes(recompressed)))
+    assert header.compression is target
+    assert [(r.key, r.value, r.timestamp) for r in decoded] == [
+        (r.key, r.value, r.timestamp) for r in records
+    ]
+    original = read_header(first)
+    assert header._replace(attributes=0, crc=0, batch_length=0) == original._replace(
+        attributes=0, crc=0, batch_length=0
+    )
+    # A control batch (a transaction marker) is never recompressed.
+    assert control_header.compression is Compression.NONE
+    assert bytes(recompressed).endswith(control)
+
+
+def test_a_corrupt_batch_is_refused_not_resealed() -> None:
+    damaged = bytearray(encode_batch([Record(b"value")]))
+    damaged[-1] ^= 0xFF
+    with pytest.raises(CorruptBatchError):
+        recompress_batches(bytes(damaged), Compression.GZIP)
