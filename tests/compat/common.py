@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -102,6 +103,17 @@ def write(bootstrap: str, topic: str, written: list[Message], partition: int = 0
     assert failures == []
 
 
+def confluent_message(record: Any) -> Message:
+    """A message confluent-kafka's Consumer.poll returned."""
+    return Message(
+        record.key(),
+        record.value() or b"",
+        tuple((k, v or b"") for k, v in record.headers() or []),
+        record.timestamp()[1],
+        record.offset(),
+    )
+
+
 def read(bootstrap: str, topic: str, count: int, partition: int = 0) -> list[Message]:
     """The first `count` messages of one partition read with confluent-kafka (assign, no
     group offsets), and nothing after them within half a second."""
@@ -129,15 +141,7 @@ def read(bootstrap: str, topic: str, count: int, partition: int = 0) -> list[Mes
                 at_end = True
                 continue
             at_end = False
-            got.append(
-                Message(
-                    record.key(),
-                    record.value() or b"",
-                    tuple((k, v or b"") for k, v in record.headers() or []),
-                    record.timestamp()[1],
-                    record.offset(),
-                )
-            )
+            got.append(confluent_message(record))
         return got
     finally:
         consumer.close()

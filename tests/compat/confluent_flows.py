@@ -20,7 +20,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from tests.compat.common import TIMEOUT, Message
+from tests.compat.common import TIMEOUT, Message, confluent_message
 
 
 def _produce(settings: dict[str, Any], topic: str, written: list[Message]) -> None:
@@ -51,16 +51,6 @@ def produce_idempotent(bootstrap: str, topic: str, written: list[Message]) -> No
     _produce({"bootstrap.servers": bootstrap, "enable.idempotence": True}, topic, written)
 
 
-def _message(record: Any) -> Message:
-    return Message(
-        record.key(),
-        record.value() or b"",
-        tuple((k, v or b"") for k, v in record.headers() or []),
-        record.timestamp()[1],
-        record.offset(),
-    )
-
-
 def _poll(consumer: Consumer, count: int) -> list[Message]:
     got: list[Message] = []
     deadline = time.monotonic() + TIMEOUT
@@ -70,7 +60,7 @@ def _poll(consumer: Consumer, count: int) -> list[Message]:
         if record is None:
             continue
         assert record.error() is None, record.error()
-        got.append(_message(record))
+        got.append(confluent_message(record))
     return got
 
 
