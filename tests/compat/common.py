@@ -35,9 +35,9 @@ class Message:
 
 
 def messages(count: int, prefix: str, *, per_message_headers: bool = True) -> list[Message]:
-    """`count` messages with distinct keys and values (single-line ASCII, as kcat reads them),
-    every third without a key, and headers (the same on every message when a client such as
-    kcat can only set one set of headers for all)."""
+    """`count` messages with distinct keys and compressible values (single-line ASCII, as kcat
+    reads them), every third without a key, and headers (the same on every message when a
+    client such as kcat can only set one set of headers for all)."""
     result = []
     for i in range(count):
         key = None if i % 3 == 2 else f"{prefix}-key-{i}".encode()
@@ -46,7 +46,10 @@ def messages(count: int, prefix: str, *, per_message_headers: bool = True) -> li
             if per_message_headers
             else (("kind", b"compat"), ("origin", prefix.encode()))
         )
-        result.append(Message(key, f"{prefix}-value-{i}-{'x' * (i % 7)}".encode(), headers))
+        # Long and repetitive: a batch of a single message still compresses, which the
+        # clients check before sending a batch compressed (else they send it uncompressed).
+        value = f"{prefix}-value-{i}-{'x' * (200 + i % 7)}"
+        result.append(Message(key, value.encode(), headers))
     return result
 
 

@@ -73,6 +73,8 @@ def cluster(
         "offsets.topic.replication.factor": str(size),
         "offsets.topic.num.partitions": "3",
         "group.initial.rebalance.delay.ms": "0",
+        # Brokers unfenced sooner after the start.
+        "broker.heartbeat.interval.ms": "500",
     }
     started = Cluster.combined(tmp_path_factory.mktemp(f"compat{size}"), size, **settings)
     started.start_all()
