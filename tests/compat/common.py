@@ -13,6 +13,8 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.cluster import Cluster, Node
+
 # Every client call of a flow is bounded by this (seconds): a hung client fails its test fast.
 TIMEOUT = 20.0
 
@@ -57,16 +59,34 @@ def contents(read: list[Message]) -> list[tuple[bytes | None, bytes, Headers]]:
     return [m.content() for m in read]
 
 
+def _led_on(node: Node, topic: str, partitions: int) -> bool:
+    try:
+        described = node.get(f"/v1/topics/{topic}")
+    except (OSError, ValueError):
+        return False
+    led = [p for p in described["partitions"] if p["leader"] >= 0]
+    return len(led) == len(described["partitions"]) == partitions
+
+
+def wait_known(cluster: Cluster, topic: str, partitions: int) -> None:
+    """Wait until every node's metadata image has `topic` with `partitions` partitions, each
+    led: every broker then answers for it (a client may ask any)."""
+    deadline = time.monotonic() + TIMEOUT
+    while not all(_led_on(node, topic, partitions) for node in cluster.nodes.values()):
+        assert time.monotonic() < deadline, f"{topic} is not led on every node"
+        time.sleep(0.05)
+
+
 def create_topic(
-    bootstrap: str,
+    cluster: Cluster,
     topic: str,
     *,
     partitions: int = 1,
     replication_factor: int = -1,
     configs: Mapping[str, str] | None = None,
 ) -> None:
-    """Create `topic` with confluent-kafka and wait until every partition has a leader."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    """Create `topic` with confluent-kafka and wait until every node knows it (`wait_known`)."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     new = NewTopic(
         topic,
         num_partitions=partitions,
@@ -74,17 +94,7 @@ def create_topic(
         config=dict(configs or {}),
     )
     admin.create_topics([new])[topic].result(timeout=TIMEOUT)
-    deadline = time.monotonic() + TIMEOUT
-    while True:
-        described = admin.list_topics(topic, timeout=TIMEOUT).topics[topic]
-        if (
-            described.error is None
-            and len(described.partitions) == partitions
-            and all(p.leader >= 0 for p in described.partitions.values())
-        ):
-            return
-        assert time.monotonic() < deadline, f"{topic} has no leader for every partition"
-        time.sleep(0.05)
+    wait_known(cluster, topic, partitions)
 
 
 def write(bootstrap: str, topic: str, written: list[Message], partition: int = 0) -> None:

@@ -40,6 +40,7 @@ from tests.compat.common import (
     read,
     stored_codecs,
     stored_producer_ids,
+    wait_known,
     write,
 )
 
@@ -199,7 +200,7 @@ def reference_committed(bootstrap: str, topic: str, group: str) -> int:
 @pytest.mark.parametrize(("acks", "codec"), PRODUCE_SETTINGS)
 @pytest.mark.parametrize("client", PRODUCE)
 def test_produce(cluster: Running, topic: str, client: str, acks: str, codec: str) -> None:
-    create_topic(cluster.bootstrap, topic)
+    create_topic(cluster.cluster, topic)
     written = messages(40, client, per_message_headers=client != "kcat")
     PRODUCE[client](cluster.bootstrap, topic, written, acks, codec)
     got = read(cluster.bootstrap, topic, len(written))
@@ -211,7 +212,7 @@ def test_produce(cluster: Running, topic: str, client: str, acks: str, codec: st
 
 @pytest.mark.parametrize("client", PRODUCE_IDEMPOTENT)
 def test_produce_idempotent(cluster: Running, topic: str, client: str) -> None:
-    create_topic(cluster.bootstrap, topic)
+    create_topic(cluster.cluster, topic)
     written = messages(40, client, per_message_headers=client != "kcat")
     PRODUCE_IDEMPOTENT[client](cluster.bootstrap, topic, written)
     got = read(cluster.bootstrap, topic, len(written))
@@ -224,7 +225,7 @@ def test_produce_idempotent(cluster: Running, topic: str, client: str) -> None:
 
 @pytest.mark.parametrize("client", CONSUME_ASSIGNED)
 def test_consume_assigned(cluster: Running, topic: str, client: str) -> None:
-    create_topic(cluster.bootstrap, topic)
+    create_topic(cluster.cluster, topic)
     written = messages(30, "assigned")
     write(cluster.bootstrap, topic, written)
     got = CONSUME_ASSIGNED[client](cluster.bootstrap, topic, len(written))
@@ -234,7 +235,7 @@ def test_consume_assigned(cluster: Running, topic: str, client: str) -> None:
 
 @pytest.mark.parametrize("client", CONSUME_FROM)
 def test_seek(cluster: Running, topic: str, client: str) -> None:
-    create_topic(cluster.bootstrap, topic)
+    create_topic(cluster.cluster, topic)
     written = messages(30, "seek")
     write(cluster.bootstrap, topic, written)
     got = CONSUME_FROM[client](cluster.bootstrap, topic, 17, 13)
@@ -244,7 +245,7 @@ def test_seek(cluster: Running, topic: str, client: str) -> None:
 
 @pytest.mark.parametrize("client", CONSUME_GROUP)
 def test_consume_group(cluster: Running, topic: str, client: str) -> None:
-    create_topic(cluster.bootstrap, topic)
+    create_topic(cluster.cluster, topic)
     written = messages(30, "group")
     write(cluster.bootstrap, topic, written)
     group = f"{topic}-group"
@@ -256,7 +257,7 @@ def test_consume_group(cluster: Running, topic: str, client: str) -> None:
 
 @pytest.mark.parametrize("client", COMMIT)
 def test_commit(cluster: Running, topic: str, client: str) -> None:
-    create_topic(cluster.bootstrap, topic)
+    create_topic(cluster.cluster, topic)
     write(cluster.bootstrap, topic, messages(10, "commit"))
     commit, committed = COMMIT[client]
     group = f"{topic}-group"
@@ -269,7 +270,7 @@ def test_commit(cluster: Running, topic: str, client: str) -> None:
 
 @pytest.mark.parametrize("client", LIST_OFFSETS)
 def test_list_offsets_by_time(cluster: Running, topic: str, client: str) -> None:
-    create_topic(cluster.bootstrap, topic)
+    create_topic(cluster.cluster, topic)
     base = int(time.time() * 1000) - 60_000
     written = [
         Message(m.key, m.value, m.headers, base + 1000 * i)
@@ -289,7 +290,7 @@ def test_list_offsets_by_time(cluster: Running, topic: str, client: str) -> None
 
 @pytest.mark.parametrize("client", METADATA)
 def test_topic_metadata(cluster: Running, topic: str, client: str) -> None:
-    create_topic(cluster.bootstrap, topic, partitions=3)
+    create_topic(cluster.cluster, topic, partitions=3)
     topic_replicas, topics = METADATA[client]
     replicas = topic_replicas(cluster.bootstrap, topic)
     assert sorted(replicas) == [0, 1, 2]
@@ -300,10 +301,8 @@ def test_topic_metadata(cluster: Running, topic: str, client: str) -> None:
 @pytest.mark.parametrize("client", CREATE_TOPIC)
 def test_admin_create_and_describe(cluster: Running, topic: str, client: str) -> None:
     CREATE_TOPIC[client](cluster.bootstrap, topic, 3, cluster.size, {"retention.ms": "3600000"})
-    wait_until(
-        f"{topic} led",
-        lambda: sorted(confluent_flows.topic_replicas(cluster.bootstrap, topic)) == [0, 1, 2],
-    )
+    # Created once the controller committed it; each broker learns of it from its metadata.
+    wait_known(cluster.cluster, topic, 3)
     replicas = confluent_flows.topic_replicas(cluster.bootstrap, topic)
     assert all(len(r) == cluster.size for r in replicas.values())
     configs = DESCRIBE_CONFIGS[client](cluster.bootstrap, topic)
@@ -314,7 +313,7 @@ def test_admin_create_and_describe(cluster: Running, topic: str, client: str) ->
 
 @pytest.mark.parametrize("client", ALTER_CONFIGS)
 def test_admin_alter_configs(cluster: Running, topic: str, client: str) -> None:
-    create_topic(cluster.bootstrap, topic)
+    create_topic(cluster.cluster, topic)
     altered = {"retention.ms": "7200000", "max.message.bytes": "500000"}
     ALTER_CONFIGS[client](cluster.bootstrap, topic, altered)
     described = DESCRIBE_CONFIGS[client](cluster.bootstrap, topic)
@@ -326,7 +325,7 @@ def test_admin_alter_configs(cluster: Running, topic: str, client: str) -> None:
 
 @pytest.mark.parametrize("client", DELETE_TOPIC)
 def test_admin_delete_topic(cluster: Running, topic: str, client: str) -> None:
-    create_topic(cluster.bootstrap, topic)
+    create_topic(cluster.cluster, topic)
     write(cluster.bootstrap, topic, messages(5, "delete"))
     DELETE_TOPIC[client](cluster.bootstrap, topic)
     wait_until(f"{topic} gone", lambda: topic not in confluent_flows.topics(cluster.bootstrap))
@@ -339,7 +338,7 @@ def test_admin_delete_topic(cluster: Running, topic: str, client: str) -> None:
 
 @pytest.mark.parametrize("client", DELETE_RECORDS)
 def test_delete_records(cluster: Running, topic: str, client: str) -> None:
-    create_topic(cluster.bootstrap, topic)
+    create_topic(cluster.cluster, topic)
     written = messages(20, "trim")
     write(cluster.bootstrap, topic, written)
     assert DELETE_RECORDS[client](cluster.bootstrap, topic, 8) == 8
