@@ -16,8 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta, i64Timedelta
 
@@ -435,3 +442,43 @@ async def test_empty_and_all_unknown_requests_are_answered(node: Cluster, api_ke
         assert connection.connected
     finally:
         await connection.close()
+
+
+# --- offsets of topics that do not exist (item 3) ----------------------------------------------
+
+
+def test_offsets_of_a_topic_that_does_not_exist_are_refused_and_not_stored(node: Cluster) -> None:
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    admin.create_topics([NewTopic("committed", num_partitions=1)])["committed"].result(30)
+    node.wait_for("committed", lambda: "committed" in topic_names(node))
+    consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "altered"})
+    try:
+        # (The first commit also waits out the offsets topic's creation.)
+        consumer.commit(offsets=[TopicPartition("committed", 0, 1)], asynchronous=False)
+        with pytest.raises(KafkaException) as refused:
+            consumer.commit(offsets=[TopicPartition("no-such-topic", 0, 3)], asynchronous=False)
+        assert refused.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    finally:
+        consumer.close()
+    # An admin client's AlterConsumerGroupOffsets is an OffsetCommit of generation -1, per
+    # partition.
+    asked = ConsumerGroupTopicPartitions(
+        "altered",
+        [TopicPartition("committed", 0, 5), TopicPartition("no-such-topic", 0, 7)],
+    )
+    altered = admin.alter_consumer_group_offsets([asked])["altered"].result(timeout=30)
+    assert {(p.topic, p.error and p.error.code()) for p in altered.topic_partitions} == {
+        ("committed", None),
+        ("no-such-topic", KafkaError.UNKNOWN_TOPIC_OR_PART),
+    }
+
+    listed = admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions("altered", [TopicPartition("committed", 0)])]
+    )["altered"].result(timeout=30)
+    assert [(p.topic, p.partition, p.offset) for p in listed.topic_partitions] == [
+        ("committed", 0, 5)
+    ]
+    stored = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("altered")])[
+        "altered"
+    ].result(timeout=30)
+    assert {p.topic for p in stored.topic_partitions} == {"committed"}
