@@ -32,6 +32,7 @@ from bench.cluster import CLUSTER_ID, Cluster
 from net.api_keys import ApiKey
 from net.client import NodeConnection
 from net.protocol import field_entity_type, make_entity, request_schema
+from net.records import Record, encode_batch
 
 # Topics created automatically get the node's num.partitions.
 NUM_PARTITIONS = 2
@@ -482,3 +483,96 @@ def test_offsets_of_a_topic_that_does_not_exist_are_refused_and_not_stored(node:
         "altered"
     ].result(timeout=30)
     assert {p.topic for p in stored.topic_partitions} == {"committed"}
+
+
+# --- per-record errors (item 5) -----------------------------------------------------------------
+
+
+def produce_one_batch(
+    cluster: Cluster, topic: str, messages: list[tuple[bytes | None, int]]
+) -> list[KafkaError | None]:
+    """Each (key, timestamp) with a value of its index, all in one batch; each one's error."""
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "linger.ms": 500, "message.timeout.ms": 30000}
+    )
+    errors: dict[int, KafkaError | None] = {}
+    for index, (key, timestamp) in enumerate(messages):
+        producer.produce(
+            topic,
+            str(index).encode(),
+            key=key,
+            timestamp=timestamp,
+            on_delivery=lambda e, m: errors.__setitem__(int(m.value() or b""), e),
+        )
+    assert producer.flush(30) == 0
+    return [errors[index] for index in range(len(messages))]
+
+
+def high_watermark(cluster: Cluster, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "watermarks"})
+    try:
+        return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1])
+    finally:
+        consumer.close()
+
+
+def create_topic(cluster: Cluster, name: str, configs: dict[str, str]) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(name, num_partitions=1, config=configs)])[name].result(30)
+    cluster.wait_for(name, lambda: name in topic_names(cluster))
+
+
+# librdkafka fails the records a response names with INVALID_RECORD (with two or more of them;
+# a single one takes the partition's error) and the others of their batch with a local error of
+# their own, instead of all with the partition's error.
+NAMED = KafkaError.INVALID_RECORD
+OTHER = KafkaError._INVALID_DIFFERENT_RECORD
+
+
+def test_a_batch_with_keyless_records_to_a_compacted_topic_names_them(node: Cluster) -> None:
+    create_topic(node, "compacted", {"cleanup.policy": "compact"})
+    now = int(time.time() * 1000)
+    keys = [b"a", None, None, b"d"]
+    errors = produce_one_batch(node, "compacted", [(key, now) for key in keys])
+    assert [error and error.code() for error in errors] == [OTHER, NAMED, NAMED, OTHER]
+    assert high_watermark(node, "compacted") == 0
+
+
+async def test_a_batch_with_records_out_of_the_timestamp_bounds_names_them(node: Cluster) -> None:
+    await asyncio.to_thread(
+        create_topic, node, "bounded", {"message.timestamp.before.max.ms": "60000"}
+    )
+    now = int(time.time() * 1000)
+    hour_ago = now - 3_600_000
+    stamps = [now, hour_ago, hour_ago]
+    errors = await asyncio.to_thread(
+        produce_one_batch, node, "bounded", [(b"k", stamp) for stamp in stamps]
+    )
+    assert [error and error.code() for error in errors] == [OTHER, NAMED, NAMED]
+
+    # Over the wire, Kafka's answer: the partition's error, each record at fault by its index
+    # with its reason, and a message.
+    schema: Any = request_schema(ApiKey.PRODUCE, 9)
+    records = encode_batch([Record(b"v", key=b"k", timestamp=stamp) for stamp in stamps])
+    request = build(
+        schema,
+        {
+            "topic_data": [
+                {"name": "bounded", "partition_data": [{"index": 0, "records": records}]}
+            ],
+        },
+    )
+    connection = NodeConnection("127.0.0.1", node.nodes[1].broker_port or 0)
+    try:
+        response: Any = await connection.send(request)
+    finally:
+        await connection.close()
+    answer = response.responses[0].partition_responses[0]
+    assert answer.error_code == ErrorCode.invalid_timestamp
+    assert [e.batch_index for e in answer.record_errors] == [1, 2]
+    assert all(
+        e.batch_index_error_message.startswith(f"Timestamp {hour_ago} of message with offset")
+        for e in answer.record_errors
+    )
+    assert answer.error_message == "One or more records have been rejected due to invalid timestamp"
+    assert await asyncio.to_thread(high_watermark, node, "bounded") == 0
