@@ -138,4 +138,5 @@ def test_events_show_only_the_fields_each_event_has(node: Cluster) -> None:
             if value is not None and value is not False and value != []
         } - {"time", "type", "topic", "partition"}
         details = line.split(event["type"], 1)[1]
-        assert set(re.findall(r"(\w+)=", details)) == held, (event, line)
+        # Each detail is `field=value`, after the columns' spaces or the previous one's ", ".
+        assert set(re.findall(r"[ ,](\w+)=", details)) == held, (event, line)
