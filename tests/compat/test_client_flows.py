@@ -1,7 +1,8 @@
 """The common flows of programs written for Kafka, with each of the four clients (librdkafka via
-confluent-kafka, kcat, kafka-python, aiokafka) against one real `kraft serve` node: produce to a
-topic nobody created (Kafka's automatic creation), read it back from a chosen offset, commit
-and fetch a group's offsets, and list a partition's earliest, latest and by-time offsets."""
+confluent-kafka, kcat, kafka-python, aiokafka) against one and three real `kraft serve` nodes:
+produce to a topic nobody created (Kafka's automatic creation), read it back from a chosen
+offset, commit and fetch a group's offsets, and list a partition's earliest, latest and by-time
+offsets."""
 
 from __future__ import annotations
 
@@ -24,12 +25,18 @@ pytestmark = pytest.mark.timeout(120)
 VALUES = [f"v{index}".encode() for index in range(10)]
 
 
-@pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    cluster = Cluster.combined(tmp_path_factory.mktemp("flows"), 1)
+@pytest.fixture(scope="module", params=[1, 3], ids=["1-node", "3-nodes"])
+def node(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Cluster]:
+    nodes: int = request.param
+    # Topics created automatically are replicated to every node.
+    cluster = Cluster.combined(
+        tmp_path_factory.mktemp("flows"), nodes, **{"default.replication.factor": str(nodes)}
+    )
     cluster.start_all()
     try:
-        cluster.wait_for("broker unfenced", cluster.brokers_unfenced)
+        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, 60)
         yield cluster
     finally:
         cluster.stop_all()
