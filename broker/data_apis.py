@@ -61,6 +61,14 @@ _VALID_ACKS = (-1, 0, 1)
 
 # The versions of each message that have the field named.
 _FetchWithReplicaState: TypeAlias = fetch_v15.FetchRequest | fetch_v16.FetchRequest
+_FetchWithRackId: TypeAlias = (
+    fetch_v11.FetchRequest
+    | fetch_v12.FetchRequest
+    | fetch_v13.FetchRequest
+    | fetch_v14.FetchRequest
+    | fetch_v15.FetchRequest
+    | fetch_v16.FetchRequest
+)
 _FetchByTopicId: TypeAlias = (
     fetch_v13.FetchRequest
     | fetch_v14.FetchRequest
@@ -318,6 +326,7 @@ class DataApis:
                 request.min_bytes,
                 request.max_bytes,
                 known,
+                request.rack_id if isinstance(request, _FetchWithRackId) else None,
             )
         )
         results = [
@@ -399,7 +408,7 @@ def _fetch_response(
             "last_stable_offset": result.high_watermark,
             "log_start_offset": result.log_start_offset,
             "aborted_transactions": None,
-            "preferred_read_replica": -1,
+            "preferred_read_replica": result.preferred_read_replica,
             # Kafka sends empty records, never null: librdkafka refuses a null record set.
             "records": b"" if result.records is None else result.records,
         }

@@ -126,6 +126,10 @@ class Partition:
         self._min_insync_replicas = 1
         # The codec the topic's compression.type has the leader write (None: the producer's).
         self._recompress_to: Compression | None = None
+        # KIP-392, since the broker started: consumer fetches this replica served as a
+        # follower, and those it answered as leader with a follower to read from instead.
+        self.consumer_fetches_as_follower = 0
+        self.consumer_fetches_redirected = 0
         self._hold_high_watermark_below_min_isr = hold_high_watermark_below_min_isr
         self._changed = asyncio.Event()
         # acks=all produces waiting for the high watermark to reach an offset: a heap of
