@@ -70,6 +70,7 @@ class Broker:
         isr_changes: IsrChangeSender | None = None,
         eligible_leader_replicas_enable: bool = True,
         topic_defaults: TopicConfig = KAFKA_DEFAULTS,
+        rack_aware_replica_selector: bool = False,
     ) -> None:
         self.broker_id = broker_id
         self.logs = LogManager.open([root / f"b{broker_id}"], LogConfig())
@@ -81,6 +82,7 @@ class Broker:
             topic_defaults,
             isr_changes=isr_changes,
             eligible_leader_replicas_enable=eligible_leader_replicas_enable,
+            rack_aware_replica_selector=rack_aware_replica_selector,
         )
         # The images name no brokers, so `follow` starts no fetcher of its own: this one only
         # applies the answers `replicate` gets.
