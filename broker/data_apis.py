@@ -21,6 +21,10 @@ from typing import TypeAlias, TypeVar
 from uuid import UUID
 
 from kio.schema.errors import ErrorCode
+from kio.schema.fetch import v5 as fetch_v5
+from kio.schema.fetch import v6 as fetch_v6
+from kio.schema.fetch import v7 as fetch_v7
+from kio.schema.fetch import v8 as fetch_v8
 from kio.schema.fetch import v9 as fetch_v9
 from kio.schema.fetch import v10 as fetch_v10
 from kio.schema.fetch import v11 as fetch_v11
@@ -74,6 +78,20 @@ _FetchByTopicId: TypeAlias = (
     | fetch_v14.FetchRequest
     | fetch_v15.FetchRequest
     | fetch_v16.FetchRequest
+)
+_FetchPartitionWithLogStart: TypeAlias = (
+    fetch_v5.request.FetchPartition
+    | fetch_v6.request.FetchPartition
+    | fetch_v7.request.FetchPartition
+    | fetch_v8.request.FetchPartition
+    | fetch_v9.request.FetchPartition
+    | fetch_v10.request.FetchPartition
+    | fetch_v11.request.FetchPartition
+    | fetch_v12.request.FetchPartition
+    | fetch_v13.request.FetchPartition
+    | fetch_v14.request.FetchPartition
+    | fetch_v15.request.FetchPartition
+    | fetch_v16.request.FetchPartition
 )
 _FetchPartitionWithLeaderEpoch: TypeAlias = (
     fetch_v9.request.FetchPartition
@@ -362,6 +380,9 @@ def _fetch_partition(topic: str, partition: _FetchedPartition) -> FetchPartition
         else -1,
         last_fetched_epoch=partition.last_fetched_epoch
         if isinstance(partition, _FetchPartitionWithLastFetchedEpoch)
+        else -1,
+        log_start_offset=partition.log_start_offset
+        if isinstance(partition, _FetchPartitionWithLogStart)
         else -1,
     )
 

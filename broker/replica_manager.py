@@ -114,6 +114,8 @@ class FetchPartition:
     max_bytes: int
     current_leader_epoch: int = -1
     last_fetched_epoch: int = -1
+    # A follower's own log start offset (Fetch v5+; -1: not given).
+    log_start_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -688,11 +690,16 @@ class ReplicaManager:
         epoch, end_offset = partition.end_offset_for_epoch(leader_epoch)
         return ErrorCode.none, epoch, end_offset
 
-    def delete_records(self, topic: str, partition_id: int, offset: int) -> tuple[ErrorCode, int]:
-        """DeleteRecords for one partition, on its leader: (error, low watermark), the log
-        start offset once moved up to `offset` (-1: the high watermark). As Kafka answers:
+    async def delete_records(
+        self, topic: str, partition_id: int, offset: int, timeout_ms: int
+    ) -> tuple[ErrorCode, int]:
+        """DeleteRecords for one partition, on its leader: (error, low watermark). The log
+        start offset moves up to `offset` (-1: the high watermark); as Kafka's
+        DelayedDeleteRecords, the answer waits up to `timeout_ms` for every follower on an alive
+        broker to follow it (they do as they fetch), then gives the low watermark, the smallest
+        log start offset over the replicas (REQUEST_TIMED_OUT if they have not by then).
         OFFSET_OUT_OF_RANGE beyond the high watermark, POLICY_VIOLATION for a topic whose
-        cleanup.policy lacks "delete". Followers follow the new log start as they fetch."""
+        cleanup.policy lacks "delete"."""
         error, partition = self._leader_of(topic, partition_id, -1)
         if error is not ErrorCode.none or partition is None:
             return error, -1
@@ -703,7 +710,7 @@ class ReplicaManager:
         if not 0 <= target <= high_watermark:
             return ErrorCode.offset_out_of_range, -1
         try:
-            low_watermark = partition.delete_records(target)
+            log_start_offset = partition.delete_records(target)
         except StorageError as storage_error:
             log.error("delete_records_failed", topic=topic, error=str(storage_error))
             return ErrorCode.kafka_storage_error, -1
@@ -711,9 +718,33 @@ class ReplicaManager:
             "records_deleted",
             topic=topic,
             partition=partition_id,
-            log_start_offset=low_watermark,
+            log_start_offset=log_start_offset,
         )
-        return ErrorCode.none, low_watermark
+        return await self._until_low_watermark(partition, target, timeout_ms)
+
+    async def _until_low_watermark(
+        self, partition: Partition, target: int, timeout_ms: int
+    ) -> tuple[ErrorCode, int]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        while True:
+            if not partition.is_leader or self._hosted(partition) is not partition:
+                return ErrorCode.not_leader_or_follower, -1
+            low_watermark = partition.low_watermark(self._alive)
+            if low_watermark >= target:
+                return ErrorCode.none, low_watermark
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return ErrorCode.request_timed_out, low_watermark
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(partition.wait_for_change(), remaining)
+
+    def _hosted(self, partition: Partition) -> Partition | None:
+        return self.partitions.get((partition.topic, partition.partition_id))
+
+    def _alive(self, broker_id: int) -> bool:
+        broker = self._applied.brokers.get(broker_id)
+        return broker is not None and not broker.fenced
 
     def describe_log_dirs(
         self, asked: Mapping[str, Collection[int]] | None
@@ -867,7 +898,9 @@ class ReplicaManager:
                 )
         # A fetch offset past this log's end is no log end offset a follower can have.
         if is_follower and request.fetch_offset <= partition.log_end_offset:
-            expanded = partition.record_follower_fetch(replica_id, request.fetch_offset, _now_ms())
+            expanded = partition.record_follower_fetch(
+                replica_id, request.fetch_offset, _now_ms(), request.log_start_offset
+            )
             if expanded is not None and self._isr_changes is not None:
                 self._isr_changes.propose(partition, expanded, "follower_caught_up")
         try:

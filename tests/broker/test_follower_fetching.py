@@ -6,18 +6,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
-from uuid import UUID
 
 import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.replica_manager import CONSUMER_REPLICA_ID, FetchPartition, FetchResult
-from controller.image import BrokerRegistration, MetadataImage
+from controller.image import MetadataImage
 from controller.partition_state import PartitionState
 from net.records import decode_batches
-from tests.broker.replicas import TOPIC, Broker, batch, image, replicate
+from tests.broker.replicas import TOPIC, Broker, batch, image, replicate, with_brokers
 
 MakeBrokers = Callable[..., list[Broker]]
 RACKS = {1: "rack-a", 2: "rack-b", 3: "rack-c"}
@@ -38,15 +36,8 @@ def brokers(tmp_path: Path) -> Iterator[MakeBrokers]:
 
 
 def racked_image(state: PartitionState, *, fenced: frozenset[int] = frozenset()) -> MetadataImage:
-    """The topic with `state`, and brokers 1-3 registered in their racks (without listeners:
-    the harness drives replication by hand)."""
-    registered = {
-        broker_id: BrokerRegistration(
-            broker_id, UUID(int=broker_id), 1, (), rack, broker_id in fenced, False
-        )
-        for broker_id, rack in RACKS.items()
-    }
-    return dataclasses.replace(image({0: state}), brokers=MappingProxyType(registered))
+    """The topic with `state`, and brokers 1-3 registered in their racks."""
+    return with_brokers(image({0: state}), RACKS, fenced)
 
 
 async def consumer_fetch(
