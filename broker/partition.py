@@ -128,6 +128,7 @@ class Partition:
         self._min_insync_replicas = 1
         # The codec the topic's compression.type has the leader write (None: the producer's).
         self._recompress_to: Compression | None = None
+        self._recompress_level: int | None = None
         # KIP-392, since the broker started: consumer fetches this replica served as a
         # follower, and those it answered as leader with a follower to read from instead.
         self.consumer_fetches_as_follower = 0
@@ -237,6 +238,7 @@ class Partition:
         """The topic's configuration, new or changed: its MinISR and its log's settings."""
         self._min_insync_replicas = config.min_insync_replicas
         self._recompress_to = config.compression_type
+        self._recompress_level = config.compression_level
         self.log.config = topic_log_config(self.log.config, config)
 
     @property
@@ -312,7 +314,7 @@ class Partition:
             raise NotLeaderError
         if self._recompress_to is not None:
             # Not for `producer` (the default): the batches are written as they came.
-            records = recompress_batches(records, self._recompress_to)
+            records = recompress_batches(records, self._recompress_to, self._recompress_level)
         validated: list[BatchHeader] = []
         compacted = self.log.config.compact
 

@@ -4,7 +4,7 @@ The catalogue (`TOPIC_CONFIGS`) is every topic config of Kafka 3.9 / 4.x, as Kaf
 defines it: its type, Kafka's default, its validation, and the broker setting that gives every
 topic its value (the synonym, `log.retention.ms` for `retention.ms`; none for the tiered storage
 ones). Some only exist for Kafka's own machinery (preallocated segments, tiered storage, message
-down-conversion, the compression levels): they are accepted, validated, stored and described,
+down-conversion): they are accepted, validated, stored and described,
 and change nothing here; `remote.storage.enable` is refused as true, as Kafka refuses it
 without tiered storage. Values travel
 as text, in Kafka's spelling, in requests and in the metadata log's ConfigRecords; validation
@@ -388,6 +388,20 @@ class TopicConfig:
     segment_ms: int
     unclean_leader_election_enable: bool
     unclean_recovery_strategy: UncleanRecoveryStrategy
+
+    @property
+    def compression_level(self) -> int | None:
+        """The level the topic sets for its `compression.type` codec (KIP-390); None for the
+        codec's default, and for codecs without levels or `producer`."""
+        levels = {
+            Compression.GZIP: (self.compression_gzip_level, -1),
+            Compression.LZ4: (self.compression_lz4_level, 9),
+            Compression.ZSTD: (self.compression_zstd_level, 3),
+        }
+        if self.compression_type not in levels:
+            return None
+        level, default = levels[self.compression_type]
+        return None if level == default else level
 
     @classmethod
     def resolve(

@@ -298,3 +298,16 @@ def test_compression_type_reads_as_the_codec_to_recompress_to() -> None:
             {"compression.type": value}, KAFKA_DEFAULTS
         ).compression_type == (codec)
     assert topic_config_problem("remote.storage.enable", "false") is None
+
+
+def test_the_compression_level_is_the_one_set_for_the_topics_codec() -> None:
+    def level(overrides: dict[str, str]) -> int | None:
+        return TopicConfig.resolve(overrides, KAFKA_DEFAULTS).compression_level
+
+    assert level({"compression.type": "gzip"}) is None  # Kafka's default level
+    assert level({"compression.type": "gzip", "compression.gzip.level": "9"}) == 9
+    assert level({"compression.type": "zstd", "compression.zstd.level": "-5"}) == -5
+    assert level({"compression.type": "lz4", "compression.lz4.level": "12"}) == 12
+    assert level({"compression.type": "zstd", "compression.gzip.level": "9"}) is None
+    assert level({"compression.type": "snappy"}) is None
+    assert level({"compression.gzip.level": "9"}) is None  # producer: never recompressed
