@@ -59,6 +59,7 @@ def test_kafka_defaults_read_as_typed_values() -> None:
             max_compaction_lag_ms=None,
             max_message_bytes=1_048_588,
             message_downconversion_enable=True,
+            message_format_version="3.0-IV1",
             message_timestamp_after_max_ms=3_600_000,
             message_timestamp_before_max_ms=None,
             message_timestamp_difference_max_ms=None,
@@ -135,6 +136,7 @@ def test_each_topic_config_names_its_broker_synonym(name: str, synonym: str | No
         ("segment.index.bytes", "3", "Value must be at least 4"),
         ("local.retention.ms", "-3", "Value must be at least -2"),
         ("preallocate", "yes", "Expected value to be either true or false"),
+        ("message.format.version", "latest", "Version latest is not a valid version"),
         (
             "remote.storage.enable",
             "true",
