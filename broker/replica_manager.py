@@ -903,27 +903,8 @@ class ReplicaManager:
             )
             if expanded is not None and self._isr_changes is not None:
                 self._isr_changes.propose(partition, expanded, "follower_caught_up")
-        try:
-            read = partition.read(
-                request.fetch_offset,
-                min(request.max_bytes, budget),
-                committed_only=not is_follower,
-                min_one_batch=first,
-            )
-            records = None if read.records is None else read.records.read()
-        except OffsetOutOfRangeError:
-            return FetchResult(
-                ErrorCode.offset_out_of_range,
-                partition.high_watermark,
-                partition.log_start_offset,
-                leader=leader,
-            )
-        except (StorageError, OSError) as error:
-            # That partition's answer only: the others of the fetch are served.
-            log.error("fetch_storage_failed", topic=request.topic, error=str(error))
-            return FetchResult(ErrorCode.kafka_storage_error, leader=leader)
-        return FetchResult(
-            ErrorCode.none, read.high_watermark, read.log_start_offset, records, leader=leader
+        return _read_records(
+            partition, request, budget, first=first, committed_only=not is_follower, leader=leader
         )
 
     def _redirect(self, request: FetchPartition, client_rack: str) -> FetchResult | None:
@@ -957,26 +938,8 @@ class ReplicaManager:
             return FetchResult(ErrorCode.fenced_leader_epoch, leader=leader)
         if epoch > partition.leader_epoch:
             return FetchResult(ErrorCode.unknown_leader_epoch, leader=leader)
-        try:
-            read = partition.read(
-                request.fetch_offset,
-                min(request.max_bytes, budget),
-                committed_only=True,
-                min_one_batch=first,
-            )
-            records = None if read.records is None else read.records.read()
-        except OffsetOutOfRangeError:
-            return FetchResult(
-                ErrorCode.offset_out_of_range,
-                partition.high_watermark,
-                partition.log_start_offset,
-                leader=leader,
-            )
-        except (StorageError, OSError) as error:
-            log.error("fetch_storage_failed", topic=request.topic, error=str(error))
-            return FetchResult(ErrorCode.kafka_storage_error, leader=leader)
-        return FetchResult(
-            ErrorCode.none, read.high_watermark, read.log_start_offset, records, leader=leader
+        return _read_records(
+            partition, request, budget, first=first, committed_only=True, leader=leader
         )
 
     def _preferred_read_replica(
@@ -1007,6 +970,41 @@ class ReplicaManager:
                 continue
             candidates.append((follower.log_end_offset, follower.last_caught_up_ms, replica_id))
         return max(candidates)[2] if candidates else None
+
+
+def _read_records(
+    partition: Partition,
+    request: FetchPartition,
+    budget: int,
+    *,
+    first: bool,
+    committed_only: bool,
+    leader: tuple[int, int],
+) -> FetchResult:
+    """The batches of `partition` a fetch gets from its fetch offset (below the high watermark
+    when `committed_only`), within `budget` bytes."""
+    try:
+        read = partition.read(
+            request.fetch_offset,
+            min(request.max_bytes, budget),
+            committed_only=committed_only,
+            min_one_batch=first,
+        )
+        records = None if read.records is None else read.records.read()
+    except OffsetOutOfRangeError:
+        return FetchResult(
+            ErrorCode.offset_out_of_range,
+            partition.high_watermark,
+            partition.log_start_offset,
+            leader=leader,
+        )
+    except (StorageError, OSError) as error:
+        # That partition's answer only: the others of the fetch are served.
+        log.error("fetch_storage_failed", topic=request.topic, error=str(error))
+        return FetchResult(ErrorCode.kafka_storage_error, leader=leader)
+    return FetchResult(
+        ErrorCode.none, read.high_watermark, read.log_start_offset, records, leader=leader
+    )
 
 
 def _now_ms() -> int:
