@@ -1,15 +1,18 @@
-"""Fetching from the closest replica (KIP-392), with confluent-kafka against three real nodes in
-three racks: with `replica.selector.class` set to Kafka's rack-aware selector, the leader sends a
-consumer whose `client.rack` names a follower's rack to that follower, which serves every record
-up to its high watermark."""
+"""Fetching from the closest replica (KIP-392), with confluent-kafka and aiokafka against three
+real nodes in three racks: with `replica.selector.class` set to Kafka's rack-aware selector, the
+leader sends a consumer whose `client.rack` names a follower's rack to that follower, which
+serves every record up to its high watermark."""
 
 from __future__ import annotations
 
+import asyncio
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer
+from aiokafka import TopicPartition as AioTopicPartition
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
@@ -125,3 +128,44 @@ def test_a_consumer_in_a_followers_rack_reads_every_record_from_that_follower(
     assert served_by_follower >= 1
     # The follower of the other rack served no consumer.
     assert fetch_counters(cluster, 2, "racked") == (0.0, 0.0)
+
+
+async def test_aiokafka_with_client_rack_reads_from_the_follower_of_its_rack(
+    cluster: Cluster,
+) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic("racked-aio", 1, replica_assignment=[[1, 2, 3]])])[
+        "racked-aio"
+    ].result(timeout=30)
+    cluster.wait_for(
+        "racked-aio fully in sync",
+        lambda: (
+            len(admin.list_topics("racked-aio", timeout=10).topics["racked-aio"].partitions[0].isrs)
+            == 3
+            or None
+        ),
+        timeout=30,
+    )
+    values = [f"aio-{index}" for index in range(150)]
+    produce(cluster, "racked-aio", values)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=cluster.bootstrap, client_rack="rack-2", enable_auto_commit=False
+    )
+    await consumer.start()
+    try:
+        partition = AioTopicPartition("racked-aio", 0)
+        consumer.assign([partition])
+        await consumer.seek_to_beginning(partition)
+        read: list[str] = []
+        async with asyncio.timeout(60):
+            while len(read) < len(values):
+                batches = await consumer.getmany(partition, timeout_ms=500)
+                read.extend(
+                    (message.value or b"").decode() for message in batches.get(partition, [])
+                )
+    finally:
+        await consumer.stop()
+    assert read == values
+    assert fetch_counters(cluster, 2, "racked-aio")[0] >= 1
+    assert fetch_counters(cluster, 1, "racked-aio")[1] >= 1
+    assert fetch_counters(cluster, 3, "racked-aio") == (0.0, 0.0)
