@@ -252,6 +252,8 @@ def overrides_become(
     )
 
 
+# The non-incremental AlterConfigs is what is tested: confluent-kafka marks it deprecated.
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
 def test_alter_configs_replaces_every_override_of_the_topic(cluster: Cluster) -> None:
     admin = create_topic(
         cluster, "replaced", configs={"cleanup.policy": "compact", "retention.ms": "60000"}
