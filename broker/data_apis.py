@@ -336,7 +336,7 @@ class DataApis:
             for partition in partitions:
                 asked.append((name, topic_id, partition.partition))
                 if name is not None:
-                    known.append(_fetch_partition(name, partition))
+                    known.append(_fetch_partition(name, partition, from_follower=replica_id >= 0))
         fetched = iter(
             await self._replicas.fetch(
                 replica_id,
@@ -367,9 +367,12 @@ class _FetchedPartition(typing.Protocol):
     def partition_max_bytes(self) -> int: ...
 
 
-def _fetch_partition(topic: str, partition: _FetchedPartition) -> FetchPartition:
+def _fetch_partition(
+    topic: str, partition: _FetchedPartition, *, from_follower: bool
+) -> FetchPartition:
     """What the replica manager is asked for a partition of a FetchRequest; the epochs its
-    version lacks are -1 ("none given")."""
+    version lacks are -1 ("none given"), and so is the log start offset but from a follower
+    (only the leader's DeleteRecords reads it)."""
     return FetchPartition(
         topic=topic,
         partition_id=partition.partition,
@@ -382,7 +385,7 @@ def _fetch_partition(topic: str, partition: _FetchedPartition) -> FetchPartition
         if isinstance(partition, _FetchPartitionWithLastFetchedEpoch)
         else -1,
         log_start_offset=partition.log_start_offset
-        if isinstance(partition, _FetchPartitionWithLogStart)
+        if from_follower and isinstance(partition, _FetchPartitionWithLogStart)
         else -1,
     )
 
