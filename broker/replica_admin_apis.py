@@ -8,7 +8,7 @@ they have (the low watermark: the smallest log start offset over the replicas).
 DescribeLogDirs lists this broker's partition log directories with the size of each replica
 log in them (no replica is ever a "future" one: logs do not move between directories here).
 DescribeProducers lists the producers of a partition as any of its replicas knows them (no
-transactions here: no coordinator epoch nor open transaction; the last timestamp is not kept).
+transactions here: no coordinator epoch nor open transaction).
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ class ReplicaAdminApis:
                         producer_id=producer.producer_id,
                         producer_epoch=producer.epoch,
                         last_sequence=producer.last_sequence,
-                        last_timestamp=-1,
+                        last_timestamp=producer.last_timestamp,
                         coordinator_epoch=-1,
                         current_txn_start_offset=-1,
                     )

@@ -4,6 +4,7 @@ operations of Metadata and DescribeCluster, with confluent-kafka and kafka-pytho
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -228,6 +229,8 @@ def test_describe_producers_lists_the_idempotent_producers_of_a_partition(
     assert producer.producer_id >= 0
     assert producer.producer_epoch == 0
     assert producer.last_sequence == 2
+    # The max timestamp of its last batch: librdkafka stamps records with the wall clock.
+    assert abs(producer.last_timestamp - time.time() * 1000) < 300_000
 
 
 def overrides(admin: AdminClient, topic: str) -> dict[str, str]:
