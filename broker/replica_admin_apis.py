@@ -2,15 +2,18 @@
 DescribeLogDirs v1-v4 and DescribeProducers v0.
 
 DeleteRecords moves the log start offset of the partitions this broker leads (Kafka's
-`KafkaApis.handleDeleteRecordsRequest`); its answer is the leader's new log start offset, and
-the followers follow it as they fetch (the log start offset each fetch answer carries).
+`KafkaApis.handleDeleteRecordsRequest`); the followers follow it as they fetch (the log start
+offset each fetch answer carries), and the answer waits, up to the request's timeout, until
+they have (the low watermark: the smallest log start offset over the replicas).
 DescribeLogDirs lists this broker's partition log directories with the size of each replica
 log in them (no replica is ever a "future" one: logs do not move between directories here).
 DescribeProducers lists the producers of a partition as any of its replicas knows them (no
-transactions here: no coordinator epoch nor open transaction; the last timestamp is not kept).
+transactions here: no coordinator epoch nor open transaction).
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from kio.schema.errors import ErrorCode
 
@@ -51,15 +54,18 @@ class ReplicaAdminApis:
             max_version=DESCRIBE_PRODUCERS_VERSIONS[1],
         )
 
-    def _on_delete_records(
+    async def _on_delete_records(
         self, context: RequestContext, request: messages.DeleteRecordsRequest
     ) -> messages.DeleteRecordsResponse:
         schema = messages.DELETE_RECORDS_RESPONSES[context.header.api_version]
         topic_type = field_entity_type(schema, "topics")
         partition_type = field_entity_type(topic_type, "partitions")
+        timeout_ms = max(0, round(request.timeout.total_seconds() * 1000))
 
-        def answer(topic: str, partition_index: int, offset: int) -> object:
-            error, low_watermark = self._replicas.delete_records(topic, partition_index, offset)
+        async def answer(topic: str, partition_index: int, offset: int) -> object:
+            error, low_watermark = await self._replicas.delete_records(
+                topic, partition_index, offset, timeout_ms
+            )
             return make_entity(
                 partition_type,
                 partition_index=partition_index,
@@ -67,20 +73,18 @@ class ReplicaAdminApis:
                 error_code=error,
             )
 
-        return make_entity(
-            schema,
-            throttle_time=NO_THROTTLE,
-            topics=tuple(
-                make_entity(
-                    topic_type,
-                    name=topic.name,
-                    partitions=tuple(
-                        answer(topic.name, p.partition_index, p.offset) for p in topic.partitions
-                    ),
-                )
+        async def topic_answer(name: str, partitions: list[tuple[int, int]]) -> object:
+            answers = await asyncio.gather(*(answer(name, *p) for p in partitions))
+            return make_entity(topic_type, name=name, partitions=tuple(answers))
+
+        # Every partition's deletion starts at once; each answer waits for its followers.
+        topics = await asyncio.gather(
+            *(
+                topic_answer(topic.name, [(p.partition_index, p.offset) for p in topic.partitions])
                 for topic in request.topics
-            ),
+            )
         )
+        return make_entity(schema, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
     def _on_describe_log_dirs(
         self, context: RequestContext, request: messages.DescribeLogDirsRequest
@@ -147,7 +151,7 @@ class ReplicaAdminApis:
                         producer_id=producer.producer_id,
                         producer_epoch=producer.epoch,
                         last_sequence=producer.last_sequence,
-                        last_timestamp=-1,
+                        last_timestamp=producer.last_timestamp,
                         coordinator_epoch=-1,
                         current_txn_start_offset=-1,
                     )

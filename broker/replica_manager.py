@@ -122,6 +122,8 @@ class FetchPartition:
     max_bytes: int
     current_leader_epoch: int = -1
     last_fetched_epoch: int = -1
+    # A follower's own log start offset (Fetch v5+; -1: not given).
+    log_start_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,8 @@ class FetchResult:
     records: bytes | None = None
     diverging_epoch: tuple[int, int] | None = None
     leader: tuple[int, int] = (-1, -1)
+    # KIP-392: the follower the consumer should fetch from instead (-1: none, read here).
+    preferred_read_replica: int = -1
 
 
 class ReplicaManager:
@@ -152,6 +156,7 @@ class ReplicaManager:
         replica_lag_time_max_ms: int = 30_000,
         eligible_leader_replicas_enable: bool = True,
         fenced_until_registered: bool = False,
+        rack_aware_replica_selector: bool = False,
     ) -> None:
         """`log_config`: the broker's storage settings, which the configuration of each
         topic (its overrides on top of `topic_defaults`) then sets for its replicas.
@@ -168,7 +173,12 @@ class ReplicaManager:
         ISR membership off an incarnation that registers again, in the registration's own
         batch. Acting on the replayed image before that would let a broker that lost its
         unflushed tail lead, take writes at offsets its followers already hold, and have
-        them acknowledged."""
+        them acknowledged.
+
+        With `rack_aware_replica_selector` (Kafka's RackAwareReplicaSelector, KIP-392), the
+        leader answers a consumer's fetch that names its rack with a follower of that rack to
+        fetch from instead (`preferred_read_replica`)."""
+        self._rack_aware = rack_aware_replica_selector
         # The offset of this broker's registration record (its broker epoch): None while the
         # broker has not registered, -1 when nothing fences the replicas.
         self._registration_offset: int | None = None if fenced_until_registered else -1
@@ -696,11 +706,16 @@ class ReplicaManager:
         epoch, end_offset = partition.end_offset_for_epoch(leader_epoch)
         return ErrorCode.none, epoch, end_offset
 
-    def delete_records(self, topic: str, partition_id: int, offset: int) -> tuple[ErrorCode, int]:
-        """DeleteRecords for one partition, on its leader: (error, low watermark), the log
-        start offset once moved up to `offset` (-1: the high watermark). As Kafka answers:
+    async def delete_records(
+        self, topic: str, partition_id: int, offset: int, timeout_ms: int
+    ) -> tuple[ErrorCode, int]:
+        """DeleteRecords for one partition, on its leader: (error, low watermark). The log
+        start offset moves up to `offset` (-1: the high watermark); as Kafka's
+        DelayedDeleteRecords, the answer waits up to `timeout_ms` for every follower on an alive
+        broker to follow it (they do as they fetch), then gives the low watermark, the smallest
+        log start offset over the replicas (REQUEST_TIMED_OUT if they have not by then).
         OFFSET_OUT_OF_RANGE beyond the high watermark, POLICY_VIOLATION for a topic whose
-        cleanup.policy lacks "delete". Followers follow the new log start as they fetch."""
+        cleanup.policy lacks "delete"."""
         error, partition = self._leader_of(topic, partition_id, -1)
         if error is not ErrorCode.none or partition is None:
             return error, -1
@@ -711,7 +726,7 @@ class ReplicaManager:
         if not 0 <= target <= high_watermark:
             return ErrorCode.offset_out_of_range, -1
         try:
-            low_watermark = partition.delete_records(target)
+            log_start_offset = partition.delete_records(target)
         except StorageError as storage_error:
             log.error("delete_records_failed", topic=topic, error=str(storage_error))
             return ErrorCode.kafka_storage_error, -1
@@ -719,9 +734,33 @@ class ReplicaManager:
             "records_deleted",
             topic=topic,
             partition=partition_id,
-            log_start_offset=low_watermark,
+            log_start_offset=log_start_offset,
         )
-        return ErrorCode.none, low_watermark
+        return await self._until_low_watermark(partition, target, timeout_ms)
+
+    async def _until_low_watermark(
+        self, partition: Partition, target: int, timeout_ms: int
+    ) -> tuple[ErrorCode, int]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        while True:
+            if not partition.is_leader or self._hosted(partition) is not partition:
+                return ErrorCode.not_leader_or_follower, -1
+            low_watermark = partition.low_watermark(self._alive)
+            if low_watermark >= target:
+                return ErrorCode.none, low_watermark
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return ErrorCode.request_timed_out, low_watermark
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(partition.wait_for_change(), remaining)
+
+    def _hosted(self, partition: Partition) -> Partition | None:
+        return self.partitions.get((partition.topic, partition.partition_id))
+
+    def _alive(self, broker_id: int) -> bool:
+        broker = self._applied.brokers.get(broker_id)
+        return broker is not None and not broker.fenced
 
     def describe_log_dirs(
         self, asked: Mapping[str, Collection[int]] | None
@@ -778,16 +817,22 @@ class ReplicaManager:
         min_bytes: int,
         max_bytes: int,
         requests: Sequence[FetchPartition],
+        client_rack: str | None = None,
     ) -> list[FetchResult]:
         """Read each partition; waits up to `max_wait_ms` for `min_bytes` if none failed. A
         fetch of no partition (every one it named unknown) is answered at once, as Kafka's
-        KafkaApis does when nothing is left to fetch."""
+        KafkaApis does when nothing is left to fetch.
+
+        `client_rack` is the rack a consumer's Fetch v11+ names ("" when it names none; None
+        before v11). Such a consumer may read from a follower, up to the follower's high
+        watermark; from the leader it may be sent to a follower of its rack instead (KIP-392),
+        an answer given at once."""
         if not requests:
             return []
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
         while True:
-            results = self._read_all(replica_id, max_bytes, requests)
+            results = self._read_all(replica_id, max_bytes, requests, client_rack)
             size = sum(len(r.records) for r in results if r.records is not None)
             waiting = [
                 self.partitions[(request.topic, request.partition_id)]
@@ -799,7 +844,9 @@ class ReplicaManager:
                 size >= min_bytes
                 or remaining <= 0
                 or len(waiting) != len(results)
-                or any(r.diverging_epoch is not None for r in results)
+                or any(
+                    r.diverging_epoch is not None or r.preferred_read_replica >= 0 for r in results
+                )
             ):
                 return results
             waiters = [asyncio.ensure_future(p.wait_for_change()) for p in waiting]
@@ -810,12 +857,25 @@ class ReplicaManager:
                     waiter.cancel()
 
     def _read_all(
-        self, replica_id: int, max_bytes: int, requests: Sequence[FetchPartition]
+        self,
+        replica_id: int,
+        max_bytes: int,
+        requests: Sequence[FetchPartition],
+        client_rack: str | None,
     ) -> list[FetchResult]:
         results = []
         budget = max_bytes
+        # KIP-392 applies to consumers' Fetch v11+ only; the leader's reads stay as they are
+        # unless the rack-aware selector is on and the consumer names its rack.
+        consumer_with_rack = replica_id < 0 and client_rack is not None
+        selecting = consumer_with_rack and self._rack_aware and bool(client_rack)
         for request in requests:
-            result = self._read(replica_id, request, budget, first=budget == max_bytes)
+            first = budget == max_bytes
+            result = self._redirect(request, client_rack or "") if selecting else None
+            if result is None:
+                result = self._read(replica_id, request, budget, first=first)
+                if consumer_with_rack and result.error is ErrorCode.not_leader_or_follower:
+                    result = self._read_as_follower(request, budget, first)
             if result.records is not None:
                 budget = max(0, budget - len(result.records))
             results.append(result)
@@ -854,31 +914,113 @@ class ReplicaManager:
                 )
         # A fetch offset past this log's end is no log end offset a follower can have.
         if is_follower and request.fetch_offset <= partition.log_end_offset:
-            expanded = partition.record_follower_fetch(replica_id, request.fetch_offset, _now_ms())
+            expanded = partition.record_follower_fetch(
+                replica_id, request.fetch_offset, _now_ms(), request.log_start_offset
+            )
             if expanded is not None and self._isr_changes is not None:
                 self._isr_changes.propose(partition, expanded, "follower_caught_up")
-        try:
-            read = partition.read(
-                request.fetch_offset,
-                min(request.max_bytes, budget),
-                committed_only=not is_follower,
-                min_one_batch=first,
-            )
-            records = None if read.records is None else read.records.read()
-        except OffsetOutOfRangeError:
-            return FetchResult(
-                ErrorCode.offset_out_of_range,
-                partition.high_watermark,
-                partition.log_start_offset,
-                leader=leader,
-            )
-        except (StorageError, OSError) as error:
-            # That partition's answer only: the others of the fetch are served.
-            log.error("fetch_storage_failed", topic=request.topic, error=str(error))
-            return FetchResult(ErrorCode.kafka_storage_error, leader=leader)
-        return FetchResult(
-            ErrorCode.none, read.high_watermark, read.log_start_offset, records, leader=leader
+        return _read_records(
+            partition, request, budget, first=first, committed_only=not is_follower, leader=leader
         )
+
+    def _redirect(self, request: FetchPartition, client_rack: str) -> FetchResult | None:
+        """The leader's answer sending a consumer of `client_rack` to a follower of its rack
+        (no records, the follower in `preferred_read_replica`); None to read here."""
+        partition = self.partitions.get((request.topic, request.partition_id))
+        if partition is None or partition.state is None or not partition.is_leader:
+            return None
+        preferred = self._preferred_read_replica(partition, client_rack, request.fetch_offset)
+        if preferred is None:
+            return None
+        partition.consumer_fetches_redirected += 1
+        return FetchResult(
+            ErrorCode.none,
+            partition.high_watermark,
+            partition.log_start_offset,
+            leader=(partition.state.leader, partition.leader_epoch),
+            preferred_read_replica=preferred,
+        )
+
+    def _read_as_follower(self, request: FetchPartition, budget: int, first: bool) -> FetchResult:
+        """A consumer's read from this follower (Fetch v11+, KIP-392): its records below its
+        own high watermark, with the leader epoch checked as the leader checks it; past its log
+        end, OFFSET_OUT_OF_RANGE."""
+        partition = self.partitions[(request.topic, request.partition_id)]
+        assert partition.state is not None
+        partition.consumer_fetches_as_follower += 1
+        leader = (partition.state.leader, partition.leader_epoch)
+        epoch = request.current_leader_epoch
+        if 0 <= epoch < partition.leader_epoch:
+            return FetchResult(ErrorCode.fenced_leader_epoch, leader=leader)
+        if epoch > partition.leader_epoch:
+            return FetchResult(ErrorCode.unknown_leader_epoch, leader=leader)
+        return _read_records(
+            partition, request, budget, first=first, committed_only=True, leader=leader
+        )
+
+    def _preferred_read_replica(
+        self, partition: Partition, client_rack: str, fetch_offset: int
+    ) -> int | None:
+        """The follower a consumer in `client_rack` should read from, as Kafka's
+        RackAwareReplicaSelector picks it: None (the leader) without the selector or a client
+        rack, or when the leader is in that rack; else, among the alive in-sync followers of
+        the rack that hold `fetch_offset`, the one furthest ahead (then the latest caught up)."""
+        if not self._rack_aware or not client_rack or partition.state is None:
+            return None
+        brokers = self._applied.brokers
+        own = brokers.get(self.broker_id)
+        if own is not None and own.rack == client_rack:
+            return None
+        candidates = []
+        for replica_id in partition.state.isr:
+            follower = partition.followers.get(replica_id)
+            broker = brokers.get(replica_id)
+            if (
+                follower is None
+                or broker is None
+                or broker.fenced
+                or broker.rack != client_rack
+                or follower.log_end_offset < fetch_offset
+                or fetch_offset < partition.log_start_offset
+            ):
+                continue
+            candidates.append((follower.log_end_offset, follower.last_caught_up_ms, replica_id))
+        return max(candidates)[2] if candidates else None
+
+
+def _read_records(
+    partition: Partition,
+    request: FetchPartition,
+    budget: int,
+    *,
+    first: bool,
+    committed_only: bool,
+    leader: tuple[int, int],
+) -> FetchResult:
+    """The batches of `partition` a fetch gets from its fetch offset (below the high watermark
+    when `committed_only`), within `budget` bytes."""
+    try:
+        read = partition.read(
+            request.fetch_offset,
+            min(request.max_bytes, budget),
+            committed_only=committed_only,
+            min_one_batch=first,
+        )
+        records = None if read.records is None else read.records.read()
+    except OffsetOutOfRangeError:
+        return FetchResult(
+            ErrorCode.offset_out_of_range,
+            partition.high_watermark,
+            partition.log_start_offset,
+            leader=leader,
+        )
+    except (StorageError, OSError) as error:
+        # That partition's answer only: the others of the fetch are served.
+        log.error("fetch_storage_failed", topic=request.topic, error=str(error))
+        return FetchResult(ErrorCode.kafka_storage_error, leader=leader)
+    return FetchResult(
+        ErrorCode.none, read.high_watermark, read.log_start_offset, records, leader=leader
+    )
 
 
 def _now_ms() -> int:

@@ -4,7 +4,7 @@ The catalogue (`TOPIC_CONFIGS`) is every topic config of Kafka 3.9 / 4.x, as Kaf
 defines it: its type, Kafka's default, its validation, and the broker setting that gives every
 topic its value (the synonym, `log.retention.ms` for `retention.ms`; none for the tiered storage
 ones). Some only exist for Kafka's own machinery (preallocated segments, tiered storage, message
-down-conversion, the compression levels): they are accepted, validated, stored and described,
+down-conversion): they are accepted, validated, stored and described,
 and change nothing here; `remote.storage.enable` is refused as true, as Kafka refuses it
 without tiered storage. Values travel
 as text, in Kafka's spelling, in requests and in the metadata log's ConfigRecords; validation
@@ -95,6 +95,14 @@ def _gzip_level(value: str) -> str | None:
     # Kafka's GzipCompression.LEVEL_VALIDATOR: Deflater's levels, or its default (-1).
     level = int(value)
     return None if level == -1 or 1 <= level <= 9 else "Value must be between 1 and 9, or -1"
+
+
+# A Kafka release as MetadataVersion spells it: "2.8", "0.10.2", "3.0-IV1".
+_KAFKA_VERSION = re.compile(r"[0-9]+\.[0-9]+(\.[0-9]+)?(-IV[0-9]+)?")
+
+
+def _message_format_version(value: str) -> str | None:
+    return None if _KAFKA_VERSION.fullmatch(value) else f"Version {value} is not a valid version"
 
 
 def _remote_storage(value: str) -> str | None:
@@ -206,6 +214,14 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
         _limit_or_none,
         at_least=0,
     ),
+    # Removed in Kafka 4.0, and ignored since 3.0 (every batch is written as magic 2).
+    "message.format.version": TopicConfigDef(
+        ConfigType.STRING,
+        "3.0-IV1",
+        "log.message.format.version",
+        str,
+        check=_message_format_version,
+    ),
     # Deprecated by KIP-937 and removed in Kafka 4.0; accepted, the two above bound timestamps.
     "message.timestamp.difference.max.ms": TopicConfigDef(
         ConfigType.LONG,
@@ -300,7 +316,7 @@ def _value_problem(definition: TopicConfigDef, value: str) -> str | None:
             if value.lower() not in ("true", "false"):
                 return "Expected value to be either true or false"
         case ConfigType.STRING:
-            if value not in definition.choices:
+            if definition.choices and value not in definition.choices:
                 return f"String must be one of: {', '.join(sorted(definition.choices))}"
         case ConfigType.LIST:
             # An empty value or item ("", "delete,") is refused: it names no policy.
@@ -369,6 +385,7 @@ class TopicConfig:
     max_compaction_lag_ms: int | None
     max_message_bytes: int
     message_downconversion_enable: bool
+    message_format_version: str
     message_timestamp_after_max_ms: int | None
     message_timestamp_before_max_ms: int | None
     message_timestamp_difference_max_ms: int | None
@@ -388,6 +405,20 @@ class TopicConfig:
     segment_ms: int
     unclean_leader_election_enable: bool
     unclean_recovery_strategy: UncleanRecoveryStrategy
+
+    @property
+    def compression_level(self) -> int | None:
+        """The level the topic sets for its `compression.type` codec (KIP-390); None for the
+        codec's default, and for codecs without levels or `producer`."""
+        levels = {
+            Compression.GZIP: (self.compression_gzip_level, -1),
+            Compression.LZ4: (self.compression_lz4_level, 9),
+            Compression.ZSTD: (self.compression_zstd_level, 3),
+        }
+        if self.compression_type not in levels:
+            return None
+        level, default = levels[self.compression_type]
+        return None if level == default else level
 
     @classmethod
     def resolve(

@@ -420,6 +420,7 @@ class BrokerRole:
             replica_lag_time_max_ms=config.replica_lag_time_max_ms,
             eligible_leader_replicas_enable=config.eligible_leader_replicas_enable,
             fenced_until_registered=True,
+            rack_aware_replica_selector=config.replica_selector_class is not None,
         )
         self._offsets_topic_segment_bytes = config.offsets_topic_segment_bytes
         self._controlled_shutdown_timeout_ms = config.controlled_shutdown_timeout_ms
@@ -484,6 +485,8 @@ class BrokerRole:
                     min_insync_replicas=image.topic_config(
                         topic, self._topic_defaults
                     ).min_insync_replicas,
+                    consumer_fetches_as_follower=replica.consumer_fetches_as_follower,
+                    consumer_fetches_redirected=replica.consumer_fetches_redirected,
                 )
             )
         return states

@@ -59,6 +59,7 @@ def test_kafka_defaults_read_as_typed_values() -> None:
             max_compaction_lag_ms=None,
             max_message_bytes=1_048_588,
             message_downconversion_enable=True,
+            message_format_version="3.0-IV1",
             message_timestamp_after_max_ms=3_600_000,
             message_timestamp_before_max_ms=None,
             message_timestamp_difference_max_ms=None,
@@ -135,6 +136,7 @@ def test_each_topic_config_names_its_broker_synonym(name: str, synonym: str | No
         ("segment.index.bytes", "3", "Value must be at least 4"),
         ("local.retention.ms", "-3", "Value must be at least -2"),
         ("preallocate", "yes", "Expected value to be either true or false"),
+        ("message.format.version", "latest", "Version latest is not a valid version"),
         (
             "remote.storage.enable",
             "true",
@@ -298,3 +300,16 @@ def test_compression_type_reads_as_the_codec_to_recompress_to() -> None:
             {"compression.type": value}, KAFKA_DEFAULTS
         ).compression_type == (codec)
     assert topic_config_problem("remote.storage.enable", "false") is None
+
+
+def test_the_compression_level_is_the_one_set_for_the_topics_codec() -> None:
+    def level(overrides: dict[str, str]) -> int | None:
+        return TopicConfig.resolve(overrides, KAFKA_DEFAULTS).compression_level
+
+    assert level({"compression.type": "gzip"}) is None  # Kafka's default level
+    assert level({"compression.type": "gzip", "compression.gzip.level": "9"}) == 9
+    assert level({"compression.type": "zstd", "compression.zstd.level": "-5"}) == -5
+    assert level({"compression.type": "lz4", "compression.lz4.level": "12"}) == 12
+    assert level({"compression.type": "zstd", "compression.gzip.level": "9"}) is None
+    assert level({"compression.type": "snappy"}) is None
+    assert level({"compression.gzip.level": "9"}) is None  # producer: never recompressed

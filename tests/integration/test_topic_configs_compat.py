@@ -34,6 +34,7 @@ KAFKA_ONLY_CONFIGS = {
     "local.retention.ms": "60000",
     "max.compaction.lag.ms": "3600000",
     "message.downconversion.enable": "false",
+    "message.format.version": "2.8",
     "message.timestamp.difference.max.ms": "86400000",
     "min.compaction.lag.ms": "1000",
     "preallocate": "true",

@@ -705,3 +705,23 @@ def test_a_corrupt_batch_is_refused_not_resealed() -> None:
     damaged[-1] ^= 0xFF
     with pytest.raises(CorruptBatchError):
         recompress_batches(bytes(damaged), Compression.GZIP)
+
+
+@pytest.mark.parametrize(
+    ("codec", "fast", "small"),
+    [(Compression.GZIP, 1, 9), (Compression.ZSTD, 1, 19), (Compression.LZ4, 1, 17)],
+)
+def test_recompression_at_a_level_is_read_back_and_a_higher_level_packs_tighter(
+    codec: Compression, fast: int, small: int
+) -> None:
+    # Varied but repetitive values: levels make a difference on them.
+    records = [Record(b"%d-" % (i * i % 97) * 40 + bytes(range(i % 50))) for i in range(300)]
+    sent = encode_batch(records)
+    sizes = {}
+    for level in (fast, small):
+        recompressed = bytes(recompress_batches(sent, codec, level))
+        ((header, decoded),) = list(decode_batches(recompressed))
+        assert header.compression is codec
+        assert [r.value for r in decoded] == [r.value for r in records]
+        sizes[level] = len(recompressed)
+    assert sizes[small] < sizes[fast]
