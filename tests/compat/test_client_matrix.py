@@ -14,8 +14,12 @@ Gaps (no test is generated for them, nothing is skipped):
   (auto commit), which `test_consume_group` checks through confluent-kafka.
 - kcat writes one set of headers for every message (`-H`), so its produce flows carry the
   same headers on each message; the other clients' carry headers of their own per message.
-Every client has an idempotent producer (kafka-python since 2.1, aiokafka since 0.5, kcat
-through librdkafka's enable.idempotence) and every codec (none, gzip, snappy, lz4, zstd).
+- kcat has no seek: its `test_seek` starts reading at the offset (`-o 17`).
+Every client has an idempotent producer (kcat through librdkafka's enable.idempotence) and
+every codec (none, gzip, snappy, lz4, zstd; kafka-python's through python-snappy, lz4 and
+zstandard). Produce runs every acks (0, 1, all) uncompressed and every codec with acks=all.
+Configs are altered with IncrementalAlterConfigs (44) by confluent-kafka and kafka-python (its
+choice when the broker has it) and with AlterConfigs (33) by aiokafka, which has only that.
 """
 
 from __future__ import annotations
