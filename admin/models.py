@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class ErrorResponse(BaseModel):
@@ -259,7 +259,141 @@ class Reassignment(BaseModel):
 
     topic: str = Field(pattern=TOPIC_NAME_PATTERN)
     partition: int = Field(ge=0, le=2**31 - 1)
-    replicas: list[int] = Field(min_length=1)
+    replicas: list[int] = Field(min_length=1, max_length=32_767)
+
+
+# The replication throttle in bytes/s, for `leader.replication.throttled.rate` and
+# `follower.replication.throttled.rate`; 0 removes it.
+_THROTTLE = Field(
+    default=None,
+    ge=0,
+    le=2**63 - 1,
+    description="sets the cluster-wide replication throttle of the replicas being added, in "
+    "bytes/s (leader.replication.throttled.rate and follower.replication.throttled.rate); 0 "
+    "removes it; absent leaves it as it is",
+)
+
+
+class StartReassignments(BaseModel):
+    """POST /v1/reassignments: one partition (`topic`, `partition`, `replicas`, as
+    `Reassignment`) or many (`partitions`), with an optional replication throttle."""
+
+    model_config = _REQUEST
+
+    topic: str | None = Field(default=None, pattern=TOPIC_NAME_PATTERN)
+    partition: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    replicas: list[int] | None = Field(default=None, min_length=1, max_length=32_767)
+    partitions: list[Reassignment] | None = Field(default=None, max_length=10_000)
+    throttle_bytes_per_sec: int | None = _THROTTLE
+
+    @model_validator(mode="after")
+    def _one_form(self) -> StartReassignments:
+        single = (self.topic, self.partition, self.replicas)
+        if self.partitions is not None:
+            if any(value is not None for value in single):
+                raise ValueError("give either topic, partition and replicas, or partitions")
+        elif any(value is None for value in single):
+            raise ValueError("give topic, partition and replicas, or partitions")
+        return self
+
+    def reassignments(self) -> list[Reassignment]:
+        """The partitions to move, whichever form the request took."""
+        if self.partitions is not None:
+            return self.partitions
+        assert self.topic is not None and self.partition is not None and self.replicas
+        return [Reassignment(topic=self.topic, partition=self.partition, replicas=self.replicas)]
+
+
+class RefusedReassignment(BaseModel):
+    """A partition the controller would not move, with Kafka's error in snake_case."""
+
+    topic: str
+    partition: int
+    error: str
+    message: str | None
+
+
+class ReassignmentsStarted(BaseModel):
+    """The answer to POST /v1/reassignments (202): what started and what was refused."""
+
+    started: list[Reassignment]
+    refused: list[RefusedReassignment] = Field(
+        description="partitions the controller refused while it started others (a request whose "
+        "every partition is refused gets the error answer instead)"
+    )
+    throttle_bytes_per_sec: int | None = Field(
+        description="the throttle this request set (0: removed); null: left as it was"
+    )
+
+
+class ReassignmentProgress(BaseModel):
+    """An in-progress reassignment: during the move `replicas` is the target plus the replicas
+    being removed; it completes once every replica being added is in the ISR."""
+
+    topic: str
+    partition: int
+    replicas: list[int]
+    target: list[int]
+    adding: list[int]
+    removing: list[int]
+    leader: int
+    isr: list[int]
+    bytes_behind: dict[int, int | None] = Field(
+        description="per replica being added: the bytes it is behind the leader, as the "
+        "leader's log view says; null when unavailable"
+    )
+    log_view_error: str | None = Field(
+        default=None, description="why `bytes_behind` is null (no leader, leader unreachable)"
+    )
+
+
+class Rebalance(BaseModel):
+    """POST /v1/rebalance: plan (and unless `dry_run`, start) the moves that even the brokers'
+    replica and preferred-leader counts."""
+
+    model_config = _REQUEST
+
+    dry_run: bool = True
+    throttle_bytes_per_sec: int | None = _THROTTLE
+
+
+class PlannedMove(BaseModel):
+    """One partition's replica list now (`from`) and in the plan (`to`)."""
+
+    # `from` is a Python keyword: the fields are named otherwise and answered as from / to.
+    model_config = ConfigDict(validate_by_name=True, serialize_by_alias=True)
+
+    topic: str
+    partition: int
+    from_replicas: list[int] = Field(alias="from")
+    to_replicas: list[int] = Field(alias="to")
+    adding: list[int]
+    removing: list[int]
+
+
+class BrokerLoad(BaseModel):
+    """A broker's replica and preferred-leader counts before and after the plan."""
+
+    broker: int
+    replicas_before: int
+    replicas_after: int
+    leaders_before: int
+    leaders_after: int
+
+
+class RebalancePlan(BaseModel):
+    """A rebalance or drain plan, and whether it was started."""
+
+    moves: list[PlannedMove] = Field(
+        description="the partitions whose replica list changes, in set or only in order"
+    )
+    replicas_moved: int = Field(description="replicas that change broker")
+    brokers: list[BrokerLoad]
+    balanced: bool = Field(
+        description="replica and preferred-leader counts end within one (rack spread may forbid it)"
+    )
+    started: bool = Field(description="the moves were started as reassignments")
+    detail: str = Field(description="what happens next")
 
 
 class ReplicaLogAnswer(BaseModel):

@@ -289,10 +289,15 @@ def elect_recovered_leader_request(
 
 
 def incremental_alter_configs_request(
-    topic: str, set_values: Mapping[str, str], delete: Sequence[str]
+    topic: str,
+    set_values: Mapping[str, str],
+    delete: Sequence[str],
+    *,
+    resource_type: ConfigResourceType = ConfigResourceType.TOPIC,
 ) -> messages.IncrementalAlterConfigsRequest:
     """IncrementalAlterConfigs of one topic: SET each of `set_values`, DELETE each of `delete`
-    (back to the broker default)."""
+    (back to the broker default). With `resource_type` BROKER, `topic` names the broker
+    instead ("" for the cluster-wide default)."""
     key = messages.INCREMENTAL_ALTER_CONFIGS_REQUESTS
     configs: list[tuple[str, ConfigOperation, str | None]] = [
         (name, ConfigOperation.SET, value) for name, value in set_values.items()
@@ -304,7 +309,7 @@ def incremental_alter_configs_request(
             _entity(
                 key,
                 "resources",
-                resource_type=ConfigResourceType.TOPIC,
+                resource_type=resource_type,
                 resource_name=topic,
                 configs=tuple(
                     _entity(
