@@ -11,9 +11,10 @@ replayed, so the image is at least as new as anything decided while it was down)
 every change after, a local log is deleted when the image has no topic of its name, or has
 one under another id (the topic was deleted and created again): its directory is renamed aside
 at once, so it is never opened or served again, and removed in the background; a re-created
-topic's replica starts an empty log. A log of a topic that still exists under the same id is
-kept even when this broker is no replica of it. A log without a recorded id (from before ids
-were recorded) takes the image's id. Logs on an offline log directory are left alone.
+topic's replica starts an empty log. A log of a partition that still exists under the same id
+but no longer lists this broker among its replicas (reassigned away while the broker was down)
+is deleted too. A log without a recorded id (from before ids were recorded) takes the image's
+id. Logs on an offline log directory are left alone.
 
 Produce (leader only): every partition is validated and appended at once; acks=all waits
 (bounded by the request timeout) until the high watermark passes the last appended offset,
@@ -311,7 +312,8 @@ class ReplicaManager:
                 # A topic of its name now (created again with fewer partitions) has a new id.
                 self._remove(key, image.topic_ids.get(key[0]))
                 yield
-        # Only a change of the topics' names or ids can make a log a stray.
+        # A replica unassigned at run time went with its log (`_remove`): only a change of the
+        # topics' names or ids can make a log a stray then.
         if reconciling_all or image.topic_ids is not old.topic_ids:
             yield from self._delete_strays(image)
         self._applied = image
@@ -338,7 +340,8 @@ class ReplicaManager:
 
     def _delete_strays(self, image: MetadataImage) -> Iterator[None]:
         """Deletes the local logs no replica hosts whose topic is gone from `image` or is
-        there under another id; one step per log deleted."""
+        there under another id, or whose partition no longer lists this broker as a replica;
+        one step per log deleted."""
         assert self._unhosted is not None
         for found in sorted(self._unhosted):
             if (found.topic, found.partition) in self.partitions or not self._logs.get_log(found):
@@ -355,19 +358,17 @@ class ReplicaManager:
                 deleted = self._delete_log(
                     found, recorded, topic.topic_id, reason="topic_recreated"
                 )
+            elif self.broker_id not in topic.partitions[found.partition].replicas:
+                # Reassigned away while this broker was down (or while its directory was
+                # offline): no replica of it will be hosted here again under this id.
+                deleted = self._delete_log(
+                    found, recorded, topic.topic_id, reason="replica_unassigned"
+                )
             else:
-                if recorded is None:
-                    self._adopt_topic_id(found, topic.topic_id)
                 continue
             if deleted:
                 self._unhosted.discard(found)
             yield
-
-    def _adopt_topic_id(self, found: TopicPartition, topic_id: UUID) -> None:
-        try:
-            self._logs.record_topic_id(found, topic_id)
-        except StorageError as error:
-            self._log_dir_failed(self._logs.directory_of(found), error)
 
     def _delete_log(
         self,
