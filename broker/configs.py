@@ -169,17 +169,19 @@ def _topic_configs(overrides: Mapping[str, str], defaults: TopicDefaults) -> lis
         synonyms: list[tuple[str, str | None, ConfigSource]] = []
         if entry.name in overrides:
             synonyms.append((entry.name, overrides[entry.name], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-        if entry.name in defaults.configs:
-            synonyms.append(
-                (
-                    definition.broker_synonym,
-                    defaults.configs[entry.name],
-                    ConfigSource.STATIC_BROKER_CONFIG,
+        # A topic-only config (no broker synonym) has no broker-level values to list.
+        if definition.broker_synonym is not None:
+            if entry.name in defaults.configs:
+                synonyms.append(
+                    (
+                        definition.broker_synonym,
+                        defaults.configs[entry.name],
+                        ConfigSource.STATIC_BROKER_CONFIG,
+                    )
                 )
+            synonyms.append(
+                (definition.broker_synonym, definition.default, ConfigSource.DEFAULT_CONFIG)
             )
-        synonyms.append(
-            (definition.broker_synonym, definition.default, ConfigSource.DEFAULT_CONFIG)
-        )
         described.append(
             _Described(
                 entry.name, entry.value, entry.source, definition.type, False, tuple(synonyms)
