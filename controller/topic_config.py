@@ -31,9 +31,11 @@ _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 class ConfigSource(IntEnum):
-    """Where a topic's effective config value comes from (DescribeConfigs' ConfigSource)."""
+    """Where an effective config value comes from (DescribeConfigs' ConfigSource)."""
 
     DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
 
