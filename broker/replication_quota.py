@@ -85,3 +85,31 @@ class ReplicationQuotas:
 
     leader: ReplicationQuota
     follower: ReplicationQuota
+
+
+@dataclass(frozen=True, slots=True)
+class ThrottleSettings:
+    """A node's replication throttle settings: the rates (bytes/s, UNTHROTTLED: none) of
+    `leader.replication.throttled.rate` and `follower.replication.throttled.rate`, and the
+    measuring window (`replication.quota.window.num` samples of
+    `replication.quota.window.size.seconds`)."""
+
+    leader_rate: int = UNTHROTTLED
+    follower_rate: int = UNTHROTTLED
+    samples: int = DEFAULT_SAMPLES
+    sample_ms: int = DEFAULT_SAMPLE_MS
+
+    def quotas(self) -> ReplicationQuotas:
+        """Both quotas at these settings."""
+        return ReplicationQuotas(
+            leader=ReplicationQuota(
+                self.leader_rate, samples=self.samples, sample_ms=self.sample_ms
+            ),
+            follower=ReplicationQuota(
+                self.follower_rate, samples=self.samples, sample_ms=self.sample_ms
+            ),
+        )
+
+
+# No throttle, Kafka's default window.
+NO_THROTTLE = ThrottleSettings()
