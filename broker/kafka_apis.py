@@ -3,8 +3,9 @@
 Served from the broker's metadata image and settings: Metadata, DescribeCluster and
 DescribeConfigs. Forwarded to the active controller, as KRaft brokers do (KIP-590), so that a
 Kafka admin client may talk to any broker and the answer is the controller's: CreateTopics,
-DeleteTopics, CreatePartitions and ElectLeaders. When no controller answers in time, those
-requests get REQUEST_TIMED_OUT.
+DeleteTopics, CreatePartitions, IncrementalAlterConfigs, ElectLeaders,
+AlterPartitionReassignments, ListPartitionReassignments and UnregisterBroker. When no
+controller answers in time, those requests get REQUEST_TIMED_OUT.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ _FORWARDED = frozenset(
         ApiKey.CREATE_PARTITIONS,
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
         ApiKey.ELECT_LEADERS,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS,
+        ApiKey.UNREGISTER_BROKER,
     }
 )
 _ForwardedRequest: TypeAlias = (
@@ -45,6 +49,9 @@ _ForwardedRequest: TypeAlias = (
     | messages.CreatePartitionsRequest
     | messages.IncrementalAlterConfigsRequest
     | messages.ElectLeadersRequest
+    | messages.AlterPartitionReassignmentsRequest
+    | messages.ListPartitionReassignmentsRequest
+    | messages.UnregisterBrokerRequest
 )
 
 
@@ -58,6 +65,12 @@ def _refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payl
         return wire.create_partitions_error(version, request, error)
     if isinstance(request, messages.IncrementalAlterConfigsRequest):
         return wire.incremental_alter_configs_error(version, request, error)
+    if isinstance(request, messages.AlterPartitionReassignmentsRequest):
+        return wire.alter_reassignments_error(version, error)
+    if isinstance(request, messages.ListPartitionReassignmentsRequest):
+        return wire.list_reassignments_error(version, error)
+    if isinstance(request, messages.UnregisterBrokerRequest):
+        return wire.unregister_broker_error(version, error)
     return wire.elect_leaders_response(version, (), error)
 
 

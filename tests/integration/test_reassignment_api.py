@@ -1,0 +1,187 @@
+"""Partition reassignment through Kafka's own APIs (AlterPartitionReassignments,
+ListPartitionReassignments, UnregisterBroker) on real `kraft serve` processes, driven by
+kafka-python's admin client: a move with acknowledged data, bad targets, a cancelled move,
+and removing a broker."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.errors import (
+    InvalidReplicationAssignmentError,
+    NoReassignmentInProgressError,
+    UnknownTopicOrPartitionError,
+)
+from kio.schema.errors import ErrorCode
+
+from bench.cluster import Cluster
+from controller.client import unregister_broker_request
+from net.client import NodeConnection
+
+pytestmark = pytest.mark.slow
+
+MESSAGES = 300
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    root: Path = tmp_path_factory.mktemp("reassign")
+    cluster = Cluster.combined(
+        root,
+        3,
+        **{
+            "broker.session.timeout.ms": "3000",
+            "broker.heartbeat.interval.ms": "500",
+            "auto.leader.rebalance.enable": "false",
+        },
+    )
+    cluster.add_brokers([4])
+    cluster.start_all()
+    try:
+        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, timeout=60)
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+@pytest.fixture(scope="module")
+def admin(cluster: Cluster) -> Iterator[KafkaAdminClient]:
+    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30_000)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _partition(cluster: Cluster, topic: str, partition: int = 0) -> dict[str, Any]:
+    """The partition as the metadata image of node 1's admin API shows it."""
+    described = cluster.nodes[1].get(f"/v1/topics/{topic}", timeout=5)
+    found: dict[str, Any] = next(p for p in described["partitions"] if p["partition"] == partition)
+    return found
+
+
+def _wait_until_no_reassignment(admin: KafkaAdminClient, cluster: Cluster) -> None:
+    cluster.wait_for(
+        "reassignments completed",
+        lambda: True if not admin.list_partition_reassignments() else None,
+        timeout=60,
+    )
+
+
+def test_a_move_keeps_every_acknowledged_record(cluster: Cluster, admin: KafkaAdminClient) -> None:
+    topic = "moved"
+    admin.create_topics([NewTopic(topic, replica_assignments={0: [1, 2]})])
+    cluster.wait_for("topic led", lambda: _partition(cluster, topic)["leader"] in (1, 2) or None)
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all", retries=10)
+    try:
+        for index in range(MESSAGES):
+            producer.send(topic, f"record-{index}".encode())
+        producer.flush(timeout=60)
+    finally:
+        producer.close()
+
+    results = admin.alter_partition_reassignments({TopicPartition(topic, 0): [3, 4]})
+    assert results == {TopicPartition(topic, 0): None}
+    _wait_until_no_reassignment(admin, cluster)
+
+    def moved() -> dict[str, Any] | None:
+        state = _partition(cluster, topic)
+        done = state["replicas"] == [3, 4] and sorted(state["isr"]) == [3, 4]
+        return state if done else None
+
+    state = cluster.wait_for("replicas moved", moved, timeout=30)
+    assert state["leader"] == 3  # the target's first replica leads once the old ones leave
+
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=cluster.bootstrap,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10_000,
+    )
+    try:
+        values = [record.value for record in consumer]
+    finally:
+        consumer.close()
+    assert values == [f"record-{index}".encode() for index in range(MESSAGES)]
+
+
+def test_bad_targets_get_kafkas_error_codes(cluster: Cluster, admin: KafkaAdminClient) -> None:
+    topic = "targets"
+    admin.create_topics([NewTopic(topic, replica_assignments={0: [1, 2], 1: [2, 3]})])
+    cluster.wait_for("topic led", lambda: _partition(cluster, topic)["leader"] >= 0 or None)
+    results = admin.alter_partition_reassignments(
+        {
+            TopicPartition("no-such-topic", 0): [1, 2],
+            TopicPartition(topic, 5): [1, 2],
+            TopicPartition(topic, 0): [1, 1],
+            TopicPartition(topic, 1): [2, 99],
+        }
+    )
+    assert results == {
+        TopicPartition("no-such-topic", 0): UnknownTopicOrPartitionError,
+        TopicPartition(topic, 5): UnknownTopicOrPartitionError,
+        TopicPartition(topic, 0): InvalidReplicationAssignmentError,
+        TopicPartition(topic, 1): InvalidReplicationAssignmentError,
+    }
+    # kafka-python refuses an empty list itself; an empty target from the wire is refused too
+    # (tests/controller/test_reassignment.py). Cancelling nothing:
+    assert admin.alter_partition_reassignments({TopicPartition(topic, 0): None}) == {
+        TopicPartition(topic, 0): NoReassignmentInProgressError
+    }
+    assert _partition(cluster, topic)["replicas"] == [1, 2]
+
+
+def test_a_move_waiting_for_a_stopped_broker_can_be_cancelled(
+    cluster: Cluster, admin: KafkaAdminClient
+) -> None:
+    topic = "cancelled"
+    admin.create_topics([NewTopic(topic, replica_assignments={0: [1, 2]})])
+    cluster.wait_for("topic led", lambda: _partition(cluster, topic)["leader"] >= 0 or None)
+    cluster.terminate(4)
+    tp = TopicPartition(topic, 0)
+    assert admin.alter_partition_reassignments({tp: [1, 4]}) == {tp: None}
+    # Broker 4 is registered but down: the move waits for it.
+    time.sleep(1)
+    assert admin.list_partition_reassignments() == {
+        tp: {"replicas": [1, 4, 2], "adding_replicas": [4], "removing_replicas": [2]}
+    }
+    assert admin.list_partition_reassignments([tp]) == admin.list_partition_reassignments()
+
+    assert admin.alter_partition_reassignments({tp: None}) == {tp: None}
+    assert admin.list_partition_reassignments() == {}
+    state = _partition(cluster, topic)
+    assert state["replicas"] == [1, 2]
+    assert 4 not in state["isr"]
+
+
+def test_unregister_broker(cluster: Cluster, admin: KafkaAdminClient) -> None:
+    """Broker 4, stopped (by the test before) and hosting nothing, leaves the cluster;
+    broker 1 hosts replicas and is refused."""
+    cluster.wait_for(
+        "broker 4 hosts nothing",
+        lambda: True if admin.list_partition_reassignments() == {} else None,
+    )
+
+    async def unregister(broker_id: int) -> Any:
+        async with NodeConnection("127.0.0.1", cluster.nodes[1].broker_port or 0) as connection:
+            return await connection.send(unregister_broker_request(broker_id))
+
+    refused = asyncio.run(unregister(1))
+    assert refused.error_code == ErrorCode.invalid_request
+    assert "still hosts" in (refused.error_message or "")
+
+    if 4 in cluster.running():
+        cluster.terminate(4)
+    assert asyncio.run(unregister(4)).error_code == ErrorCode.none
+    assert asyncio.run(unregister(4)).error_code == ErrorCode.broker_id_not_registered
+    cluster.wait_for(
+        "broker 4 gone from the metadata",
+        lambda: True if 4 not in {b["id"] for b in cluster.nodes[1].get("/v1/brokers")} else None,
+    )
