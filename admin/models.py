@@ -109,6 +109,11 @@ class ReplicaLog(BaseModel):
         description="on the leader: broker id -> log end offset as the leader last saw it "
         "(-1: not yet fetched in this leadership); empty on a follower"
     )
+    bytes_behind: dict[int, int] = Field(
+        description="on the leader: broker id -> bytes between that replica's log end (as its "
+        "last fetch said) and the leader's log end (-1: not yet fetched in this leadership); "
+        "empty on a follower"
+    )
 
 
 class PartitionDetail(Partition):

@@ -31,9 +31,11 @@ _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 class ConfigSource(IntEnum):
-    """Where a topic's effective config value comes from (DescribeConfigs' ConfigSource)."""
+    """Where an effective config value comes from (DescribeConfigs' ConfigSource)."""
 
     DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
 
@@ -78,17 +80,56 @@ def _policies(value: str) -> frozenset[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class ThrottledReplicas:
+    """`leader.replication.throttled.replicas` / `follower.replication.throttled.replicas`:
+    the replicas of a topic whose replication the broker-level rates bound, on the leader's
+    side or the follower's: every one (`*`) or these (partition, broker) pairs."""
+
+    every_replica: bool = False
+    replicas: frozenset[tuple[int, int]] = frozenset()
+
+    def throttles(self, partition_id: int, broker_id: int) -> bool:
+        """Whether the replica of `partition_id` on `broker_id` is listed."""
+        return self.every_replica or (partition_id, broker_id) in self.replicas
+
+
+# Kafka's ThrottledReplicaListValidator: every item `partition:broker` (or empty), or `*`.
+_THROTTLED_REPLICA = re.compile(r"([0-9]+:[0-9]+)?")
+
+
+def _throttled_replicas_problem(value: str) -> str | None:
+    items = [item.strip() for item in value.split(",")]
+    if "".join(items) == "*" or all(_THROTTLED_REPLICA.fullmatch(item) for item in items):
+        return None
+    return (
+        "must be the literal '*' or a list of replicas in the following format: "
+        "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+    )
+
+
+def _throttled_replicas(value: str) -> ThrottledReplicas:
+    items = [item.strip() for item in value.split(",")]
+    if "".join(items) == "*":
+        return ThrottledReplicas(every_replica=True)
+    pairs = (item.split(":") for item in items if item)
+    return ThrottledReplicas(replicas=frozenset((int(p), int(b)) for p, b in pairs))
+
+
+@dataclass(frozen=True, slots=True)
 class TopicConfigDef:
     """One topic config as Kafka's LogConfig defines it: type, default, valid values, and how
     its (valid, trimmed) text reads as the `TopicConfig` field of the same name."""
 
     type: ConfigType
     default: str
-    # The broker setting that gives every topic its value (Kafka's synonym).
-    broker_synonym: str
+    # The broker setting that gives every topic its value (Kafka's synonym); None for a
+    # topic-only config.
+    broker_synonym: str | None
     parse: Callable[[str], object]
     at_least: int | None = None
     choices: frozenset[str] = frozenset()
+    # A validator of its own, for a value whose form its type does not say.
+    problem: Callable[[str], str | None] | None = None
 
 
 # The topic configs this broker implements, with Kafka's defaults and validators.
@@ -112,6 +153,20 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
     ),
     "flush.ms": TopicConfigDef(
         ConfigType.LONG, str(_LONG_MAX), "log.flush.interval.ms", _limit_or_none, at_least=0
+    ),
+    "follower.replication.throttled.replicas": TopicConfigDef(
+        ConfigType.LIST,
+        "",
+        None,
+        _throttled_replicas,
+        problem=_throttled_replicas_problem,
+    ),
+    "leader.replication.throttled.replicas": TopicConfigDef(
+        ConfigType.LIST,
+        "",
+        None,
+        _throttled_replicas,
+        problem=_throttled_replicas_problem,
     ),
     "max.message.bytes": TopicConfigDef(
         ConfigType.INT, "1048588", "message.max.bytes", int, at_least=0
@@ -181,6 +236,8 @@ def topic_config_problem(name: str, value: str) -> str | None:
 
 def _value_problem(definition: TopicConfigDef, value: str) -> str | None:
     """Why `value` (trimmed, as Kafka's ConfigDef trims) is not valid, or None."""
+    if definition.problem is not None:
+        return definition.problem(value)
     match definition.type:
         case ConfigType.INT | ConfigType.LONG:
             low, high = _INT32_RANGE if definition.type is ConfigType.INT else _INT64_RANGE
@@ -257,6 +314,8 @@ class TopicConfig:
     delete_retention_ms: int
     flush_messages: int | None
     flush_ms: int | None
+    follower_replication_throttled_replicas: ThrottledReplicas
+    leader_replication_throttled_replicas: ThrottledReplicas
     max_message_bytes: int
     message_timestamp_after_max_ms: int | None
     message_timestamp_before_max_ms: int | None

@@ -43,6 +43,7 @@ from broker.metadata_api import CLIENT_LISTENER
 from broker.producer_ids import InitProducerIdApi, ProducerIdBlocks
 from broker.replica_log_info import ReplicaLogInfoApi
 from broker.replica_manager import ReplicaManager
+from broker.replication_quota import ThrottleSettings
 from controller.broker_lifecycle import LifecycleConfig
 from controller.client import ControllerClient, NoControllerError, create_topics_request
 from controller.events import EventLog, MetadataEvent
@@ -277,6 +278,7 @@ class NodeStatusView:
             log_start_offset=replica.log.log_start_offset,
             log_end_offset=replica.log.log_end_offset,
             log_end_offsets=log_end_offsets,
+            bytes_behind=replica.bytes_behind(),
         )
 
     def events(self) -> list[MetadataEvent]:
@@ -417,6 +419,12 @@ class BrokerRole:
             replica_lag_time_max_ms=config.replica_lag_time_max_ms,
             eligible_leader_replicas_enable=config.eligible_leader_replicas_enable,
             fenced_until_registered=True,
+            throttle=ThrottleSettings(
+                leader_rate=config.leader_replication_throttled_rate,
+                follower_rate=config.follower_replication_throttled_rate,
+                samples=config.replication_quota_window_num,
+                sample_ms=config.replication_quota_window_size_seconds * 1000,
+            ),
         )
         self._offsets_topic_segment_bytes = config.offsets_topic_segment_bytes
         self._controlled_shutdown_timeout_ms = config.controlled_shutdown_timeout_ms
