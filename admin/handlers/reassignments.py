@@ -103,9 +103,10 @@ async def reassignments(request: web.Request) -> web.Response:
         *(leader_log(request, name, partition_model(index, state)) for name, index, state in moving)
     )
     answer = []
-    for (name, index, state), (_view, problem) in zip(moving, views, strict=True):
-        # The leader's log view gives no byte lag yet (reassign-broker adds `bytes_behind`).
-        behind: dict[int, int | None] = dict.fromkeys(state.adding_replicas)
+    for (name, index, state), (view, problem) in zip(moving, views, strict=True):
+        # -1 in the leader's view: the replica has not fetched in this leadership yet.
+        known = {} if view is None else {b: n for b, n in view.bytes_behind.items() if n >= 0}
+        behind: dict[int, int | None] = {r: known.get(r) for r in state.adding_replicas}
         answer.append(
             ReassignmentProgress(
                 topic=name,
