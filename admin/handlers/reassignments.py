@@ -74,7 +74,8 @@ async def set_throttle(admin: AdminContext, bytes_per_sec: int) -> None:
 async def start(
     admin: AdminContext, moves: Sequence[Reassignment]
 ) -> tuple[list[Reassignment], list[RefusedReassignment]]:
-    """Asks the controller to start `moves`: the ones it started and the ones it refused."""
+    """Asks the controller to start `moves`: the ones it started (once this node's image holds
+    them) and the ones it refused."""
     response = await admin.to_controller(
         alter_partition_reassignments_request(
             {(move.topic, move.partition): move.replicas for move in moves}
@@ -89,6 +90,7 @@ async def start(
         if result.error_code != ErrorCode.none
     }
     started = [move for move in moves if (move.topic, move.partition) not in errors]
+    await admin.caught_up(lambda image: all(_replayed(image, move) for move in started))
     refused = [
         RefusedReassignment(topic=topic, partition=index, error=code.name, message=message)
         for (topic, index), (code, message) in errors.items()
@@ -158,6 +160,17 @@ async def start_reassignments(request: web.Request) -> web.Response:
             started=started, refused=refused, throttle_bytes_per_sec=body.throttle_bytes_per_sec
         ),
         202,
+    )
+
+
+def _replayed(image: MetadataImage, move: Reassignment) -> bool:
+    """Whether `image` holds the started `move`: in progress, or done already (a reorder)."""
+    topic = image.topic(move.topic)
+    state = None if topic is None else topic.partitions.get(move.partition)
+    return (
+        state is None
+        or bool(state.adding_replicas or state.removing_replicas)
+        or list(state.replicas) == move.replicas
     )
 
 
