@@ -184,9 +184,14 @@ def plan_model(chosen: planning.RebalancePlan, *, started: bool, detail: str) ->
     )
 
 
+async def _planned(image: MetadataImage, removing: Collection[int] = ()) -> planning.RebalancePlan:
+    # Planning many partitions takes a while: off the event loop, which serves the node.
+    return await asyncio.to_thread(plan, image, removing)
+
+
 async def rebalance(request: web.Request) -> web.Response:
     body = await read_body(request, Rebalance)
-    chosen = plan(context(request).image())
+    chosen = await _planned(context(request).image())
     if body.dry_run:
         return json_response(
             plan_model(chosen, started=False, detail="dry run: POST with dry_run false to start it")
@@ -199,5 +204,5 @@ async def drain(request: web.Request) -> web.Response:
     image = context(request).image()
     if broker_id not in image.brokers:
         raise ApiError(404, "not_found", f"no broker {broker_id} is registered")
-    answer = await execute(request, plan(image, removing={broker_id}), None)
+    answer = await execute(request, await _planned(image, {broker_id}), None)
     return json_response(answer, 202)

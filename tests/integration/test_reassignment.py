@@ -2,6 +2,7 @@
 and the `kraft` CLI, while an idempotent acks=all confluent-kafka producer writes: every
 acknowledged message is read back exactly once, at its acknowledged offset.
 
+- `kraft reassign start|list|cancel` with the throttle;
 - a partition of RF 3 moves to other brokers through its stages (target + old replicas with
   adding/removing, then the target with ISR = target), and the old replicas' logs are deleted;
 - the active controller SIGKILLed mid-move, a target broker SIGKILLed mid-move (then started
@@ -17,6 +18,8 @@ the tests see them in progress.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import threading
 import time
 import urllib.error
@@ -30,7 +33,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.cluster import Cluster
+from bench.cluster import Cluster, kraft_executable
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -352,6 +355,34 @@ def test_a_cancelled_move_goes_back(five: Cluster) -> None:
     assert_every_ack_present_once(five, producer)
 
 
+def test_the_cli_starts_lists_and_cancels_a_move(five: Cluster) -> None:
+    topic = "by-cli"
+    create_topic(five, topic, [[1, 2]])
+    with AckedProducer(five, topic, 1) as producer:
+        producer.wait_for_acks(300)
+        started = kraft(five, "reassign", "start", f"{topic}:0=3,4", "--throttle", "1000")
+        assert started.returncode == 0, started.stderr
+        assert started.stdout.splitlines() == [
+            f"started {topic}:0 -> [3, 4]",
+            "replication throttle 1000 B/s",
+        ]
+        listed = kraft(five, "reassign", "list")
+        assert listed.returncode == 0, listed.stderr
+        heading, row = listed.stdout.splitlines()
+        assert heading.split()[:4] == ["TOPIC", "PARTITION", "REPLICAS", "TARGET"]
+        assert row.split()[:6] == [topic, "0", "3,4,1,2", "3,4", "3,4", "1,2"]
+        cancelled = kraft(five, "reassign", "cancel", f"{topic}:0")
+        assert cancelled.returncode == 0, cancelled.stderr
+        assert cancelled.stdout.strip() == f"cancelled: {topic}:0 back on [1, 2]"
+        assert kraft(five, "reassign", "list").stdout.strip() == "no reassignment in progress"
+        cleared = kraft(five, "reassign", "start", f"{topic}:0=2,1", "--throttle", "0")
+        assert cleared.returncode == 0, cleared.stderr
+        assert "replication throttle removed" in cleared.stdout
+        five.wait_for("reordered", lambda: settled(five, topic, [2, 1]), 60)
+        producer.wait_for_acks(len(producer.acked) + 100)
+    assert_every_ack_present_once(five, producer)
+
+
 # -- scaling out and in -----------------------------------------------------------------------
 
 
@@ -367,6 +398,18 @@ def growing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.stop_all()
+
+
+def kraft(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    """`kraft ARGS --admin <node 1>`, its output captured."""
+    return subprocess.run(
+        [kraft_executable(), *args, "--admin", f"http://127.0.0.1:{cluster.nodes[1].admin_port}"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={k: v for k, v in os.environ.items() if not k.startswith("KRAFT_")},
+    )
 
 
 def fewest_moves(replicas: list[list[int]], brokers: list[int]) -> int:
@@ -403,8 +446,11 @@ def test_rebalance_onto_a_new_broker_then_remove_it(growing: Cluster) -> None:
         status, dry = call(growing, 1, "POST", "/v1/rebalance", {})
         assert status == 200 and not dry["started"], dry
         assert dry["replicas_moved"] == expected
-        status, plan = call(growing, 1, "POST", "/v1/rebalance", {"dry_run": False})
-        assert status == 200 and plan["started"], plan
+        executed = kraft(growing, "rebalance", "--execute", "--poll", "0.5", "--timeout", "180")
+        assert executed.returncode == 0, executed.stderr
+        assert "no reassignment remains and the preferred leaders lead" in executed.stdout
+        assert "FROM" in executed.stderr  # the plan, then the progress
+        plan = dry
         assert plan["replicas_moved"] == expected
         assert {b["broker"]: b["replicas_after"] for b in plan["brokers"]} == dict.fromkeys(
             (1, 2, 3, 4), 9
