@@ -9,7 +9,7 @@ acknowledged message is read back exactly once, at its acknowledged offset.
   again), and a cancelled move each end consistent;
 - a fourth broker beside three with 12 partitions of RF 3: `POST /v1/rebalance` moves the
   fewest replicas (computed here independently), evens replica and leader counts;
-- draining a broker empties it, and it is unregistered once stopped.
+- `kraft brokers remove` drains a broker, and unregisters it once its node is stopped.
 
 Moves are slowed down by the replication throttle (a few KB/s over a few hundred KB) so that
 the tests see them in progress.
@@ -400,15 +400,24 @@ def growing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         cluster.stop_all()
 
 
+def kraft_command(cluster: Cluster, *args: str) -> list[str]:
+    """`kraft ARGS --admin <node 1>`."""
+    return [kraft_executable(), *args, "--admin", f"http://127.0.0.1:{cluster.nodes[1].admin_port}"]
+
+
+def kraft_environment() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("KRAFT_")}
+
+
 def kraft(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
     """`kraft ARGS --admin <node 1>`, its output captured."""
     return subprocess.run(
-        [kraft_executable(), *args, "--admin", f"http://127.0.0.1:{cluster.nodes[1].admin_port}"],
+        kraft_command(cluster, *args),
         check=False,
         capture_output=True,
         text=True,
         timeout=240,
-        env={k: v for k, v in os.environ.items() if not k.startswith("KRAFT_")},
+        env=kraft_environment(),
     )
 
 
@@ -477,25 +486,36 @@ def test_rebalance_onto_a_new_broker_then_remove_it(growing: Cluster) -> None:
     assert moved == expected
     assert_every_ack_present_once(growing, producer)
 
-    # Removing broker 4 again: drained, stopped, unregistered.
-    status, drained = call(growing, 1, "POST", "/v1/brokers/4/drain")
-    assert status == 202 and drained["started"], drained
-    assert {b["broker"]: b["replicas_after"] for b in drained["brokers"]}[4] == 0
-    growing.wait_for(
-        "broker 4 empty",
-        lambda: (
-            reassignments(growing) == []
-            and not any(
-                4 in p["replicas"] for t in get(growing, "/v1/topics", 1) for p in t["partitions"]
-            )
-        ),
-        timeout=180,
-    )
+    # Removing broker 4 again with the CLI: it drains the broker, waits until it hosts
+    # nothing, and unregisters it once its node is stopped (a running node registers again).
     status, refused = call(growing, 1, "DELETE", "/v1/brokers/3")
     assert status == 409 and refused["error"] == "broker_has_replicas", refused
-    growing.terminate(4)
-    status, _ = call(growing, 1, "DELETE", "/v1/brokers/4")
-    assert status == 204
+    remove = subprocess.Popen(
+        kraft_command(growing, "brokers", "remove", "4", "--poll", "0.5", "--timeout", "180"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=kraft_environment(),
+    )
+    try:
+        growing.wait_for(
+            "broker 4 empty",
+            lambda: (
+                reassignments(growing) == []
+                and not any(
+                    4 in p["replicas"]
+                    for t in get(growing, "/v1/topics", 1)
+                    for p in t["partitions"]
+                )
+            ),
+            timeout=180,
+        )
+        growing.terminate(4)
+        out, err = remove.communicate(timeout=120)
+    finally:
+        remove.kill()
+    assert remove.returncode == 0, err
+    assert out.strip() == "broker 4 drained and removed"
     assert 4 not in {b["id"] for b in get(growing, "/v1/brokers", 1)}
     status, _ = call(growing, 1, "DELETE", "/v1/brokers/4")
     assert status == 404
