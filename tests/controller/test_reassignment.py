@@ -59,10 +59,15 @@ ALL_UP = BrokerFacts(frozenset(BROKERS))
 CONFIG = PartitionConfig()
 
 
-def cluster(*states: PartitionState, fenced: tuple[int, ...] = (), **configs: str) -> MetadataImage:
-    """Brokers 1-5 (those in `fenced` fenced) and topic "t" with the given partitions."""
+def cluster(
+    *states: PartitionState,
+    fenced: tuple[int, ...] = (),
+    configs: dict[str, str] | None = None,
+) -> MetadataImage:
+    """Brokers 1-5 (those in `fenced` fenced) and topic "t" with the given partitions and
+    configuration overrides."""
     records: list[MetadataRecord] = [broker(b, fenced=b in fenced) for b in BROKERS]
-    records += topic("t", T, *states, configs=configs or None)
+    records += topic("t", T, *states, configs=configs)
     return replay(records)
 
 
@@ -305,7 +310,7 @@ def test_cancelling_when_only_new_replicas_are_in_sync_needs_unclean_election() 
     assert [r.error_code for r in outcome.results] == [ErrorCode.invalid_replica_assignment]
     assert outcome.records == ()
 
-    image = cluster(only_new_in_sync, **{"unclean.leader.election.enable": "true"})
+    image = cluster(only_new_in_sync, configs={"unclean.leader.election.enable": "true"})
     defaults = partition_defaults(unclean_leader_election_enable=True)
     outcome, image = reassign(image, lifecycle(image, defaults), ReassignmentRequest("t", 0, None))
     assert [r.error_code for r in outcome.results] == [ErrorCode.none]
@@ -344,7 +349,7 @@ def test_removed_replicas_leave_the_elr_and_the_last_known_elr() -> None:
     # min.insync.replicas 2: 2 left the ISR below MinISR (ELR), 3 is a last known ELR member.
     image = cluster(
         PartitionState((1, 2, 3, 4), (1,), leader=1, elr=(2,), last_known_elr=(3,)),
-        **{"min.insync.replicas": "2"},
+        configs={"min.insync.replicas": "2"},
     )
     brokers = lifecycle(image, partition_defaults(min_insync_replicas=2))
     _, image = reassign(image, brokers, ReassignmentRequest("t", 0, (1, 4)))
@@ -355,7 +360,9 @@ def test_removed_replicas_leave_the_elr_and_the_last_known_elr() -> None:
 
 
 def test_a_shrink_below_min_isr_keeps_no_removed_replica_in_the_elr() -> None:
-    image = cluster(PartitionState((1, 2, 3), (1, 2, 3), leader=1), **{"min.insync.replicas": "3"})
+    image = cluster(
+        PartitionState((1, 2, 3), (1, 2, 3), leader=1), configs={"min.insync.replicas": "3"}
+    )
     brokers = lifecycle(image, partition_defaults(min_insync_replicas=3))
     _, image = reassign(image, brokers, ReassignmentRequest("t", 0, (1, 2)))
     state = partition(image)
