@@ -26,6 +26,7 @@ from controller.alter_partition import (
     alter_partitions,
 )
 from controller.broker_lifecycle import BrokerLifecycle
+from controller.events import EventType, derive_events
 from controller.image import MetadataImage
 from controller.partition_change import (
     BrokerFacts,
@@ -497,3 +498,31 @@ def test_invariants_hold_over_any_sequence_of_moves(
         removed = set(state.replicas) - replicas
         assert removed <= set(state.adding_replicas) or replicas <= set(new.isr), (state, new)
         state = new
+
+
+# -- events --------------------------------------------------------------------------------------
+
+
+def test_the_event_log_tells_the_stages_of_a_move_and_of_a_cancel() -> None:
+    start = cluster(
+        PartitionState((1, 2), (1, 2), leader=1), PartitionState((1, 2), (1, 2), leader=1)
+    )
+    brokers = lifecycle(start)
+    moved, image = reassign(start, brokers, ReassignmentRequest("t", 0, (3, 1)))
+    joined, image = isr_change(image, brokers, 0, (1, 2, 3))
+    other, image = reassign(image, brokers, ReassignmentRequest("t", 1, (1, 4)))
+    cancelled, image = reassign(image, brokers, ReassignmentRequest("t", 1, None))
+    records = [*moved.records, *joined, *other.records, *cancelled.records]
+    events = derive_events(start, enumerate(records), "2026-01-01T00:00:00.000+00:00")
+    moves = [
+        (e.type, e.partition, e.replicas, e.adding_replicas, e.removing_replicas, e.broker)
+        for e in events
+        if e.type.value.startswith("reassignment")
+    ]
+    assert moves == [
+        (EventType.REASSIGNMENT_STARTED, 0, (3, 1, 2), (3,), (2,), None),
+        (EventType.REASSIGNMENT_REPLICA_IN_SYNC, 0, (3, 1), (), (), 3),
+        (EventType.REASSIGNMENT_COMPLETED, 0, (3, 1), (), (), None),
+        (EventType.REASSIGNMENT_STARTED, 1, (1, 4, 2), (4,), (2,), None),
+        (EventType.REASSIGNMENT_CANCELLED, 1, (1, 2), (), (), None),
+    ]
