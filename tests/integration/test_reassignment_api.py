@@ -213,3 +213,24 @@ def test_a_broker_is_emptied_then_unregistered(cluster: Cluster, admin: KafkaAdm
         "broker 4 gone from the metadata",
         lambda: True if 4 not in {b["id"] for b in cluster.nodes[1].get("/v1/brokers")} else None,
     )
+
+
+def test_a_running_broker_that_is_unregistered_stops(cluster: Cluster) -> None:
+    """Broker 4 comes back (a new registration, hosting nothing) and is unregistered while it
+    runs: it stops cleanly instead of registering again."""
+    if 4 not in cluster.running():
+        cluster.start(4)
+    cluster.wait_for("broker 4 unfenced", cluster.brokers_unfenced)
+
+    async def unregister() -> Any:
+        async with NodeConnection("127.0.0.1", cluster.nodes[1].broker_port or 0) as connection:
+            return await connection.send(unregister_broker_request(4))
+
+    assert asyncio.run(unregister()).error_code == ErrorCode.none
+    process = cluster.nodes[4].process
+    assert process is not None
+    assert process.wait(timeout=30) == 0
+    assert "broker_unregistered" in cluster.nodes[4].log_path.read_text()
+    cluster.nodes[4].process = None
+    # It did not register again on its way out.
+    assert 4 not in {b["id"] for b in cluster.nodes[1].get("/v1/brokers")}
