@@ -12,8 +12,7 @@
 
 `rebalance` is a dry run unless `--execute`, which starts the moves and waits until no
 reassignment remains and the preferred leaders lead; `brokers remove` drains the broker, waits
-until it holds no replica and unregisters it (a node still running registers again: it then
-waits for the node to be stopped, and unregisters it again). Both show their
+until it holds no replica and unregisters it (its node, if running, then stops). Both show their
 progress on stderr and give up after `--timeout` seconds (exit 1; the moves go on).
 
 Every command takes `--admin URL` (default http://127.0.0.1:9292, or `KRAFT_ADMIN_URL`),
@@ -48,7 +47,6 @@ class AdminError(Exception):
     def __init__(self, status: int, error: str, message: str) -> None:
         super().__init__(f"{error}: {message}" if status <= 0 else f"{status} {error}: {message}")
         self.status = status
-        self.error = error
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,18 +468,7 @@ def _brokers(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[
         moving = api.call("GET", "/v1/reassignments")
         _progress(render_reassignments(moving) if moving else f"broker {broker} hosts {hosted}")
         time.sleep(args.poll)
-    try:
-        api.call("DELETE", f"/v1/brokers/{broker}")
-    except AdminError as error:
-        if error.error != "registered_again":
-            raise
-        # Its node still runs: once the operator stops it (it is fenced), unregister again.
-        _progress(f"broker {broker} hosts nothing; stop its node to remove it")
-        while not api.call("GET", f"/v1/brokers/{broker}")["fenced"]:
-            if time.monotonic() >= deadline:
-                raise AdminError(-1, "timed_out", f"broker {broker}'s node still runs") from None
-            time.sleep(args.poll)
-        api.call("DELETE", f"/v1/brokers/{broker}")
+    api.call("DELETE", f"/v1/brokers/{broker}")
     return {"removed": broker}, lambda answer: f"broker {answer['removed']} drained and removed"
 
 

@@ -72,18 +72,5 @@ async def unregister(request: web.Request) -> web.Response:
         raise ApiError(409, "broker_has_replicas", response.error_message or "it hosts replicas")
     if response.error_code != ErrorCode.none:
         raise kafka_error(response.error_code, response.error_message, f"broker {broker_id}")
-    epoch = current.brokers[broker_id].broker_epoch
-
-    def unregistered_or_back(image: MetadataImage) -> bool:
-        back = image.brokers.get(broker_id)
-        return back is None or back.broker_epoch != epoch
-
-    await admin.caught_up(unregistered_or_back)
-    if broker_id in admin.image().brokers:
-        raise ApiError(
-            409,
-            "registered_again",
-            f"broker {broker_id} was unregistered, but its node is still running and registered "
-            "again: stop the node, then unregister it",
-        )
+    await admin.caught_up(lambda image: broker_id not in image.brokers)
     return web.Response(status=204)
