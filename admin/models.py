@@ -299,6 +299,9 @@ class StartReassignments(BaseModel):
                 raise ValueError("give either topic, partition and replicas, or partitions")
         elif any(value is None for value in single):
             raise ValueError("give topic, partition and replicas, or partitions")
+        named = [(move.topic, move.partition) for move in self.partitions or ()]
+        if len(set(named)) != len(named):
+            raise ValueError("partitions: a partition is named twice")
         return self
 
     def reassignments(self) -> list[Reassignment]:

@@ -20,9 +20,8 @@ from admin.handlers.common import (
     json_response_list,
     read_body,
 )
-from admin.handlers.topics import leader_log, partition_state
+from admin.handlers.topics import leader_log, partition_model, partition_state
 from admin.models import (
-    Partition,
     Reassignment,
     ReassignmentProgress,
     ReassignmentsStarted,
@@ -49,6 +48,11 @@ def in_progress(image: MetadataImage) -> list[tuple[str, int, PartitionState]]:
         for index, state in sorted(topic.partitions.items())
         if state.adding_replicas or state.removing_replicas
     ]
+
+
+def target(state: PartitionState) -> list[int]:
+    """The replicas a partition is moving to (its replicas when no move is in progress)."""
+    return [b for b in state.replicas if b not in state.removing_replicas]
 
 
 async def set_throttle(admin: AdminContext, bytes_per_sec: int) -> None:
@@ -114,7 +118,7 @@ async def reassignments(request: web.Request) -> web.Response:
                 topic=name,
                 partition=index,
                 replicas=list(state.replicas),
-                target=[b for b in state.replicas if b not in state.removing_replicas],
+                target=target(state),
                 adding=list(state.adding_replicas),
                 removing=list(state.removing_replicas),
                 leader=state.leader,
@@ -124,20 +128,6 @@ async def reassignments(request: web.Request) -> web.Response:
             )
         )
     return json_response_list(answer)
-
-
-def partition_model(index: int, state: PartitionState) -> Partition:
-    """The admin view of partition `index` in `state`."""
-    return Partition(
-        partition=index,
-        leader=state.leader,
-        leader_epoch=state.leader_epoch,
-        partition_epoch=state.partition_epoch,
-        replicas=list(state.replicas),
-        isr=list(state.isr),
-        elr=list(state.elr),
-        last_known_elr=list(state.last_known_elr),
-    )
 
 
 async def start_reassignments(request: web.Request) -> web.Response:
@@ -164,14 +154,10 @@ async def start_reassignments(request: web.Request) -> web.Response:
 
 
 def _replayed(image: MetadataImage, move: Reassignment) -> bool:
-    """Whether `image` holds the started `move`: in progress, or done already (a reorder)."""
+    """Whether `image` holds the started `move`: in progress or done already."""
     topic = image.topic(move.topic)
     state = None if topic is None else topic.partitions.get(move.partition)
-    return (
-        state is None
-        or bool(state.adding_replicas or state.removing_replicas)
-        or list(state.replicas) == move.replicas
-    )
+    return state is None or target(state) == move.replicas
 
 
 async def cancel_reassignment(request: web.Request) -> web.Response:
