@@ -289,10 +289,15 @@ def elect_recovered_leader_request(
 
 
 def incremental_alter_configs_request(
-    topic: str, set_values: Mapping[str, str], delete: Sequence[str]
+    name: str,
+    set_values: Mapping[str, str],
+    delete: Sequence[str],
+    *,
+    resource_type: ConfigResourceType = ConfigResourceType.TOPIC,
 ) -> messages.IncrementalAlterConfigsRequest:
-    """IncrementalAlterConfigs of one topic: SET each of `set_values`, DELETE each of `delete`
-    (back to the broker default)."""
+    """IncrementalAlterConfigs of one resource (a topic by default; a BROKER resource is ""
+    for the cluster-wide dynamic broker configs or a broker id): SET each of `set_values`,
+    DELETE each of `delete` (back to the level below)."""
     key = messages.INCREMENTAL_ALTER_CONFIGS_REQUESTS
     configs: list[tuple[str, ConfigOperation, str | None]] = [
         (name, ConfigOperation.SET, value) for name, value in set_values.items()
@@ -304,8 +309,8 @@ def incremental_alter_configs_request(
             _entity(
                 key,
                 "resources",
-                resource_type=ConfigResourceType.TOPIC,
-                resource_name=topic,
+                resource_type=resource_type,
+                resource_name=name,
                 configs=tuple(
                     _entity(
                         key,
