@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +142,7 @@ def test_a_throttled_move_is_held_to_the_rate_and_an_unthrottled_one_is_not(
     for broker_id in cluster.broker_ids:
         configs = cluster.wait_for(
             f"broker {broker_id} applied the rates",
-            lambda broker_id=broker_id: rates_at(cluster, broker_id, str(RATE)),
+            partial(rates_at, cluster, broker_id, str(RATE)),
         )
         for key in RATE_KEYS:
             assert configs[key].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
@@ -155,7 +156,7 @@ def test_a_throttled_move_is_held_to_the_rate_and_an_unthrottled_one_is_not(
     for broker_id in cluster.broker_ids:
         cluster.wait_for(
             f"broker {broker_id} dropped the rates",
-            lambda broker_id=broker_id: rates_at(cluster, broker_id, str(2**63 - 1)),
+            partial(rates_at, cluster, broker_id, str(2**63 - 1)),
         )
     unthrottled = move(cluster, reassigner, "free", [3])
     assert unthrottled < throttled / 2, (unthrottled, throttled)
