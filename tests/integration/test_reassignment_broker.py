@@ -118,11 +118,29 @@ def rates_at(cluster: Cluster, broker_id: int, value: str) -> dict[str, Any] | N
     return configs if all(configs[key].value == value for key in RATE_KEYS) else None
 
 
-def move(cluster: Cluster, reassigner: KafkaAdminClient, topic: str, target: list[int]) -> float:
-    """Seconds from asking for the move of `topic` to `target` until it completed."""
+def move(
+    cluster: Cluster,
+    reassigner: KafkaAdminClient,
+    topic: str,
+    target: list[int],
+    progress: list[int] | None = None,
+) -> float:
+    """Seconds from asking for the move of `topic` (led by broker 1) to `target` until it
+    completed; `progress` gets the bytes behind of the first target replica as the leader
+    showed them while the move went on (when given)."""
     started = time.monotonic()
     partition = TopicPartition(topic, 0)
     assert reassigner.alter_partition_reassignments({partition: target}) == {partition: None}
+    if progress is not None:
+
+        def copying() -> bool | None:
+            view = cluster.nodes[1].get(f"/v1/topics/{topic}/partitions/0/log", timeout=5)
+            behind = view["bytes_behind"].get(str(target[0]), -1)
+            if behind > 0 and (not progress or behind != progress[-1]):
+                progress.append(behind)
+            return True if len(progress) >= 2 else None
+
+        cluster.wait_for(f"{topic}'s move under way", copying, timeout=30)
 
     def done() -> bool | None:
         state = partition_state(cluster, topic)
@@ -148,7 +166,10 @@ def test_a_throttled_move_is_held_to_the_rate_and_an_unthrottled_one_is_not(
             assert configs[key].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
             assert not configs[key].is_read_only
     # The rates alone throttle the move: no topic lists, the new replica is being added.
-    throttled = move(cluster, reassigner, "throttled", [2])
+    progress: list[int] = []
+    throttled = move(cluster, reassigner, "throttled", [2], progress)
+    # The leader's view of the new replica: bytes behind, going down as it copies.
+    assert 1.1 * DATA_BYTES >= progress[0] > progress[-1] > 0, progress
     # 3 MB at 300 KB/s, less the first second's worth and one fetch's overshoot: 5.5 s.
     assert throttled >= 0.75 * (DATA_BYTES - RATE - FETCH_BYTES) / RATE, throttled
 
