@@ -180,8 +180,11 @@ def test_a_move_waiting_for_a_stopped_broker_can_be_cancelled(
 
     assert admin.alter_partition_reassignments({tp: None}) == {tp: None}
     assert admin.list_partition_reassignments() == {}
-    state = _partition(cluster, topic)
-    assert state["replicas"] == [1, 2]
+    # Node 1 replays the committed cancel soon after the controller answers.
+    state = cluster.wait_for(
+        "back to the original replicas",
+        lambda: (p := _partition(cluster, topic))["replicas"] == [1, 2] and p,
+    )
     assert 4 not in state["isr"]
 
 
