@@ -295,7 +295,9 @@ class Event(BaseModel):
         description="topic_created, topic_deleted, partition_created, leader_changed, "
         "isr_changed, elr_changed, unclean_election, partition_offline, broker_registered, "
         "broker_fenced, broker_unfenced, broker_unregistered, broker_controlled_shutdown, "
-        "config_changed, unclean_recovery, unclean_recovery_waiting"
+        "config_changed, unclean_recovery, unclean_recovery_waiting, reassignment_started, "
+        "reassignment_replica_in_sync (`broker` joined the ISR), reassignment_completed, "
+        "reassignment_cancelled"
     )
     data_loss_possible: bool = Field(
         description="true when the change may have lost acknowledged data"
@@ -328,5 +330,14 @@ class Event(BaseModel):
         description="unclean_recovery: the offsets other answering replicas held beyond the "
         "new leader's log end, which they truncate (replicas that did not answer may have held "
         "more); null when none did",
+    )
+    replicas: list[int] | None = Field(
+        default=None, description="reassignment events: the partition's replicas after it"
+    )
+    adding_replicas: list[int] | None = Field(
+        default=None, description="reassignment events: the replicas the move is adding"
+    )
+    removing_replicas: list[int] | None = Field(
+        default=None, description="reassignment events: the replicas the move is removing"
     )
     detail: str | None = None

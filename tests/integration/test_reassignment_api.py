@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.error
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,20 +52,39 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         cluster.stop_all()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def admin(cluster: Cluster) -> Iterator[KafkaAdminClient]:
-    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30_000)
+    """An admin client of the running brokers. kafka-python sends the controller APIs to the
+    `controller_id` of a Metadata answer, which a broker gives as its own id (it forwards
+    them): a client made before a broker stops may keep sending there."""
+    running = [b for b in cluster.broker_ids if b in cluster.running()]
+    client = KafkaAdminClient(
+        bootstrap_servers=",".join(f"127.0.0.1:{cluster.nodes[b].broker_port}" for b in running),
+        request_timeout_ms=30_000,
+    )
     try:
         yield client
     finally:
         client.close()
 
 
-def _partition(cluster: Cluster, topic: str, partition: int = 0) -> dict[str, Any]:
-    """The partition as the metadata image of node 1's admin API shows it."""
-    described = cluster.nodes[1].get(f"/v1/topics/{topic}", timeout=5)
+def _partition(
+    cluster: Cluster, topic: str, partition: int = 0, *, node_id: int = 1
+) -> dict[str, Any]:
+    """The partition as the metadata image of node `node_id`'s admin API shows it."""
+    described = cluster.nodes[node_id].get(f"/v1/topics/{topic}", timeout=5)
     found: dict[str, Any] = next(p for p in described["partitions"] if p["partition"] == partition)
     return found
+
+
+def _wait_until_led(cluster: Cluster, topic: str, *, node_id: int = 1) -> None:
+    def led() -> bool | None:
+        try:
+            return _partition(cluster, topic, node_id=node_id)["leader"] >= 0 or None
+        except urllib.error.HTTPError:
+            return None  # not in node 1's image yet
+
+    cluster.wait_for(f"{topic} led", led)
 
 
 def _wait_until_no_reassignment(admin: KafkaAdminClient, cluster: Cluster) -> None:
@@ -78,7 +98,7 @@ def _wait_until_no_reassignment(admin: KafkaAdminClient, cluster: Cluster) -> No
 def test_a_move_keeps_every_acknowledged_record(cluster: Cluster, admin: KafkaAdminClient) -> None:
     topic = "moved"
     admin.create_topics([NewTopic(topic, replica_assignments={0: [1, 2]})])
-    cluster.wait_for("topic led", lambda: _partition(cluster, topic)["leader"] in (1, 2) or None)
+    _wait_until_led(cluster, topic)
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all", retries=10)
     try:
         for index in range(MESSAGES):
@@ -115,7 +135,7 @@ def test_a_move_keeps_every_acknowledged_record(cluster: Cluster, admin: KafkaAd
 def test_bad_targets_get_kafkas_error_codes(cluster: Cluster, admin: KafkaAdminClient) -> None:
     topic = "targets"
     admin.create_topics([NewTopic(topic, replica_assignments={0: [1, 2], 1: [2, 3]})])
-    cluster.wait_for("topic led", lambda: _partition(cluster, topic)["leader"] >= 0 or None)
+    _wait_until_led(cluster, topic)
     results = admin.alter_partition_reassignments(
         {
             TopicPartition("no-such-topic", 0): [1, 2],
@@ -143,8 +163,12 @@ def test_a_move_waiting_for_a_stopped_broker_can_be_cancelled(
 ) -> None:
     topic = "cancelled"
     admin.create_topics([NewTopic(topic, replica_assignments={0: [1, 2]})])
-    cluster.wait_for("topic led", lambda: _partition(cluster, topic)["leader"] >= 0 or None)
+    _wait_until_led(cluster, topic)
+    admin.close()
     cluster.terminate(4)
+    admin = KafkaAdminClient(
+        bootstrap_servers=f"127.0.0.1:{cluster.nodes[1].broker_port}", request_timeout_ms=30_000
+    )
     tp = TopicPartition(topic, 0)
     assert admin.alter_partition_reassignments({tp: [1, 4]}) == {tp: None}
     # Broker 4 is registered but down: the move waits for it.
@@ -156,18 +180,68 @@ def test_a_move_waiting_for_a_stopped_broker_can_be_cancelled(
 
     assert admin.alter_partition_reassignments({tp: None}) == {tp: None}
     assert admin.list_partition_reassignments() == {}
-    state = _partition(cluster, topic)
-    assert state["replicas"] == [1, 2]
+    # Node 1 replays the committed cancel soon after the controller answers.
+    state = cluster.wait_for(
+        "back to the original replicas",
+        lambda: (p := _partition(cluster, topic))["replicas"] == [1, 2] and p,
+    )
     assert 4 not in state["isr"]
 
 
-def test_unregister_broker(cluster: Cluster, admin: KafkaAdminClient) -> None:
-    """Broker 4, stopped (by the test before) and hosting nothing, leaves the cluster;
-    broker 1 hosts replicas and is refused."""
-    cluster.wait_for(
-        "broker 4 hosts nothing",
-        lambda: True if admin.list_partition_reassignments() == {} else None,
+def test_a_move_survives_a_controller_failover(cluster: Cluster) -> None:
+    """A move waiting for a stopped broker is in the metadata log: the next active controller
+    completes it once the broker is back."""
+    if 4 in cluster.running():
+        cluster.terminate(4)
+    controller, epoch, _ = cluster.wait_for("a quorum leader", cluster.agreed_leader)
+    first, second = [b for b in (1, 2, 3) if b != controller]
+    topic = "failover"
+    tp = TopicPartition(topic, 0)
+    admin = KafkaAdminClient(
+        bootstrap_servers=f"127.0.0.1:{cluster.nodes[first].broker_port}",
+        request_timeout_ms=30_000,
     )
+    try:
+        admin.create_topics([NewTopic(topic, replica_assignments={0: [first, second]})])
+        _wait_until_led(cluster, topic, node_id=first)
+        assert admin.alter_partition_reassignments({tp: [first, 4]}) == {tp: None}
+
+        cluster.kill(controller)
+        cluster.wait_for(
+            "a new quorum leader",
+            lambda: ((agreed := cluster.agreed_leader()) is not None and agreed[1] > epoch) or None,
+            timeout=30,
+        )
+        assert admin.list_partition_reassignments()[tp]["adding_replicas"] == [4]
+        cluster.start(4)
+        _wait_until_no_reassignment(admin, cluster)
+        state = cluster.wait_for(
+            "4 in sync",
+            lambda: (p := _partition(cluster, topic, node_id=first))["isr"] == [first, 4] and p,
+            timeout=30,
+        )
+        assert state["replicas"] == [first, 4]
+    finally:
+        admin.close()
+        cluster.start(controller)
+    cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, timeout=60)
+
+
+def test_a_broker_is_emptied_then_unregistered(cluster: Cluster, admin: KafkaAdminClient) -> None:
+    """Broker 4 (stopped by the test before, if it ran) has its replicas moved away, then
+    leaves the cluster; broker 1 hosts replicas and is refused."""
+    if 4 in cluster.running():
+        cluster.terminate(4)
+    targets: dict[TopicPartition, list[int]] = {}
+    for topic in cluster.nodes[1].get("/v1/topics"):
+        for partition in topic["partitions"]:
+            if 4 in partition["replicas"]:
+                kept = [r for r in partition["replicas"] if r != 4]
+                spare = next(b for b in (1, 2, 3) if b not in kept)
+                targets[TopicPartition(topic["name"], partition["partition"])] = [*kept, spare]
+    assert targets
+    assert all(error is None for error in admin.alter_partition_reassignments(targets).values())
+    _wait_until_no_reassignment(admin, cluster)
 
     async def unregister(broker_id: int) -> Any:
         async with NodeConnection("127.0.0.1", cluster.nodes[1].broker_port or 0) as connection:
@@ -177,11 +251,30 @@ def test_unregister_broker(cluster: Cluster, admin: KafkaAdminClient) -> None:
     assert refused.error_code == ErrorCode.invalid_request
     assert "still hosts" in (refused.error_message or "")
 
-    if 4 in cluster.running():
-        cluster.terminate(4)
     assert asyncio.run(unregister(4)).error_code == ErrorCode.none
     assert asyncio.run(unregister(4)).error_code == ErrorCode.broker_id_not_registered
     cluster.wait_for(
         "broker 4 gone from the metadata",
         lambda: True if 4 not in {b["id"] for b in cluster.nodes[1].get("/v1/brokers")} else None,
     )
+
+
+def test_a_running_broker_that_is_unregistered_stops(cluster: Cluster) -> None:
+    """Broker 4 comes back (a new registration, hosting nothing) and is unregistered while it
+    runs: it stops cleanly instead of registering again."""
+    if 4 not in cluster.running():
+        cluster.start(4)
+    cluster.wait_for("broker 4 unfenced", cluster.brokers_unfenced)
+
+    async def unregister() -> Any:
+        async with NodeConnection("127.0.0.1", cluster.nodes[1].broker_port or 0) as connection:
+            return await connection.send(unregister_broker_request(4))
+
+    assert asyncio.run(unregister()).error_code == ErrorCode.none
+    process = cluster.nodes[4].process
+    assert process is not None
+    assert process.wait(timeout=30) == 0
+    assert "broker_unregistered" in cluster.nodes[4].log_path.read_text()
+    cluster.nodes[4].process = None
+    # It did not register again on its way out.
+    assert 4 not in {b["id"] for b in cluster.nodes[1].get("/v1/brokers")}
