@@ -289,15 +289,15 @@ def elect_recovered_leader_request(
 
 
 def incremental_alter_configs_request(
-    name: str,
+    topic: str,
     set_values: Mapping[str, str],
     delete: Sequence[str],
     *,
     resource_type: ConfigResourceType = ConfigResourceType.TOPIC,
 ) -> messages.IncrementalAlterConfigsRequest:
-    """IncrementalAlterConfigs of one resource (a topic by default; a BROKER resource is ""
-    for the cluster-wide dynamic broker configs or a broker id): SET each of `set_values`,
-    DELETE each of `delete` (back to the level below)."""
+    """IncrementalAlterConfigs of one topic: SET each of `set_values`, DELETE each of `delete`
+    (back to the broker default). With `resource_type` BROKER, `topic` names the broker
+    instead ("" for the cluster-wide default)."""
     key = messages.INCREMENTAL_ALTER_CONFIGS_REQUESTS
     configs: list[tuple[str, ConfigOperation, str | None]] = [
         (name, ConfigOperation.SET, value) for name, value in set_values.items()
@@ -310,7 +310,7 @@ def incremental_alter_configs_request(
                 key,
                 "resources",
                 resource_type=resource_type,
-                resource_name=name,
+                resource_name=topic,
                 configs=tuple(
                     _entity(
                         key,
