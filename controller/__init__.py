@@ -2,7 +2,8 @@
 
 Pure rules: the metadata records and their encoding (`records`), the image every node replays
 from the metadata log (`image`), the topic config catalogue and the typed config the image
-hands out per topic (`topic_config`), one partition's state (`partition_state`) and its
+hands out per topic (`topic_config`), the dynamic broker configs (`broker_config`: the
+replication throttle's rates), one partition's state (`partition_state`) and its
 changes — ISR, ELR, LastKnownELR, elections, the configuration they run under and the records
 they become (`partition_change`) — placement (`placement`), topic requests (`topics`), broker
 sessions and fencing (`broker_lifecycle`), AlterPartition (`alter_partition`), ElectLeaders

@@ -68,17 +68,19 @@ def admin(cluster: Cluster) -> Iterator[KafkaAdminClient]:
         client.close()
 
 
-def _partition(cluster: Cluster, topic: str, partition: int = 0) -> dict[str, Any]:
-    """The partition as the metadata image of node 1's admin API shows it."""
-    described = cluster.nodes[1].get(f"/v1/topics/{topic}", timeout=5)
+def _partition(
+    cluster: Cluster, topic: str, partition: int = 0, *, node_id: int = 1
+) -> dict[str, Any]:
+    """The partition as the metadata image of node `node_id`'s admin API shows it."""
+    described = cluster.nodes[node_id].get(f"/v1/topics/{topic}", timeout=5)
     found: dict[str, Any] = next(p for p in described["partitions"] if p["partition"] == partition)
     return found
 
 
-def _wait_until_led(cluster: Cluster, topic: str) -> None:
+def _wait_until_led(cluster: Cluster, topic: str, *, node_id: int = 1) -> None:
     def led() -> bool | None:
         try:
-            return _partition(cluster, topic)["leader"] >= 0 or None
+            return _partition(cluster, topic, node_id=node_id)["leader"] >= 0 or None
         except urllib.error.HTTPError:
             return None  # not in node 1's image yet
 
@@ -178,9 +180,51 @@ def test_a_move_waiting_for_a_stopped_broker_can_be_cancelled(
 
     assert admin.alter_partition_reassignments({tp: None}) == {tp: None}
     assert admin.list_partition_reassignments() == {}
-    state = _partition(cluster, topic)
-    assert state["replicas"] == [1, 2]
+    # Node 1 replays the committed cancel soon after the controller answers.
+    state = cluster.wait_for(
+        "back to the original replicas",
+        lambda: (p := _partition(cluster, topic))["replicas"] == [1, 2] and p,
+    )
     assert 4 not in state["isr"]
+
+
+def test_a_move_survives_a_controller_failover(cluster: Cluster) -> None:
+    """A move waiting for a stopped broker is in the metadata log: the next active controller
+    completes it once the broker is back."""
+    if 4 in cluster.running():
+        cluster.terminate(4)
+    controller, epoch, _ = cluster.wait_for("a quorum leader", cluster.agreed_leader)
+    first, second = [b for b in (1, 2, 3) if b != controller]
+    topic = "failover"
+    tp = TopicPartition(topic, 0)
+    admin = KafkaAdminClient(
+        bootstrap_servers=f"127.0.0.1:{cluster.nodes[first].broker_port}",
+        request_timeout_ms=30_000,
+    )
+    try:
+        admin.create_topics([NewTopic(topic, replica_assignments={0: [first, second]})])
+        _wait_until_led(cluster, topic, node_id=first)
+        assert admin.alter_partition_reassignments({tp: [first, 4]}) == {tp: None}
+
+        cluster.kill(controller)
+        cluster.wait_for(
+            "a new quorum leader",
+            lambda: ((agreed := cluster.agreed_leader()) is not None and agreed[1] > epoch) or None,
+            timeout=30,
+        )
+        assert admin.list_partition_reassignments()[tp]["adding_replicas"] == [4]
+        cluster.start(4)
+        _wait_until_no_reassignment(admin, cluster)
+        state = cluster.wait_for(
+            "4 in sync",
+            lambda: (p := _partition(cluster, topic, node_id=first))["isr"] == [first, 4] and p,
+            timeout=30,
+        )
+        assert state["replicas"] == [first, 4]
+    finally:
+        admin.close()
+        cluster.start(controller)
+    cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, timeout=60)
 
 
 def test_a_broker_is_emptied_then_unregistered(cluster: Cluster, admin: KafkaAdminClient) -> None:
