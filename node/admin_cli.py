@@ -205,7 +205,7 @@ def render_recovery(recovery: dict[str, Any]) -> str:
 def _behind(progress: dict[str, Any]) -> str:
     behind = progress.get("bytes_behind", {})
     return (
-        ", ".join(f"{broker}:{'?' if value is None else value}" for broker, value in behind.items())
+        ",".join(f"{broker}:{'?' if value is None else value}" for broker, value in behind.items())
         or "-"
     )
 
