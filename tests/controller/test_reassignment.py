@@ -151,6 +151,18 @@ def test_a_move_grows_the_replicas_then_completes_when_the_last_new_replica_join
     assert list_reassignments(image, None) == []
 
 
+def test_the_change_that_adds_a_new_replica_to_the_isr_names_it() -> None:
+    moving = PartitionState(
+        (3, 4, 1, 2), (1, 2), leader=1, adding_replicas=(3, 4), removing_replicas=(1, 2)
+    )
+    outcome = partition_change.alter_partition(
+        moving, partition_change.AlterPartitionRequest(1, 0, 0, (1, 2, 3)), ALL_UP, CONFIG
+    )
+    assert outcome.change is not None
+    assert outcome.change.event.joined_isr == (3,)
+    assert not outcome.change.event.reassignment_completed
+
+
 def test_a_leader_that_stays_in_the_target_keeps_leading() -> None:
     image = cluster(PartitionState((1, 2), (1, 2), leader=2))
     brokers = lifecycle(image)
