@@ -406,6 +406,25 @@ def test_many_partitions_move_in_one_batch_that_replays_to_the_same_states() -> 
     ]
 
 
+def test_a_partition_named_twice_is_changed_twice_in_order() -> None:
+    image = cluster(PartitionState((1, 2), (1, 2), leader=1))
+    outcome, after = reassign(
+        image,
+        lifecycle(image),
+        ReassignmentRequest("t", 0, (3, 4)),
+        ReassignmentRequest("t", 0, None),
+    )
+    assert [r.error_code for r in outcome.results] == [ErrorCode.none, ErrorCode.none]
+    assert len(outcome.records) == 2
+    state = partition(after)
+    assert (state.replicas, state.isr, state.adding_replicas, state.partition_epoch) == (
+        (1, 2),
+        (1, 2),
+        (),
+        2,
+    )
+
+
 def test_a_newly_active_controller_completes_a_ready_move() -> None:
     # A log from a controller that left a move whose targets are all in the ISR.
     image = cluster(
