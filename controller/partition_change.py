@@ -190,7 +190,8 @@ class PartitionEvent:
     `needs_unclean_recovery`: the partition is leaderless and the configured unclean recovery
     strategy applies to it (see `needs_unclean_recovery`). `reassignment_completed`: the
     change completed a reassignment; `replicas`, `adding_replicas` and `removing_replicas` are
-    the partition's after the change.
+    the partition's after the change; `joined_isr`: the replicas a reassignment adds that
+    joined the ISR in the change.
     """
 
     cause: ChangeCause
@@ -205,6 +206,7 @@ class PartitionEvent:
     replicas: tuple[int, ...] = ()
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
+    joined_isr: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -606,6 +608,7 @@ def _change(
         replicas=replicas,
         adding_replicas=assignment.adding,
         removing_replicas=assignment.removing,
+        joined_isr=tuple(r for r in isr if r in state.adding_replicas and r not in state.isr),
     )
     return PartitionChange(new_state, event)
 

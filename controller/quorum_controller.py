@@ -917,6 +917,15 @@ class QuorumController:
                 potential_data_loss=event.potential_data_loss,
                 needs_unclean_recovery=event.needs_unclean_recovery,
             )
+            if event.joined_isr:
+                log.info(
+                    "reassignment_replica_in_sync",
+                    topic_id=str(item.partition.topic_id),
+                    partition=item.partition.partition_id,
+                    replicas=list(event.joined_isr),
+                    leader_epoch=event.leader_epoch,
+                    partition_epoch=event.partition_epoch,
+                )
             if event.cause in _REASSIGNMENT_LOGS:
                 reassignment = _REASSIGNMENT_LOGS[event.cause]
             elif event.reassignment_completed:

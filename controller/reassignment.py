@@ -200,7 +200,8 @@ def alter_reassignments(
 ) -> ReassignmentsOutcome:
     """An AlterPartitionReassignmentsRequest: each partition answered in request order, every
     change in the one batch of records. A partition named twice is changed twice, the second
-    seeing the first, as in Kafka."""
+    change computed on the state the first left, so replaying the batch gives what was
+    answered."""
     facts = lifecycle.broker_facts(image)
     states: dict[TopicPartition, PartitionState] = {}
     records: list[MetadataRecord] = []

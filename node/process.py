@@ -670,7 +670,8 @@ async def serve(config: NodeConfig) -> None:
 
         def stop_when_unregistered(event: MetadataEvent) -> None:
             # An operator removed this broker from the cluster (it hosts no replica, or the
-            # controller would have refused): it stops rather than register again.
+            # controller would have refused): the node stops rather than register again, its
+            # controller voter too on a combined node (started again, it registers anew).
             if unregistering.unregistered_by(event):
                 log.warning(
                     "broker_unregistered", node_id=config.node_id, broker_epoch=event.broker_epoch

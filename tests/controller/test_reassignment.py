@@ -151,6 +151,18 @@ def test_a_move_grows_the_replicas_then_completes_when_the_last_new_replica_join
     assert list_reassignments(image, None) == []
 
 
+def test_the_change_that_adds_a_new_replica_to_the_isr_names_it() -> None:
+    moving = PartitionState(
+        (3, 4, 1, 2), (1, 2), leader=1, adding_replicas=(3, 4), removing_replicas=(1, 2)
+    )
+    outcome = partition_change.alter_partition(
+        moving, partition_change.AlterPartitionRequest(1, 0, 0, (1, 2, 3)), ALL_UP, CONFIG
+    )
+    assert outcome.change is not None
+    assert outcome.change.event.joined_isr == (3,)
+    assert not outcome.change.event.reassignment_completed
+
+
 def test_a_leader_that_stays_in_the_target_keeps_leading() -> None:
     image = cluster(PartitionState((1, 2), (1, 2), leader=2))
     brokers = lifecycle(image)
@@ -392,6 +404,25 @@ def test_many_partitions_move_in_one_batch_that_replays_to_the_same_states() -> 
     assert list_reassignments(after, [("t", 3), ("t", 2), ("nope", 0), ("t", 99)]) == [
         OngoingReassignment("t", 3, (3, 4, 1, 2), (3, 4), (1, 2))
     ]
+
+
+def test_a_partition_named_twice_is_changed_twice_in_order() -> None:
+    image = cluster(PartitionState((1, 2), (1, 2), leader=1))
+    outcome, after = reassign(
+        image,
+        lifecycle(image),
+        ReassignmentRequest("t", 0, (3, 4)),
+        ReassignmentRequest("t", 0, None),
+    )
+    assert [r.error_code for r in outcome.results] == [ErrorCode.none, ErrorCode.none]
+    assert len(outcome.records) == 2
+    state = partition(after)
+    assert (state.replicas, state.isr, state.adding_replicas, state.partition_epoch) == (
+        (1, 2),
+        (1, 2),
+        (),
+        2,
+    )
 
 
 def test_a_newly_active_controller_completes_a_ready_move() -> None:
