@@ -5,6 +5,7 @@ settings or the metadata log, and the leader's bytes-behind view of its replicas
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import MappingProxyType
@@ -17,7 +18,7 @@ from broker.replication_quota import UNTHROTTLED, ReplicationQuota
 from controller.image import ConfigResource, MetadataImage
 from controller.partition_state import PartitionState
 from controller.records import ConfigResourceType
-from tests.broker.replicas import TOPIC, Broker, batch, image, replicate
+from tests.broker.replicas import TOPIC, Broker, batch, image, replicate, response_of
 
 LEADER, FOLLOWER = 1, 2
 # Broker 2 being added by a reassignment: not in the ISR yet.
@@ -63,12 +64,15 @@ async def test_a_replica_being_added_is_held_by_the_exceeded_leader_quota(
     result, _ = await replicate(leader, follower)
     assert result.records is None and result.high_watermark == 1
     assert follower.partition().log.log_end_offset == 0
-    # Within the quota it is served, and what it is served counts.
-    leader.replicas.quotas.leader.bytes_per_second = UNTHROTTLED
+    # Within the quota it is served, and what it is served counts (the rate as of one
+    # moment, before and after).
+    quota = leader.replicas.quotas.leader
+    quota.bytes_per_second = UNTHROTTLED
+    moment = now_ms()
+    before = quota.rate(moment)
     result, _ = await replicate(leader, follower)
     assert result.records and follower.partition().log.log_end_offset == 1
-    leader.replicas.quotas.leader.bytes_per_second = 10**9
-    assert leader.replicas.quotas.leader.rate(now_ms()) > 1_000_000 / 10
+    assert quota.rate(moment) > before
 
 
 async def test_an_in_sync_follower_is_never_throttled(pair: tuple[Broker, Broker]) -> None:
@@ -130,6 +134,26 @@ async def test_the_fetcher_leaves_throttled_partitions_out_while_its_quota_is_ex
     assert fetcher.due_partitions() == {}
     follower.apply(image({0: IN_SYNC}, end_offset=2))
     assert list(fetcher.due_partitions()) == [(TOPIC, 0)]
+
+
+async def test_what_a_throttled_replica_fetches_counts_against_the_follower_quota(
+    pair: tuple[Broker, Broker],
+) -> None:
+    leader, follower = pair
+    await with_data(pair, ADDING)
+    quota = ReplicationQuota(10**9)
+    fetcher = ReplicaFetcher(FOLLOWER, LEADER, ("127.0.0.1", 1), quota)
+    replica = follower.partition()
+    fetcher.add(replica)
+    fetched = dict(fetcher.partitions)
+    request = FetchPartition(TOPIC, 0, 0, 1 << 20, current_leader_epoch=replica.leader_epoch)
+    results = await leader.replicas.fetch(FOLLOWER, 0, 1, 1 << 20, [request])
+    assert fetcher.apply_response(fetched, {(TOPIC, 0): 0}, response_of(results))
+    assert replica.log.log_end_offset == 1
+    size = len(results[0].records or b"")
+    # Counted over the window's 10 s minimum (Kafka's 11 samples of 1 s), plus the moments
+    # since.
+    assert quota.rate(int(time.monotonic() * 1000)) == pytest.approx(size / 10, rel=0.05)
 
 
 async def test_the_rates_come_from_the_metadata_log_over_the_nodes_settings(
