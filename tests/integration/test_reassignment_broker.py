@@ -27,7 +27,7 @@ from controller.client import incremental_alter_configs_request
 from controller.records import ConfigResourceType
 from net.client import NodeConnection
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 RATE = 300_000
 DATA_BYTES = 3_000_000
