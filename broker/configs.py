@@ -213,19 +213,14 @@ def _topic_configs(overrides: Mapping[str, str], defaults: TopicDefaults) -> lis
         synonyms: list[tuple[str, str | None, ConfigSource]] = []
         if entry.name in overrides:
             synonyms.append((entry.name, overrides[entry.name], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-        # A topic-only config (no broker synonym) has no broker-level values to list.
-        if definition.broker_synonym is not None:
-            if entry.name in defaults.configs:
-                synonyms.append(
-                    (
-                        definition.broker_synonym,
-                        defaults.configs[entry.name],
-                        ConfigSource.STATIC_BROKER_CONFIG,
-                    )
-                )
+        # A config without a broker synonym (tiered storage's) has no broker-level value.
+        synonym = definition.broker_synonym
+        if synonym is not None and entry.name in defaults.configs:
             synonyms.append(
-                (definition.broker_synonym, definition.default, ConfigSource.DEFAULT_CONFIG)
+                (synonym, defaults.configs[entry.name], ConfigSource.STATIC_BROKER_CONFIG)
             )
+        if synonym is not None:
+            synonyms.append((synonym, definition.default, ConfigSource.DEFAULT_CONFIG))
         described.append(
             _Described(
                 entry.name, entry.value, entry.source, definition.type, False, tuple(synonyms)

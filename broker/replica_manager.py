@@ -792,11 +792,6 @@ class ReplicaManager:
             if expanded is not None and self._isr_changes is not None:
                 self._isr_changes.propose(partition, expanded, "follower_caught_up")
         throttled = is_follower and partition.leader_throttles(replica_id)
-        if throttled and self.quotas.leader.exceeded(_now_ms()):
-            # Kafka's answer too: no records and no error; the follower asks again.
-            return FetchResult(
-                ErrorCode.none, partition.high_watermark, partition.log_start_offset, leader=leader
-            )
         try:
             read = partition.read(
                 request.fetch_offset,
@@ -804,7 +799,10 @@ class ReplicaManager:
                 committed_only=not is_follower,
                 min_one_batch=first,
             )
-            records = None if read.records is None else read.records.read()
+            # As Kafka: a throttled partition is still read (an offset out of range is
+            # answered), but while the quota is exceeded its records are left out.
+            held = throttled and self.quotas.leader.exceeded(_now_ms())
+            records = None if read.records is None or held else read.records.read()
         except OffsetOutOfRangeError:
             return FetchResult(
                 ErrorCode.offset_out_of_range,

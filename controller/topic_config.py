@@ -122,14 +122,13 @@ class TopicConfigDef:
 
     type: ConfigType
     default: str
-    # The broker setting that gives every topic its value (Kafka's synonym); None for a
-    # topic-only config.
+    # The broker setting that gives every topic its value (Kafka's synonym), if there is one.
     broker_synonym: str | None
     parse: Callable[[str], object]
     at_least: int | None = None
     choices: frozenset[str] = frozenset()
-    # A validator of its own, for a value whose form its type does not say.
-    problem: Callable[[str], str | None] | None = None
+    # A further check of a value of the right type: why it is refused, or None.
+    check: Callable[[str], str | None] | None = None
 
 
 # The topic configs this broker implements, with Kafka's defaults and validators.
@@ -159,14 +158,14 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
         "",
         None,
         _throttled_replicas,
-        problem=_throttled_replicas_problem,
+        check=_throttled_replicas_problem,
     ),
     "leader.replication.throttled.replicas": TopicConfigDef(
         ConfigType.LIST,
         "",
         None,
         _throttled_replicas,
-        problem=_throttled_replicas_problem,
+        check=_throttled_replicas_problem,
     ),
     "max.message.bytes": TopicConfigDef(
         ConfigType.INT, "1048588", "message.max.bytes", int, at_least=0
@@ -236,8 +235,6 @@ def topic_config_problem(name: str, value: str) -> str | None:
 
 def _value_problem(definition: TopicConfigDef, value: str) -> str | None:
     """Why `value` (trimmed, as Kafka's ConfigDef trims) is not valid, or None."""
-    if definition.problem is not None:
-        return definition.problem(value)
     match definition.type:
         case ConfigType.INT | ConfigType.LONG:
             low, high = _INT32_RANGE if definition.type is ConfigType.INT else _INT64_RANGE
@@ -262,9 +259,9 @@ def _value_problem(definition: TopicConfigDef, value: str) -> str | None:
         case ConfigType.LIST:
             # An empty value or item ("", "delete,") is refused: it names no policy.
             items = [item.strip() for item in value.split(",")]
-            if any(item not in definition.choices for item in items):
+            if definition.choices and any(item not in definition.choices for item in items):
                 return f"List must contain only: {', '.join(sorted(definition.choices))}"
-    return None
+    return None if definition.check is None else definition.check(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from broker.replica_fetcher import ReplicaFetcher
 from broker.replica_manager import FetchPartition
@@ -73,6 +74,20 @@ async def test_a_replica_being_added_is_held_by_the_exceeded_leader_quota(
     result, _ = await replicate(leader, follower)
     assert result.records and follower.partition().log.log_end_offset == 1
     assert quota.rate(moment) > before
+
+
+async def test_a_held_replica_still_learns_its_offset_is_out_of_range(
+    pair: tuple[Broker, Broker],
+) -> None:
+    leader, follower = pair
+    await with_data(pair, ADDING)
+    leader.partition().log.delete_records(1)
+    exhaust(leader.replicas.quotas.leader)
+    result, _ = await replicate(leader, follower)
+    # As Kafka reads before it leaves a throttled partition's records out: the follower
+    # restarts at the leader's log start instead of waiting for the quota.
+    assert result.error is ErrorCode.offset_out_of_range
+    assert follower.partition().log.log_start_offset == 1
 
 
 async def test_an_in_sync_follower_is_never_throttled(pair: tuple[Broker, Broker]) -> None:
