@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kio.schema.index import api_key_map
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
@@ -42,6 +42,9 @@ class ReplicaState:
     replicas: int
     isr: int
     min_insync_replicas: int
+    # KIP-392: consumer fetches served as a follower, and redirected as leader to a follower.
+    consumer_fetches_as_follower: int = 0
+    consumer_fetches_redirected: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,15 +140,27 @@ class StateCollector(Collector):
         isr = GaugeMetricFamily(
             "kraft_partition_isr_size", "ISR size of a partition this node leads", labels=labels
         )
+        from_follower = CounterMetricFamily(
+            "kraft_partition_consumer_fetches_as_follower",
+            "Consumer fetches (KIP-392) a follower replica served",
+            labels=labels,
+        )
+        redirected = CounterMetricFamily(
+            "kraft_partition_consumer_fetches_redirected",
+            "Consumer fetches the leader answered with a follower to read from (KIP-392)",
+            labels=labels,
+        )
         led = [replica for replica in replicas if replica.is_leader]
         for replica in replicas:
             key = [replica.topic, str(replica.partition)]
             high_watermark.add_metric(key, replica.high_watermark)
             log_end.add_metric(key, replica.log_end_offset)
             log_start.add_metric(key, replica.log_start_offset)
+            from_follower.add_metric(key, replica.consumer_fetches_as_follower)
+            redirected.add_metric(key, replica.consumer_fetches_redirected)
         for replica in led:
             isr.add_metric([replica.topic, str(replica.partition)], replica.isr)
-        yield from (high_watermark, log_end, log_start, isr)
+        yield from (high_watermark, log_end, log_start, isr, from_follower, redirected)
         yield GaugeMetricFamily(
             "kraft_leader_partitions", "Partitions this node leads", value=len(led)
         )

@@ -231,7 +231,7 @@ def _topic_configs(overrides: Mapping[str, str], defaults: TopicDefaults) -> lis
 
 def topic_log_config(broker_log_config: LogConfig, topic: TopicConfig) -> LogConfig:
     """The storage settings of a topic's replicas: the topic's configuration, and the broker's
-    settings that are no topic config (`index.interval.bytes`)."""
+    settings that are no topic config."""
     return dataclasses.replace(
         broker_log_config,
         segment_bytes=topic.segment_bytes,
@@ -247,4 +247,7 @@ def topic_log_config(broker_log_config: LogConfig, topic: TopicConfig) -> LogCon
         cleanup_policy=topic.cleanup_policy,
         delete_retention_ms=topic.delete_retention_ms,
         min_cleanable_dirty_ratio=topic.min_cleanable_dirty_ratio,
+        index_interval_bytes=topic.index_interval_bytes,
+        min_compaction_lag_ms=topic.min_compaction_lag_ms,
+        max_compaction_lag_ms=topic.max_compaction_lag_ms,
     )

@@ -21,6 +21,10 @@ from typing import TypeAlias, TypeVar
 from uuid import UUID
 
 from kio.schema.errors import ErrorCode
+from kio.schema.fetch import v5 as fetch_v5
+from kio.schema.fetch import v6 as fetch_v6
+from kio.schema.fetch import v7 as fetch_v7
+from kio.schema.fetch import v8 as fetch_v8
 from kio.schema.fetch import v9 as fetch_v9
 from kio.schema.fetch import v10 as fetch_v10
 from kio.schema.fetch import v11 as fetch_v11
@@ -61,11 +65,33 @@ _VALID_ACKS = (-1, 0, 1)
 
 # The versions of each message that have the field named.
 _FetchWithReplicaState: TypeAlias = fetch_v15.FetchRequest | fetch_v16.FetchRequest
+_FetchWithRackId: TypeAlias = (
+    fetch_v11.FetchRequest
+    | fetch_v12.FetchRequest
+    | fetch_v13.FetchRequest
+    | fetch_v14.FetchRequest
+    | fetch_v15.FetchRequest
+    | fetch_v16.FetchRequest
+)
 _FetchByTopicId: TypeAlias = (
     fetch_v13.FetchRequest
     | fetch_v14.FetchRequest
     | fetch_v15.FetchRequest
     | fetch_v16.FetchRequest
+)
+_FetchPartitionWithLogStart: TypeAlias = (
+    fetch_v5.request.FetchPartition
+    | fetch_v6.request.FetchPartition
+    | fetch_v7.request.FetchPartition
+    | fetch_v8.request.FetchPartition
+    | fetch_v9.request.FetchPartition
+    | fetch_v10.request.FetchPartition
+    | fetch_v11.request.FetchPartition
+    | fetch_v12.request.FetchPartition
+    | fetch_v13.request.FetchPartition
+    | fetch_v14.request.FetchPartition
+    | fetch_v15.request.FetchPartition
+    | fetch_v16.request.FetchPartition
 )
 _FetchPartitionWithLeaderEpoch: TypeAlias = (
     fetch_v9.request.FetchPartition
@@ -310,7 +336,7 @@ class DataApis:
             for partition in partitions:
                 asked.append((name, topic_id, partition.partition))
                 if name is not None:
-                    known.append(_fetch_partition(name, partition))
+                    known.append(_fetch_partition(name, partition, from_follower=replica_id >= 0))
         fetched = iter(
             await self._replicas.fetch(
                 replica_id,
@@ -318,6 +344,7 @@ class DataApis:
                 request.min_bytes,
                 request.max_bytes,
                 known,
+                request.rack_id if isinstance(request, _FetchWithRackId) else None,
             )
         )
         results = [
@@ -340,9 +367,12 @@ class _FetchedPartition(typing.Protocol):
     def partition_max_bytes(self) -> int: ...
 
 
-def _fetch_partition(topic: str, partition: _FetchedPartition) -> FetchPartition:
+def _fetch_partition(
+    topic: str, partition: _FetchedPartition, *, from_follower: bool
+) -> FetchPartition:
     """What the replica manager is asked for a partition of a FetchRequest; the epochs its
-    version lacks are -1 ("none given")."""
+    version lacks are -1 ("none given"), and so is the log start offset but from a follower
+    (only the leader's DeleteRecords reads it)."""
     return FetchPartition(
         topic=topic,
         partition_id=partition.partition,
@@ -353,6 +383,9 @@ def _fetch_partition(topic: str, partition: _FetchedPartition) -> FetchPartition
         else -1,
         last_fetched_epoch=partition.last_fetched_epoch
         if isinstance(partition, _FetchPartitionWithLastFetchedEpoch)
+        else -1,
+        log_start_offset=partition.log_start_offset
+        if from_follower and isinstance(partition, _FetchPartitionWithLogStart)
         else -1,
     )
 
@@ -399,7 +432,7 @@ def _fetch_response(
             "last_stable_offset": result.high_watermark,
             "log_start_offset": result.log_start_offset,
             "aborted_transactions": None,
-            "preferred_read_replica": -1,
+            "preferred_read_replica": result.preferred_read_replica,
             # Kafka sends empty records, never null: librdkafka refuses a null record set.
             "records": b"" if result.records is None else result.records,
         }

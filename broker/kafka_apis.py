@@ -3,7 +3,7 @@
 Served from the broker's metadata image and settings: Metadata, DescribeCluster and
 DescribeConfigs. Forwarded to the active controller, as KRaft brokers do (KIP-590), so that a
 Kafka admin client may talk to any broker and the answer is the controller's: CreateTopics,
-DeleteTopics, CreatePartitions, IncrementalAlterConfigs, ElectLeaders,
+DeleteTopics, CreatePartitions, IncrementalAlterConfigs, AlterConfigs, ElectLeaders,
 AlterPartitionReassignments, ListPartitionReassignments and UnregisterBroker. When no
 controller answers in time, those requests get REQUEST_TIMED_OUT.
 """
@@ -37,6 +37,7 @@ _FORWARDED = frozenset(
         ApiKey.DELETE_TOPICS,
         ApiKey.CREATE_PARTITIONS,
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.ALTER_CONFIGS,
         ApiKey.ELECT_LEADERS,
         ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         ApiKey.LIST_PARTITION_REASSIGNMENTS,
@@ -48,6 +49,7 @@ _ForwardedRequest: TypeAlias = (
     | messages.DeleteTopicsRequest
     | messages.CreatePartitionsRequest
     | messages.IncrementalAlterConfigsRequest
+    | messages.AlterConfigsRequest
     | messages.ElectLeadersRequest
     | messages.AlterPartitionReassignmentsRequest
     | messages.ListPartitionReassignmentsRequest
@@ -71,6 +73,8 @@ def _refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payl
         return wire.list_reassignments_error(version, error)
     if isinstance(request, messages.UnregisterBrokerRequest):
         return wire.unregister_broker_error(version, error)
+    if isinstance(request, messages.AlterConfigsRequest):
+        return wire.alter_configs_error(version, request, error)
     return wire.elect_leaders_response(version, (), error)
 
 
@@ -126,14 +130,18 @@ class BrokerApis:
         self, context: RequestContext, request: messages.MetadataRequest
     ) -> messages.MetadataResponse:
         return metadata_response(
-            self._image(), self._broker_id, context.header.api_version, request
+            self._image(), self._broker_id, self._cluster_id, context.header.api_version, request
         )
 
     def _on_describe_cluster(
         self, context: RequestContext, request: messages.DescribeClusterRequest
     ) -> messages.DescribeClusterResponse:
         return describe_cluster_response(
-            self._image(), self._broker_id, self._cluster_id, context.header.api_version
+            self._image(),
+            self._broker_id,
+            self._cluster_id,
+            context.header.api_version,
+            include_cluster_authorized_operations=request.include_cluster_authorized_operations,
         )
 
     def _on_describe_configs(

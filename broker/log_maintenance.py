@@ -28,7 +28,7 @@ from broker.partition import Partition
 from broker.replica_manager import ReplicaManager
 from net.record_batch import RecordBatchError
 from net.tasks import start_essential
-from storage.cleaner import CleanStats, LogClean, dirty_ratio
+from storage.cleaner import CleanStats, LogClean, compaction_lag_passed, dirty_ratio
 from storage.errors import StorageError
 from storage.log import wall_clock_ms
 from storage.log_manager import LogManager
@@ -164,8 +164,11 @@ class LogMaintenance:
         horizon = self._delete_horizons[partition]
         if horizon is not None and self._clock() >= horizon:
             return True
-        ratio = dirty_ratio(replica_log)
-        return ratio > 0 and ratio >= replica_log.config.min_cleanable_dirty_ratio
+        now_ms = self._clock()
+        ratio = dirty_ratio(replica_log, now_ms)
+        if ratio > 0 and ratio >= replica_log.config.min_cleanable_dirty_ratio:
+            return True
+        return compaction_lag_passed(replica_log, now_ms)
 
     async def _clean(self, partition: Partition) -> CleanStats | None:
         """One clean of the partition's log; None when it was given up (the checkpoint stays,

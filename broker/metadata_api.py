@@ -35,6 +35,18 @@ DESCRIBE_CLUSTER_VERSIONS = (0, 1)
 _ZERO_UUID = uuid.UUID(int=0)
 # Kafka's "not requested" value of the authorized-operations fields.
 _NO_AUTHORIZED_OPERATIONS = -(2**31)
+
+
+def _operations_bitfield(*codes: int) -> int:
+    return sum(1 << code for code in codes)
+
+
+# Without ACLs every client may do everything: Kafka then answers every operation its ACLs
+# support for the resource type (`AclEntry.supportedOperations`), one bit per AclOperation
+# code (READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12).
+TOPIC_AUTHORIZED_OPERATIONS = _operations_bitfield(3, 4, 5, 6, 7, 8, 10, 11)
+CLUSTER_AUTHORIZED_OPERATIONS = _operations_bitfield(5, 7, 8, 9, 10, 11, 12)
 # The listener name that clients are given (the only one there is, for now).
 CLIENT_LISTENER = "PLAINTEXT"
 
@@ -71,15 +83,31 @@ def _live_brokers(image: MetadataImage) -> list[tuple[int, str, int, str | None]
 
 
 def metadata_response(
-    image: MetadataImage, broker_id: int, version: int, request: messages.MetadataRequest
+    image: MetadataImage,
+    broker_id: int,
+    cluster_id: str,
+    version: int,
+    request: messages.MetadataRequest,
 ) -> messages.MetadataResponse:
-    """The MetadataResponse of `version` to `request`."""
+    """The MetadataResponse of `version` to `request`, naming the cluster `cluster_id` (v2+;
+    librdkafka's DescribeCluster reads it from there)."""
     schema = messages.METADATA_RESPONSES[version]
     broker_type = field_entity_type(schema, "brokers")
     topic_type = field_entity_type(schema, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
     live = _live_brokers(image)
     live_ids = {broker[0] for broker in live}
+    # The versions without these fields (v0-v7; v11+ for the cluster's) never ask.
+    topic_operations = (
+        TOPIC_AUTHORIZED_OPERATIONS
+        if getattr(request, "include_topic_authorized_operations", False)
+        else _NO_AUTHORIZED_OPERATIONS
+    )
+    cluster_operations = (
+        CLUSTER_AUTHORIZED_OPERATIONS
+        if getattr(request, "include_cluster_authorized_operations", False)
+        else _NO_AUTHORIZED_OPERATIONS
+    )
 
     def topic_entity(
         name: str | None, topic_id: uuid.UUID, topic: TopicImage | None, error: ErrorCode
@@ -110,7 +138,7 @@ def metadata_response(
             topic_id=topic_id,
             is_internal=name in INTERNAL_TOPICS,
             partitions=partitions,
-            topic_authorized_operations=_NO_AUTHORIZED_OPERATIONS,
+            topic_authorized_operations=topic_operations,
         )
 
     def known(name: str) -> object:
@@ -133,10 +161,10 @@ def metadata_response(
             make_entity(broker_type, node_id=node_id, host=host, port=port, rack=rack)
             for node_id, host, port, rack in live
         ),
-        cluster_id=None,
+        cluster_id=cluster_id,
         controller_id=broker_id,
         topics=tuple(topics),
-        cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS,
+        cluster_authorized_operations=cluster_operations,
     )
 
 
@@ -156,9 +184,15 @@ def _asked_topic(
 
 
 def describe_cluster_response(
-    image: MetadataImage, broker_id: int, cluster_id: str, version: int
+    image: MetadataImage,
+    broker_id: int,
+    cluster_id: str,
+    version: int,
+    *,
+    include_cluster_authorized_operations: bool = False,
 ) -> messages.DescribeClusterResponse:
-    """DescribeClusterResponse: the live brokers, with this broker as the controller."""
+    """DescribeClusterResponse: the live brokers, with this broker as the controller, and the
+    cluster's authorized operations when asked for (every one, as there are no ACLs)."""
     schema = messages.DESCRIBE_CLUSTER_RESPONSES[version]
     broker_type = field_entity_type(schema, "brokers")
     return make_entity(
@@ -173,5 +207,7 @@ def describe_cluster_response(
             make_entity(broker_type, broker_id=node_id, host=host, port=port, rack=rack)
             for node_id, host, port, rack in _live_brokers(image)
         ),
-        cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS,
+        cluster_authorized_operations=CLUSTER_AUTHORIZED_OPERATIONS
+        if include_cluster_authorized_operations
+        else _NO_AUTHORIZED_OPERATIONS,
     )

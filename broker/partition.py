@@ -38,8 +38,14 @@ from broker.producer_snapshots import ProducerSnapshots
 from broker.producer_state import ProducerStateManager, WrittenBatch
 from controller.partition_state import PartitionState
 from controller.topic_config import ThrottledReplicas, TopicConfig
-from net.record_batch import NO_TIMESTAMP, BatchHeader, InvalidBatchError, TimestampType
-from net.records import RecordColumns, decode_batch_columns
+from net.record_batch import (
+    NO_TIMESTAMP,
+    BatchHeader,
+    Compression,
+    InvalidBatchError,
+    TimestampType,
+)
+from net.records import RecordColumns, decode_batch_columns, recompress_batches
 from storage.errors import LogOfflineError, StorageError, StorageIOError
 from storage.log import Log, ReadResult
 
@@ -75,6 +81,8 @@ class FollowerState:
 
     log_end_offset: int = -1
     last_caught_up_ms: int = -1
+    # Its log start offset, as its last fetch said (-1: unknown).
+    log_start_offset: int = -1
     # The leader's log end offset and the time at the follower's previous fetch.
     last_fetch_leader_log_end_offset: int = -1
     last_fetch_ms: int = -1
@@ -120,6 +128,13 @@ class Partition:
         self._min_insync_replicas = 1
         self._leader_throttled = ThrottledReplicas()
         self._follower_throttled = ThrottledReplicas()
+        # The codec the topic's compression.type has the leader write (None: the producer's).
+        self._recompress_to: Compression | None = None
+        self._recompress_level: int | None = None
+        # KIP-392, since the broker started: consumer fetches this replica served as a
+        # follower, and those it answered as leader with a follower to read from instead.
+        self.consumer_fetches_as_follower = 0
+        self.consumer_fetches_redirected = 0
         self._hold_high_watermark_below_min_isr = hold_high_watermark_below_min_isr
         self._changed = asyncio.Event()
         # acks=all produces waiting for the high watermark to reach an offset: a heap of
@@ -227,6 +242,8 @@ class Partition:
         self._min_insync_replicas = config.min_insync_replicas
         self._leader_throttled = config.leader_replication_throttled_replicas
         self._follower_throttled = config.follower_replication_throttled_replicas
+        self._recompress_to = config.compression_type
+        self._recompress_level = config.compression_level
         self.log.config = topic_log_config(self.log.config, config)
 
     @property
@@ -329,7 +346,9 @@ class Partition:
 
     def append_as_leader(self, records: memoryview | bytes) -> LeaderAppend:
         """Append a producer's batches in this leader's epoch: the first offset they got, and
-        the time the log stamped them with if the topic uses LogAppendTime.
+        the time the log stamped them with if the topic uses LogAppendTime. With a topic's
+        `compression.type` other than `producer`, their records are recompressed to that codec
+        first (`recompress_batches`).
 
         A single batch that repeats one of its producer's last five is not written again: the
         offsets it got the first time are returned, so an acks=all retry waits for that batch
@@ -340,6 +359,9 @@ class Partition:
         """
         if not self.is_leader:
             raise NotLeaderError
+        if self._recompress_to is not None:
+            # Not for `producer` (the default): the batches are written as they came.
+            records = recompress_batches(records, self._recompress_to, self._recompress_level)
         validated: list[BatchHeader] = []
         compacted = self.log.config.compact
 
@@ -375,6 +397,20 @@ class Partition:
         if self.log.config.message_timestamp_type is TimestampType.LOG_APPEND_TIME:
             return LeaderAppend(info.first_offset, offset, info.max_timestamp)
         return LeaderAppend(info.first_offset, offset, NO_TIMESTAMP)
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords on the leader: move the log start offset up to `offset` (at most the
+        high watermark, else OffsetOutOfRangeError) and delete the segments wholly below it.
+        Returns the log start offset."""
+        self._check_online()
+        try:
+            start = self.log.delete_records(offset)
+        except StorageIOError as error:
+            self._go_offline(error)
+            raise
+        # Long-polling followers answer at once, with the new log start to follow.
+        self._wake()
+        return start
 
     def _check_online(self) -> None:
         if self.offline:
@@ -413,14 +449,19 @@ class Partition:
         return frozenset(self.state.isr) | frozenset(self.pending_isr or ())
 
     def record_follower_fetch(
-        self, replica: int, fetch_offset: int, now_ms: int
+        self, replica: int, fetch_offset: int, now_ms: int, log_start_offset: int = -1
     ) -> tuple[int, ...] | None:
-        """A follower fetched from `fetch_offset`: its log end offset. Returns the expanded ISR
-        to ask the controller for when a follower outside the ISR has caught up."""
+        """A follower fetched from `fetch_offset`: its log end offset (and its log start
+        offset, -1 if its fetch version has none). Returns the expanded ISR to ask the
+        controller for when a follower outside the ISR has caught up."""
         follower = self.followers.get(replica)
         if follower is None or self.state is None:
             return None
         follower.log_end_offset = fetch_offset
+        if log_start_offset != follower.log_start_offset:
+            follower.log_start_offset = log_start_offset
+            # A DeleteRecords may be waiting for the followers' log starts (`low_watermark`).
+            self._wake()
         # Kafka's rule: caught up now if it reached the leader's end, or caught up as of its
         # previous fetch if it reached the end the leader had then (under steady appends a
         # follower never sees the very end).
@@ -495,6 +536,23 @@ class Partition:
             self._snapshot_if_rolled()
         self.log.update_high_watermark(min(self.log.log_end_offset, leader_high_watermark))
         self._wake()
+
+    def low_watermark(self, alive: Callable[[int], bool]) -> int:
+        """On the leader: the smallest log start offset over this replica and its followers on
+        `alive` brokers (Kafka's `lowWatermarkIfLeader`), which DeleteRecords waits to reach;
+        a follower that never said its log start counts as 0."""
+        low = self.log.log_start_offset
+        for replica_id, follower in self.followers.items():
+            if alive(replica_id):
+                low = min(low, max(follower.log_start_offset, 0))
+        return low
+
+    def follow_log_start_offset(self, leader_log_start_offset: int) -> None:
+        """Move this follower's log start offset up to the leader's (records deleted there by
+        DeleteRecords or retention), never past this replica's own high watermark."""
+        offset = min(leader_log_start_offset, self.log.high_watermark)
+        if offset > self.log.log_start_offset:
+            self.delete_records(offset)
 
     def truncate_to_divergence(self, epoch: int, end_offset: int) -> int:
         """The leader says this log diverges after `end_offset` of `epoch`: cut it where both

@@ -69,10 +69,23 @@ class WrittenBatch(NamedTuple):
     last_offset: int
 
 
+class ActiveProducer(NamedTuple):
+    """A producer as DescribeProducers shows it: its epoch, the last sequence written and the
+    max timestamp of its last batch (-1 when that batch was replayed from a snapshot)."""
+
+    producer_id: int
+    epoch: int
+    last_sequence: int
+    last_timestamp: int
+
+
 @dataclass(slots=True)
 class ProducerEntry:
     epoch: int
     batches: deque[WrittenBatch] = field(default_factory=lambda: deque(maxlen=BATCHES_RETAINED))
+    # The max timestamp of its last batch seen since the state was loaded (snapshots do not
+    # keep it: -1 until the producer writes again).
+    last_timestamp: int = -1
 
 
 def _last_sequence(header: BatchHeader) -> int:
@@ -149,6 +162,17 @@ class ProducerStateManager:
                 first_offset + header.last_offset_delta,
             )
         )
+        entry.last_timestamp = header.max_timestamp
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """The producers with a batch in this state (DescribeProducers), by producer id."""
+        return [
+            ActiveProducer(
+                producer_id, entry.epoch, entry.batches[-1].last_sequence, entry.last_timestamp
+            )
+            for producer_id, entry in sorted(self._producers.items())
+            if entry.batches
+        ]
 
     def last_offsets(self) -> dict[int, int]:
         """Each producer's last written offset: the log cleaner keeps the batch ending there,

@@ -236,6 +236,7 @@ class ReplicaFetcher:
                     partition.truncate_to_divergence(diverging.epoch, diverging.end_offset)
                     return True
                 partition.append_from_leader(answer.records or b"", answer.high_watermark)
+                partition.follow_log_start_offset(answer.log_start_offset)
                 return True
             if error is ErrorCode.offset_out_of_range:
                 self._restart_in_range(partition, answer)

@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
@@ -51,7 +52,7 @@ from broker.isr_changes import IsrChangeSender
 from broker.metadata_api import CLIENT_LISTENER
 from broker.offsets import OffsetAnswer
 from broker.partition import LeaderAppend, NotLeaderError, Partition
-from broker.producer_state import ProducerStateError
+from broker.producer_state import ActiveProducer, ProducerStateError
 from broker.replica_fetcher import ReplicaFetcherManager
 from broker.replication_quota import NO_THROTTLE, UNTHROTTLED, ThrottleSettings
 from controller.broker_config import dynamic_broker_value
@@ -92,6 +93,29 @@ class ProduceResult:
 
 
 @dataclass(frozen=True, slots=True)
+class HostedReplica:
+    """A replica's log as DescribeLogDirs shows it."""
+
+    topic: str
+    partition_id: int
+    size_bytes: int
+    # How far the log end is below the high watermark (Kafka's "offset lag": 0 but while a
+    # log is being filled).
+    offset_lag: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirDescription:
+    """A log directory of this broker: online or not, its replicas and its disk's space."""
+
+    path: Path
+    online: bool
+    replicas: list[HostedReplica]
+    total_bytes: int
+    usable_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class FetchPartition:
     """One partition of a Fetch request."""
 
@@ -101,6 +125,8 @@ class FetchPartition:
     max_bytes: int
     current_leader_epoch: int = -1
     last_fetched_epoch: int = -1
+    # A follower's own log start offset (Fetch v5+; -1: not given).
+    log_start_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +142,8 @@ class FetchResult:
     leader: tuple[int, int] = (-1, -1)
     # Read for a follower the leader's replication quota bounds (counted once answered).
     throttled: bool = False
+    # KIP-392: the follower the consumer should fetch from instead (-1: none, read here).
+    preferred_read_replica: int = -1
 
 
 class ReplicaManager:
@@ -134,6 +162,7 @@ class ReplicaManager:
         eligible_leader_replicas_enable: bool = True,
         fenced_until_registered: bool = False,
         throttle: ThrottleSettings = NO_THROTTLE,
+        rack_aware_replica_selector: bool = False,
     ) -> None:
         """`log_config`: the broker's storage settings, which the configuration of each
         topic (its overrides on top of `topic_defaults`) then sets for its replicas.
@@ -151,7 +180,12 @@ class ReplicaManager:
         ISR membership off an incarnation that registers again, in the registration's own
         batch. Acting on the replayed image before that would let a broker that lost its
         unflushed tail lead, take writes at offsets its followers already hold, and have
-        them acknowledged."""
+        them acknowledged.
+
+        With `rack_aware_replica_selector` (Kafka's RackAwareReplicaSelector, KIP-392), the
+        leader answers a consumer's fetch that names its rack with a follower of that rack to
+        fetch from instead (`preferred_read_replica`)."""
+        self._rack_aware = rack_aware_replica_selector
         # The offset of this broker's registration record (its broker epoch): None while the
         # broker has not registered, -1 when nothing fences the replicas.
         self._registration_offset: int | None = None if fenced_until_registered else -1
@@ -700,6 +734,108 @@ class ReplicaManager:
         epoch, end_offset = partition.end_offset_for_epoch(leader_epoch)
         return ErrorCode.none, epoch, end_offset
 
+    async def delete_records(
+        self, topic: str, partition_id: int, offset: int, timeout_ms: int
+    ) -> tuple[ErrorCode, int]:
+        """DeleteRecords for one partition, on its leader: (error, low watermark). The log
+        start offset moves up to `offset` (-1: the high watermark); as Kafka's
+        DelayedDeleteRecords, the answer waits up to `timeout_ms` for every follower on an alive
+        broker to follow it (they do as they fetch), then gives the low watermark, the smallest
+        log start offset over the replicas (REQUEST_TIMED_OUT if they have not by then).
+        OFFSET_OUT_OF_RANGE beyond the high watermark, POLICY_VIOLATION for a topic whose
+        cleanup.policy lacks "delete"."""
+        error, partition = self._leader_of(topic, partition_id, -1)
+        if error is not ErrorCode.none or partition is None:
+            return error, -1
+        if "delete" not in partition.log.config.cleanup_policy:
+            return ErrorCode.policy_violation, -1
+        high_watermark = partition.high_watermark
+        target = high_watermark if offset == -1 else offset
+        if not 0 <= target <= high_watermark:
+            return ErrorCode.offset_out_of_range, -1
+        try:
+            log_start_offset = partition.delete_records(target)
+        except StorageError as storage_error:
+            log.error("delete_records_failed", topic=topic, error=str(storage_error))
+            return ErrorCode.kafka_storage_error, -1
+        log.info(
+            "records_deleted",
+            topic=topic,
+            partition=partition_id,
+            log_start_offset=log_start_offset,
+        )
+        return await self._until_low_watermark(partition, target, timeout_ms)
+
+    async def _until_low_watermark(
+        self, partition: Partition, target: int, timeout_ms: int
+    ) -> tuple[ErrorCode, int]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        while True:
+            if not partition.is_leader or self._hosted(partition) is not partition:
+                return ErrorCode.not_leader_or_follower, -1
+            low_watermark = partition.low_watermark(self._alive)
+            if low_watermark >= target:
+                return ErrorCode.none, low_watermark
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return ErrorCode.request_timed_out, low_watermark
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(partition.wait_for_change(), remaining)
+
+    def _hosted(self, partition: Partition) -> Partition | None:
+        return self.partitions.get((partition.topic, partition.partition_id))
+
+    def _alive(self, broker_id: int) -> bool:
+        broker = self._applied.brokers.get(broker_id)
+        return broker is not None and not broker.fenced
+
+    def describe_log_dirs(
+        self, asked: Mapping[str, Collection[int]] | None
+    ) -> list[LogDirDescription]:
+        """DescribeLogDirs: each partition log directory with the hosted replicas in it (of
+        the partitions `asked`, by topic; None: every one). An offline directory lists none,
+        as Kafka answers KAFKA_STORAGE_ERROR for it."""
+        by_dir: dict[Path, list[HostedReplica]] = {d: [] for d in self._logs.partition_dirs}
+        for (topic, partition_id), partition in sorted(self.partitions.items()):
+            if asked is not None and partition_id not in asked.get(topic, ()):
+                continue
+            directory = self._logs.directory_of(TopicPartition(topic, partition_id))
+            if directory not in by_dir or directory in self._offline_dirs:
+                continue
+            by_dir[directory].append(
+                HostedReplica(
+                    topic,
+                    partition_id,
+                    partition.log.size_in_bytes,
+                    max(partition.high_watermark - partition.log_end_offset, 0),
+                )
+            )
+        described = []
+        for directory, replicas in by_dir.items():
+            online = directory not in self._offline_dirs
+            total = usable = -1
+            if online:
+                with contextlib.suppress(OSError):
+                    total, _, usable = shutil.disk_usage(directory)
+            described.append(LogDirDescription(directory, online, replicas, total, usable))
+        return described
+
+    def active_producers(
+        self, topic: str, partition_id: int
+    ) -> tuple[ErrorCode, list[ActiveProducer]]:
+        """DescribeProducers for one partition, on any of its replicas: (error, producers).
+        NOT_LEADER_OR_FOLLOWER where this broker hosts no replica of it."""
+        partition = self.partitions.get((topic, partition_id))
+        if partition is None or partition.state is None:
+            topic_image = self._applied.topic(topic)
+            if topic_image is None or partition_id not in topic_image.partitions:
+                return ErrorCode.unknown_topic_or_partition, []
+            return ErrorCode.not_leader_or_follower, []
+        if partition.offline:
+            return ErrorCode.kafka_storage_error, []
+        return ErrorCode.none, partition.producers.active_producers()
+
     # -- fetch ------------------------------------------------------------------------------------
 
     async def fetch(
@@ -709,16 +845,22 @@ class ReplicaManager:
         min_bytes: int,
         max_bytes: int,
         requests: Sequence[FetchPartition],
+        client_rack: str | None = None,
     ) -> list[FetchResult]:
         """Read each partition; waits up to `max_wait_ms` for `min_bytes` if none failed. A
         fetch of no partition (every one it named unknown) is answered at once, as Kafka's
-        KafkaApis does when nothing is left to fetch."""
+        KafkaApis does when nothing is left to fetch.
+
+        `client_rack` is the rack a consumer's Fetch v11+ names ("" when it names none; None
+        before v11). Such a consumer may read from a follower, up to the follower's high
+        watermark; from the leader it may be sent to a follower of its rack instead (KIP-392),
+        an answer given at once."""
         if not requests:
             return []
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
         while True:
-            results = self._read_all(replica_id, max_bytes, requests)
+            results = self._read_all(replica_id, max_bytes, requests, client_rack)
             size = sum(len(r.records) for r in results if r.records is not None)
             waiting = [
                 self.partitions[(request.topic, request.partition_id)]
@@ -730,7 +872,9 @@ class ReplicaManager:
                 size >= min_bytes
                 or remaining <= 0
                 or len(waiting) != len(results)
-                or any(r.diverging_epoch is not None for r in results)
+                or any(
+                    r.diverging_epoch is not None or r.preferred_read_replica >= 0 for r in results
+                )
             ):
                 throttled = sum(len(r.records) for r in results if r.throttled and r.records)
                 if throttled:
@@ -744,12 +888,25 @@ class ReplicaManager:
                     waiter.cancel()
 
     def _read_all(
-        self, replica_id: int, max_bytes: int, requests: Sequence[FetchPartition]
+        self,
+        replica_id: int,
+        max_bytes: int,
+        requests: Sequence[FetchPartition],
+        client_rack: str | None,
     ) -> list[FetchResult]:
         results = []
         budget = max_bytes
+        # KIP-392 applies to consumers' Fetch v11+ only; the leader's reads stay as they are
+        # unless the rack-aware selector is on and the consumer names its rack.
+        consumer_with_rack = replica_id < 0 and client_rack is not None
+        selecting = consumer_with_rack and self._rack_aware and bool(client_rack)
         for request in requests:
-            result = self._read(replica_id, request, budget, first=budget == max_bytes)
+            first = budget == max_bytes
+            result = self._redirect(request, client_rack or "") if selecting else None
+            if result is None:
+                result = self._read(replica_id, request, budget, first=first)
+                if consumer_with_rack and result.error is ErrorCode.not_leader_or_follower:
+                    result = self._read_as_follower(request, budget, first)
             if result.records is not None:
                 budget = max(0, budget - len(result.records))
             results.append(result)
@@ -788,40 +945,131 @@ class ReplicaManager:
                 )
         # A fetch offset past this log's end is no log end offset a follower can have.
         if is_follower and request.fetch_offset <= partition.log_end_offset:
-            expanded = partition.record_follower_fetch(replica_id, request.fetch_offset, _now_ms())
+            expanded = partition.record_follower_fetch(
+                replica_id, request.fetch_offset, _now_ms(), request.log_start_offset
+            )
             if expanded is not None and self._isr_changes is not None:
                 self._isr_changes.propose(partition, expanded, "follower_caught_up")
         throttled = is_follower and partition.leader_throttles(replica_id)
-        try:
-            read = partition.read(
-                request.fetch_offset,
-                min(request.max_bytes, budget),
-                committed_only=not is_follower,
-                min_one_batch=first,
-            )
-            # As Kafka: a throttled partition is still read (an offset out of range is
-            # answered), but while the quota is exceeded its records are left out.
-            held = throttled and self.quotas.leader.exceeded(_now_ms())
-            records = None if read.records is None or held else read.records.read()
-        except OffsetOutOfRangeError:
-            return FetchResult(
-                ErrorCode.offset_out_of_range,
-                partition.high_watermark,
-                partition.log_start_offset,
-                leader=leader,
-            )
-        except (StorageError, OSError) as error:
-            # That partition's answer only: the others of the fetch are served.
-            log.error("fetch_storage_failed", topic=request.topic, error=str(error))
-            return FetchResult(ErrorCode.kafka_storage_error, leader=leader)
-        return FetchResult(
-            ErrorCode.none,
-            read.high_watermark,
-            read.log_start_offset,
-            records,
+        return _read_records(
+            partition,
+            request,
+            budget,
+            first=first,
+            committed_only=not is_follower,
             leader=leader,
             throttled=throttled,
+            # As Kafka: a throttled partition is still read (an offset out of range is
+            # answered), but while the quota is exceeded its records are left out.
+            hold_records=throttled and self.quotas.leader.exceeded(_now_ms()),
         )
+
+    def _redirect(self, request: FetchPartition, client_rack: str) -> FetchResult | None:
+        """The leader's answer sending a consumer of `client_rack` to a follower of its rack
+        (no records, the follower in `preferred_read_replica`); None to read here."""
+        partition = self.partitions.get((request.topic, request.partition_id))
+        if partition is None or partition.state is None or not partition.is_leader:
+            return None
+        preferred = self._preferred_read_replica(partition, client_rack, request.fetch_offset)
+        if preferred is None:
+            return None
+        partition.consumer_fetches_redirected += 1
+        return FetchResult(
+            ErrorCode.none,
+            partition.high_watermark,
+            partition.log_start_offset,
+            leader=(partition.state.leader, partition.leader_epoch),
+            preferred_read_replica=preferred,
+        )
+
+    def _read_as_follower(self, request: FetchPartition, budget: int, first: bool) -> FetchResult:
+        """A consumer's read from this follower (Fetch v11+, KIP-392): its records below its
+        own high watermark, with the leader epoch checked as the leader checks it; past its log
+        end, OFFSET_OUT_OF_RANGE."""
+        partition = self.partitions[(request.topic, request.partition_id)]
+        assert partition.state is not None
+        partition.consumer_fetches_as_follower += 1
+        leader = (partition.state.leader, partition.leader_epoch)
+        epoch = request.current_leader_epoch
+        if 0 <= epoch < partition.leader_epoch:
+            return FetchResult(ErrorCode.fenced_leader_epoch, leader=leader)
+        if epoch > partition.leader_epoch:
+            return FetchResult(ErrorCode.unknown_leader_epoch, leader=leader)
+        return _read_records(
+            partition, request, budget, first=first, committed_only=True, leader=leader
+        )
+
+    def _preferred_read_replica(
+        self, partition: Partition, client_rack: str, fetch_offset: int
+    ) -> int | None:
+        """The follower a consumer in `client_rack` should read from, as Kafka's
+        RackAwareReplicaSelector picks it: None (the leader) without the selector or a client
+        rack, or when the leader is in that rack; else, among the alive in-sync followers of
+        the rack that hold `fetch_offset`, the one furthest ahead (then the latest caught up)."""
+        if not self._rack_aware or not client_rack or partition.state is None:
+            return None
+        brokers = self._applied.brokers
+        own = brokers.get(self.broker_id)
+        if own is not None and own.rack == client_rack:
+            return None
+        candidates = []
+        for replica_id in partition.state.isr:
+            follower = partition.followers.get(replica_id)
+            broker = brokers.get(replica_id)
+            if (
+                follower is None
+                or broker is None
+                or broker.fenced
+                or broker.rack != client_rack
+                or follower.log_end_offset < fetch_offset
+                or fetch_offset < partition.log_start_offset
+            ):
+                continue
+            candidates.append((follower.log_end_offset, follower.last_caught_up_ms, replica_id))
+        return max(candidates)[2] if candidates else None
+
+
+def _read_records(
+    partition: Partition,
+    request: FetchPartition,
+    budget: int,
+    *,
+    first: bool,
+    committed_only: bool,
+    leader: tuple[int, int],
+    throttled: bool = False,
+    hold_records: bool = False,
+) -> FetchResult:
+    """The batches of `partition` a fetch gets from its fetch offset (below the high watermark
+    when `committed_only`), within `budget` bytes; none when `hold_records` (a throttled
+    follower over its quota). `throttled`: the leader's replication quota counts the bytes."""
+    try:
+        read = partition.read(
+            request.fetch_offset,
+            min(request.max_bytes, budget),
+            committed_only=committed_only,
+            min_one_batch=first,
+        )
+        records = None if read.records is None or hold_records else read.records.read()
+    except OffsetOutOfRangeError:
+        return FetchResult(
+            ErrorCode.offset_out_of_range,
+            partition.high_watermark,
+            partition.log_start_offset,
+            leader=leader,
+        )
+    except (StorageError, OSError) as error:
+        # That partition's answer only: the others of the fetch are served.
+        log.error("fetch_storage_failed", topic=request.topic, error=str(error))
+        return FetchResult(ErrorCode.kafka_storage_error, leader=leader)
+    return FetchResult(
+        ErrorCode.none,
+        read.high_watermark,
+        read.log_start_offset,
+        records,
+        leader=leader,
+        throttled=throttled,
+    )
 
 
 def _now_ms() -> int:

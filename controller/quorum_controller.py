@@ -92,6 +92,7 @@ from controller.topics import (
     create_topics,
     delete_topics,
     incremental_alter_configs,
+    replace_configs,
 )
 from controller.unclean_recovery import (
     PendingRecovery,
@@ -216,6 +217,7 @@ class QuorumController:
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: self._on_alter_partition_reassignments,
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self._on_list_partition_reassignments,
             ApiKey.UNREGISTER_BROKER: self._on_unregister_broker,
+            ApiKey.ALTER_CONFIGS: self._on_alter_configs,
         }
         for served in wire.SERVED:
             registry.register(
@@ -736,6 +738,26 @@ class QuorumController:
 
         with contextlib.suppress(NotControllerError):
             await self._write("reassignment_completion", build)
+
+    async def _on_alter_configs(
+        self, context: RequestContext, request: messages.AlterConfigsRequest
+    ) -> messages.AlterConfigsResponse:
+        version = context.header.api_version
+        resources = wire.alter_configs_request(request)
+
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], tuple[AlterConfigsResult, ...]]:
+            outcome = replace_configs(active.image, resources, validate_only=request.validate_only)
+            return outcome.records, outcome.results
+
+        return await self._serve_user(
+            "alter_configs",
+            build,
+            partial(wire.alter_configs_response, version),
+            partial(wire.alter_configs_error, version, request),
+            resources=[resource.resource_name for resource in resources],
+        )
 
     # -- unclean recovery ---------------------------------------------------------------------
 

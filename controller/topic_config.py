@@ -1,8 +1,12 @@
 """The topic config catalogue and the typed configuration of a topic.
 
-The catalogue (`TOPIC_CONFIGS`) is every topic config this broker implements, as Kafka's
-LogConfig defines it: its type, Kafka's default, its validation, and the broker setting that
-gives every topic its value (the synonym, `log.retention.ms` for `retention.ms`). Values travel
+The catalogue (`TOPIC_CONFIGS`) is every topic config of Kafka 3.9 / 4.x, as Kafka's LogConfig
+defines it: its type, Kafka's default, its validation, and the broker setting that gives every
+topic its value (the synonym, `log.retention.ms` for `retention.ms`; none for the tiered storage
+ones). Some only exist for Kafka's own machinery (preallocated segments, tiered storage, message
+down-conversion): they are accepted, validated, stored and described,
+and change nothing here; `remote.storage.enable` is refused as true, as Kafka refuses it
+without tiered storage. Values travel
 as text, in Kafka's spelling, in requests and in the metadata log's ConfigRecords; validation
 (`topic_config_problem`) follows Kafka's ConfigDef, messages included.
 
@@ -20,7 +24,7 @@ from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from typing import Any
 
-from net.record_batch import TimestampType
+from net.record_batch import Compression, TimestampType
 
 _INT32_RANGE = (-(2**31), 2**31 - 1)
 _INT64_RANGE = (-(2**63), 2**63 - 1)
@@ -75,6 +79,43 @@ def _timestamp_type(value: str) -> TimestampType:
     return TimestampType.LOG_APPEND_TIME if value == "LogAppendTime" else TimestampType.CREATE_TIME
 
 
+def _compression_type(value: str) -> Compression | None:
+    """The codec the leader recompresses batches to; None for `producer` (kept as sent)."""
+    return None if value == "producer" else _CODECS[value]
+
+
+_CODECS = {
+    "uncompressed": Compression.NONE,
+    "gzip": Compression.GZIP,
+    "snappy": Compression.SNAPPY,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
+
+
+def _gzip_level(value: str) -> str | None:
+    # Kafka's GzipCompression.LEVEL_VALIDATOR: Deflater's levels, or its default (-1).
+    level = int(value)
+    return None if level == -1 or 1 <= level <= 9 else "Value must be between 1 and 9, or -1"
+
+
+# A Kafka release as MetadataVersion spells it: "2.8", "0.10.2", "3.0-IV1".
+_KAFKA_VERSION = re.compile(r"[0-9]+\.[0-9]+(\.[0-9]+)?(-IV[0-9]+)?")
+
+
+def _message_format_version(value: str) -> str | None:
+    return None if _KAFKA_VERSION.fullmatch(value) else f"Version {value} is not a valid version"
+
+
+def _remote_storage(value: str) -> str | None:
+    if value.lower() == "true":
+        return (
+            "Tiered Storage functionality is disabled in the broker. Topic cannot be configured "
+            "with remote log storage."
+        )
+    return None
+
+
 def _policies(value: str) -> frozenset[str]:
     return frozenset(item.strip() for item in value.split(","))
 
@@ -126,6 +167,7 @@ class TopicConfigDef:
     broker_synonym: str | None
     parse: Callable[[str], object]
     at_least: int | None = None
+    at_most: int | None = None
     choices: frozenset[str] = frozenset()
     # A further check of a value of the right type: why it is refused, or None.
     check: Callable[[str], str | None] | None = None
@@ -140,8 +182,27 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
         _policies,
         choices=frozenset({"delete", "compact"}),
     ),
+    "compression.gzip.level": TopicConfigDef(
+        ConfigType.INT, "-1", "compression.gzip.level", int, check=_gzip_level
+    ),
+    "compression.lz4.level": TopicConfigDef(
+        ConfigType.INT, "9", "compression.lz4.level", int, at_least=1, at_most=17
+    ),
+    "compression.type": TopicConfigDef(
+        ConfigType.STRING,
+        "producer",
+        "compression.type",
+        _compression_type,
+        choices=frozenset({*_CODECS, "producer"}),
+    ),
+    "compression.zstd.level": TopicConfigDef(
+        ConfigType.INT, "3", "compression.zstd.level", int, at_least=-131072, at_most=22
+    ),
     "delete.retention.ms": TopicConfigDef(
         ConfigType.LONG, "86400000", "log.cleaner.delete.retention.ms", int, at_least=0
+    ),
+    "file.delete.delay.ms": TopicConfigDef(
+        ConfigType.LONG, "60000", "log.segment.delete.delay.ms", int, at_least=0
     ),
     "flush.messages": TopicConfigDef(
         ConfigType.LONG,
@@ -167,8 +228,28 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
         _throttled_replicas,
         check=_throttled_replicas_problem,
     ),
+    "index.interval.bytes": TopicConfigDef(
+        ConfigType.INT, "4096", "log.index.interval.bytes", int, at_least=0
+    ),
+    "local.retention.bytes": TopicConfigDef(
+        ConfigType.LONG, "-2", "log.local.retention.bytes", int, at_least=-2
+    ),
+    "local.retention.ms": TopicConfigDef(
+        ConfigType.LONG, "-2", "log.local.retention.ms", int, at_least=-2
+    ),
+    "max.compaction.lag.ms": TopicConfigDef(
+        ConfigType.LONG,
+        str(_LONG_MAX),
+        "log.cleaner.max.compaction.lag.ms",
+        _limit_or_none,
+        at_least=1,
+    ),
     "max.message.bytes": TopicConfigDef(
         ConfigType.INT, "1048588", "message.max.bytes", int, at_least=0
+    ),
+    # Removed in Kafka 4.0 (no down-conversion there): accepted for the tools that still set it.
+    "message.downconversion.enable": TopicConfigDef(
+        ConfigType.BOOLEAN, "true", "log.message.downconversion.enable", _boolean
     ),
     # KIP-937, with Kafka 4's defaults: no bound in the past, one hour in the future.
     "message.timestamp.after.max.ms": TopicConfigDef(
@@ -185,6 +266,22 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
         _limit_or_none,
         at_least=0,
     ),
+    # Removed in Kafka 4.0, and ignored since 3.0 (every batch is written as magic 2).
+    "message.format.version": TopicConfigDef(
+        ConfigType.STRING,
+        "3.0-IV1",
+        "log.message.format.version",
+        str,
+        check=_message_format_version,
+    ),
+    # Deprecated by KIP-937 and removed in Kafka 4.0; accepted, the two above bound timestamps.
+    "message.timestamp.difference.max.ms": TopicConfigDef(
+        ConfigType.LONG,
+        str(_LONG_MAX),
+        "log.message.timestamp.difference.max.ms",
+        _limit_or_none,
+        at_least=0,
+    ),
     "message.timestamp.type": TopicConfigDef(
         ConfigType.STRING,
         "CreateTime",
@@ -195,8 +292,17 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
     "min.cleanable.dirty.ratio": TopicConfigDef(
         ConfigType.DOUBLE, "0.5", "log.cleaner.min.cleanable.ratio", float
     ),
+    "min.compaction.lag.ms": TopicConfigDef(
+        ConfigType.LONG, "0", "log.cleaner.min.compaction.lag.ms", int, at_least=0
+    ),
     "min.insync.replicas": TopicConfigDef(
         ConfigType.INT, "1", "min.insync.replicas", int, at_least=1
+    ),
+    "preallocate": TopicConfigDef(ConfigType.BOOLEAN, "false", "log.preallocate", _boolean),
+    "remote.log.copy.disable": TopicConfigDef(ConfigType.BOOLEAN, "false", None, _boolean),
+    "remote.log.delete.on.disable": TopicConfigDef(ConfigType.BOOLEAN, "false", None, _boolean),
+    "remote.storage.enable": TopicConfigDef(
+        ConfigType.BOOLEAN, "false", None, _boolean, check=_remote_storage
     ),
     "retention.bytes": TopicConfigDef(ConfigType.LONG, "-1", "log.retention.bytes", _limit_or_none),
     "retention.ms": TopicConfigDef(
@@ -205,6 +311,12 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
     # Kafka 3.x's lower bound (LegacyRecord.RECORD_OVERHEAD_V0), as `log.segment.bytes` has.
     "segment.bytes": TopicConfigDef(
         ConfigType.INT, "1073741824", "log.segment.bytes", int, at_least=14
+    ),
+    "segment.index.bytes": TopicConfigDef(
+        ConfigType.INT, "10485760", "log.index.size.max.bytes", int, at_least=4
+    ),
+    "segment.jitter.ms": TopicConfigDef(
+        ConfigType.LONG, "0", "log.roll.jitter.ms", int, at_least=0
     ),
     "segment.ms": TopicConfigDef(ConfigType.LONG, "604800000", "log.roll.ms", int, at_least=1),
     "unclean.leader.election.enable": TopicConfigDef(
@@ -242,6 +354,8 @@ def _value_problem(definition: TopicConfigDef, value: str) -> str | None:
                 return f"Not a number of type {definition.type.name}"
             if definition.at_least is not None and int(value) < definition.at_least:
                 return f"Value must be at least {definition.at_least}"
+            if definition.at_most is not None and int(value) > definition.at_most:
+                return f"Value must be no more than {definition.at_most}"
         case ConfigType.DOUBLE:
             # Kafka's only DOUBLE topic config is a ratio, validated between 0 and 1.
             try:
@@ -254,7 +368,7 @@ def _value_problem(definition: TopicConfigDef, value: str) -> str | None:
             if value.lower() not in ("true", "false"):
                 return "Expected value to be either true or false"
         case ConfigType.STRING:
-            if value not in definition.choices:
+            if definition.choices and value not in definition.choices:
                 return f"String must be one of: {', '.join(sorted(definition.choices))}"
         case ConfigType.LIST:
             # An empty value or item ("", "delete,") is refused: it names no policy.
@@ -308,23 +422,57 @@ class TopicConfig:
     """
 
     cleanup_policy: frozenset[str]
+    compression_gzip_level: int
+    compression_lz4_level: int
+    # The codec the leader recompresses appended batches to; None keeps the producer's.
+    compression_type: Compression | None
+    compression_zstd_level: int
     delete_retention_ms: int
+    file_delete_delay_ms: int
     flush_messages: int | None
     flush_ms: int | None
     follower_replication_throttled_replicas: ThrottledReplicas
     leader_replication_throttled_replicas: ThrottledReplicas
+    index_interval_bytes: int
+    local_retention_bytes: int
+    local_retention_ms: int
+    max_compaction_lag_ms: int | None
     max_message_bytes: int
+    message_downconversion_enable: bool
+    message_format_version: str
     message_timestamp_after_max_ms: int | None
     message_timestamp_before_max_ms: int | None
+    message_timestamp_difference_max_ms: int | None
     message_timestamp_type: TimestampType
     min_cleanable_dirty_ratio: float
+    min_compaction_lag_ms: int
     min_insync_replicas: int
+    preallocate: bool
+    remote_log_copy_disable: bool
+    remote_log_delete_on_disable: bool
+    remote_storage_enable: bool
     retention_bytes: int | None
     retention_ms: int | None
     segment_bytes: int
+    segment_index_bytes: int
+    segment_jitter_ms: int
     segment_ms: int
     unclean_leader_election_enable: bool
     unclean_recovery_strategy: UncleanRecoveryStrategy
+
+    @property
+    def compression_level(self) -> int | None:
+        """The level the topic sets for its `compression.type` codec (KIP-390); None for the
+        codec's default, and for codecs without levels or `producer`."""
+        levels = {
+            Compression.GZIP: (self.compression_gzip_level, -1),
+            Compression.LZ4: (self.compression_lz4_level, 9),
+            Compression.ZSTD: (self.compression_zstd_level, 3),
+        }
+        if self.compression_type not in levels:
+            return None
+        level, default = levels[self.compression_type]
+        return None if level == default else level
 
     @classmethod
     def resolve(

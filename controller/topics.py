@@ -710,6 +710,35 @@ def incremental_alter_configs(
     return TopicsOutcome(() if validate_only else tuple(records), tuple(results))
 
 
+def replace_configs(
+    image: MetadataImage, requests: Sequence[AlterConfigsResource], *, validate_only: bool
+) -> TopicsOutcome[AlterConfigsResult]:
+    """The ConfigRecords of a (non-incremental) AlterConfigs request, and one result per
+    resource: as Kafka's legacy AlterConfigs, the configs given become the resource's whole
+    set of overrides (each one SET, or DELETE for a null value), every other override it has is
+    deleted; validated as `incremental_alter_configs` validates."""
+    return incremental_alter_configs(
+        image,
+        [_as_replacement(image, request) for request in requests],
+        validate_only=validate_only,
+    )
+
+
+def _as_replacement(image: MetadataImage, request: AlterConfigsResource) -> AlterConfigsResource:
+    """`request` with a DELETE of each override of the resource that it does not name."""
+    if request.resource_type != ConfigResourceType.TOPIC:
+        return request
+    given = {change.name for change in request.changes}
+    dropped = [
+        ConfigChange(name, ConfigOperation.DELETE, None)
+        for name in sorted(image.topic_configs(request.resource_name))
+        if name not in given
+    ]
+    return AlterConfigsResource(
+        request.resource_type, request.resource_name, [*request.changes, *dropped]
+    )
+
+
 def _alter_topic_configs(image: MetadataImage, request: AlterConfigsResource) -> list[ConfigRecord]:
     """The ConfigRecords of one resource's changes; raises TopicError."""
     if request.resource_type != ConfigResourceType.TOPIC:

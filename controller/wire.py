@@ -44,6 +44,7 @@ from controller.topics import (
     AlterConfigsResource,
     AlterConfigsResult,
     ConfigChange,
+    ConfigOperation,
     CreatePartitionsResult,
     CreateTopicResult,
     DeleteTopicResult,
@@ -74,6 +75,7 @@ SERVED = (
     ServedVersions(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1),
     ServedVersions(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0),
     ServedVersions(ApiKey.UNREGISTER_BROKER, 0, 0),
+    ServedVersions(ApiKey.ALTER_CONFIGS, 0, 2),
     ServedVersions(ApiKey.ALTER_PARTITION, 2, 3),
     ServedVersions(ApiKey.BROKER_REGISTRATION, 0, 4),
     ServedVersions(ApiKey.BROKER_HEARTBEAT, 0, 2),
@@ -652,3 +654,61 @@ def unregister_broker_response(
 
 def unregister_broker_error(version: int, error: ErrorCode) -> messages.UnregisterBrokerResponse:
     return unregister_broker_response(version, UnregistrationOutcome(error))
+
+
+# --- AlterConfigs --------------------------------------------------------------------------------
+
+
+def alter_configs_request(request: messages.AlterConfigsRequest) -> list[AlterConfigsResource]:
+    """The resources of a (non-incremental) AlterConfigs request: each given config SET, or
+    DELETE where its value is null (`topics.replace_configs` deletes the others)."""
+    return [
+        AlterConfigsResource(
+            resource.resource_type,
+            resource.resource_name,
+            [
+                ConfigChange(
+                    config.name,
+                    ConfigOperation.DELETE if config.value is None else ConfigOperation.SET,
+                    config.value,
+                )
+                for config in resource.configs
+            ],
+        )
+        for resource in request.resources
+    ]
+
+
+def alter_configs_response(
+    version: int, results: Sequence[AlterConfigsResult]
+) -> messages.AlterConfigsResponse:
+    result_type = messages.nested_type(messages.ALTER_CONFIGS_RESPONSES, version, "responses")
+    return make_entity(
+        messages.ALTER_CONFIGS_RESPONSES[version],
+        throttle_time=NO_THROTTLE,
+        responses=tuple(
+            make_entity(
+                result_type,
+                error_code=result.error_code,
+                error_message=result.error_message,
+                resource_type=result.resource_type,
+                resource_name=result.resource_name,
+            )
+            for result in results
+        ),
+    )
+
+
+def alter_configs_error(
+    version: int,
+    request: messages.AlterConfigsRequest,
+    error: ErrorCode,
+    message: str | None = None,
+) -> messages.AlterConfigsResponse:
+    return alter_configs_response(
+        version,
+        [
+            AlterConfigsResult(resource.resource_type, resource.resource_name, error, message)
+            for resource in request.resources
+        ],
+    )

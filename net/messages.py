@@ -15,6 +15,9 @@ from types import MappingProxyType
 from typing import TypeAlias, TypeVar
 
 from kio.schema.allocate_producer_ids import v0 as allocate_producer_ids_v0
+from kio.schema.alter_configs import v0 as alter_configs_v0
+from kio.schema.alter_configs import v1 as alter_configs_v1
+from kio.schema.alter_configs import v2 as alter_configs_v2
 from kio.schema.alter_partition import v2 as alter_partition_v2
 from kio.schema.alter_partition import v3 as alter_partition_v3
 from kio.schema.alter_partition_reassignments import v0 as alter_partition_reassignments_v0
@@ -40,6 +43,9 @@ from kio.schema.create_topics import v7 as create_topics_v7
 from kio.schema.delete_groups import v0 as delete_groups_v0
 from kio.schema.delete_groups import v1 as delete_groups_v1
 from kio.schema.delete_groups import v2 as delete_groups_v2
+from kio.schema.delete_records import v0 as delete_records_v0
+from kio.schema.delete_records import v1 as delete_records_v1
+from kio.schema.delete_records import v2 as delete_records_v2
 from kio.schema.delete_topics import v1 as delete_topics_v1
 from kio.schema.delete_topics import v2 as delete_topics_v2
 from kio.schema.delete_topics import v3 as delete_topics_v3
@@ -58,6 +64,11 @@ from kio.schema.describe_groups import v2 as describe_groups_v2
 from kio.schema.describe_groups import v3 as describe_groups_v3
 from kio.schema.describe_groups import v4 as describe_groups_v4
 from kio.schema.describe_groups import v5 as describe_groups_v5
+from kio.schema.describe_log_dirs import v1 as describe_log_dirs_v1
+from kio.schema.describe_log_dirs import v2 as describe_log_dirs_v2
+from kio.schema.describe_log_dirs import v3 as describe_log_dirs_v3
+from kio.schema.describe_log_dirs import v4 as describe_log_dirs_v4
+from kio.schema.describe_producers import v0 as describe_producers_v0
 from kio.schema.elect_leaders import v0 as elect_leaders_v0
 from kio.schema.elect_leaders import v1 as elect_leaders_v1
 from kio.schema.elect_leaders import v2 as elect_leaders_v2
@@ -1112,4 +1123,87 @@ UNREGISTER_BROKER_REQUESTS: ByVersion[UnregisterBrokerRequest] = _by_version(
 
 UNREGISTER_BROKER_RESPONSES: ByVersion[UnregisterBrokerResponse] = _by_version(
     unregister_broker_v0.UnregisterBrokerResponse,
+)
+
+
+# DeleteRecords v0-v2
+
+DeleteRecordsRequest: TypeAlias = (
+    delete_records_v0.DeleteRecordsRequest
+    | delete_records_v1.DeleteRecordsRequest
+    | delete_records_v2.DeleteRecordsRequest
+)
+
+DeleteRecordsResponse: TypeAlias = (
+    delete_records_v0.DeleteRecordsResponse
+    | delete_records_v1.DeleteRecordsResponse
+    | delete_records_v2.DeleteRecordsResponse
+)
+
+DELETE_RECORDS_RESPONSES: ByVersion[DeleteRecordsResponse] = _by_version(
+    delete_records_v0.DeleteRecordsResponse,
+    delete_records_v1.DeleteRecordsResponse,
+    delete_records_v2.DeleteRecordsResponse,
+)
+
+
+# DescribeLogDirs v1-v4
+
+DescribeLogDirsRequest: TypeAlias = (
+    describe_log_dirs_v1.DescribeLogDirsRequest
+    | describe_log_dirs_v2.DescribeLogDirsRequest
+    | describe_log_dirs_v3.DescribeLogDirsRequest
+    | describe_log_dirs_v4.DescribeLogDirsRequest
+)
+
+DescribeLogDirsResponse: TypeAlias = (
+    describe_log_dirs_v1.DescribeLogDirsResponse
+    | describe_log_dirs_v2.DescribeLogDirsResponse
+    | describe_log_dirs_v3.DescribeLogDirsResponse
+    | describe_log_dirs_v4.DescribeLogDirsResponse
+)
+
+DESCRIBE_LOG_DIRS_RESPONSES: ByVersion[DescribeLogDirsResponse] = _by_version(
+    describe_log_dirs_v1.DescribeLogDirsResponse,
+    describe_log_dirs_v2.DescribeLogDirsResponse,
+    describe_log_dirs_v3.DescribeLogDirsResponse,
+    describe_log_dirs_v4.DescribeLogDirsResponse,
+)
+
+
+# DescribeProducers v0-v0
+
+DescribeProducersRequest: TypeAlias = describe_producers_v0.DescribeProducersRequest
+
+DescribeProducersResponse: TypeAlias = describe_producers_v0.DescribeProducersResponse
+
+DESCRIBE_PRODUCERS_RESPONSES: ByVersion[DescribeProducersResponse] = _by_version(
+    describe_producers_v0.DescribeProducersResponse,
+)
+
+
+# AlterConfigs v0-v2
+
+AlterConfigsRequest: TypeAlias = (
+    alter_configs_v0.AlterConfigsRequest
+    | alter_configs_v1.AlterConfigsRequest
+    | alter_configs_v2.AlterConfigsRequest
+)
+
+AlterConfigsResponse: TypeAlias = (
+    alter_configs_v0.AlterConfigsResponse
+    | alter_configs_v1.AlterConfigsResponse
+    | alter_configs_v2.AlterConfigsResponse
+)
+
+ALTER_CONFIGS_REQUESTS: ByVersion[AlterConfigsRequest] = _by_version(
+    alter_configs_v0.AlterConfigsRequest,
+    alter_configs_v1.AlterConfigsRequest,
+    alter_configs_v2.AlterConfigsRequest,
+)
+
+ALTER_CONFIGS_RESPONSES: ByVersion[AlterConfigsResponse] = _by_version(
+    alter_configs_v0.AlterConfigsResponse,
+    alter_configs_v1.AlterConfigsResponse,
+    alter_configs_v2.AlterConfigsResponse,
 )

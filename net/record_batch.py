@@ -173,6 +173,11 @@ def batch_attributes(
     return attributes
 
 
+def with_compression(attributes: int, compression: Compression) -> int:
+    """`attributes` naming `compression` as the codec of the batch's records."""
+    return (attributes & ~_COMPRESSION_MASK) | compression
+
+
 def read_header(buffer: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
     """Decode the header of the batch at `position` without checking its CRC.
 

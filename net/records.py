@@ -47,8 +47,10 @@ from net.record_batch import (
     InvalidBatchError,
     TimestampType,
     batch_attributes,
+    iter_batches,
     read_header,
     validate_batch,
+    with_compression,
 )
 
 __all__ = [
@@ -193,6 +195,12 @@ def _lz4_compress(records: bytes) -> bytes:
     return bytes(compressor.finish())
 
 
+def _lz4_compress_at(records: bytes, level: int) -> bytes:
+    compressor = cramjam.lz4.Compressor(level=level, block_linked=False)
+    compressor.compress(records)
+    return bytes(compressor.finish())
+
+
 _COMPRESSORS: dict[Compression, Callable[[bytes], bytes]] = {
     Compression.GZIP: lambda records: zlib.compress(
         records, zlib.Z_DEFAULT_COMPRESSION, _GZIP_WBITS
@@ -201,11 +209,23 @@ _COMPRESSORS: dict[Compression, Callable[[bytes], bytes]] = {
     Compression.LZ4: _lz4_compress,
     Compression.ZSTD: lambda records: bytes(cramjam.zstd.compress(records, level=_ZSTD_LEVEL)),
 }
+# The codecs with levels (Kafka's `compression.<codec>.level`, KIP-390).
+_COMPRESSORS_AT: dict[Compression, Callable[[bytes, int], bytes]] = {
+    Compression.GZIP: lambda records, level: zlib.compress(records, level, _GZIP_WBITS),
+    Compression.LZ4: _lz4_compress_at,
+    Compression.ZSTD: lambda records, level: bytes(cramjam.zstd.compress(records, level=level)),
+}
 
 
-def compress(compression: Compression, records: bytes) -> bytes:
-    """The records of a batch compressed with `compression` (as they are, for NONE)."""
-    return records if compression is Compression.NONE else _COMPRESSORS[compression](records)
+def compress(compression: Compression, records: bytes, level: int | None = None) -> bytes:
+    """The records of a batch compressed with `compression` (as they are, for NONE), at
+    `level` where the codec has levels (None: the codec's default as Kafka's producer uses
+    it)."""
+    if compression is Compression.NONE:
+        return records
+    if level is not None and compression in _COMPRESSORS_AT:
+        return _COMPRESSORS_AT[compression](records, level)
+    return _COMPRESSORS[compression](records)
 
 
 # gzip.decompress reads concatenated members, as GZIPInputStream does; cramjam's zstd reads
@@ -415,6 +435,42 @@ def records_payload(
             f"batch at position {position}: {compression.name.lower()} payload "
             f"cannot be decompressed: {err}"
         ) from err
+
+
+def recompress_batches(
+    records: bytes | memoryview, compression: Compression, level: int | None = None
+) -> bytes | memoryview:
+    """`records` (batches as a producer sent them) with every batch's records compressed with
+    `compression` at `level` (see `compress`), as a leader whose topic sets `compression.type`
+    writes them (Kafka's LogValidator): a batch already in that codec, and a control batch,
+    stays as it is; the others keep their header fields, with the new codec, length and CRC.
+    `records` itself is returned when no batch changes. Each batch is validated first (CRC
+    included), so a corrupt one is refused, never resealed: raises the errors of `iter_batches`
+    and `records_payload`.
+    """
+    buffer = memoryview(records)
+    batches: list[bytes | memoryview] = []
+    changed = False
+    for position, header in iter_batches(buffer):
+        if header.compression is compression or header.is_control:
+            batches.append(buffer[position : position + header.size])
+            continue
+        payload = records_payload(buffer, position, header)
+        fields = BatchFields(
+            header.base_offset,
+            header.partition_leader_epoch,
+            with_compression(header.attributes, compression),
+            header.last_offset_delta,
+            header.base_timestamp,
+            header.max_timestamp,
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence,
+            header.record_count,
+        )
+        batches.append(seal_batch(fields, compress(compression, payload, level)))
+        changed = True
+    return b"".join(batches) if changed else records
 
 
 def decode_batch(

@@ -198,6 +198,12 @@ class NodeConfig(BaseModel):
     # of its own keeps the quorum writing when the partitions' disk fills up.
     metadata_log_dir: Path | None = Field(default=None, alias="metadata.log.dir")
     broker_rack: str | None = Field(default=None, alias="broker.rack", min_length=1)
+    # KIP-392: Kafka's rack-aware selector lets consumers with `client.rack` fetch from a
+    # follower in their rack; unset (or empty), consumers are served by the leader.
+    replica_selector_class: Annotated[
+        Literal["org.apache.kafka.common.replica.RackAwareReplicaSelector"] | None,
+        BeforeValidator(lambda value: value or None),
+    ] = Field(default=None, alias="replica.selector.class")
 
     num_partitions: int = Field(default=1, alias="num.partitions", ge=1)
     default_replication_factor: int = Field(default=1, alias="default.replication.factor", ge=1)

@@ -41,6 +41,7 @@ from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager
 from broker.log_maintenance import LogMaintenance, MaintenanceConfig
 from broker.metadata_api import CLIENT_LISTENER
 from broker.producer_ids import InitProducerIdApi, ProducerIdBlocks
+from broker.replica_admin_apis import ReplicaAdminApis
 from broker.replica_log_info import ReplicaLogInfoApi
 from broker.replica_manager import ReplicaManager
 from broker.replication_quota import ThrottleSettings
@@ -130,6 +131,7 @@ def topic_defaults(config: NodeConfig) -> TopicDefaults:
             "cleanup.policy": ",".join(policy.value for policy in config.log_cleanup_policy),
             "delete.retention.ms": str(config.log_cleaner_delete_retention_ms),
             "min.cleanable.dirty.ratio": str(config.log_cleaner_min_cleanable_ratio),
+            "index.interval.bytes": str(config.log_index_interval_bytes),
         },
     )
 
@@ -427,6 +429,7 @@ class BrokerRole:
                 samples=config.replication_quota_window_num,
                 sample_ms=config.replication_quota_window_size_seconds * 1000,
             ),
+            rack_aware_replica_selector=config.replica_selector_class is not None,
         )
         self._offsets_topic_segment_bytes = config.offsets_topic_segment_bytes
         self._controlled_shutdown_timeout_ms = config.controlled_shutdown_timeout_ms
@@ -448,6 +451,7 @@ class BrokerRole:
             BrokerSettings(config.node_id, topic_defaults(config), config.broker_config_entries()),
         ).register(registry)
         DataApis(self.replicas).register(registry)
+        ReplicaAdminApis(self.replicas).register(registry)
         ReplicaLogInfoApi(self.replicas, lambda: self.lifecycle.broker_epoch).register(registry)
         GroupApis(self.groups, lambda: replayer.image).register(registry)
         InitProducerIdApi(
@@ -498,6 +502,8 @@ class BrokerRole:
                     min_insync_replicas=image.topic_config(
                         topic, self._topic_defaults
                     ).min_insync_replicas,
+                    consumer_fetches_as_follower=replica.consumer_fetches_as_follower,
+                    consumer_fetches_redirected=replica.consumer_fetches_redirected,
                 )
             )
         return states

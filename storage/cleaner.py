@@ -2,7 +2,10 @@
 
 A clean keeps, for every key, only the record with the highest offset, in the cleanable part of
 a log: its sealed segments wholly below the high watermark (the active segment, and data that
-may still be truncated, are never touched). It runs in two passes:
+may still be truncated, are never touched), up to the first dirty segment holding a record newer
+than `min.compaction.lag.ms` (Kafka's LogCleanerManager.cleanableOffsets). A log is due for a
+clean when its dirty ratio reaches `min.cleanable.dirty.ratio`, or when its oldest dirty record
+is older than `max.compaction.lag.ms` (`compaction_lag_passed`). It runs in two passes:
 
 1. Map: read the dirty part, from the first dirty offset (the cleaner checkpoint) to the end of
    the cleanable part, and note the latest offset of every key there.
@@ -40,12 +43,14 @@ import structlog
 
 from net.record_batch import (
     DELETE_HORIZON_BIT,
+    HEADER_SIZE,
     NO_PRODUCER_ID,
     BatchHeader,
     Compression,
     CorruptBatchError,
     TimestampType,
     batch_attributes,
+    read_header,
 )
 
 # encode_batch numbers records consecutively; the cleaner re-encodes them at their own
@@ -154,17 +159,34 @@ def clean(
     return log_clean.finish()
 
 
-def dirty_ratio(log: Log) -> float:
-    """The share of the cleanable part's bytes (sealed segments below the high watermark) in
-    segments holding dirty offsets, as Kafka's cleaner ranks logs; 0 when nothing is cleanable.
-    Reads no segment data: the broker decides by this whether a clean is worth its cost."""
-    cleanable = _cleanable_segments(log.segments, log.high_watermark)
+def dirty_ratio(log: Log, now_ms: int) -> float:
+    """The share of the cleanable part's bytes (sealed segments below the high watermark, and
+    before the records `min.compaction.lag.ms` still protects at `now_ms`) in segments holding
+    dirty offsets, as Kafka's cleaner ranks logs; 0 when nothing is cleanable. Reads no segment
+    data: the broker decides by this whether a clean is worth its cost."""
+    first_dirty = _first_dirty_offset(log)
+    cleanable = _cleanable_segments(log, first_dirty, now_ms)
     total = sum(segment.size for segment in cleanable)
     if not total:
         return 0.0
-    first_dirty = _first_dirty_offset(log)
     dirty = sum(segment.size for segment in cleanable if segment.next_offset > first_dirty)
     return dirty / total
+
+
+def compaction_lag_passed(log: Log, now_ms: int) -> bool:
+    """Whether the oldest dirty record of `log` (its first dirty segment's first batch, as
+    Kafka times it) is older than the log's `max.compaction.lag.ms` at `now_ms`: the log is
+    then due for a clean whatever its dirty ratio. Reads one batch header."""
+    max_lag = log.config.max_compaction_lag_ms
+    if max_lag is None:
+        return False
+    first_dirty = _first_dirty_offset(log)
+    sealed = log.segments[:-1]
+    dirty = next((s for s in sealed if s.next_offset > first_dirty and s.size), None)
+    if dirty is None:
+        return False
+    first_batch = read_header(dirty.file.pread(HEADER_SIZE, 0))
+    return now_ms - first_batch.max_timestamp > max_lag
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,8 +228,8 @@ class LogClean:
         self._segment_bytes = log.config.segment_bytes
         self._truncations = log.truncations
         self._segments = log.segments
-        self._cleanable = _cleanable_segments(self._segments, log.high_watermark)
         self._first_dirty = _first_dirty_offset(log)
+        self._cleanable = _cleanable_segments(log, self._first_dirty, now_ms)
         self._end = self._cleanable[-1].next_offset if self._cleanable else log.log_start_offset
         self._dirty: list[Segment] = []
         self._latest_offsets: dict[bytes, int] = {}
@@ -339,11 +361,20 @@ def _first_dirty_offset(log: Log) -> int:
     return start
 
 
-def _cleanable_segments(segments: Sequence[Segment], high_watermark: int) -> list[Segment]:
-    """The sealed segments, from the oldest, whose offsets all lie below the high watermark."""
+def _cleanable_segments(log: Log, first_dirty: int, now_ms: int) -> list[Segment]:
+    """The sealed segments, from the oldest, whose offsets all lie below the high watermark,
+    up to the first dirty one with a record newer than `min.compaction.lag.ms` at `now_ms`."""
+    high_watermark = log.high_watermark
+    min_lag = log.config.min_compaction_lag_ms
     cleanable = []
-    for segment, following in itertools.pairwise(segments):
+    for segment, following in itertools.pairwise(log.segments):
         if following.base_offset > high_watermark:
+            break
+        if (
+            min_lag
+            and segment.next_offset > first_dirty
+            and segment.max_timestamp > now_ms - min_lag
+        ):
             break
         cleanable.append(segment)
     return cleanable

@@ -105,6 +105,9 @@ class LogConfig:
     cleanup_policy: frozenset[str] = frozenset({"delete"})
     delete_retention_ms: int = _DAY_MS
     min_cleanable_dirty_ratio: float = 0.5
+    # How long a record stays uncompacted at least, and (None: no bound) at most.
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int | None = None
 
     @property
     def compact(self) -> bool:
@@ -128,6 +131,9 @@ class LogConfig:
             and self.cleanup_policy <= {"delete", "compact"},
             "delete.retention.ms": self.delete_retention_ms >= 0,
             "min.cleanable.dirty.ratio": 0 <= self.min_cleanable_dirty_ratio <= 1,
+            "min.compaction.lag.ms": self.min_compaction_lag_ms >= 0,
+            "max.compaction.lag.ms": self.max_compaction_lag_ms is None
+            or self.max_compaction_lag_ms >= 1,
         }
         for key, valid in checks.items():
             if not valid:

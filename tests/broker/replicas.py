@@ -11,6 +11,7 @@ which fetch happens when.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -24,7 +25,13 @@ from broker.isr_changes import IsrChangeSender
 from broker.partition import Partition
 from broker.replica_fetcher import FetchAnswer, ReplicaFetcher
 from broker.replica_manager import FetchPartition, FetchResult, ReplicaManager
-from controller.image import ConfigResource, MetadataImage, MetadataReplayer, TopicImage
+from controller.image import (
+    BrokerRegistration,
+    ConfigResource,
+    MetadataImage,
+    MetadataReplayer,
+    TopicImage,
+)
 from controller.partition_state import PartitionState
 from controller.records import ConfigResourceType
 from controller.topic_config import KAFKA_DEFAULTS, TopicConfig
@@ -60,6 +67,20 @@ def image(
     )
 
 
+def with_brokers(
+    metadata: MetadataImage, racks: Mapping[int, str | None], fenced: frozenset[int] = frozenset()
+) -> MetadataImage:
+    """`metadata` with brokers registered in `racks` (broker id -> rack), those of `fenced`
+    fenced; without listeners, so no fetcher starts (replication is driven by hand)."""
+    registered = {
+        broker_id: BrokerRegistration(
+            broker_id, UUID(int=broker_id), 1, (), rack, broker_id in fenced, False
+        )
+        for broker_id, rack in racks.items()
+    }
+    return dataclasses.replace(metadata, brokers=MappingProxyType(registered))
+
+
 class Broker:
     """Broker `broker_id`'s replicas, in `root / b<id>`."""
 
@@ -71,6 +92,7 @@ class Broker:
         isr_changes: IsrChangeSender | None = None,
         eligible_leader_replicas_enable: bool = True,
         topic_defaults: TopicConfig = KAFKA_DEFAULTS,
+        rack_aware_replica_selector: bool = False,
     ) -> None:
         self.broker_id = broker_id
         self.logs = LogManager.open([root / f"b{broker_id}"], LogConfig())
@@ -82,6 +104,7 @@ class Broker:
             topic_defaults,
             isr_changes=isr_changes,
             eligible_leader_replicas_enable=eligible_leader_replicas_enable,
+            rack_aware_replica_selector=rack_aware_replica_selector,
         )
         # The images name no brokers, so `follow` starts no fetcher of its own: this one only
         # applies the answers `replicate` gets.
@@ -147,6 +170,7 @@ async def replicate(
         1 << 20,
         current_leader_epoch=replica.leader_epoch,
         last_fetched_epoch=-1 if latest_epoch is None else latest_epoch,
+        log_start_offset=replica.log.log_start_offset,
     )
     (result,) = await leader.replicas.fetch(follower.broker_id, max_wait_ms, 1, 10 << 20, [request])
     return result, follower.fetcher.apply_answer(replica, as_received(result))

@@ -207,6 +207,7 @@ def test_topic_log_config_takes_every_topic_setting_and_keeps_the_brokers_others
     broker = LogConfig(segment_bytes=4096, retention_ms=5000, index_interval_bytes=100)
     topic = TopicConfig.resolve(
         {
+            "index.interval.bytes": "200",
             "segment.bytes": "2048",
             "retention.ms": "-1",
             "retention.bytes": "1048576",
@@ -226,7 +227,7 @@ def test_topic_log_config_takes_every_topic_setting_and_keeps_the_brokers_others
     assert config == LogConfig(
         segment_bytes=2048,
         segment_ms=99,
-        index_interval_bytes=100,
+        index_interval_bytes=200,
         flush_messages=10,
         flush_ms=30,
         retention_ms=None,

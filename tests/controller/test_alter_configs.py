@@ -1,5 +1,6 @@
-"""IncrementalAlterConfigs on the controller: ConfigRecords for topic overrides, validated as
-at creation, each resource on its own (Kafka's ConfigurationControlManager)."""
+"""IncrementalAlterConfigs and AlterConfigs on the controller: ConfigRecords for topic
+overrides, validated as at creation, each resource on its own (Kafka's
+ConfigurationControlManager)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from controller.topics import (
     ConfigChange,
     ConfigOperation,
     incremental_alter_configs,
+    replace_configs,
 )
 from tests.controller.images import replay, topic
 
@@ -285,3 +287,38 @@ def test_a_broker_resource_is_the_cluster_or_a_broker_id() -> None:
     )
     rate = (LEADER_RATE, ConfigOperation.SET, "5")
     assert alter(rate, rate, name="1", resource_type=BROKER)[1] is ErrorCode.invalid_request
+
+
+def test_alter_configs_replaces_the_whole_set_of_overrides() -> None:
+    # AlterConfigs (non-incremental): what it names is the new set; a null value deletes.
+    outcome = replace_configs(
+        image(),
+        [
+            AlterConfigsResource(
+                TOPIC,
+                "orders",
+                [
+                    ConfigChange("retention.ms", int(ConfigOperation.SET), "2000"),
+                    ConfigChange("segment.ms", int(ConfigOperation.DELETE), None),
+                ],
+            )
+        ],
+        validate_only=False,
+    )
+    assert [result.error_code for result in outcome.results] == [ErrorCode.none]
+    after = replay(list(outcome.records), image())
+    assert dict(after.topic_configs("orders")) == {"retention.ms": "2000"}
+
+
+def test_alter_configs_with_a_bad_value_changes_nothing() -> None:
+    outcome = replace_configs(
+        image(),
+        [
+            AlterConfigsResource(
+                TOPIC, "orders", [ConfigChange("retention.ms", int(ConfigOperation.SET), "soon")]
+            )
+        ],
+        validate_only=False,
+    )
+    assert [result.error_code for result in outcome.results] == [ErrorCode.invalid_config]
+    assert outcome.records == ()

@@ -22,7 +22,7 @@ from controller.topic_config import (
     effective_topic_configs,
     topic_config_problem,
 )
-from net.record_batch import TimestampType
+from net.record_batch import Compression, TimestampType
 from tests.controller.images import replay, topic
 
 ONE = PartitionState(replicas=(1,), isr=(1,), leader=1)
@@ -46,20 +46,39 @@ def test_kafka_defaults_read_as_typed_values() -> None:
     assert (
         TopicConfig(
             cleanup_policy=frozenset({"delete"}),
+            compression_gzip_level=-1,
+            compression_lz4_level=9,
+            compression_type=None,
+            compression_zstd_level=3,
             delete_retention_ms=86_400_000,
+            file_delete_delay_ms=60_000,
             flush_messages=None,
             flush_ms=None,
             follower_replication_throttled_replicas=ThrottledReplicas(),
             leader_replication_throttled_replicas=ThrottledReplicas(),
+            index_interval_bytes=4096,
+            local_retention_bytes=-2,
+            local_retention_ms=-2,
+            max_compaction_lag_ms=None,
             max_message_bytes=1_048_588,
+            message_downconversion_enable=True,
+            message_format_version="3.0-IV1",
             message_timestamp_after_max_ms=3_600_000,
             message_timestamp_before_max_ms=None,
+            message_timestamp_difference_max_ms=None,
             message_timestamp_type=TimestampType.CREATE_TIME,
             min_cleanable_dirty_ratio=0.5,
+            min_compaction_lag_ms=0,
             min_insync_replicas=1,
+            preallocate=False,
+            remote_log_copy_disable=False,
+            remote_log_delete_on_disable=False,
+            remote_storage_enable=False,
             retention_bytes=None,
             retention_ms=604_800_000,
             segment_bytes=1_073_741_824,
+            segment_index_bytes=10_485_760,
+            segment_jitter_ms=0,
             segment_ms=604_800_000,
             unclean_leader_election_enable=False,
             unclean_recovery_strategy=UncleanRecoveryStrategy.BALANCED,
@@ -71,6 +90,13 @@ def test_kafka_defaults_read_as_typed_values() -> None:
 @pytest.mark.parametrize(
     ("name", "synonym"),
     [
+        ("compression.type", "compression.type"),
+        ("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"),
+        ("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"),
+        ("segment.index.bytes", "log.index.size.max.bytes"),
+        ("index.interval.bytes", "log.index.interval.bytes"),
+        ("preallocate", "log.preallocate"),
+        ("remote.storage.enable", None),
         ("retention.ms", "log.retention.ms"),
         ("segment.bytes", "log.segment.bytes"),
         ("segment.ms", "log.roll.ms"),
@@ -80,7 +106,7 @@ def test_kafka_defaults_read_as_typed_values() -> None:
         ("min.insync.replicas", "min.insync.replicas"),
     ],
 )
-def test_each_topic_config_names_its_broker_synonym(name: str, synonym: str) -> None:
+def test_each_topic_config_names_its_broker_synonym(name: str, synonym: str | None) -> None:
     assert TOPIC_CONFIGS[name].broker_synonym == synonym
 
 
@@ -100,6 +126,26 @@ def test_each_topic_config_names_its_broker_synonym(name: str, synonym: str) -> 
             "String must be one of: CreateTime, LogAppendTime",
         ),
         ("cleanup.policy", "", "List must contain only: compact, delete"),
+        (
+            "compression.type",
+            "brotli",
+            "String must be one of: gzip, lz4, producer, snappy, uncompressed, zstd",
+        ),
+        ("compression.gzip.level", "0", "Value must be between 1 and 9, or -1"),
+        ("compression.lz4.level", "18", "Value must be no more than 17"),
+        ("compression.zstd.level", "-131073", "Value must be at least -131072"),
+        ("max.compaction.lag.ms", "0", "Value must be at least 1"),
+        ("min.compaction.lag.ms", "-1", "Value must be at least 0"),
+        ("segment.index.bytes", "3", "Value must be at least 4"),
+        ("local.retention.ms", "-3", "Value must be at least -2"),
+        ("preallocate", "yes", "Expected value to be either true or false"),
+        ("message.format.version", "latest", "Version latest is not a valid version"),
+        (
+            "remote.storage.enable",
+            "true",
+            "Tiered Storage functionality is disabled in the broker. Topic cannot be configured "
+            "with remote log storage.",
+        ),
     ],
 )
 def test_a_bad_value_is_named_with_kafkas_reason(name: str, value: str, problem: str) -> None:
@@ -274,3 +320,31 @@ def test_a_loaded_snapshot_gives_the_same_typed_configs() -> None:
     loaded = MetadataImage.from_records(image.to_records(), image.end_offset, image.epoch)
     assert loaded == image
     assert loaded.topic_config("a", KAFKA_DEFAULTS) == image.topic_config("a", KAFKA_DEFAULTS)
+
+
+def test_compression_type_reads_as_the_codec_to_recompress_to() -> None:
+    assert KAFKA_DEFAULTS.compression_type is None
+    for value, codec in [
+        ("uncompressed", Compression.NONE),
+        ("gzip", Compression.GZIP),
+        ("snappy", Compression.SNAPPY),
+        ("lz4", Compression.LZ4),
+        ("zstd", Compression.ZSTD),
+    ]:
+        assert TopicConfig.resolve(
+            {"compression.type": value}, KAFKA_DEFAULTS
+        ).compression_type == (codec)
+    assert topic_config_problem("remote.storage.enable", "false") is None
+
+
+def test_the_compression_level_is_the_one_set_for_the_topics_codec() -> None:
+    def level(overrides: dict[str, str]) -> int | None:
+        return TopicConfig.resolve(overrides, KAFKA_DEFAULTS).compression_level
+
+    assert level({"compression.type": "gzip"}) is None  # Kafka's default level
+    assert level({"compression.type": "gzip", "compression.gzip.level": "9"}) == 9
+    assert level({"compression.type": "zstd", "compression.zstd.level": "-5"}) == -5
+    assert level({"compression.type": "lz4", "compression.lz4.level": "12"}) == 12
+    assert level({"compression.type": "zstd", "compression.gzip.level": "9"}) is None
+    assert level({"compression.type": "snappy"}) is None
+    assert level({"compression.gzip.level": "9"}) is None  # producer: never recompressed

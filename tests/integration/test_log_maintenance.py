@@ -251,3 +251,49 @@ def test_a_follower_catching_up_from_a_compacted_leader_can_lead_with_the_same_r
         ]
     finally:
         cluster.stop_all()
+
+
+def test_min_compaction_lag_keeps_recent_records_of_a_compacted_topic(node: Cluster) -> None:
+    compacting = {
+        "cleanup.policy": "compact",
+        "segment.bytes": "2048",
+        "min.cleanable.dirty.ratio": "0.01",
+    }
+    create_topic(node, "lagged", 1, configs={**compacting, "min.compaction.lag.ms": "600000"})
+    create_topic(node, "unlagged", 1, configs=compacting)
+    updates = [(f"k{key}", f"v{round}") for round in range(10) for key in range(KEYS)]
+    fillers: list[tuple[str, str | None]] = [(f"filler{i}", "x" * 40) for i in range(150)]
+    for topic in ("lagged", "unlagged"):
+        produce(node, topic, [*updates, *fillers])
+
+    def compacted(topic: str) -> bool:
+        keys = [key for _, key, _ in read_all(node, topic) if key.startswith("k")]
+        return sorted(keys) == sorted(set(keys))
+
+    # The cleaner compacts the topic without a lag; the one with a lag keeps every update.
+    node.wait_for("unlagged compacted", lambda: compacted("unlagged"), 60.0)
+    time.sleep(1)  # a few more cleaner passes (log.cleaner.backoff.ms=200)
+    assert [key for _, key, _ in read_all(node, "lagged")] == [key for key, _ in updates + fillers]
+
+
+def test_max_compaction_lag_cleans_a_log_whatever_its_dirty_ratio(node: Cluster) -> None:
+    # A dirty ratio of 0.99 is never reached once the first clean compacted the first updates:
+    # only the max lag makes the cleaner come back.
+    rarely = {
+        "cleanup.policy": "compact",
+        "segment.bytes": "2048",
+        "min.cleanable.dirty.ratio": "0.99",
+    }
+    create_topic(node, "overdue", 1, configs={**rarely, "max.compaction.lag.ms": "1000"})
+    fillers: list[tuple[str, str | None]] = [(f"filler{i}", "x" * 40) for i in range(150)]
+
+    def compacted() -> bool:
+        keys = [key for _, key, _ in read_all(node, "overdue") if key.startswith("k")]
+        return sorted(keys) == sorted(set(keys))
+
+    first = [(f"k{key}", f"v{round}") for round in range(3) for key in range(KEYS)]
+    produce(node, "overdue", [*first, *fillers])
+    node.wait_for("first clean", compacted, 60.0)
+    second = [(f"k{key}", f"w{round}") for round in range(3) for key in range(KEYS)]
+    produce(node, "overdue", [*second, *fillers])
+    node.wait_for("cleaned again once the max lag passed", compacted, 60.0)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 import pytest
 from kio.static.protocol import Payload
 
-from broker import data_apis, metadata_api, producer_ids
+from broker import data_apis, metadata_api, producer_ids, replica_admin_apis
 from broker.configs import DESCRIBE_CONFIGS_VERSIONS
 from broker.groups import wire as group_wire
 from controller import wire as controller_wire
@@ -122,6 +122,24 @@ _CATALOGUE: list[
         messages.OFFSET_DELETE_RESPONSES,
         None,
     ),
+    (
+        ApiKey.DELETE_RECORDS,
+        replica_admin_apis.DELETE_RECORDS_VERSIONS,
+        messages.DELETE_RECORDS_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.DESCRIBE_LOG_DIRS,
+        replica_admin_apis.DESCRIBE_LOG_DIRS_VERSIONS,
+        messages.DESCRIBE_LOG_DIRS_RESPONSES,
+        None,
+    ),
+    (
+        ApiKey.DESCRIBE_PRODUCERS,
+        replica_admin_apis.DESCRIBE_PRODUCERS_VERSIONS,
+        messages.DESCRIBE_PRODUCERS_RESPONSES,
+        None,
+    ),
 ]
 _CONTROLLER_CATALOGUE: dict[
     int, tuple[Mapping[int, type[Payload]], Mapping[int, type[Payload]]]
@@ -145,6 +163,10 @@ _CONTROLLER_CATALOGUE: dict[
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (
         messages.INCREMENTAL_ALTER_CONFIGS_RESPONSES,
         messages.INCREMENTAL_ALTER_CONFIGS_REQUESTS,
+    ),
+    ApiKey.ALTER_CONFIGS: (
+        messages.ALTER_CONFIGS_RESPONSES,
+        messages.ALTER_CONFIGS_REQUESTS,
     ),
     ApiKey.ALTER_PARTITION: (
         messages.ALTER_PARTITION_RESPONSES,

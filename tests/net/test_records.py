@@ -39,10 +39,18 @@ from net.record_batch import (
     CorruptBatchError,
     InvalidBatchError,
     TimestampType,
+    read_header,
     set_log_append_time,
     validate_batch,
 )
-from net.records import Header, Record, decode_batch, decode_batches, encode_batch
+from net.records import (
+    Header,
+    Record,
+    decode_batch,
+    decode_batches,
+    encode_batch,
+    recompress_batches,
+)
 
 NOW_MS = 1_700_000_000_000
 CODECS = list(Compression)
@@ -661,3 +669,59 @@ def test_batch_emptied_by_compaction_has_no_records(compression: Compression) ->
 
     assert records == []
     assert (header.record_count, header.compression) == (0, compression)
+
+
+@pytest.mark.parametrize("target", list(Compression))
+@pytest.mark.parametrize("sent", [Compression.NONE, Compression.LZ4])
+def test_recompressed_batches_keep_their_records_and_header_fields(
+    sent: Compression, target: Compression
+) -> None:
+    records = [Record(b"v%d" % i, key=b"k%d" % i, timestamp=1_000 + i) for i in range(5)]
+    first = encode_batch(
+        records, compression=sent, producer_id=7, producer_epoch=1, base_sequence=3
+    )
+    control = encode_batch([Record(b"\x00\x00\x00\x00", key=b"\x00\x00\x00\x00")], is_control=True)
+    sent_batches = first + control
+    recompressed = recompress_batches(sent_batches, target)
+    if sent is target:
+        assert recompressed is sent_batches
+        return
+    (header, decoded), (control_header, _) = list(decode_batches(bytes(recompressed)))
+    assert header.compression is target
+    assert [(r.key, r.value, r.timestamp) for r in decoded] == [
+        (r.key, r.value, r.timestamp) for r in records
+    ]
+    original = read_header(first)
+    assert header._replace(attributes=0, crc=0, batch_length=0) == original._replace(
+        attributes=0, crc=0, batch_length=0
+    )
+    # A control batch (a transaction marker) is never recompressed.
+    assert control_header.compression is Compression.NONE
+    assert bytes(recompressed).endswith(control)
+
+
+def test_a_corrupt_batch_is_refused_not_resealed() -> None:
+    damaged = bytearray(encode_batch([Record(b"value")]))
+    damaged[-1] ^= 0xFF
+    with pytest.raises(CorruptBatchError):
+        recompress_batches(bytes(damaged), Compression.GZIP)
+
+
+@pytest.mark.parametrize(
+    ("codec", "fast", "small"),
+    [(Compression.GZIP, 1, 9), (Compression.ZSTD, 1, 19), (Compression.LZ4, 1, 17)],
+)
+def test_recompression_at_a_level_is_read_back_and_a_higher_level_packs_tighter(
+    codec: Compression, fast: int, small: int
+) -> None:
+    # Varied but repetitive values: levels make a difference on them.
+    records = [Record(b"%d-" % (i * i % 97) * 40 + bytes(range(i % 50))) for i in range(300)]
+    sent = encode_batch(records)
+    sizes = {}
+    for level in (fast, small):
+        recompressed = bytes(recompress_batches(sent, codec, level))
+        ((header, decoded),) = list(decode_batches(recompressed))
+        assert header.compression is codec
+        assert [r.value for r in decoded] == [r.value for r in records]
+        sizes[level] = len(recompressed)
+    assert sizes[small] < sizes[fast]

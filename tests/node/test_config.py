@@ -160,6 +160,7 @@ def test_connection_limits_have_kafkas_names_and_defaults(tmp_path: Path) -> Non
         ("max.connections.per.ip.overrides=broker-1:10\n", "max.connections.per.ip.overrides"),
         ("max.connections.per.ip.overrides=10.0.0.1\n", "max.connections.per.ip.overrides"),
         ("queued.max.request.bytes=lots\n", "queued.max.request.bytes"),
+        ("replica.selector.class=com.example.Nearest\n", "replica.selector.class"),
     ],
 )
 def test_bad_values_and_unknown_keys_are_named(tmp_path: Path, extra: str, named: str) -> None:
@@ -183,3 +184,15 @@ def test_properties_syntax() -> None:
     assert parse_properties(text) == {"a": "1", "b": "two words", "c": "xy", "d": "e"}
     with pytest.raises(ConfigError, match=r"<properties>:1:"):
         parse_properties("=nokey\n")
+
+
+def test_the_replica_selector_is_kafkas_rack_aware_one_or_none(tmp_path: Path) -> None:
+    rack_aware = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+    assert load_config(write(tmp_path, BASE), environment={}).replica_selector_class is None
+    empty = load_config(write(tmp_path, BASE + "replica.selector.class=\n"), environment={})
+    assert empty.replica_selector_class is None
+    config = load_config(
+        write(tmp_path, BASE + f"replica.selector.class={rack_aware}\nbroker.rack=eu-1a\n"),
+        environment={},
+    )
+    assert (config.replica_selector_class, config.broker_rack) == (rack_aware, "eu-1a")

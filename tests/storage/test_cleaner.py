@@ -15,13 +15,15 @@ from hypothesis import strategies as st
 from net.record_batch import Compression, iter_batches
 from net.records import Record, decode_batch, encode_batch
 from storage import durability
-from storage.cleaner import CleanStats, LogClean, clean, dirty_ratio
+from storage.cleaner import CleanStats, LogClean, clean, compaction_lag_passed, dirty_ratio
 from storage.cleaner_checkpoint import CHECKPOINT_NAME, read_first_dirty_offset
 from storage.log import Log, LogConfig
 from storage.segment import CLEANED_SUFFIX, SWAP_SUFFIX
 
 CONFIG = LogConfig(segment_bytes=100_000, index_interval_bytes=100, retention_ms=None)
 DAY_MS = 24 * 3600 * 1000
+# The clock the cleaner judges by, well after the records' timestamps (1_000 on).
+NOW = 2_000
 
 Entry = tuple[int, bytes | None, bytes | None]
 
@@ -390,17 +392,17 @@ def test_segments_deleted_before_their_cleaned_copy_is_written_void_the_clean(
 
 def test_dirty_ratio_is_the_dirty_share_of_the_cleanable_bytes(tmp_path: Path) -> None:
     log = open_log(tmp_path)
-    assert dirty_ratio(log) == 0.0
+    assert dirty_ratio(log, NOW) == 0.0
     append_segments(log, [[batch(("a", "1"))], [batch(("a", "2"))]])
-    assert dirty_ratio(log) == 0.0  # above the high watermark: not cleanable yet
+    assert dirty_ratio(log, NOW) == 0.0  # above the high watermark: not cleanable yet
     log.update_high_watermark(log.log_end_offset)
-    assert dirty_ratio(log) == 1.0
+    assert dirty_ratio(log, NOW) == 1.0
     clean(log, now_ms=2_000, delete_retention_ms=DAY_MS)
-    assert dirty_ratio(log) == 0.0
+    assert dirty_ratio(log, NOW) == 0.0
     append_segments(log, [[batch(("b", "1"))]])
     log.update_high_watermark(log.log_end_offset)
     sizes = [segment.size for segment in log.segments[:-1]]
-    assert dirty_ratio(log) == pytest.approx(sizes[-1] / sum(sizes))
+    assert dirty_ratio(log, NOW) == pytest.approx(sizes[-1] / sum(sizes))
 
 
 def test_retention_leaves_a_compact_only_log_alone(tmp_path: Path) -> None:
@@ -597,3 +599,32 @@ def test_cleaning_keeps_exactly_the_latest_record_of_each_key(
         assert stored == latest_only(appended, stats.end_offset)
         assert_reads_agree(log)
     log.close()
+
+
+def test_min_compaction_lag_keeps_recent_records_uncompacted(tmp_path: Path) -> None:
+    config = dataclasses.replace(CONFIG, min_compaction_lag_ms=5_000)
+    log = open_log(tmp_path, config)
+    # Two sealed segments: the first old enough at 10_000, the second (timestamps 8_000 on) not.
+    append_segments(
+        log,
+        [[batch(("a", "1"), timestamp=1_000)], [batch(("a", "2"), timestamp=8_000)]],
+    )
+    log.update_high_watermark(log.log_end_offset)
+    assert dirty_ratio(log, 10_000) == 1.0  # only the old segment is cleanable
+    clean(log, now_ms=10_000, delete_retention_ms=DAY_MS)
+    assert entries(log) == [(0, b"a", b"1"), (1, b"a", b"2")]
+    # Once the lag has passed for the second segment too, the older value goes.
+    clean(log, now_ms=13_001, delete_retention_ms=DAY_MS)
+    assert entries(log) == [(1, b"a", b"2")]
+
+
+def test_max_compaction_lag_makes_a_log_due_whatever_its_dirty_ratio(tmp_path: Path) -> None:
+    log = open_log(tmp_path, dataclasses.replace(CONFIG, max_compaction_lag_ms=3_000))
+    assert not compaction_lag_passed(log, 10_000)  # nothing dirty
+    append_segments(log, [[batch(("a", "1"), timestamp=1_000)]])
+    log.update_high_watermark(log.log_end_offset)
+    assert not compaction_lag_passed(log, 4_000)
+    assert compaction_lag_passed(log, 4_001)
+    clean(log, now_ms=4_001, delete_retention_ms=DAY_MS)
+    assert not compaction_lag_passed(log, 20_000)  # cleaned: nothing dirty left
+    assert not compaction_lag_passed(open_log(tmp_path / "unbounded"), 20_000)
