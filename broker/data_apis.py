@@ -62,6 +62,8 @@ LIST_OFFSETS_VERSIONS = (1, 10)
 OFFSET_FOR_LEADER_EPOCH_VERSIONS = (2, 4)
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _VALID_ACKS = (-1, 0, 1)
+# The first Produce version whose answers carry record errors.
+_PRODUCE_RECORD_ERRORS = 8
 
 # The versions of each message that have the field named.
 _FetchWithReplicaState: TypeAlias = fetch_v15.FetchRequest | fetch_v16.FetchRequest
@@ -263,6 +265,12 @@ class DataApis:
         schema = messages.PRODUCE_RESPONSES[version]
         topic_type = field_entity_type(schema, "responses")
         partition_type = field_entity_type(topic_type, "partition_responses")
+        # v8 on name the records at fault in a refused batch (KIP-467).
+        record_error_type = (
+            field_entity_type(partition_type, "record_errors")
+            if version >= _PRODUCE_RECORD_ERRORS
+            else None
+        )
         by_topic: dict[str, list[object]] = {}
         for (topic, index, _), answer in zip(partitions, answers, strict=True):
             by_topic.setdefault(topic, []).append(
@@ -275,7 +283,16 @@ class DataApis:
                     if answer.log_append_time_ms == NO_TIMESTAMP
                     else _datetime_of(answer.log_append_time_ms),
                     log_start_offset=answer.log_start_offset,
-                    record_errors=(),
+                    record_errors=()
+                    if record_error_type is None
+                    else tuple(
+                        make_entity(
+                            record_error_type,
+                            batch_index=record_error.batch_index,
+                            batch_index_error_message=record_error.message,
+                        )
+                        for record_error in answer.record_errors
+                    ),
                     error_message=answer.message,
                 )
             )

@@ -1,9 +1,10 @@
 """The client listener's APIs on a broker.
 
-Served from the broker's metadata image and settings: Metadata, DescribeCluster and
-DescribeConfigs. Forwarded to the active controller, as KRaft brokers do (KIP-590), so that a
-Kafka admin client may talk to any broker and the answer is the controller's: CreateTopics,
-DeleteTopics, CreatePartitions, IncrementalAlterConfigs, AlterConfigs, ElectLeaders,
+Served from the broker's metadata image and settings: Metadata (which may ask the controller to
+create the topics it names, `auto.create.topics.enable`), DescribeCluster and DescribeConfigs.
+Forwarded to the active controller, as KRaft brokers do (KIP-590), so that a Kafka admin client
+may talk to any broker and the answer is the controller's: CreateTopics, DeleteTopics,
+CreatePartitions, IncrementalAlterConfigs, AlterConfigs, ElectLeaders,
 AlterPartitionReassignments, ListPartitionReassignments and UnregisterBroker. When no
 controller answers in time, those requests get REQUEST_TIMED_OUT.
 """
@@ -16,12 +17,14 @@ from typing import TypeAlias
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Payload
 
+from broker.auto_topic_creation import AutoTopicCreation
 from broker.configs import DESCRIBE_CONFIGS_VERSIONS, BrokerSettings, describe_configs_response
 from broker.metadata_api import (
     DESCRIBE_CLUSTER_VERSIONS,
     METADATA_VERSIONS,
     describe_cluster_response,
     metadata_response,
+    topics_to_create,
 )
 from controller import wire
 from controller.client import ControllerClient, NoControllerError
@@ -79,7 +82,9 @@ def _refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payl
 
 
 class BrokerApis:
-    """The handlers of the client listener; `image` gives the current metadata image."""
+    """The handlers of the client listener; `image` gives the current metadata image;
+    `auto_creation` creates the topics Metadata requests ask for (None: topics are not created
+    automatically)."""
 
     def __init__(
         self,
@@ -89,6 +94,7 @@ class BrokerApis:
         controller: ControllerClient,
         settings: BrokerSettings,
         *,
+        auto_creation: AutoTopicCreation | None = None,
         forward_timeout_s: float = 30.0,
     ) -> None:
         self._broker_id = broker_id
@@ -97,6 +103,7 @@ class BrokerApis:
         self._controller = controller
         self._forward_timeout_s = forward_timeout_s
         self._settings = settings
+        self._auto_creation = auto_creation
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(
@@ -129,8 +136,13 @@ class BrokerApis:
     def _on_metadata(
         self, context: RequestContext, request: messages.MetadataRequest
     ) -> messages.MetadataResponse:
+        image = self._image()
+        creating: list[str] = []
+        if self._auto_creation is not None:
+            creating = topics_to_create(image, request)
+            self._auto_creation.create(creating)
         return metadata_response(
-            self._image(), self._broker_id, self._cluster_id, context.header.api_version, request
+            image, self._broker_id, self._cluster_id, context.header.api_version, request, creating
         )
 
     def _on_describe_cluster(

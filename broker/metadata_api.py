@@ -8,15 +8,18 @@ Pure: a function of the image, this broker's id and the request. As Kafka's KRaf
   controller id, and every broker forwards them to the active controller.
 - Per partition: leader (LEADER_NOT_AVAILABLE while it has none), leader epoch, replicas, ISR,
   and offline replicas (replicas on brokers that are fenced or not registered).
-- Topics asked for that do not exist are UNKNOWN_TOPIC_OR_PARTITION (topics are not created
-  automatically yet); a topic asked by id that does not exist is UNKNOWN_TOPIC_ID.
+- The cluster id is answered (v2 on).
+- A topic asked for by an invalid name (Kafka's `Topic.validate`) is INVALID_TOPIC_EXCEPTION.
+- Topics asked for that do not exist are UNKNOWN_TOPIC_OR_PARTITION, except those being created
+  automatically for this request (`topics_to_create`), which are LEADER_NOT_AVAILABLE until they
+  exist, as Kafka answers; a topic asked by id that does not exist is UNKNOWN_TOPIC_ID.
 """
 
 from __future__ import annotations
 
 import typing
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import TypeAlias
 
 from kio.schema.errors import ErrorCode
@@ -25,7 +28,12 @@ from kio.schema.metadata import v11 as metadata_v11
 from kio.schema.metadata import v12 as metadata_v12
 
 from controller.image import MetadataImage, TopicImage
-from controller.topics import INTERNAL_TOPICS
+from controller.topics import (
+    CLUSTER_METADATA_TOPIC,
+    INTERNAL_TOPICS,
+    TopicError,
+    validate_topic_name,
+)
 from net import messages
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity
 
@@ -82,15 +90,45 @@ def _live_brokers(image: MetadataImage) -> list[tuple[int, str, int, str | None]
     return live
 
 
+def _is_valid_topic_name(name: str) -> bool:
+    try:
+        validate_topic_name(name)
+    except TopicError:
+        return False
+    return True
+
+
+def topics_to_create(image: MetadataImage, request: messages.MetadataRequest) -> list[str]:
+    """The topics `request` asks to be created automatically (Kafka's
+    `allow_auto_topic_creation`, implicitly true before v4): those named that do not exist,
+    have a valid name, and are not internal (the offsets topic is created by its coordinator,
+    the metadata log is no topic). Whether the broker creates them is its own setting
+    (`auto.create.topics.enable`)."""
+    # v0-3 have no flag: they always allow it.
+    if request.topics is None or not getattr(request, "allow_auto_topic_creation", True):
+        return []
+    names = (item.name for item in request.topics if item.name is not None)
+    return [
+        name
+        for name in dict.fromkeys(names)
+        if image.topic(name) is None
+        and name not in INTERNAL_TOPICS
+        and name != CLUSTER_METADATA_TOPIC
+        and _is_valid_topic_name(name)
+    ]
+
+
 def metadata_response(
     image: MetadataImage,
     broker_id: int,
     cluster_id: str,
     version: int,
     request: messages.MetadataRequest,
+    creating: Collection[str] = (),
 ) -> messages.MetadataResponse:
     """The MetadataResponse of `version` to `request`, naming the cluster `cluster_id` (v2+;
-    librdkafka's DescribeCluster reads it from there)."""
+    librdkafka's DescribeCluster reads it from there); `creating`: the topics asked for that
+    are being created for it."""
     schema = messages.METADATA_RESPONSES[version]
     broker_type = field_entity_type(schema, "brokers")
     topic_type = field_entity_type(schema, "topics")
@@ -144,7 +182,13 @@ def metadata_response(
     def known(name: str) -> object:
         topic = image.topic(name)
         if topic is None:
-            return topic_entity(name, _ZERO_UUID, None, ErrorCode.unknown_topic_or_partition)
+            if name in creating:
+                error = ErrorCode.leader_not_available
+            elif _is_valid_topic_name(name):
+                error = ErrorCode.unknown_topic_or_partition
+            else:
+                error = ErrorCode.invalid_topic_exception
+            return topic_entity(name, _ZERO_UUID, None, error)
         return topic_entity(name, topic.topic_id, topic, ErrorCode.none)
 
     asked = request.topics

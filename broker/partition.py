@@ -42,7 +42,8 @@ from net.record_batch import (
     NO_TIMESTAMP,
     BatchHeader,
     Compression,
-    InvalidBatchError,
+    InvalidRecordsError,
+    RecordError,
     TimestampType,
 )
 from net.records import RecordColumns, decode_batch_columns, recompress_batches
@@ -354,7 +355,7 @@ class Partition:
         offsets it got the first time are returned, so an acks=all retry waits for that batch
         alone, as Kafka's answer to a duplicate does (not for batches the producer sent after
         it, which may never commit here). Raises ProducerStateError for a batch its
-        producer's state refuses, InvalidBatchError for a record without a key in a compacted
+        producer's state refuses, InvalidRecordsError for records without a key in a compacted
         topic (nothing is written then), and the log's errors.
         """
         if not self.is_leader:
@@ -368,7 +369,7 @@ class Partition:
         def check_producers(headers: Sequence[BatchHeader]) -> None:
             # After the log validated the batches (CRC included), before it writes them.
             if compacted:
-                _refuse_records_without_keys(records, headers)
+                _refuse_records_without_keys(records, headers, f"{self.topic}-{self.partition_id}")
             if len(headers) == 1:
                 duplicate = self.producers.find_duplicate(headers[0])
                 if duplicate is not None:
@@ -672,15 +673,26 @@ class Partition:
 
 
 def _refuse_records_without_keys(
-    records: memoryview | bytes, headers: Sequence[BatchHeader]
+    records: memoryview | bytes, headers: Sequence[BatchHeader], partition_name: str
 ) -> None:
     """Kafka's rule for compacted topics: every record has a key, since the cleaner keeps the
     newest record of each key and drops records without one. The only place the broker decodes
-    records, for compacted topics alone."""
-    columns = RecordColumns.empty(with_headers=False)
+    records, for compacted topics alone. Raises InvalidRecordsError naming each record without
+    a key by its index in its batch, as Kafka's LogValidator does."""
+    refused: list[RecordError] = []
     position = 0
     for header in headers:
+        columns = RecordColumns.empty(with_headers=False)
         decode_batch_columns(records, position, columns)
         position += header.size
-    if None in columns.keys:
-        raise InvalidBatchError("a compacted topic accepts only records with a key")
+        refused.extend(
+            RecordError(
+                index,
+                "Compacted topic cannot accept message without key in topic partition "
+                f"{partition_name}.",
+            )
+            for index, key in enumerate(columns.keys)
+            if key is None
+        )
+    if refused:
+        raise InvalidRecordsError(tuple(refused))

@@ -61,7 +61,13 @@ from controller.partition_state import PartitionState
 from controller.topic_config import TopicConfig
 from kraft.messages import Entry, SnapshotId
 from kraft.wire import METADATA_TOPIC
-from net.record_batch import NO_TIMESTAMP, CorruptBatchError, RecordBatchError
+from net.record_batch import (
+    NO_TIMESTAMP,
+    CorruptBatchError,
+    InvalidRecordsError,
+    RecordBatchError,
+    RecordError,
+)
 from net.tasks import report_fatal, start_essential
 from storage.errors import (
     InvalidTimestampError,
@@ -90,6 +96,8 @@ class ProduceResult:
     log_start_offset: int = -1
     message: str | None = None
     log_append_time_ms: int = NO_TIMESTAMP
+    # The records at fault when a batch was refused for some of its records (KIP-467).
+    record_errors: tuple[RecordError, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -642,7 +650,15 @@ class ReplicaManager:
             return ProduceResult(ErrorCode.not_leader_or_follower)
         except ProducerStateError as error:
             return ProduceResult(error.error_code, message=str(error))
-        except (RecordBatchTooLargeError, InvalidTimestampError) as error:
+        except InvalidTimestampError as error:
+            return ProduceResult(
+                ErrorCode.invalid_timestamp, message=str(error), record_errors=error.record_errors
+            )
+        except InvalidRecordsError as error:
+            return ProduceResult(
+                ErrorCode.invalid_record, message=str(error), record_errors=error.record_errors
+            )
+        except RecordBatchTooLargeError as error:
             return ProduceResult(ErrorCode(error.error_code), message=str(error))
         except CorruptBatchError as error:
             return ProduceResult(ErrorCode.corrupt_message, message=str(error))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -94,6 +95,35 @@ class InvalidBatchError(RecordBatchError):
     """The bytes are intact but describe an impossible batch (bad length, negative count...)."""
 
     error_code = 87  # INVALID_RECORD
+
+
+@dataclass(frozen=True, slots=True)
+class RecordError:
+    """Why one record of a batch was refused (KIP-467): its index in its batch, and a message
+    for the client to fail that record with."""
+
+    batch_index: int
+    message: str
+
+
+class InvalidRecordsError(InvalidBatchError):
+    """Records of an intact batch that the topic refuses (a record without a key in a compacted
+    topic): the whole batch is refused, and `record_errors` names the records at fault."""
+
+    def __init__(self, record_errors: tuple[RecordError, ...]) -> None:
+        super().__init__(records_refused_message(record_errors))
+        self.record_errors = record_errors
+
+
+def records_refused_message(record_errors: tuple[RecordError, ...]) -> str:
+    """Kafka's error message for a batch refused for the records it names."""
+    shown = ", ".join(
+        f"RecordError(batchIndex={e.batch_index}, message='{e.message}')" for e in record_errors[:3]
+    )
+    return (
+        f"One or more records have been rejected due to {len(record_errors)} record errors in "
+        f"total, and only showing the first three errors at most: [{shown}]"
+    )
 
 
 class UnsupportedMagicError(RecordBatchError):

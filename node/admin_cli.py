@@ -280,19 +280,23 @@ def render_plan(plan: dict[str, Any]) -> str:
     return "\n".join([moves, "", brokers, "", summary, plan["detail"]])
 
 
+# The columns of `kraft events`; the other fields of an event are its details.
+_EVENT_COLUMNS = ("time", "type", "topic", "partition")
+
+
+def _event_details(event: dict[str, Any]) -> str:
+    """The fields this event has: the API answers every event with every type's fields, null
+    (or false, empty) where they do not apply."""
+    return ", ".join(
+        f"{key}={value}"
+        for key, value in sorted(event.items())
+        if key not in _EVENT_COLUMNS and value is not None and value is not False and value != []
+    )
+
+
 def render_events(events: Sequence[dict[str, Any]]) -> str:
     rows = [
-        [
-            e.get("time"),
-            e.get("type"),
-            e.get("topic"),
-            e.get("partition"),
-            ", ".join(
-                f"{k}={v}"
-                for k, v in sorted(e.items())
-                if k not in ("time", "type", "topic", "partition")
-            ),
-        ]
+        [e.get("time"), e.get("type"), e.get("topic"), e.get("partition"), _event_details(e)]
         for e in events
     ]
     return table(rows, ("TIME", "TYPE", "TOPIC", "PARTITION", "DETAILS"))

@@ -205,6 +205,9 @@ class NodeConfig(BaseModel):
         BeforeValidator(lambda value: value or None),
     ] = Field(default=None, alias="replica.selector.class")
 
+    # Kafka's default: a Metadata request that allows it (a producer's) creates the topics it
+    # names that do not exist, with num.partitions and default.replication.factor.
+    auto_create_topics_enable: bool = Field(default=True, alias="auto.create.topics.enable")
     num_partitions: int = Field(default=1, alias="num.partitions", ge=1)
     default_replication_factor: int = Field(default=1, alias="default.replication.factor", ge=1)
     min_insync_replicas: int = Field(default=1, alias="min.insync.replicas", ge=1)

@@ -5,24 +5,34 @@ Node i (0-based) gets node id i+1 and listens on `base_port + i` (Kafka), `base_
 `data_dir/node-<id>` and `data_dir/node-<id>.log`, and its configuration is written to
 `data_dir/node-<id>.properties`, so a second `kraft dev` on the same directory restarts the
 same cluster. Once every node answers ready and every broker is unfenced, one JSON line
-`{"bootstrap": ..., "admin": [...]}` is printed. SIGINT (Ctrl-C) or SIGTERM stops every node
-with its own SIGTERM (a controlled shutdown each) and waits for them.
+`{"bootstrap": ..., "admin": [...]}` is printed. SIGINT (Ctrl-C), SIGTERM or SIGHUP (a closed
+terminal) stops every node with its own SIGTERM (a controlled shutdown each) and waits for them.
+The nodes die with the `kraft dev` that started them even when it is killed outright (SIGKILL,
+an IDE's stop button): on Linux each gets SIGTERM when it dies, so no orphan keeps the ports.
+A port of the cluster already in use (most likely by the nodes of an earlier `kraft dev`) is
+named, and nothing is started.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
 CLUSTER_ID = "kraft-dev"
+# What stops `kraft dev` cleanly: Ctrl-C, a kill, a closed terminal.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # How long the nodes may take to be ready, and to stop, before the command gives up on them.
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 45.0
@@ -116,8 +126,48 @@ def _is_ready(cluster: list[DevNode]) -> bool:
     return unfenced == {node.node_id for node in cluster}
 
 
+# prctl(2) option: the signal the calling process gets when its parent thread dies.
+_PR_SET_PDEATHSIG = 1
+
+
+def _dies_with(parent: int) -> Callable[[], None] | None:
+    """What a node runs between fork and exec to be sent SIGTERM when `parent` dies (None off
+    Linux). The signal follows the death of the thread that forked, so the nodes are started
+    from the main thread, which lives as long as `kraft dev`. A parent already gone by then
+    would send nothing: the node then stops at once."""
+    if not sys.platform.startswith("linux"):
+        return None
+
+    def arm() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return arm
+
+
+def taken_port(cluster: list[DevNode]) -> tuple[int, str] | None:
+    """The first port of the cluster something already listens on, and what it was for."""
+    for node in cluster:
+        for port, listener in (
+            (node.kafka_port, "Kafka listener"),
+            (node.controller_port, "controller listener"),
+            (node.admin_port, "admin listener"),
+        ):
+            with socket.socket() as probe:
+                # As the nodes bind: a port only left in TIME_WAIT by a stopped run is free.
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    probe.bind(("127.0.0.1", port))
+                except OSError:
+                    return port, f"node {node.node_id}'s {listener}"
+    return None
+
+
 class _StopRequested(BaseException):
-    """SIGINT or SIGTERM reached `kraft dev` (a BaseException, as KeyboardInterrupt is)."""
+    """SIGINT, SIGTERM or SIGHUP reached `kraft dev` (a BaseException, as KeyboardInterrupt
+    is)."""
 
 
 def _raise_stop(signum: int, _frame: FrameType | None) -> None:
@@ -131,12 +181,20 @@ def run(nodes: int, data_dir: Path, base_port: int) -> int:
     except ValueError as error:
         print(f"kraft dev: {error}", file=sys.stderr)
         return 2
+    taken = taken_port(cluster)
+    if taken is not None:
+        port, purpose = taken
+        print(
+            f"kraft dev: port {port} ({purpose}) is already in use, most likely by the nodes "
+            f"of an earlier `kraft dev` still running; stop them, or choose other ports with "
+            f"--base-port",
+            file=sys.stderr,
+        )
+        return 1
     for node in cluster:
         node.data_dir.mkdir(parents=True, exist_ok=True)
         node.config_path.write_text(node_properties(node, cluster))
-    previous = {
-        signum: signal.signal(signum, _raise_stop) for signum in (signal.SIGINT, signal.SIGTERM)
-    }
+    previous = {signum: signal.signal(signum, _raise_stop) for signum in _STOP_SIGNALS}
     processes: dict[int, subprocess.Popen[bytes]] = {}
     try:
         for node in cluster:
@@ -148,6 +206,8 @@ def run(nodes: int, data_dir: Path, base_port: int) -> int:
                     stdout=output,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
+                    # `kraft dev` runs no other thread, which makes a preexec_fn safe.
+                    preexec_fn=_dies_with(os.getpid()),  # noqa: PLW1509
                 )
         deadline = time.monotonic() + READY_TIMEOUT_S
         while not _is_ready(cluster):
@@ -189,7 +249,7 @@ def _stop_all(processes: dict[int, subprocess.Popen[bytes]]) -> None:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in _STOP_SIGNALS:
         signal.signal(signum, terminate_all)
     terminate_all()
     deadline = time.monotonic() + STOP_TIMEOUT_S

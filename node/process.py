@@ -25,6 +25,7 @@ from admin.app import create_app
 from admin.handlers.common import ADMIN_LISTENER
 from admin.metrics import NodeMetrics, QuorumState, ReplicaState
 from admin.models import Quorum, ReplicaLog, ReplicaProgress
+from broker.auto_topic_creation import AutoTopicCreation
 from broker.configs import BrokerSettings
 from broker.data_apis import DataApis
 from broker.groups.apis import GroupApis
@@ -443,12 +444,20 @@ class BrokerRole:
             coordinator_config(config),
         )
         registry = ApiRegistry()
+        self._auto_creation = (
+            AutoTopicCreation(
+                self._forwarding, config.num_partitions, config.default_replication_factor
+            )
+            if config.auto_create_topics_enable
+            else None
+        )
         BrokerApis(
             config.node_id,
             config.cluster_id,
             lambda: replayer.image,
             self._forwarding,
             BrokerSettings(config.node_id, topic_defaults(config), config.broker_config_entries()),
+            auto_creation=self._auto_creation,
         ).register(registry)
         DataApis(self.replicas).register(registry)
         ReplicaAdminApis(self.replicas).register(registry)
@@ -566,6 +575,8 @@ class BrokerRole:
         await self.groups.stop()
         await self.maintenance.stop()
         await self.replicas.stop()
+        if self._auto_creation is not None:
+            await self._auto_creation.close()
         await self._controller.close()
         await self._forwarding.close()
         log.info("broker_stopped", broker_epoch=epoch)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from net.record_batch import RecordError
+
 
 class StorageError(Exception):
     """Base of the storage errors; `error_code` is the Kafka protocol error to report."""
@@ -29,9 +31,14 @@ class SegmentOverflowError(RecordBatchTooLargeError):
 
 class InvalidTimestampError(StorageError):
     """A producer's CreateTime timestamp lies further in the past or future than the log's
-    `message.timestamp.before.max.ms` / `message.timestamp.after.max.ms` allow."""
+    `message.timestamp.before.max.ms` / `message.timestamp.after.max.ms` allow;
+    `record_errors` names the records at fault (KIP-467)."""
 
     error_code = 32  # INVALID_TIMESTAMP
+
+    def __init__(self, message: str, record_errors: tuple[RecordError, ...] = ()) -> None:
+        super().__init__(message)
+        self.record_errors = record_errors
 
 
 class UnexpectedAppendOffsetError(StorageError):

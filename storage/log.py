@@ -30,12 +30,14 @@ from net.record_batch import (
     BatchHeader,
     InvalidBatchError,
     RecordBatchError,
+    RecordError,
     TimestampType,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
     validate_batch,
 )
+from net.records import RecordColumns, decode_batch_columns
 from storage import durability
 from storage.cleaner_checkpoint import lower_first_dirty_offset
 from storage.cleaner_swap import cleaned_path, swap_in
@@ -345,7 +347,7 @@ class Log:
             if log_append_time_ms is None:
                 log_append_time_ms = now
         elif log_append_time_ms is None:
-            self._check_timestamps(headers, now)
+            self._check_timestamps(view, headers, now)
         if before_write is not None:
             before_write(headers)
         next_offset = self._log_end_offset
@@ -452,22 +454,43 @@ class Log:
             )
         return headers
 
-    def _check_timestamps(self, headers: Sequence[BatchHeader], now: int) -> None:
-        # From the headers alone: a batch's first and max timestamps bound its records'
-        # (producers write records in time order), as Kafka checks each record.
+    def _check_timestamps(
+        self, records: memoryview, headers: Sequence[BatchHeader], now: int
+    ) -> None:
+        # Each record, as Kafka checks them, naming those at fault (KIP-467). A batch's max
+        # timestamp bounds its records' from above, so without a lower bound (Kafka's default)
+        # only a batch past the upper one is decoded; its first timestamp does not bound the
+        # others (a producer may stamp its records in any order), so with a lower bound
+        # (`message.timestamp.before.max.ms`) every batch is.
         before_max = self.config.message_timestamp_before_max_ms
         after_max = self.config.message_timestamp_after_max_ms
         earliest = -_LATEST_TIMESTAMP - 1 if before_max is None else now - before_max
         latest = _LATEST_TIMESTAMP if after_max is None else now + after_max
+        refused: list[RecordError] = []
+        position = 0
         for header in headers:
-            first, last = header.base_timestamp, header.max_timestamp
-            if ((first != NO_TIMESTAMP and first < earliest) or last > latest) and not (
+            if (before_max is not None or header.max_timestamp > latest) and not (
                 header.attributes & LOG_APPEND_TIME_BIT
             ):
-                raise InvalidTimestampError(
-                    f"timestamps {first}..{last} of a batch are out of the accepted range "
-                    f"[{earliest}, {latest}] around the broker's clock {now}"
+                columns = RecordColumns.empty(with_headers=False)
+                decode_batch_columns(records, position, columns)
+                refused.extend(
+                    RecordError(
+                        index,
+                        f"Timestamp {timestamp} of message with offset {offset} is out of "
+                        f"range. The timestamp should be within [{earliest}, {latest}]",
+                    )
+                    for index, (timestamp, offset) in enumerate(
+                        zip(columns.timestamps, columns.offsets, strict=True)
+                    )
+                    if timestamp != NO_TIMESTAMP and not earliest <= timestamp <= latest
                 )
+            position += header.size
+        if refused:
+            raise InvalidTimestampError(
+                "One or more records have been rejected due to invalid timestamp",
+                tuple(refused),
+            )
 
     def _write(
         self,

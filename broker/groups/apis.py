@@ -144,12 +144,26 @@ class GroupApis:
             for item in offsets:
                 errors.setdefault(item.topic, {})[item.partition] = ErrorCode.invalid_group_id
             return wire.offset_commit_response(version, errors)
+        # As Kafka's KafkaApis: partitions that do not exist are refused one by one and never
+        # stored; a commit of nothing else is answered without the coordinator.
+        image = self._image()
+        existing = []
+        for item in offsets:
+            known = image.topic(item.topic)
+            if known is None or item.partition not in known.partitions:
+                errors.setdefault(item.topic, {})[item.partition] = (
+                    ErrorCode.unknown_topic_or_partition
+                )
+            else:
+                existing.append(item)
+        if not existing and offsets:
+            return wire.offset_commit_response(version, errors)
         answer = await self._coordinator.commit_offsets(
             commit.group_id,
             member_id=commit.member_id,
             group_instance_id=commit.group_instance_id,
             generation_id=commit.generation_id,
-            offsets=offsets,
+            offsets=existing,
             retention_ms=commit.retention_ms,
             unknown_group_error=ErrorCode.group_id_not_found
             if version >= _COMMIT_GROUP_ID_NOT_FOUND

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 
@@ -130,3 +131,22 @@ def test_topics_are_created_altered_grown_and_deleted_from_the_command_line(node
     events = kraft(node, "events", "--json")
     assert events.returncode == 0
     assert any(event.get("topic") == "ops" for event in json.loads(events.stdout))
+
+
+def test_events_show_only_the_fields_each_event_has(node: Cluster) -> None:
+    assert kraft(node, "topics", "create", "shown", "--partitions", "1").returncode == 0
+    events = json.loads(kraft(node, "events", "--json").stdout)
+    shown = kraft(node, "events")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()[1:]
+    assert any("topic_created" in line and "shown" in line for line in lines)
+    # (Events only ever add up between the two calls.)
+    for event, line in zip(events, lines, strict=False):
+        held = {
+            key
+            for key, value in event.items()
+            if value is not None and value is not False and value != []
+        } - {"time", "type", "topic", "partition"}
+        details = line.split(event["type"], 1)[1]
+        # Each detail is `field=value`, after the columns' spaces or the previous one's ", ".
+        assert set(re.findall(r"[ ,](\w+)=", details)) == held, (event, line)

@@ -48,9 +48,11 @@ def test_node_i_gets_its_ports_and_a_configuration_a_node_accepts(tmp_path: Path
         plan(3, tmp_path, 65400)
 
 
-def start_dev(data_dir: Path, base_port: int) -> tuple[subprocess.Popen[str], dict[str, object]]:
+def start_dev(
+    data_dir: Path, base_port: int, nodes: int = 3
+) -> tuple[subprocess.Popen[str], dict[str, object]]:
     process = subprocess.Popen(
-        [kraft_executable(), "dev", "--nodes", "3", "--data-dir", str(data_dir),
+        [kraft_executable(), "dev", "--nodes", str(nodes), "--data-dir", str(data_dir),
          "--base-port", str(base_port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -133,3 +135,55 @@ def test_kraft_dev_runs_a_cluster_until_ctrl_c_and_restarts_on_its_data(tmp_path
         if process.poll() is None:
             process.kill()
             process.wait(10)
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes `pid` started (Linux: its main thread's children)."""
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` lives (a zombie, dead and not yet reaped, does not count)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_the_nodes_die_with_a_killed_kraft_dev(tmp_path: Path) -> None:
+    # A closed terminal or an IDE's stop button: `kraft dev` gets no chance to stop its nodes.
+    process, _ = start_dev(tmp_path, base_port_with_free_ranges(), nodes=2)
+    nodes = children_of(process.pid)
+    try:
+        assert len(nodes) == 2 and all(running(pid) for pid in nodes)
+        process.kill()
+        process.wait(10)
+        # (About a second and a half: a controlled shutdown each, all at once.)
+        deadline = time.monotonic() + 10
+        while any(running(pid) for pid in nodes) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(running(pid) for pid in nodes)
+    finally:
+        for pid in nodes:
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_kraft_dev_names_the_port_an_earlier_run_still_holds(tmp_path: Path) -> None:
+    base_port = base_port_with_free_ranges()
+    with socket.socket() as earlier:
+        earlier.bind(("127.0.0.1", base_port + 201))  # node 2's admin listener
+        earlier.listen()
+        refused = subprocess.run(
+            [kraft_executable(), "dev", "--nodes", "2", "--data-dir", str(tmp_path),
+             "--base-port", str(base_port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )  # fmt: skip
+    assert refused.returncode == 1
+    assert f"port {base_port + 201}" in refused.stderr
+    assert "earlier `kraft dev`" in refused.stderr
+    assert refused.stdout == ""

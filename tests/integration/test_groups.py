@@ -271,7 +271,8 @@ def test_offsets_of_topics_the_group_is_not_subscribed_to_may_be_deleted(node: C
 
 
 def test_clients_may_not_produce_to_the_offsets_topic(node: Cluster) -> None:
-    # Created by the coordinator on a first lookup.
+    # Created by the coordinator on a first lookup (a commit, of a topic that exists).
+    create_topic(node, "probed", 1)
     consumer = group_consumer(node, "prober")
     consumer.commit(offsets=[TopicPartition("probed", 0, 1)], asynchronous=False)
     consumer.close()

@@ -183,16 +183,19 @@ async def test_a_coordinator_answers_load_in_progress_until_its_groups_are_read(
     node.start_all()
     try:
         node.wait_for("broker unfenced", node.brokers_unfenced)
-        # A first commit through a client creates the offsets topic and finds the coordinator.
+        # A first commit through a client creates the offsets topic and finds the coordinator
+        # (offsets are committed only for partitions that exist).
+        await asyncio.to_thread(create_topic, node, "probe", 1)
         creator = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "loaded"})
-        creator.commit(offsets=[TopicPartition("bulk", 0, 1)], asynchronous=False)
+        creator.commit(offsets=[TopicPartition("probe", 0, 1)], asynchronous=False)
         creator.close()
+        partitions = 1_000
+        await asyncio.to_thread(create_topic, node, "bulk", partitions)
         # Then enough commits that reading them back takes a while: 100,000 records.
         port = node.nodes[1].broker_port or 0
         connection = NodeConnection("127.0.0.1", port)
-        partitions = 5_000
         try:
-            for round in range(1, 21):
+            for round in range(1, 101):
                 offsets = {("bulk", partition): round for partition in range(partitions)}
                 errors = await raw_commit(connection, "loaded", -1, "", offsets)
                 assert set(errors) == {ErrorCode.none}
@@ -219,6 +222,6 @@ async def test_a_coordinator_answers_load_in_progress_until_its_groups_are_read(
         # The broker answered while it was reading the partition, and then had every offset.
         assert ErrorCode.coordinator_load_in_progress in seen
         assert seen[-1] is ErrorCode.none
-        assert {p.committed_offset for p in fetched.topics[0].partitions} == {20}
+        assert {p.committed_offset for p in fetched.topics[0].partitions} == {100}
     finally:
         node.stop_all()

@@ -149,3 +149,24 @@ def test_a_partition_the_topic_lacks_fails_the_write(spark: SparkSession, node: 
     )
     with pytest.raises(PySparkException, match="partition 5 is not one of the 2 partitions"):
         writer.save()
+
+
+def readme_batch_write() -> str:
+    """The README's batch write example, as written there."""
+    lines = (Path(__file__).parents[2] / "README.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("df.write."))
+    example = [lines[start].strip()]
+    while example[-1].endswith("\\"):
+        start += 1
+        example[-1] = example[-1].removesuffix("\\").strip()
+        example.append(lines[start].split("#")[0].strip())
+    return "".join(example)
+
+
+def test_the_readme_batch_write_example_runs_as_written(spark: SparkSession, node: Cluster) -> None:
+    topic = new_topic(node, "readme", 1)
+    example = readme_batch_write().replace('"..."', repr(node.bootstrap))
+    example = example.replace('"out"', repr(topic))
+    df = spark.createDataFrame([("hello",)], "value string")
+    eval(example, {"df": df})
+    assert [m.value() for m in consume_all(node, topic, 1)] == [b"hello"]

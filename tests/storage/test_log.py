@@ -209,6 +209,24 @@ def test_create_time_timestamps_must_lie_within_the_bounds(tmp_path: Path) -> No
     assert (unbounded.log_end_offset, log.log_end_offset) == (1, 3)
 
 
+def test_each_record_is_checked_and_those_out_of_bounds_are_named(tmp_path: Path) -> None:
+    hour = 3600 * 1000
+    now = 100 * hour
+    log = open_log(tmp_path, [now], message_timestamp_before_max_ms=2 * hour)
+    # The first record's timestamp (the batch's base) and the max are in bounds; two records
+    # between them are not: the whole batch is refused, naming them by index.
+    stamps = [now, now - 3 * hour, now - 4 * hour, now]
+    batch = encode_batch([Record(b"v", timestamp=stamp) for stamp in stamps])
+    with pytest.raises(InvalidTimestampError) as error:
+        log.append(batch, leader_epoch=0)
+    assert [e.batch_index for e in error.value.record_errors] == [1, 2]
+    assert error.value.record_errors[0].message == (
+        f"Timestamp {now - 3 * hour} of message with offset 1 is out of range. The timestamp "
+        f"should be within [{now - 2 * hour}, {now + hour}]"
+    )
+    assert log.log_end_offset == 0
+
+
 def test_follower_append_keeps_offsets_and_epochs(tmp_path: Path) -> None:
     leader = open_log(tmp_path / "leader")
     leader.append(make_batch(3, tag=1), leader_epoch=1)
