@@ -489,20 +489,34 @@ COMMANDS: dict[str, Handler] = {
 }
 
 
-def add_admin_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register the operator commands on `kraft`'s subcommand parser."""
+def _common_options(*, with_defaults: bool) -> argparse.ArgumentParser:
+    """The options every operator command takes. A subcommand of a command that has them
+    takes them `with_defaults` False: argparse lets a subparser's defaults overwrite what the
+    command's own options parsed."""
+
+    def default(value: object) -> object:
+        return value if with_defaults else argparse.SUPPRESS
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--admin",
-        default=os.environ.get("KRAFT_ADMIN_URL", DEFAULT_ADMIN_URL),
+        default=default(os.environ.get("KRAFT_ADMIN_URL", DEFAULT_ADMIN_URL)),
         help="a node's admin API (default %(default)s, or KRAFT_ADMIN_URL)",
     )
     common.add_argument(
         "--token",
-        default=os.environ.get("KRAFT_ADMIN_TOKEN"),
+        default=default(os.environ.get("KRAFT_ADMIN_TOKEN")),
         help="the bearer token mutations need when the node sets admin.token",
     )
-    common.add_argument("--json", action="store_true", help="print the API's JSON")
+    common.add_argument(
+        "--json", action="store_true", default=default(False), help="print the API's JSON"
+    )
+    return common
+
+
+def add_admin_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the operator commands on `kraft`'s subcommand parser."""
+    common = _common_options(with_defaults=True)
 
     topics = commands.add_parser("topics", help="list, describe, create, alter, delete topics")
     actions = topics.add_subparsers(dest="topics_action", required=True)
@@ -533,7 +547,8 @@ def add_admin_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     brokers_actions = brokers.add_subparsers(dest="brokers_action")
     remove = brokers_actions.add_parser(
         "remove",
-        parents=[common, waiting],
+        # Without defaults of its own, so options given before `remove` (to `brokers`) stay.
+        parents=[_common_options(with_defaults=False), waiting],
         help="drain a broker, wait until it hosts no replica, then unregister it",
     )
     remove.add_argument("id", type=int)

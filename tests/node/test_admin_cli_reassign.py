@@ -26,6 +26,11 @@ def test_command_lines() -> None:
     assert parse("brokers").brokers_action is None
     remove = parse("brokers", "remove", "4", "--timeout", "30")
     assert (remove.brokers_action, remove.id, remove.timeout) == ("remove", 4, 30.0)
+    # The admin URL and token may come before or after `remove`.
+    before = parse("brokers", "--admin", "http://h:1", "--token", "t", "remove", "4")
+    after = parse("brokers", "remove", "4", "--admin", "http://h:1", "--json")
+    assert (before.admin, before.token, before.json) == ("http://h:1", "t", False)
+    assert (after.admin, after.json) == ("http://h:1", True)
     with pytest.raises(SystemExit):
         parse("reassign", "start")
 
