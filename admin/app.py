@@ -3,12 +3,13 @@
 The node hands it a read model (`NodeStatus`); reads render the node's metadata image and
 replica state as the pydantic models of `admin.models`, and mutations go to the active
 controller as Kafka requests (CreateTopics, DeleteTopics, CreatePartitions,
-IncrementalAlterConfigs, ElectLeaders), the same ones Kafka admin clients send, so the two can
-never disagree; a manual unclean recovery sends our own ElectRecoveredLeader. The handlers live
-in `admin.handlers`, one module per resource; every route is declared once in the table of
-`admin.routes`, which builds both the router and the OpenAPI document (`/v1/openapi.json`).
-Here: the bearer-token guard of mutations, the middleware that turns every failure into JSON
-`{"error", "message"}` with the HTTP status, and `/metrics`.
+IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments, UnregisterBroker), the same
+ones Kafka admin clients send, so the two can never disagree; a manual unclean recovery sends
+our own ElectRecoveredLeader. The handlers live in `admin.handlers`, one module per resource;
+every route is declared once in the table of `admin.routes`, which builds both the router and
+the OpenAPI document (`/v1/openapi.json`). Here: the bearer-token guard of mutations, the
+middleware that turns every failure into JSON `{"error", "message"}` with the HTTP status,
+`/metrics`, and the background tasks that finish started rebalances.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from admin.errors import ApiError
+from admin.handlers import rebalance
 from admin.handlers.common import CONTEXT, SESSION, AdminContext, error_response
 from admin.metrics import CONTENT_TYPE_LATEST, NodeMetrics
 from admin.openapi import Route
@@ -42,6 +44,7 @@ def create_app(
     app[CONTEXT] = AdminContext(status)
     app[OPENAPI_DOCUMENT] = document()
     app.cleanup_ctx.append(_open_session)
+    app.cleanup_ctx.append(rebalance.finishing_tasks)
     for route in ROUTES:
         app.router.add_route(route.method, route.router_path, _guarded(route, token))
     if metrics is not None:

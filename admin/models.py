@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class ErrorResponse(BaseModel):
@@ -108,6 +108,11 @@ class ReplicaLog(BaseModel):
     log_end_offsets: dict[int, int] = Field(
         description="on the leader: broker id -> log end offset as the leader last saw it "
         "(-1: not yet fetched in this leadership); empty on a follower"
+    )
+    bytes_behind: dict[int, int] = Field(
+        description="on the leader: broker id -> bytes between that replica's log end (as its "
+        "last fetch said) and the leader's log end (-1: not yet fetched in this leadership); "
+        "empty on a follower"
     )
 
 
@@ -259,7 +264,144 @@ class Reassignment(BaseModel):
 
     topic: str = Field(pattern=TOPIC_NAME_PATTERN)
     partition: int = Field(ge=0, le=2**31 - 1)
-    replicas: list[int] = Field(min_length=1)
+    replicas: list[int] = Field(min_length=1, max_length=32_767)
+
+
+# The replication throttle in bytes/s, for `leader.replication.throttled.rate` and
+# `follower.replication.throttled.rate`; 0 removes it.
+_THROTTLE = Field(
+    default=None,
+    ge=0,
+    le=2**63 - 1,
+    description="sets the cluster-wide replication throttle of the replicas being added, in "
+    "bytes/s (leader.replication.throttled.rate and follower.replication.throttled.rate); 0 "
+    "removes it; absent leaves it as it is",
+)
+
+
+class StartReassignments(BaseModel):
+    """POST /v1/reassignments: one partition (`topic`, `partition`, `replicas`, as
+    `Reassignment`) or many (`partitions`), with an optional replication throttle."""
+
+    model_config = _REQUEST
+
+    topic: str | None = Field(default=None, pattern=TOPIC_NAME_PATTERN)
+    partition: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    replicas: list[int] | None = Field(default=None, min_length=1, max_length=32_767)
+    partitions: list[Reassignment] | None = Field(default=None, max_length=10_000)
+    throttle_bytes_per_sec: int | None = _THROTTLE
+
+    @model_validator(mode="after")
+    def _one_form(self) -> StartReassignments:
+        single = (self.topic, self.partition, self.replicas)
+        if self.partitions is not None:
+            if any(value is not None for value in single):
+                raise ValueError("give either topic, partition and replicas, or partitions")
+        elif any(value is None for value in single):
+            raise ValueError("give topic, partition and replicas, or partitions")
+        named = [(move.topic, move.partition) for move in self.partitions or ()]
+        if len(set(named)) != len(named):
+            raise ValueError("partitions: a partition is named twice")
+        return self
+
+    def reassignments(self) -> list[Reassignment]:
+        """The partitions to move, whichever form the request took."""
+        if self.partitions is not None:
+            return self.partitions
+        assert self.topic is not None and self.partition is not None and self.replicas
+        return [Reassignment(topic=self.topic, partition=self.partition, replicas=self.replicas)]
+
+
+class RefusedReassignment(BaseModel):
+    """A partition the controller would not move, with Kafka's error in snake_case."""
+
+    topic: str
+    partition: int
+    error: str
+    message: str | None
+
+
+class ReassignmentsStarted(BaseModel):
+    """The answer to POST /v1/reassignments (202): what started and what was refused."""
+
+    started: list[Reassignment]
+    refused: list[RefusedReassignment] = Field(
+        description="partitions the controller refused while it started others (a request whose "
+        "every partition is refused gets the error answer instead)"
+    )
+    throttle_bytes_per_sec: int | None = Field(
+        description="the throttle this request set (0: removed); null: left as it was"
+    )
+
+
+class ReassignmentProgress(BaseModel):
+    """An in-progress reassignment: during the move `replicas` is the target plus the replicas
+    being removed; it completes once every replica being added is in the ISR."""
+
+    topic: str
+    partition: int
+    replicas: list[int]
+    target: list[int]
+    adding: list[int]
+    removing: list[int]
+    leader: int
+    isr: list[int]
+    bytes_behind: dict[int, int | None] = Field(
+        description="per replica being added: the bytes it is behind the leader, as the "
+        "leader's log view says; null when unavailable"
+    )
+    log_view_error: str | None = Field(
+        default=None, description="why `bytes_behind` is null (no leader, leader unreachable)"
+    )
+
+
+class Rebalance(BaseModel):
+    """POST /v1/rebalance: plan (and unless `dry_run`, start) the moves that even the brokers'
+    replica and preferred-leader counts."""
+
+    model_config = _REQUEST
+
+    dry_run: bool = True
+    throttle_bytes_per_sec: int | None = _THROTTLE
+
+
+class PlannedMove(BaseModel):
+    """One partition's replica list now (`from`) and in the plan (`to`)."""
+
+    # `from` is a Python keyword: the fields are named otherwise and answered as from / to.
+    model_config = ConfigDict(validate_by_name=True, serialize_by_alias=True)
+
+    topic: str
+    partition: int
+    from_replicas: list[int] = Field(alias="from")
+    to_replicas: list[int] = Field(alias="to")
+    adding: list[int]
+    removing: list[int]
+
+
+class BrokerLoad(BaseModel):
+    """A broker's replica and preferred-leader counts before and after the plan."""
+
+    broker: int
+    replicas_before: int
+    replicas_after: int
+    leaders_before: int
+    leaders_after: int
+
+
+class RebalancePlan(BaseModel):
+    """A rebalance or drain plan, and whether it was started."""
+
+    moves: list[PlannedMove] = Field(
+        description="the partitions whose replica list changes, in set or only in order"
+    )
+    replicas_moved: int = Field(description="replicas that change broker")
+    brokers: list[BrokerLoad]
+    balanced: bool = Field(
+        description="replica and preferred-leader counts end within one (rack spread may forbid it)"
+    )
+    started: bool = Field(description="the moves were started as reassignments")
+    detail: str = Field(description="what happens next")
 
 
 class ReplicaLogAnswer(BaseModel):
@@ -290,7 +432,9 @@ class Event(BaseModel):
         description="topic_created, topic_deleted, partition_created, leader_changed, "
         "isr_changed, elr_changed, unclean_election, partition_offline, broker_registered, "
         "broker_fenced, broker_unfenced, broker_unregistered, broker_controlled_shutdown, "
-        "config_changed, unclean_recovery, unclean_recovery_waiting"
+        "config_changed, unclean_recovery, unclean_recovery_waiting, reassignment_started, "
+        "reassignment_replica_in_sync (`broker` joined the ISR), reassignment_completed, "
+        "reassignment_cancelled"
     )
     data_loss_possible: bool = Field(
         description="true when the change may have lost acknowledged data"
@@ -323,5 +467,14 @@ class Event(BaseModel):
         description="unclean_recovery: the offsets other answering replicas held beyond the "
         "new leader's log end, which they truncate (replicas that did not answer may have held "
         "more); null when none did",
+    )
+    replicas: list[int] | None = Field(
+        default=None, description="reassignment events: the partition's replicas after it"
+    )
+    adding_replicas: list[int] | None = Field(
+        default=None, description="reassignment events: the replicas the move is adding"
+    )
+    removing_replicas: list[int] | None = Field(
+        default=None, description="reassignment events: the replicas the move is removing"
     )
     detail: str | None = None

@@ -28,7 +28,6 @@ ERROR_DESCRIPTIONS = {
     401: "a mutation without `Authorization: Bearer <admin.token>`",
     404: "no such resource",
     409: "conflicts with the current state (exists already, nothing to do)",
-    501: "not implemented yet",
     503: "no active controller, or the node is not ready",
 }
 

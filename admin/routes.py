@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
-from admin.handlers import brokers, cluster, elections, events, reassignments, topics
+from admin.handlers import brokers, cluster, elections, events, reassignments, rebalance, topics
 from admin.models import (
     TOPIC_NAME_PATTERN,
     AddPartitions,
@@ -20,12 +20,17 @@ from admin.models import (
     Event,
     Health,
     Metadata,
+    Partition,
     PartitionDetail,
     PartitionRecovery,
     Quorum,
-    Reassignment,
+    ReassignmentProgress,
+    ReassignmentsStarted,
+    Rebalance,
+    RebalancePlan,
     RecoveryElection,
     ReplicaLog,
+    StartReassignments,
     Topic,
 )
 from admin.openapi import PathParam, Route, openapi_document
@@ -39,6 +44,7 @@ async def openapi(request: web.Request) -> web.Response:
 
 
 _NAME = PathParam("name", {"type": "string", "pattern": TOPIC_NAME_PATTERN}, "the topic's name")
+_BROKER = PathParam("id", {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}, "the broker id")
 _PARTITION = PathParam(
     "p", {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}, "the partition index"
 )
@@ -70,7 +76,7 @@ ROUTES: tuple[Route, ...] = (
         brokers.broker,
         "one broker",
         Broker,
-        params=(PathParam("id", {"type": "integer", "minimum": 0}, "the broker id"),),
+        params=(_BROKER,),
         errors=(404,),
     ),
     Route("GET", "/v1/topics", topics.topics, "every topic", Topic, response_is_list=True),
@@ -187,29 +193,65 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "GET",
         "/v1/reassignments",
-        reassignments.not_implemented,
-        "ongoing reassignments (not implemented)",
-        None,
-        errors=(501,),
+        reassignments.reassignments,
+        "every reassignment in progress, with its progress (bytes each replica being added is "
+        "behind the leader)",
+        ReassignmentProgress,
+        response_is_list=True,
     ),
     Route(
         "POST",
         "/v1/reassignments",
-        reassignments.not_implemented,
-        "start a reassignment (not implemented)",
-        None,
-        body=Reassignment,
-        errors=(501,),
+        reassignments.start_reassignments,
+        "start moving one partition or many to new replicas, optionally setting (or, with 0, "
+        "removing) the cluster-wide replication throttle",
+        ReassignmentsStarted,
+        status=202,
+        body=StartReassignments,
+        errors=(404, 409, 503),
         mutation=True,
     ),
     Route(
         "DELETE",
         "/v1/reassignments/{name}/{p}",
-        reassignments.not_implemented,
-        "cancel a reassignment (not implemented)",
-        None,
+        reassignments.cancel_reassignment,
+        "cancel a partition's reassignment: back to its replicas before the move",
+        Partition,
         params=(_NAME, _PARTITION),
-        errors=(501,),
+        errors=(503,),
+        mutation=True,
+    ),
+    Route(
+        "POST",
+        "/v1/rebalance",
+        rebalance.rebalance,
+        "plan the fewest moves that even the brokers' replica and preferred-leader counts; "
+        "unless a dry run, start them, and once they complete elect the preferred leaders",
+        RebalancePlan,
+        body=Rebalance,
+        errors=(409, 503),
+        mutation=True,
+    ),
+    Route(
+        "POST",
+        "/v1/brokers/{id}/drain",
+        rebalance.drain,
+        "plan and start moving every replica off a broker (evening out the others)",
+        RebalancePlan,
+        status=202,
+        params=(_BROKER,),
+        errors=(409, 503),
+        mutation=True,
+    ),
+    Route(
+        "DELETE",
+        "/v1/brokers/{id}",
+        brokers.unregister,
+        "unregister a broker that hosts no replica (the node shuts down)",
+        None,
+        status=204,
+        params=(_BROKER,),
+        errors=(409, 503),
         mutation=True,
     ),
     Route("GET", "/v1/openapi.json", openapi, "this document", None),

@@ -8,7 +8,8 @@ Metadata, DescribeCluster, DescribeConfigs and admin requests forwarded to the a
 controller; `data_apis`: Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, with `offsets`
 answering ListOffsets on a log; `replica_log_info`: GetReplicaLogInfo for unclean recovery);
 configs as a broker sees them (`configs`: DescribeConfigs, a topic's storage settings from its
-typed config); followers pulling from their leaders (`replica_fetcher`); leaders' ISR change
+typed config); followers pulling from their leaders (`replica_fetcher`); the replication
+throttle's byte-rate quotas (`replication_quota`); leaders' ISR change
 requests (`isr_changes`); idempotent producers (`producer_state`, its snapshots beside the log
 in `producer_snapshots`, and `producer_ids` for InitProducerId).
 The group coordinator is the `groups` package.

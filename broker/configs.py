@@ -6,10 +6,12 @@ Pure: functions of the metadata image, this node's settings and the request.
   value and where it comes from: the topic's own override (DYNAMIC_TOPIC_CONFIG), this broker's
   setting of the synonym (`log.segment.bytes` for `segment.bytes`, STATIC_BROKER_CONFIG), or
   Kafka's default (DEFAULT_CONFIG). A topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION.
-- A broker's configs are this node's settings; none can be changed at run time, so all are
-  read-only, and a secret (`admin.token`) is sensitive and its value withheld. Another broker's
-  id is INVALID_REQUEST (clients send those requests to that broker); the empty name (the
-  cluster-wide dynamic defaults) has no configs, since there are no dynamic broker configs.
+- A broker's configs are this node's settings, a secret (`admin.token`) sensitive and its value
+  withheld. The dynamic broker configs (`controller.broker_config`: the replication throttle's
+  rates) take their value from the metadata log when set there (DYNAMIC_BROKER_CONFIG for this
+  broker's own, DYNAMIC_DEFAULT_BROKER_CONFIG for the cluster-wide one) and are the only ones
+  not read-only. Another broker's id is INVALID_REQUEST (clients send those requests to that
+  broker); the empty name lists the cluster-wide dynamic values set.
 - Any other resource type is INVALID_REQUEST.
 - A topic's replicas store their data with the settings of its typed configuration
   (`topic_log_config`).
@@ -24,7 +26,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from controller.image import MetadataImage
+from controller.broker_config import DYNAMIC_BROKER_CONFIGS
+from controller.image import ConfigResource, MetadataImage
 from controller.records import ConfigResourceType
 from controller.topic_config import (
     TOPIC_CONFIGS,
@@ -71,6 +74,7 @@ class _Described:
     sensitive: bool
     # (name, value, source) from the effective one down to Kafka's default.
     synonyms: tuple[tuple[str, str | None, ConfigSource], ...]
+    read_only: bool = False
 
 
 class _ResourceError(Exception):
@@ -103,7 +107,7 @@ def describe_configs_response(
                 config_type,
                 name=entry.name,
                 value=entry.value,
-                read_only=resource.resource_type == ConfigResourceType.BROKER,
+                read_only=entry.read_only,
                 config_source=entry.source,
                 is_sensitive=entry.sensitive,
                 synonyms=tuple(
@@ -141,25 +145,65 @@ def _describe(
         return _topic_configs(image.topic_configs(resource_name), broker.topic_defaults)
     if resource_type == ConfigResourceType.BROKER:
         if resource_name == "":
-            return []
+            cluster = image.configs.get(ConfigResource(ConfigResourceType.BROKER, ""), {})
+            return [
+                _dynamic_default(name, value)
+                for name, value in sorted(cluster.items())
+                if name in DYNAMIC_BROKER_CONFIGS
+            ]
         if resource_name != str(broker.broker_id):
             raise _ResourceError(
                 ErrorCode.invalid_request,
                 f"Unexpected broker id, expected {broker.broker_id} or empty string, but received "
                 f"{resource_name}",
             )
-        return [
-            _Described(
-                entry.name,
-                None if entry.sensitive else entry.value,
-                entry.source,
-                entry.config_type,
-                entry.sensitive,
-                ((entry.name, None if entry.sensitive else entry.value, entry.source),),
-            )
-            for entry in broker.configs
-        ]
+        return [_broker_config(image, broker.broker_id, entry) for entry in broker.configs]
     raise _ResourceError(ErrorCode.invalid_request, f"Unsupported resource type {resource_type}")
+
+
+def _dynamic_default(name: str, value: str) -> _Described:
+    source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+    config_type, default = DYNAMIC_BROKER_CONFIGS[name]
+    return _Described(
+        name,
+        value,
+        source,
+        config_type,
+        False,
+        ((name, value, source), (name, default, ConfigSource.DEFAULT_CONFIG)),
+    )
+
+
+def _broker_config(image: MetadataImage, broker_id: int, entry: BrokerConfigEntry) -> _Described:
+    """One setting of this broker: a dynamic config takes the metadata log's value when set,
+    its synonyms listing every level down to Kafka's default."""
+    value = None if entry.sensitive else entry.value
+    if entry.name not in DYNAMIC_BROKER_CONFIGS:
+        return _Described(
+            entry.name,
+            value,
+            entry.source,
+            entry.config_type,
+            entry.sensitive,
+            ((entry.name, value, entry.source),),
+            read_only=True,
+        )
+    synonyms: list[tuple[str, str | None, ConfigSource]] = []
+    own = image.configs.get(ConfigResource(ConfigResourceType.BROKER, str(broker_id)), {})
+    if entry.name in own:
+        synonyms.append((entry.name, own[entry.name], ConfigSource.DYNAMIC_BROKER_CONFIG))
+    cluster = image.configs.get(ConfigResource(ConfigResourceType.BROKER, ""), {})
+    if entry.name in cluster:
+        synonyms.append(
+            (entry.name, cluster[entry.name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+        )
+    if entry.source is ConfigSource.STATIC_BROKER_CONFIG:
+        synonyms.append((entry.name, value, entry.source))
+    synonyms.append(
+        (entry.name, DYNAMIC_BROKER_CONFIGS[entry.name][1], ConfigSource.DEFAULT_CONFIG)
+    )
+    name, effective, source = synonyms[0]
+    return _Described(name, effective, source, entry.config_type, False, tuple(synonyms))
 
 
 def _topic_configs(overrides: Mapping[str, str], defaults: TopicDefaults) -> list[_Described]:

@@ -4,8 +4,9 @@ Served from the broker's metadata image and settings: Metadata (which may ask th
 create the topics it names, `auto.create.topics.enable`), DescribeCluster and DescribeConfigs.
 Forwarded to the active controller, as KRaft brokers do (KIP-590), so that a Kafka admin client
 may talk to any broker and the answer is the controller's: CreateTopics, DeleteTopics,
-CreatePartitions, ElectLeaders, IncrementalAlterConfigs and AlterConfigs. When no controller
-answers in time, those requests get REQUEST_TIMED_OUT.
+CreatePartitions, IncrementalAlterConfigs, AlterConfigs, ElectLeaders,
+AlterPartitionReassignments, ListPartitionReassignments and UnregisterBroker. When no
+controller answers in time, those requests get REQUEST_TIMED_OUT.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ _FORWARDED = frozenset(
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
         ApiKey.ALTER_CONFIGS,
         ApiKey.ELECT_LEADERS,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS,
+        ApiKey.UNREGISTER_BROKER,
     }
 )
 _ForwardedRequest: TypeAlias = (
@@ -50,6 +54,9 @@ _ForwardedRequest: TypeAlias = (
     | messages.IncrementalAlterConfigsRequest
     | messages.AlterConfigsRequest
     | messages.ElectLeadersRequest
+    | messages.AlterPartitionReassignmentsRequest
+    | messages.ListPartitionReassignmentsRequest
+    | messages.UnregisterBrokerRequest
 )
 
 
@@ -63,6 +70,12 @@ def _refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payl
         return wire.create_partitions_error(version, request, error)
     if isinstance(request, messages.IncrementalAlterConfigsRequest):
         return wire.incremental_alter_configs_error(version, request, error)
+    if isinstance(request, messages.AlterPartitionReassignmentsRequest):
+        return wire.alter_reassignments_error(version, error)
+    if isinstance(request, messages.ListPartitionReassignmentsRequest):
+        return wire.list_reassignments_error(version, error)
+    if isinstance(request, messages.UnregisterBrokerRequest):
+        return wire.unregister_broker_error(version, error)
     if isinstance(request, messages.AlterConfigsRequest):
         return wire.alter_configs_error(version, request, error)
     return wire.elect_leaders_response(version, (), error)

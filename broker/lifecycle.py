@@ -15,7 +15,11 @@ with none at all, nothing can move), so the wait ends there.
 
 A heartbeat answered with STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED means the controller
 no longer knows this registration (a newer incarnation replaced it, or the log was lost): the
-broker registers again with the same incarnation.
+broker registers again with the same incarnation. Except when an operator removed the broker
+(UnregisterBroker): the node tells this manager (`unregistered`) when it replays that record,
+and the broker neither registers again nor waits for the controller's agreement to shut down.
+After BROKER_ID_NOT_REGISTERED the broker waits a heartbeat interval before registering again,
+so that the record, committed before the controller answered so, reaches it first.
 """
 
 from __future__ import annotations
@@ -85,6 +89,7 @@ class BrokerLifecycleManager:
         self.fenced = True
         self._task: asyncio.Task[None] | None = None
         self._want_shut_down = False
+        self._unregistered = False
         self._may_shut_down = asyncio.Event()
         self._heartbeat_now = asyncio.Event()
 
@@ -97,12 +102,19 @@ class BrokerLifecycleManager:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
+    def unregistered(self) -> None:
+        """The controller removed this broker's registration (an UnregisterBrokerRecord of its
+        epoch): it must not register again."""
+        self._unregistered = True
+        self.fenced = True
+        self._heartbeat_now.set()
+
     async def shut_down(self, timeout_s: float, give_up: asyncio.Event) -> str | None:
         """Ask the controller for a controlled shutdown and wait until it agrees: None then,
         else why the wait ended ("timeout" after `timeout_s`, "second signal" when `give_up` is
         set, "no controller" after a broker session without an answer). A broker that never
-        registered or is fenced leads nothing and needs no agreement."""
-        if self.broker_epoch < 0 or self.fenced:
+        registered, is fenced or was unregistered leads nothing and needs no agreement."""
+        if self.broker_epoch < 0 or self.fenced or self._unregistered:
             return None
         self._want_shut_down = True
         self._heartbeat_now.set()
@@ -130,12 +142,13 @@ class BrokerLifecycleManager:
         return None
 
     async def _run(self) -> None:
-        while True:
+        while not self._unregistered:
             await self._register()
             while await self._heartbeat_or_retry():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._heartbeat_now.wait(), self._interval_s)
                 self._heartbeat_now.clear()
+        log.info("broker_lifecycle_ended", broker_epoch=self.broker_epoch)
 
     async def _heartbeat_or_retry(self) -> bool:
         # The session must outlive any one failed exchange: a lost heartbeat task would get
@@ -205,6 +218,9 @@ class BrokerLifecycleManager:
             log.warning(
                 "broker_registration_lost", broker_epoch=self.broker_epoch, error=error.name
             )
+            if error is ErrorCode.broker_id_not_registered:
+                # Perhaps unregistered: give the record time to be replayed here first.
+                await asyncio.sleep(self._interval_s)
             return False
         if error is not ErrorCode.none:
             return True

@@ -37,7 +37,7 @@ from broker.offsets import OffsetAnswer, offset_for_timestamp
 from broker.producer_snapshots import ProducerSnapshots
 from broker.producer_state import ProducerStateManager, WrittenBatch
 from controller.partition_state import PartitionState
-from controller.topic_config import TopicConfig
+from controller.topic_config import ThrottledReplicas, TopicConfig
 from net.record_batch import (
     NO_TIMESTAMP,
     BatchHeader,
@@ -125,8 +125,10 @@ class Partition:
         # The log end offset when this leadership began: a follower below it has not got the
         # records of the current epoch, so it cannot join the ISR yet.
         self.leader_epoch_start_offset = 0
-        # The topic's min.insync.replicas (`apply_config`).
+        # The topic's min.insync.replicas and replication throttle lists (`apply_config`).
         self._min_insync_replicas = 1
+        self._leader_throttled = ThrottledReplicas()
+        self._follower_throttled = ThrottledReplicas()
         # The codec the topic's compression.type has the leader write (None: the producer's).
         self._recompress_to: Compression | None = None
         self._recompress_level: int | None = None
@@ -236,8 +238,11 @@ class Partition:
             )
 
     def apply_config(self, config: TopicConfig) -> None:
-        """The topic's configuration, new or changed: its MinISR and its log's settings."""
+        """The topic's configuration, new or changed: its MinISR, its replication throttle
+        lists and its log's settings."""
         self._min_insync_replicas = config.min_insync_replicas
+        self._leader_throttled = config.leader_replication_throttled_replicas
+        self._follower_throttled = config.follower_replication_throttled_replicas
         self._recompress_to = config.compression_type
         self._recompress_level = config.compression_level
         self.log.config = topic_log_config(self.log.config, config)
@@ -251,6 +256,48 @@ class Partition:
     def under_min_isr(self) -> bool:
         """The ISR holds fewer replicas than min.insync.replicas."""
         return self.state is not None and len(self.state.isr) < self._min_insync_replicas
+
+    # -- the replication throttle -----------------------------------------------------------
+
+    def leader_throttles(self, replica_id: int) -> bool:
+        """Whether the leader's replication quota bounds what this replica serves follower
+        `replica_id`: never an ISR member; one being added by a reassignment, or any follower
+        when the topic's `leader.replication.throttled.replicas` lists this partition on this
+        broker."""
+        state = self.state
+        if state is None or replica_id in state.isr:
+            return False
+        return replica_id in state.adding_replicas or self._leader_throttled.throttles(
+            self.partition_id, self.broker_id
+        )
+
+    @property
+    def follower_throttled(self) -> bool:
+        """Whether the follower's replication quota bounds this replica's fetching: never an
+        ISR member; one being added by a reassignment, or one the topic's
+        `follower.replication.throttled.replicas` lists."""
+        state = self.state
+        if state is None or self.broker_id in state.isr:
+            return False
+        return self.broker_id in state.adding_replicas or self._follower_throttled.throttles(
+            self.partition_id, self.broker_id
+        )
+
+    def bytes_behind(self) -> dict[int, int]:
+        """On the leader: per replica, the bytes between where its log ends (as its last fetch
+        said) and this log's end; -1 for a follower not heard from in this leadership. Empty
+        on a follower."""
+        if not self.is_leader or self.state is None:
+            return {}
+        behind: dict[int, int] = {}
+        for replica in self.state.replicas:
+            if replica == self.broker_id:
+                behind[replica] = 0
+                continue
+            follower = self.followers.get(replica)
+            log_end_offset = -1 if follower is None else follower.log_end_offset
+            behind[replica] = -1 if log_end_offset < 0 else self.log.bytes_from(log_end_offset)
+        return behind
 
     # -- the log, as the broker reads it --------------------------------------------------------
 

@@ -12,6 +12,10 @@ changes; a connection error backs the whole fetcher off. The metadata log moves 
 another fetcher when its leader changes. Partitions that got records go to the end of the next
 request, so a batch too large for what the response has left is not starved by busier
 partitions before it.
+
+Replication throttle (Kafka's follower side): while the broker's follower quota is exceeded,
+the partitions it throttles (`Partition.follower_throttled`) are left out of the requests, and
+the records they get count against it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.fetch import v12 as fetch_v12
 
 from broker.partition import Partition
+from broker.replication_quota import ReplicationQuota
 from net.client import NodeConnection, RequestTimedOutError
 from net.protocol import ProtocolError, make_entity
 from net.record_batch import RecordBatchError
@@ -40,16 +45,27 @@ FETCH_MAX_WAIT = datetime.timedelta(milliseconds=500)
 FETCH_MAX_BYTES = 10 * 1024 * 1024
 PARTITION_MAX_BYTES = 1024 * 1024
 BACKOFF_S = 1.0
+# How soon partitions left out by the exceeded follower quota are looked at again when they
+# were all that was left to fetch.
+THROTTLE_RECHECK_S = 0.1
 
 # The answer to one partition of a Fetch (v12, the version sent).
 FetchAnswer = fetch_v12.response.PartitionData
 
 
 class ReplicaFetcher:
-    """Fetches the partitions this broker follows from broker `leader_id`."""
+    """Fetches the partitions this broker follows from broker `leader_id`, within the
+    follower `quota` (unbounded by default)."""
 
-    def __init__(self, broker_id: int, leader_id: int, address: tuple[str, int]) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        leader_id: int,
+        address: tuple[str, int],
+        quota: ReplicationQuota | None = None,
+    ) -> None:
         self.broker_id = broker_id
+        self.quota = ReplicationQuota() if quota is None else quota
         self.leader_id = leader_id
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._connection = NodeConnection(
@@ -84,13 +100,17 @@ class ReplicaFetcher:
         self._delayed_until.pop(key, None)
 
     def due_partitions(self) -> dict[tuple[str, int], Partition]:
-        """The partitions to ask for now, in fetch order: all but those backing off and those
-        offline (a disk error: they fetch again once the broker restarted)."""
+        """The partitions to ask for now, in fetch order: all but those backing off, those
+        offline (a disk error: they fetch again once the broker restarted) and, while the
+        follower quota is exceeded, those it throttles."""
         now = time.monotonic()
+        held = self.quota.exceeded(int(now * 1000))
         return {
             key: partition
             for key, partition in self.partitions.items()
-            if self._delayed_until.get(key, 0.0) <= now and not partition.offline
+            if self._delayed_until.get(key, 0.0) <= now
+            and not partition.offline
+            and not (held and partition.follower_throttled)
         }
 
     async def _run(self) -> None:
@@ -102,6 +122,8 @@ class ReplicaFetcher:
                     for key in self.partitions
                     if key in self._delayed_until
                 ]
+                if any(partition.follower_throttled for partition in self.partitions.values()):
+                    backoffs.append(time.monotonic() + THROTTLE_RECHECK_S)
                 self._changed.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(
@@ -130,6 +152,7 @@ class ReplicaFetcher:
         partition backs off. Partitions that got records move to the end of the order."""
         went_on = True
         served = []
+        throttled = 0
         for topic in response.responses:
             for answer in topic.partitions:
                 key = (topic.topic, answer.partition_index)
@@ -140,11 +163,15 @@ class ReplicaFetcher:
                     and partition is fetched.get(key)
                     and partition.leader_epoch == epochs[key]
                 ):
+                    if answer.records and partition.follower_throttled:
+                        throttled += len(answer.records)
                     if not self._apply_answer_safely(partition, answer):
                         self._delayed_until[key] = time.monotonic() + BACKOFF_S
                         went_on = False
                     elif answer.records:
                         served.append(key)
+        if throttled:
+            self.quota.record(throttled, int(time.monotonic() * 1000))
         for key in served:
             if key in self.partitions:
                 self.partitions[key] = self.partitions.pop(key)
@@ -254,12 +281,18 @@ class ReplicaFetcher:
 
 
 class ReplicaFetcherManager:
-    """The fetchers of broker `broker_id`, one per leader; `address_of` gives a broker's
-    client listener (None if it has none registered)."""
+    """The fetchers of broker `broker_id`, one per leader, sharing the follower `quota`;
+    `address_of` gives a broker's client listener (None if it has none registered)."""
 
-    def __init__(self, broker_id: int, address_of: Callable[[int], tuple[str, int] | None]) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        address_of: Callable[[int], tuple[str, int] | None],
+        quota: ReplicationQuota | None = None,
+    ) -> None:
         self.broker_id = broker_id
         self._address_of = address_of
+        self._quota = ReplicationQuota() if quota is None else quota
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._following: dict[tuple[str, int], int] = {}
 
@@ -275,7 +308,9 @@ class ReplicaFetcherManager:
             address = self._address_of(leader_id)
             if address is None:
                 return
-            fetcher = self._fetchers[leader_id] = ReplicaFetcher(self.broker_id, leader_id, address)
+            fetcher = self._fetchers[leader_id] = ReplicaFetcher(
+                self.broker_id, leader_id, address, self._quota
+            )
             fetcher.start()
         fetcher.add(partition)
         self._following[key] = leader_id

@@ -11,9 +11,10 @@ replayed, so the image is at least as new as anything decided while it was down)
 every change after, a local log is deleted when the image has no topic of its name, or has
 one under another id (the topic was deleted and created again): its directory is renamed aside
 at once, so it is never opened or served again, and removed in the background; a re-created
-topic's replica starts an empty log. A log of a topic that still exists under the same id is
-kept even when this broker is no replica of it. A log without a recorded id (from before ids
-were recorded) takes the image's id. Logs on an offline log directory are left alone.
+topic's replica starts an empty log. A log of a partition that still exists under the same id
+but no longer lists this broker among its replicas (reassigned away while the broker was down)
+is deleted too. A log without a recorded id (from before ids were recorded) takes the image's
+id. Logs on an offline log directory are left alone.
 
 Produce (leader only): every partition is validated and appended at once; acks=all waits
 (bounded by the request timeout) until the high watermark passes the last appended offset,
@@ -22,6 +23,14 @@ and is refused up front with NOT_ENOUGH_REPLICAS while the ISR is below the topi
 >= 0) up to the log end offset, which also reports the follower's log end offset to the leader
 and so moves the high watermark; a fetch with too few bytes waits (long polling) until any of
 its partitions changes or `max_wait` passes. Record bytes are returned as the log stores them.
+
+Replication throttle (Kafka's): while the leader's quota (`leader.replication.throttled.rate`)
+is exceeded, a follower fetch gets nothing of a partition that throttles that follower
+(`Partition.leader_throttles`: outside the ISR, and listed in the topic's
+`leader.replication.throttled.replicas` or being added by a reassignment); what such
+partitions are served counts against the quota. The fetchers do the same on the follower's
+side. The rates are the node's settings unless the metadata log sets them as dynamic broker
+configs (`controller.broker_config`).
 """
 
 from __future__ import annotations
@@ -45,6 +54,8 @@ from broker.offsets import OffsetAnswer
 from broker.partition import LeaderAppend, NotLeaderError, Partition
 from broker.producer_state import ActiveProducer, ProducerStateError
 from broker.replica_fetcher import ReplicaFetcherManager
+from broker.replication_quota import NO_THROTTLE, UNTHROTTLED, ThrottleSettings
+from controller.broker_config import dynamic_broker_value
 from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_state import PartitionState
 from controller.topic_config import TopicConfig
@@ -137,6 +148,8 @@ class FetchResult:
     records: bytes | None = None
     diverging_epoch: tuple[int, int] | None = None
     leader: tuple[int, int] = (-1, -1)
+    # Read for a follower the leader's replication quota bounds (counted once answered).
+    throttled: bool = False
     # KIP-392: the follower the consumer should fetch from instead (-1: none, read here).
     preferred_read_replica: int = -1
 
@@ -156,6 +169,7 @@ class ReplicaManager:
         replica_lag_time_max_ms: int = 30_000,
         eligible_leader_replicas_enable: bool = True,
         fenced_until_registered: bool = False,
+        throttle: ThrottleSettings = NO_THROTTLE,
         rack_aware_replica_selector: bool = False,
     ) -> None:
         """`log_config`: the broker's storage settings, which the configuration of each
@@ -163,7 +177,8 @@ class ReplicaManager:
         `isr_changes` sends the ISR changes of led partitions (None: the ISR only changes
         by the controller's own decisions). With `eligible_leader_replicas_enable` (the
         cluster's `eligible.leader.replicas.enable`), a leader's high watermark stays while its
-        ISR is below MinISR.
+        ISR is below MinISR. `throttle`: the node's replication throttle settings (dynamic
+        broker configs override its rates).
 
         With `fenced_until_registered`, the metadata log's commits reach the replicas only
         once `registered` was called and the replayed image holds that registration (the
@@ -205,7 +220,15 @@ class ReplicaManager:
         self._unhosted: set[TopicPartition] | None = None
         # Log directories a disk error took offline (until the broker restarts).
         self._offline_dirs: set[Path] = set()
-        self._fetchers = ReplicaFetcherManager(broker_id, self._client_address)
+        # The node's settings of the throttle's rates, under any dynamic ones.
+        self._static_rates = {
+            "leader.replication.throttled.rate": throttle.leader_rate,
+            "follower.replication.throttled.rate": throttle.follower_rate,
+        }
+        self.quotas = throttle.quotas()
+        self._fetchers = ReplicaFetcherManager(
+            broker_id, self._client_address, self.quotas.follower
+        )
         # Called with a hosted partition whose leadership (or leader epoch) changed, and
         # whether this broker leads it now (a deleted replica leads nothing).
         self.leadership_listeners: list[Callable[[Partition, bool], None]] = []
@@ -284,6 +307,8 @@ class ReplicaManager:
         old = self._applied
         if image is old:
             return
+        if image.configs is not old.configs:
+            self._apply_throttle_rates(image)
         reconciling_all = self._unhosted is None
         if self._unhosted is None:
             # The metadata log is the quorum's, never a replica of a topic.
@@ -353,10 +378,30 @@ class ReplicaManager:
                 # A topic of its name now (created again with fewer partitions) has a new id.
                 self._remove(key, image.topic_ids.get(key[0]))
                 yield
-        # Only a change of the topics' names or ids can make a log a stray.
+        # A replica unassigned at run time went with its log (`_remove`): only a change of the
+        # topics' names or ids can make a log a stray then.
         if reconciling_all or image.topic_ids is not old.topic_ids:
             yield from self._delete_strays(image)
         self._applied = image
+
+    def _apply_throttle_rates(self, image: MetadataImage) -> None:
+        """The replication quotas' rates: the dynamic broker configs of `image`, else the
+        node's settings."""
+        for name, quota in (
+            ("leader.replication.throttled.rate", self.quotas.leader),
+            ("follower.replication.throttled.rate", self.quotas.follower),
+        ):
+            dynamic = dynamic_broker_value(image, self.broker_id, name)
+            rate = self._static_rates[name] if dynamic is None else int(dynamic.value)
+            if rate != quota.bytes_per_second:
+                quota.bytes_per_second = rate
+                log.info(
+                    "replication_throttle_rate_changed",
+                    config=name,
+                    bytes_per_second=None if rate == UNTHROTTLED else rate,
+                    source="static" if dynamic is None else dynamic.source.name,
+                    metadata_offset=image.end_offset - 1,
+                )
 
     def _take_local_log(self, key: tuple[str, int], topic_id: UUID) -> bool:
         """Whether a new replica of `key` under `topic_id` may have its log here: a log found
@@ -380,7 +425,8 @@ class ReplicaManager:
 
     def _delete_strays(self, image: MetadataImage) -> Iterator[None]:
         """Deletes the local logs no replica hosts whose topic is gone from `image` or is
-        there under another id; one step per log deleted."""
+        there under another id, or whose partition no longer lists this broker as a replica;
+        one step per log deleted."""
         assert self._unhosted is not None
         for found in sorted(self._unhosted):
             if (found.topic, found.partition) in self.partitions or not self._logs.get_log(found):
@@ -397,19 +443,17 @@ class ReplicaManager:
                 deleted = self._delete_log(
                     found, recorded, topic.topic_id, reason="topic_recreated"
                 )
+            elif self.broker_id not in topic.partitions[found.partition].replicas:
+                # Reassigned away while this broker was down (or while its directory was
+                # offline): no replica of it will be hosted here again under this id.
+                deleted = self._delete_log(
+                    found, recorded, topic.topic_id, reason="replica_unassigned"
+                )
             else:
-                if recorded is None:
-                    self._adopt_topic_id(found, topic.topic_id)
                 continue
             if deleted:
                 self._unhosted.discard(found)
             yield
-
-    def _adopt_topic_id(self, found: TopicPartition, topic_id: UUID) -> None:
-        try:
-            self._logs.record_topic_id(found, topic_id)
-        except StorageError as error:
-            self._log_dir_failed(self._logs.directory_of(found), error)
 
     def _delete_log(
         self,
@@ -848,6 +892,9 @@ class ReplicaManager:
                     r.diverging_epoch is not None or r.preferred_read_replica >= 0 for r in results
                 )
             ):
+                throttled = sum(len(r.records) for r in results if r.throttled and r.records)
+                if throttled:
+                    self.quotas.leader.record(throttled, _now_ms())
                 return results
             waiters = [asyncio.ensure_future(p.wait_for_change()) for p in waiting]
             try:
@@ -919,8 +966,18 @@ class ReplicaManager:
             )
             if expanded is not None and self._isr_changes is not None:
                 self._isr_changes.propose(partition, expanded, "follower_caught_up")
+        throttled = is_follower and partition.leader_throttles(replica_id)
         return _read_records(
-            partition, request, budget, first=first, committed_only=not is_follower, leader=leader
+            partition,
+            request,
+            budget,
+            first=first,
+            committed_only=not is_follower,
+            leader=leader,
+            throttled=throttled,
+            # As Kafka: a throttled partition is still read (an offset out of range is
+            # answered), but while the quota is exceeded its records are left out.
+            hold_records=throttled and self.quotas.leader.exceeded(_now_ms()),
         )
 
     def _redirect(self, request: FetchPartition, client_rack: str) -> FetchResult | None:
@@ -996,9 +1053,12 @@ def _read_records(
     first: bool,
     committed_only: bool,
     leader: tuple[int, int],
+    throttled: bool = False,
+    hold_records: bool = False,
 ) -> FetchResult:
     """The batches of `partition` a fetch gets from its fetch offset (below the high watermark
-    when `committed_only`), within `budget` bytes."""
+    when `committed_only`), within `budget` bytes; none when `hold_records` (a throttled
+    follower over its quota). `throttled`: the leader's replication quota counts the bytes."""
     try:
         read = partition.read(
             request.fetch_offset,
@@ -1006,7 +1066,7 @@ def _read_records(
             committed_only=committed_only,
             min_one_batch=first,
         )
-        records = None if read.records is None else read.records.read()
+        records = None if read.records is None or hold_records else read.records.read()
     except OffsetOutOfRangeError:
         return FetchResult(
             ErrorCode.offset_out_of_range,
@@ -1019,7 +1079,12 @@ def _read_records(
         log.error("fetch_storage_failed", topic=request.topic, error=str(error))
         return FetchResult(ErrorCode.kafka_storage_error, leader=leader)
     return FetchResult(
-        ErrorCode.none, read.high_watermark, read.log_start_offset, records, leader=leader
+        ErrorCode.none,
+        read.high_watermark,
+        read.log_start_offset,
+        records,
+        leader=leader,
+        throttled=throttled,
     )
 
 

@@ -139,6 +139,7 @@ class BrokerTransition(StrEnum):
     SESSION_EXPIRED = "session_expired"
     CONTROLLED_SHUTDOWN = "controlled_shutdown"
     SHUT_DOWN = "shut_down"
+    UNREGISTERED = "unregistered"
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +190,15 @@ class HeartbeatOutcome:
     is_caught_up: bool = False
     is_fenced: bool = True
     should_shut_down: bool = False
+    change: LifecycleChange = LifecycleChange()
+
+
+@dataclass(frozen=True, slots=True)
+class UnregistrationOutcome:
+    """The UnregisterBrokerResponse (error and message) and the records to append."""
+
+    error: ErrorCode
+    message: str | None = None
     change: LifecycleChange = LifecycleChange()
 
 
@@ -363,6 +373,45 @@ class BrokerLifecycle:
             return answer(fenced=True, shut_down=True)
 
         return answer(fenced=False)
+
+    def unregister(self, image: MetadataImage, broker_id: int) -> UnregistrationOutcome:
+        """An UnregisterBrokerRequest: the broker leaves the cluster (UnregisterBrokerRecord).
+
+        BROKER_ID_NOT_REGISTERED for an unknown broker. A broker that is still a replica of
+        some partition is refused with INVALID_REQUEST: move its replicas away first
+        (a reassignment), so that removing a broker never removes a copy of any data. Its
+        session ends here; should the broker still run, it stops when it sees the record.
+        """
+        registration = image.brokers.get(broker_id)
+        if registration is None:
+            return UnregistrationOutcome(
+                ErrorCode.broker_id_not_registered, f"Broker {broker_id} is not registered."
+            )
+        hosted = sorted(
+            f"{topic.name}-{partition_id}"
+            for topic in image.topics.values()
+            for partition_id, state in topic.partitions.items()
+            if broker_id in state.replicas
+        )
+        if hosted:
+            shown = ", ".join(hosted[:10]) + (", ..." if len(hosted) > 10 else "")
+            return UnregistrationOutcome(
+                ErrorCode.invalid_request,
+                f"Broker {broker_id} still hosts {len(hosted)} partition replicas ({shown}): "
+                "reassign them to other brokers before unregistering it.",
+            )
+        epoch = registration.broker_epoch
+        self._last_contact_ms.pop(broker_id, None)
+        self._metadata_offset.pop(broker_id, None)
+        self._shutdown_offset.pop(broker_id, None)
+        return UnregistrationOutcome(
+            ErrorCode.none,
+            None,
+            LifecycleChange(
+                (records.UnregisterBrokerRecord(broker_id, epoch),),
+                (BrokerEvent(BrokerTransition.UNREGISTERED, broker_id, epoch),),
+            ),
+        )
 
     def expire_sessions(self, image: MetadataImage, now_ms: int) -> LifecycleChange:
         """Fences every unfenced broker not heard from for longer than the session timeout.

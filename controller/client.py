@@ -289,10 +289,15 @@ def elect_recovered_leader_request(
 
 
 def incremental_alter_configs_request(
-    topic: str, set_values: Mapping[str, str], delete: Sequence[str]
+    topic: str,
+    set_values: Mapping[str, str],
+    delete: Sequence[str],
+    *,
+    resource_type: ConfigResourceType = ConfigResourceType.TOPIC,
 ) -> messages.IncrementalAlterConfigsRequest:
     """IncrementalAlterConfigs of one topic: SET each of `set_values`, DELETE each of `delete`
-    (back to the broker default)."""
+    (back to the broker default). With `resource_type` BROKER, `topic` names the broker
+    instead ("" for the cluster-wide default)."""
     key = messages.INCREMENTAL_ALTER_CONFIGS_REQUESTS
     configs: list[tuple[str, ConfigOperation, str | None]] = [
         (name, ConfigOperation.SET, value) for name, value in set_values.items()
@@ -304,7 +309,7 @@ def incremental_alter_configs_request(
             _entity(
                 key,
                 "resources",
-                resource_type=ConfigResourceType.TOPIC,
+                resource_type=resource_type,
                 resource_name=topic,
                 configs=tuple(
                     _entity(
@@ -321,3 +326,53 @@ def incremental_alter_configs_request(
         ),
         validate_only=False,
     )
+
+
+def alter_partition_reassignments_request(
+    targets: Mapping[tuple[str, int], Sequence[int] | None],
+) -> messages.AlterPartitionReassignmentsRequest:
+    """AlterPartitionReassignments: move each (topic, partition) to its target replicas, or
+    cancel its move in progress (None)."""
+    key = messages.ALTER_PARTITION_REASSIGNMENTS_REQUESTS
+    by_topic: dict[str, list[object]] = {}
+    for (topic, partition), replicas in targets.items():
+        by_topic.setdefault(topic, []).append(
+            _entity(
+                key,
+                "topics",
+                "partitions",
+                partition_index=i32(partition),
+                replicas=None if replicas is None else tuple(i32(r) for r in replicas),
+            )
+        )
+    return _request(
+        key,
+        timeout=_ADMIN_REQUEST_TIMEOUT,
+        allow_replication_factor_change=True,
+        topics=tuple(
+            _entity(key, "topics", name=topic, partitions=tuple(partitions))
+            for topic, partitions in by_topic.items()
+        ),
+    )
+
+
+def list_partition_reassignments_request(
+    partitions: Sequence[tuple[str, int]] | None = None,
+) -> messages.ListPartitionReassignmentsRequest:
+    """ListPartitionReassignments of the (topic, partition) pairs given, or of all (None)."""
+    key = messages.LIST_PARTITION_REASSIGNMENTS_REQUESTS
+    topics: tuple[object, ...] | None = None
+    if partitions is not None:
+        by_topic: dict[str, list[i32]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(i32(partition))
+        topics = tuple(
+            _entity(key, "topics", name=topic, partition_indexes=tuple(ids))
+            for topic, ids in by_topic.items()
+        )
+    return _request(key, timeout=_ADMIN_REQUEST_TIMEOUT, topics=topics)
+
+
+def unregister_broker_request(broker_id: int) -> messages.UnregisterBrokerRequest:
+    """UnregisterBroker: remove `broker_id` from the cluster."""
+    return _request(messages.UNREGISTER_BROKER_REQUESTS, broker_id=i32(broker_id))

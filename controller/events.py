@@ -64,6 +64,10 @@ class EventType(StrEnum):
     BROKER_CONTROLLED_SHUTDOWN = "broker_controlled_shutdown"
     BROKER_UNREGISTERED = "broker_unregistered"
     CONFIG_CHANGED = "config_changed"
+    REASSIGNMENT_STARTED = "reassignment_started"
+    REASSIGNMENT_REPLICA_IN_SYNC = "reassignment_replica_in_sync"
+    REASSIGNMENT_COMPLETED = "reassignment_completed"
+    REASSIGNMENT_CANCELLED = "reassignment_cancelled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +96,8 @@ class MetadataEvent:
     timestamps. Which of the other fields are set depends on `type`: partition events carry the
     partition's state after the change, broker events the broker and its epoch, unclean
     recovery events what the recovery saw (`strategy`, `replica_logs`, `waiting_for`,
-    `lost_offsets`)."""
+    `lost_offsets`), reassignment events the partition's `replicas`, `adding_replicas` and
+    `removing_replicas` after the change (and `broker`: the replica that joined the ISR)."""
 
     offset: int
     time: str
@@ -113,6 +118,9 @@ class MetadataEvent:
     replica_logs: tuple[ReplicaLogReport, ...] | None = None
     waiting_for: tuple[int, ...] | None = None
     lost_offsets: OffsetRange | None = None
+    replicas: tuple[int, ...] | None = None
+    adding_replicas: tuple[int, ...] | None = None
+    removing_replicas: tuple[int, ...] | None = None
     detail: str | None = None
 
 
@@ -352,6 +360,49 @@ def _partition_changes(
                     "detail": f"elr was {list(old.elr)}, "
                     f"last_known_elr was {list(old.last_known_elr)}",
                 },
+            )
+        )
+    changes += _reassignment_changes(fields, old, new)
+    return changes
+
+
+def _reassignment_changes(
+    fields: dict[str, Any], old: PartitionState, new: PartitionState
+) -> list[tuple[EventType, bool, dict[str, Any]]]:
+    """The reassignment events of a change from `old` to `new`: a move started (or replaced),
+    replicas it adds joined the ISR, it completed or was cancelled."""
+    was_moving = bool(old.adding_replicas or old.removing_replicas)
+    moving = bool(new.adding_replicas or new.removing_replicas)
+    assignment = {
+        **fields,
+        "replicas": new.replicas,
+        "adding_replicas": new.adding_replicas,
+        "removing_replicas": new.removing_replicas,
+    }
+    changes: list[tuple[EventType, bool, dict[str, Any]]] = []
+    if moving and (old.adding_replicas, old.removing_replicas) != (
+        new.adding_replicas,
+        new.removing_replicas,
+    ):
+        target = [r for r in new.replicas if r not in new.removing_replicas]
+        changes.append(
+            (EventType.REASSIGNMENT_STARTED, False, {**assignment, "detail": f"target {target}"})
+        )
+    joined = [r for r in new.isr if r in old.adding_replicas and r not in old.isr]
+    changes += [
+        (EventType.REASSIGNMENT_REPLICA_IN_SYNC, False, {**assignment, "broker": replica})
+        for replica in joined
+    ]
+    if not moving and (was_moving or new.replicas != old.replicas):
+        # Back to the replicas from before the move is a cancel; anything else completed a
+        # move, perhaps in the change that started it (a shrink, a reorder).
+        original = tuple(r for r in old.replicas if r not in old.adding_replicas)
+        cancelled = was_moving and new.replicas == original
+        changes.append(
+            (
+                EventType.REASSIGNMENT_CANCELLED if cancelled else EventType.REASSIGNMENT_COMPLETED,
+                False,
+                {**assignment, "detail": f"replicas were {list(old.replicas)}"},
             )
         )
     return changes

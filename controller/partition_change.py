@@ -27,8 +27,14 @@ controller implements them:
   With no candidate: NO_LEADER, or, only when `unclean_recovery_strategy` is none and
   `unclean_leader_election_enable` is set, the first unfenced replica (a potential data-loss
   event, ISR reset to that leader, ELR and LastKnownELR cleared).
+- A reassignment (KIP-455, `controller.reassignment` starts and cancels them) completes within
+  whichever change first has every target replica (the replicas not being removed) in the new
+  ISR, as Kafka's PartitionChangeBuilder.completeReassignmentIfNeeded does: the replicas become
+  the target, the removed replicas leave the ISR, the ELR and the LastKnownELR, and a leader
+  that was removed is replaced by the first clean candidate in target order.
 - Every leader change bumps `leader_epoch`; every change at all bumps `partition_epoch`.
-- All sets are kept in replica order, so equal memberships are equal tuples.
+- All sets are kept in replica order, so equal memberships are equal tuples; no set ever holds
+  a broker that is not a replica.
 """
 
 from __future__ import annotations
@@ -142,6 +148,9 @@ def change_record(
         partition_id=tp.partition_id,
         isr=diff(old.isr, new.isr),
         leader=new.leader if new.leader_epoch != old.leader_epoch else None,
+        replicas=diff(old.replicas, new.replicas),
+        removing_replicas=diff(old.removing_replicas, new.removing_replicas),
+        adding_replicas=diff(old.adding_replicas, new.adding_replicas),
         elr=diff(old.elr, new.elr),
         last_known_elr=diff(old.last_known_elr, new.last_known_elr),
     )
@@ -158,6 +167,10 @@ class ChangeCause(StrEnum):
     PREFERRED_ELECTION = "preferred_election"
     UNCLEAN_ELECTION = "unclean_election"
     UNCLEAN_RECOVERY = "unclean_recovery"
+    REASSIGNMENT_STARTED = "reassignment_started"
+    REASSIGNMENT_CANCELLED = "reassignment_cancelled"
+    # A newly active controller completes a move an older one left ready.
+    REASSIGNMENT_COMPLETED = "reassignment_completed"
 
 
 class Election(StrEnum):
@@ -175,7 +188,10 @@ class PartitionEvent:
 
     `election` is None when no new leader was chosen (the leader stayed, or became NO_LEADER).
     `needs_unclean_recovery`: the partition is leaderless and the configured unclean recovery
-    strategy applies to it (see `needs_unclean_recovery`).
+    strategy applies to it (see `needs_unclean_recovery`). `reassignment_completed`: the
+    change completed a reassignment; `replicas`, `adding_replicas` and `removing_replicas` are
+    the partition's after the change; `joined_isr`: the replicas a reassignment adds that
+    joined the ISR in the change.
     """
 
     cause: ChangeCause
@@ -186,6 +202,42 @@ class PartitionEvent:
     election: Election | None
     potential_data_loss: bool
     needs_unclean_recovery: bool
+    reassignment_completed: bool = False
+    replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    joined_isr: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """A partition's replica assignment: its replicas and the reassignment in progress.
+
+    While `adding` or `removing` is non-empty a reassignment is in progress: `replicas` is
+    the target followed by the replicas being removed (KIP-455).
+    """
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, state: PartitionState) -> Assignment:
+        return cls(state.replicas, state.adding_replicas, state.removing_replicas)
+
+    @property
+    def in_progress(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    @property
+    def target(self) -> tuple[int, ...]:
+        """The replicas once the reassignment completes."""
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    @property
+    def original(self) -> tuple[int, ...]:
+        """The replicas before the reassignment began."""
+        return tuple(r for r in self.replicas if r not in self.adding)
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,6 +469,45 @@ def _in_replica_order(replicas: tuple[int, ...], members: Iterable[int]) -> tupl
     return tuple(r for r in replicas if r in wanted)
 
 
+def reassign(
+    state: PartitionState,
+    cause: ChangeCause,
+    assignment: Assignment,
+    target_isr: Iterable[int],
+    brokers: BrokerFacts,
+    config: PartitionConfig,
+    *,
+    unclean_leader: int | None = None,
+) -> PartitionChange | None:
+    """Sets the partition's replica assignment and ISR, then elects and tracks the ELR as any
+    change does; None if nothing moved. Members of the ISR, ELR and LastKnownELR that are not
+    in `assignment.replicas` leave them. The caller (`controller.reassignment`) validated the
+    assignment; `unclean_leader` forces that unfenced replica as an unclean leader."""
+    return _change(
+        state,
+        cause,
+        brokers,
+        config,
+        target_isr,
+        unclean_leader=unclean_leader,
+        assignment=assignment,
+    )
+
+
+def _complete_reassignment(
+    assignment: Assignment, isr: tuple[int, ...]
+) -> tuple[Assignment, tuple[int, ...]] | None:
+    """The assignment and ISR once the reassignment completes, if `isr` lets it
+    (Kafka's PartitionReassignmentReplicas.maybeCompleteReassignment): every target replica is
+    in the ISR, which therefore keeps at least one member."""
+    if not assignment.in_progress:
+        return None
+    target = assignment.target
+    if not target or not set(target) <= set(isr):
+        return None
+    return Assignment(target), _in_replica_order(target, isr)
+
+
 def _change(
     state: PartitionState,
     cause: ChangeCause,
@@ -426,20 +517,27 @@ def _change(
     *,
     preferred: int | None = None,
     unclean_leader: int | None = None,
+    assignment: Assignment | None = None,
 ) -> PartitionChange | None:
-    """Apply a target ISR, elect, then track the ELR and LastKnownELR; None if nothing moved.
+    """Apply a target ISR (and assignment), complete a reassignment the new ISR allows, elect,
+    then track the ELR and LastKnownELR; None if nothing moved.
 
     `preferred` forces that (already validated) clean candidate as leader; `unclean_leader`
     forces that (already validated) replica as an unclean leader.
     """
-    replicas = state.replicas
+    if assignment is None:
+        assignment = Assignment.of(state)
+    isr = _in_replica_order(assignment.replicas, target_isr)
+    completed = _complete_reassignment(assignment, isr)
+    if completed is not None:
+        assignment, isr = completed
+    replicas = assignment.replicas
     elr_enabled = config.eligible_leader_replicas_enable
-    isr = _in_replica_order(replicas, target_isr)
     if not isr and not elr_enabled:
         # Without the ELR the last ISR member stays, fenced or not: it is the only replica
         # known to be complete, and it will be elected again when it comes back.
-        isr = state.isr
-    elr: tuple[int, ...] = state.elr if elr_enabled else ()
+        isr = _in_replica_order(replicas, state.isr)
+    elr: tuple[int, ...] = _in_replica_order(replicas, state.elr) if elr_enabled else ()
     last_known_elr: tuple[int, ...]
 
     leader = state.leader
@@ -473,15 +571,16 @@ def _change(
         # was about the old log, which the new leader may not extend.
         isr, elr, last_known_elr = (leader,), (), ()
     elif elr_enabled:
-        elr, last_known_elr = _track_elr(state, isr, brokers, config.min_insync_replicas)
+        elr, last_known_elr = _track_elr(state, replicas, isr, brokers, config.min_insync_replicas)
     else:
         elr, last_known_elr = (), ()
 
-    if (leader, isr, elr, last_known_elr) == (
+    if (leader, isr, elr, last_known_elr, assignment) == (
         state.leader,
         state.isr,
         state.elr,
         state.last_known_elr,
+        Assignment.of(state),
     ):
         return None
     leader_epoch = state.leader_epoch + 1 if leader != state.leader else state.leader_epoch
@@ -493,8 +592,8 @@ def _change(
         partition_epoch=state.partition_epoch + 1,
         elr=elr,
         last_known_elr=last_known_elr,
-        adding_replicas=state.adding_replicas,
-        removing_replicas=state.removing_replicas,
+        adding_replicas=assignment.adding,
+        removing_replicas=assignment.removing,
     )
     event = PartitionEvent(
         cause=cause,
@@ -505,12 +604,21 @@ def _change(
         election=election if leader != state.leader else None,
         potential_data_loss=unclean_election,
         needs_unclean_recovery=needs_unclean_recovery(new_state, brokers, config),
+        reassignment_completed=completed is not None,
+        replicas=replicas,
+        adding_replicas=assignment.adding,
+        removing_replicas=assignment.removing,
+        joined_isr=tuple(r for r in isr if r in state.adding_replicas and r not in state.isr),
     )
     return PartitionChange(new_state, event)
 
 
 def _track_elr(
-    state: PartitionState, isr: tuple[int, ...], brokers: BrokerFacts, min_insync_replicas: int
+    state: PartitionState,
+    replicas: tuple[int, ...],
+    isr: tuple[int, ...],
+    brokers: BrokerFacts,
+    min_insync_replicas: int,
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The ELR and LastKnownELR that go with the new ISR `isr` (cases A, C, D, F, G; 5.3).
 
@@ -518,12 +626,12 @@ def _track_elr(
     Below it, every replica that was in the ISR or ELR and is not in the new ISR stays a
     leader candidate in the ELR (cases A, C: the high watermark cannot advance, so they remain
     complete), except unclean ones, which go to the LastKnownELR instead: they may still be
-    complete, so balanced recovery inspects them (5.3.2's MinISR recovery quorum).
+    complete, so balanced recovery inspects them (5.3.2's MinISR recovery quorum). Only
+    members of the new `replicas` stay in either.
     """
     if len(isr) >= min_insync_replicas:
         return (), ()
-    replicas = state.replicas
-    was_candidate = set(state.isr) | set(state.elr)
+    was_candidate = (set(state.isr) | set(state.elr)) & set(replicas)
     elr = _in_replica_order(
         replicas, was_candidate - set(isr) - {r for r in was_candidate if r in brokers.unclean}
     )

@@ -16,9 +16,10 @@ answers NOT_CONTROLLER and the callers find the leader. As in Kafka's QuorumCont
   the records may or may not survive, and the caller retries against the new controller, which
   sees either all of a request's records or none (they are one atomic batch).
 - A user request (CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders,
-  IncrementalAlterConfigs) may write at most `limits.MAX_RECORDS_PER_USER_OP` records; a larger
-  one is refused whole with POLICY_VIOLATION and writes nothing, as in Kafka, so one request
-  cannot hold the event loop of every node for long.
+  IncrementalAlterConfigs, AlterPartitionReassignments) may write at most
+  `limits.MAX_RECORDS_PER_USER_OP` records; a larger one is refused whole with
+  POLICY_VIOLATION and writes nothing, as in Kafka, so one request cannot hold the event loop
+  of every node for long.
 - Timers, on the active controller only: broker sessions expire (fencing), with
   `auto.leader.rebalance.enable` preferred leaders are restored periodically, and (KIP-835,
   `metadata.max.idle.interval.ms`) a NoOpRecord is appended when nothing was appended for an
@@ -59,6 +60,7 @@ from controller.broker_lifecycle import (
     LifecycleConfig,
     RegistrationOutcome,
     TopicPartitionEvent,
+    UnregistrationOutcome,
 )
 from controller.elections import (
     ElectionResult,
@@ -69,8 +71,15 @@ from controller.elections import (
 )
 from controller.image import MetadataDelta, MetadataImage, MetadataReplayer
 from controller.limits import MAX_RECORDS_PER_USER_OP, TOO_MANY_RECORDS, OperationTooLargeError
-from controller.partition_change import TopicPartition
+from controller.partition_change import ChangeCause, TopicPartition
 from controller.producer_ids import ProducerIdsOutcome, allocate_producer_ids
+from controller.reassignment import (
+    OngoingReassignment,
+    ReassignmentResult,
+    alter_reassignments,
+    complete_ready,
+    list_reassignments,
+)
 from controller.records import MetadataRecord, NoOpRecord, ReplicaLogState, encode_record
 from controller.replica_log_inspector import ReplicaLogInspector
 from controller.topics import (
@@ -114,6 +123,12 @@ SESSION_CHECK_INTERVAL_S = 0.1
 # How often the active controller looks for partitions that need unclean recovery.
 RECOVERY_CHECK_INTERVAL_S = 0.5
 _NOOP = encode_record(NoOpRecord())
+# The log event of a change that starts or cancels a reassignment (a change completing one,
+# whatever its cause, logs `reassignment_completed`).
+_REASSIGNMENT_LOGS = {
+    ChangeCause.REASSIGNMENT_STARTED: "reassignment_started",
+    ChangeCause.REASSIGNMENT_CANCELLED: "reassignment_cancelled",
+}
 
 
 class NotControllerError(Exception):
@@ -199,6 +214,9 @@ class QuorumController:
             ApiKey.CREATE_PARTITIONS: self._on_create_partitions,
             ApiKey.ELECT_LEADERS: self._on_elect_leaders,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self._on_incremental_alter_configs,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS: self._on_alter_partition_reassignments,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: self._on_list_partition_reassignments,
+            ApiKey.UNREGISTER_BROKER: self._on_unregister_broker,
             ApiKey.ALTER_CONFIGS: self._on_alter_configs,
         }
         for served in wire.SERVED:
@@ -264,6 +282,7 @@ class QuorumController:
             topics=len(image.topics),
         )
         self._timers = self._spawn(self._run_timers(epoch))
+        self._spawn(self._complete_ready_reassignments())
         self._recovery = self._spawn(self._run_unclean_recovery(epoch))
         if self._config.max_idle_interval_ms > 0:
             self._noops = self._spawn(self._append_noops_when_idle(epoch))
@@ -620,6 +639,106 @@ class QuorumController:
             resources=[resource.resource_name for resource in resources],
         )
 
+    # -- partition reassignments --------------------------------------------------------------
+
+    async def _on_alter_partition_reassignments(
+        self, context: RequestContext, request: messages.AlterPartitionReassignmentsRequest
+    ) -> messages.AlterPartitionReassignmentsResponse:
+        version = context.header.api_version
+        asked, allow_rf_change = wire.alter_reassignments_request(request)
+
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], tuple[ReassignmentResult, ...]]:
+            outcome = alter_reassignments(
+                active.image,
+                active.lifecycle,
+                asked,
+                allow_replication_factor_change=allow_rf_change,
+            )
+            self._log_partition_events(outcome.events)
+            for result in outcome.results:
+                if result.error_code is not ErrorCode.none:
+                    log.info(
+                        "reassignment_refused",
+                        topic=result.topic,
+                        partition=result.partition_id,
+                        error=result.error_code.name,
+                        reason=result.error_message,
+                    )
+            return outcome.records, outcome.results
+
+        return await self._serve_user(
+            "alter_partition_reassignments",
+            build,
+            partial(
+                wire.alter_reassignments_response,
+                version,
+                allow_replication_factor_change=allow_rf_change,
+            ),
+            partial(wire.alter_reassignments_error, version),
+            partitions=len(asked),
+        )
+
+    async def _on_list_partition_reassignments(
+        self, context: RequestContext, request: messages.ListPartitionReassignmentsRequest
+    ) -> messages.ListPartitionReassignmentsResponse:
+        version = context.header.api_version
+        partitions = wire.list_reassignments_request(request)
+
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], list[OngoingReassignment]]:
+            return (), list_reassignments(active.image, partitions)
+
+        return await self._serve(
+            "list_partition_reassignments",
+            build,
+            partial(wire.list_reassignments_response, version),
+            partial(wire.list_reassignments_error, version),
+        )
+
+    async def _on_unregister_broker(
+        self, context: RequestContext, request: messages.UnregisterBrokerRequest
+    ) -> messages.UnregisterBrokerResponse:
+        version = context.header.api_version
+        broker_id = int(request.broker_id)
+
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], UnregistrationOutcome]:
+            outcome = active.lifecycle.unregister(active.image, broker_id)
+            if outcome.error is ErrorCode.none:
+                self._log_lifecycle(outcome.change)
+            else:
+                log.info(
+                    "broker_unregistration_refused",
+                    broker_id=broker_id,
+                    error=outcome.error.name,
+                    reason=outcome.message,
+                )
+            return outcome.change.records, outcome
+
+        return await self._serve(
+            "unregister_broker",
+            build,
+            partial(wire.unregister_broker_response, version),
+            partial(wire.unregister_broker_error, version),
+            broker_id=broker_id,
+        )
+
+    async def _complete_ready_reassignments(self) -> None:
+        """On activation: completes the moves an older controller left ready (none, unless it
+        failed between a change and its completion, which are one record)."""
+
+        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], None]:
+            outcome = complete_ready(active.image, active.lifecycle)
+            self._log_partition_events(outcome.events)
+            return outcome.records, None
+
+        with contextlib.suppress(NotControllerError):
+            await self._write("reassignment_completion", build)
+
     async def _on_alter_configs(
         self, context: RequestContext, request: messages.AlterConfigsRequest
     ) -> messages.AlterConfigsResponse:
@@ -819,6 +938,32 @@ class QuorumController:
                 election=None if event.election is None else event.election.value,
                 potential_data_loss=event.potential_data_loss,
                 needs_unclean_recovery=event.needs_unclean_recovery,
+            )
+            if event.joined_isr:
+                log.info(
+                    "reassignment_replica_in_sync",
+                    topic_id=str(item.partition.topic_id),
+                    partition=item.partition.partition_id,
+                    replicas=list(event.joined_isr),
+                    leader_epoch=event.leader_epoch,
+                    partition_epoch=event.partition_epoch,
+                )
+            if event.cause in _REASSIGNMENT_LOGS:
+                reassignment = _REASSIGNMENT_LOGS[event.cause]
+            elif event.reassignment_completed:
+                reassignment = "reassignment_completed"
+            else:
+                continue
+            log.info(
+                reassignment,
+                topic_id=str(item.partition.topic_id),
+                partition=item.partition.partition_id,
+                replicas=list(event.replicas),
+                adding_replicas=list(event.adding_replicas),
+                removing_replicas=list(event.removing_replicas),
+                leader=event.new_leader,
+                leader_epoch=event.leader_epoch,
+                partition_epoch=event.partition_epoch,
             )
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None]:

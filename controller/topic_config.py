@@ -35,9 +35,11 @@ _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 class ConfigSource(IntEnum):
-    """Where a topic's effective config value comes from (DescribeConfigs' ConfigSource)."""
+    """Where an effective config value comes from (DescribeConfigs' ConfigSource)."""
 
     DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
 
@@ -119,6 +121,42 @@ def _policies(value: str) -> frozenset[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class ThrottledReplicas:
+    """`leader.replication.throttled.replicas` / `follower.replication.throttled.replicas`:
+    the replicas of a topic whose replication the broker-level rates bound, on the leader's
+    side or the follower's: every one (`*`) or these (partition, broker) pairs."""
+
+    every_replica: bool = False
+    replicas: frozenset[tuple[int, int]] = frozenset()
+
+    def throttles(self, partition_id: int, broker_id: int) -> bool:
+        """Whether the replica of `partition_id` on `broker_id` is listed."""
+        return self.every_replica or (partition_id, broker_id) in self.replicas
+
+
+# Kafka's ThrottledReplicaListValidator: every item `partition:broker` (or empty), or `*`.
+_THROTTLED_REPLICA = re.compile(r"([0-9]+:[0-9]+)?")
+
+
+def _throttled_replicas_problem(value: str) -> str | None:
+    items = [item.strip() for item in value.split(",")]
+    if "".join(items) == "*" or all(_THROTTLED_REPLICA.fullmatch(item) for item in items):
+        return None
+    return (
+        "must be the literal '*' or a list of replicas in the following format: "
+        "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+    )
+
+
+def _throttled_replicas(value: str) -> ThrottledReplicas:
+    items = [item.strip() for item in value.split(",")]
+    if "".join(items) == "*":
+        return ThrottledReplicas(every_replica=True)
+    pairs = (item.split(":") for item in items if item)
+    return ThrottledReplicas(replicas=frozenset((int(p), int(b)) for p, b in pairs))
+
+
+@dataclass(frozen=True, slots=True)
 class TopicConfigDef:
     """One topic config as Kafka's LogConfig defines it: type, default, valid values, and how
     its (valid, trimmed) text reads as the `TopicConfig` field of the same name."""
@@ -175,6 +213,20 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
     ),
     "flush.ms": TopicConfigDef(
         ConfigType.LONG, str(_LONG_MAX), "log.flush.interval.ms", _limit_or_none, at_least=0
+    ),
+    "follower.replication.throttled.replicas": TopicConfigDef(
+        ConfigType.LIST,
+        "",
+        None,
+        _throttled_replicas,
+        check=_throttled_replicas_problem,
+    ),
+    "leader.replication.throttled.replicas": TopicConfigDef(
+        ConfigType.LIST,
+        "",
+        None,
+        _throttled_replicas,
+        check=_throttled_replicas_problem,
     ),
     "index.interval.bytes": TopicConfigDef(
         ConfigType.INT, "4096", "log.index.interval.bytes", int, at_least=0
@@ -321,7 +373,7 @@ def _value_problem(definition: TopicConfigDef, value: str) -> str | None:
         case ConfigType.LIST:
             # An empty value or item ("", "delete,") is refused: it names no policy.
             items = [item.strip() for item in value.split(",")]
-            if any(item not in definition.choices for item in items):
+            if definition.choices and any(item not in definition.choices for item in items):
                 return f"List must contain only: {', '.join(sorted(definition.choices))}"
     return None if definition.check is None else definition.check(value)
 
@@ -379,6 +431,8 @@ class TopicConfig:
     file_delete_delay_ms: int
     flush_messages: int | None
     flush_ms: int | None
+    follower_replication_throttled_replicas: ThrottledReplicas
+    leader_replication_throttled_replicas: ThrottledReplicas
     index_interval_bytes: int
     local_retention_bytes: int
     local_retention_ms: int

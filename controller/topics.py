@@ -47,7 +47,13 @@ from uuid import UUID
 
 from kio.schema.errors import ErrorCode
 
-from controller.image import BrokerRegistration, MetadataImage
+from controller.broker_config import (
+    DYNAMIC_BROKER_CONFIGS,
+    broker_resource_problem,
+    dynamic_broker_config_problem,
+    static_broker_config_problem,
+)
+from controller.image import BrokerRegistration, ConfigResource, MetadataImage
 from controller.limits import (
     MAX_PARTITIONS_PER_REQUEST,
     MAX_RECORDS_PER_USER_OP,
@@ -75,7 +81,6 @@ from controller.records import (
 from controller.topic_config import (
     TOPIC_CONFIGS,
     ConfigType,
-    TopicConfigDef,
     TopicConfigEntry,
     effective_topic_configs,
     topic_config_problem,
@@ -675,7 +680,8 @@ def incremental_alter_configs(
 
     As Kafka's ConfigurationControlManager: each resource succeeds or fails on its own; a topic
     must exist; every resulting value is validated as at topic creation; APPEND and SUBTRACT
-    apply only to list configs. Broker configs are static here (INVALID_REQUEST). A changed
+    apply only to list configs. A BROKER resource ("" for the cluster-wide defaults, or a
+    broker id) takes the dynamic broker configs only (`controller.broker_config`). A changed
     `min.insync.replicas` clears the ELR and LastKnownELR of the topic's partitions (KIP-966:
     they were chosen against the old minimum). With `validate_only`, no records.
     """
@@ -690,7 +696,10 @@ def incremental_alter_configs(
             )
             continue
         try:
-            configs = _alter_topic_configs(image, request)
+            if request.resource_type == ConfigResourceType.BROKER:
+                configs = _alter_broker_configs(image, request)
+            else:
+                configs = _alter_topic_configs(image, request)
         except TopicError as error:
             results.append(AlterConfigsResult(*key, error.error_code, error.message))
             continue
@@ -735,8 +744,7 @@ def _alter_topic_configs(image: MetadataImage, request: AlterConfigsResource) ->
     if request.resource_type != ConfigResourceType.TOPIC:
         raise TopicError(
             ErrorCode.invalid_request,
-            f"Altering configs of resource type {request.resource_type} is not supported: "
-            "broker configs are static.",
+            f"Altering configs of resource type {request.resource_type} is not supported.",
         )
     name = request.resource_name
     if image.topic(name) is None:
@@ -756,11 +764,44 @@ def _alter_topic_configs(image: MetadataImage, request: AlterConfigsResource) ->
         definition = TOPIC_CONFIGS.get(change.name)
         if definition is None:
             raise TopicError(ErrorCode.invalid_config, f"Unknown topic config name: {change.name}")
-        value = _changed_value(definition, change, current.get(change.name))
+        value = _changed_value(
+            definition.type, definition.default, change, current.get(change.name)
+        )
         if value is not None:
             validate_topic_config(change.name, value)
         if current.get(change.name) != value:
             records.append(ConfigRecord(ConfigResourceType.TOPIC, name, change.name, value))
+    return records
+
+
+def _alter_broker_configs(
+    image: MetadataImage, request: AlterConfigsResource
+) -> list[ConfigRecord]:
+    """The ConfigRecords of one BROKER resource's changes (dynamic broker configs only);
+    raises TopicError."""
+    name = request.resource_name
+    resource_problem = broker_resource_problem(name)
+    if resource_problem is not None:
+        raise TopicError(ErrorCode.invalid_request, resource_problem)
+    repeated = _duplicates([change.name for change in request.changes])
+    if repeated:
+        raise TopicError(
+            ErrorCode.invalid_request,
+            f"Error due to duplicate config keys: {', '.join(sorted(repeated))}",
+        )
+    current = dict(image.configs.get(ConfigResource(ConfigResourceType.BROKER, name), {}))
+    records: list[ConfigRecord] = []
+    for change in request.changes:
+        definition = DYNAMIC_BROKER_CONFIGS.get(change.name)
+        if definition is None:
+            raise TopicError(ErrorCode.invalid_config, static_broker_config_problem(change.name))
+        value = _changed_value(*definition, change, current.get(change.name))
+        if value is not None:
+            problem = dynamic_broker_config_problem(change.name, value)
+            if problem is not None:
+                raise TopicError(ErrorCode.invalid_config, problem)
+        if current.get(change.name) != value:
+            records.append(ConfigRecord(ConfigResourceType.BROKER, name, change.name, value))
     return records
 
 
@@ -776,9 +817,10 @@ def _elr_resets(image: MetadataImage, name: str) -> list[PartitionChangeRecord]:
 
 
 def _changed_value(
-    definition: TopicConfigDef, change: ConfigChange, current: str | None
+    config_type: ConfigType, default: str, change: ConfigChange, current: str | None
 ) -> str | None:
-    """The override after `change` (None: no override)."""
+    """The override of a config of `config_type` (Kafka's `default`) after `change` (None: no
+    override)."""
     try:
         operation = ConfigOperation(change.operation)
     except ValueError:
@@ -791,14 +833,14 @@ def _changed_value(
         raise TopicError(ErrorCode.invalid_request, f"Null value not supported for: {change.name}")
     if operation is ConfigOperation.SET:
         return change.value
-    if definition.type is not ConfigType.LIST:
+    if config_type is not ConfigType.LIST:
         raise TopicError(
             ErrorCode.invalid_config,
             f"ConfigRecord value append is not allowed for config key: {change.name}"
             if operation is ConfigOperation.APPEND
             else f"ConfigRecord value subtract is not allowed for config key: {change.name}",
         )
-    items = [item for item in (current or definition.default).split(",") if item]
+    items = [item for item in (current or default).split(",") if item]
     given = [item.strip() for item in change.value.split(",") if item.strip()]
     if operation is ConfigOperation.APPEND:
         items += [item for item in given if item not in items]

@@ -1,7 +1,8 @@
 """The controller's Kafka APIs on the wire: kio requests in, kio responses out.
 
 Pure translation between the Kafka messages the controller listener serves and the domain
-types of `broker_lifecycle`, `topics`, `alter_partition`, `elections` and `producer_ids`. One
+types of `broker_lifecycle`, `topics`, `alter_partition`, `elections`, `reassignment` and
+`producer_ids`. One
 function builds a response for any version the listener serves (`make_entity` drops the
 fields a version lacks), so the served ranges below are the single list of what is spoken.
 """
@@ -14,6 +15,7 @@ from uuid import UUID
 
 from kio.schema.alter_partition import v2 as alter_partition_v2
 from kio.schema.alter_partition import v3 as alter_partition_v3
+from kio.schema.alter_partition_reassignments import v1 as alter_partition_reassignments_v1
 from kio.schema.broker_registration import v3 as broker_registration_v3
 from kio.schema.broker_registration import v4 as broker_registration_v4
 from kio.schema.delete_topics import v6 as delete_topics_v6
@@ -32,9 +34,11 @@ from controller.broker_lifecycle import (
     HeartbeatRequest,
     RegistrationOutcome,
     RegistrationRequest,
+    UnregistrationOutcome,
 )
 from controller.elections import ElectionResult, ElectionType
 from controller.producer_ids import ProducerIdsOutcome
+from controller.reassignment import OngoingReassignment, ReassignmentRequest, ReassignmentResult
 from controller.records import BrokerEndpoint, BrokerFeature
 from controller.topics import (
     AlterConfigsResource,
@@ -68,6 +72,9 @@ SERVED = (
     ServedVersions(ApiKey.CREATE_PARTITIONS, 0, 3),
     ServedVersions(ApiKey.ELECT_LEADERS, 0, 2),
     ServedVersions(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1),
+    ServedVersions(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1),
+    ServedVersions(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0),
+    ServedVersions(ApiKey.UNREGISTER_BROKER, 0, 0),
     ServedVersions(ApiKey.ALTER_CONFIGS, 0, 2),
     ServedVersions(ApiKey.ALTER_PARTITION, 2, 3),
     ServedVersions(ApiKey.BROKER_REGISTRATION, 0, 4),
@@ -515,6 +522,138 @@ def incremental_alter_configs_error(
             for resource in request.resources
         ],
     )
+
+
+# --- AlterPartitionReassignments, ListPartitionReassignments -------------------------------------
+
+
+def alter_reassignments_request(
+    request: messages.AlterPartitionReassignmentsRequest,
+) -> tuple[list[ReassignmentRequest], bool]:
+    """Each partition's target (None: cancel) and whether the replication factor may change
+    (v1's `allow_replication_factor_change`; always in v0)."""
+    allow = (
+        request.allow_replication_factor_change
+        if isinstance(request, alter_partition_reassignments_v1.AlterPartitionReassignmentsRequest)
+        else True
+    )
+    return [
+        ReassignmentRequest(
+            topic.name,
+            partition.partition_index,
+            None if partition.replicas is None else tuple(partition.replicas),
+        )
+        for topic in request.topics
+        for partition in topic.partitions
+    ], allow
+
+
+def alter_reassignments_response(
+    version: int,
+    results: Sequence[ReassignmentResult],
+    error: ErrorCode = ErrorCode.none,
+    message: str | None = None,
+    *,
+    allow_replication_factor_change: bool = True,
+) -> messages.AlterPartitionReassignmentsResponse:
+    """The per-partition answers, or a top-level `error` (then `results` is empty); v1 echoes
+    `allow_replication_factor_change`."""
+    responses = messages.ALTER_PARTITION_REASSIGNMENTS_RESPONSES
+    topic_type = messages.nested_type(responses, version, "responses")
+    partition_type = messages.nested_type(responses, version, "responses", "partitions")
+    by_topic: dict[str, list[object]] = {}
+    for result in results:
+        by_topic.setdefault(result.topic, []).append(
+            make_entity(
+                partition_type,
+                partition_index=result.partition_id,
+                error_code=result.error_code,
+                error_message=result.error_message,
+            )
+        )
+    return make_entity(
+        responses[version],
+        throttle_time=NO_THROTTLE,
+        allow_replication_factor_change=allow_replication_factor_change,
+        error_code=error,
+        error_message=message,
+        responses=tuple(
+            make_entity(topic_type, name=topic, partitions=tuple(partitions))
+            for topic, partitions in by_topic.items()
+        ),
+    )
+
+
+def alter_reassignments_error(
+    version: int, error: ErrorCode, message: str | None = None
+) -> messages.AlterPartitionReassignmentsResponse:
+    return alter_reassignments_response(version, (), error, message)
+
+
+def list_reassignments_request(
+    request: messages.ListPartitionReassignmentsRequest,
+) -> list[tuple[str, int]] | None:
+    """The (topic, partition) pairs asked for, or None for every partition."""
+    if request.topics is None:
+        return None
+    return [
+        (topic.name, partition) for topic in request.topics for partition in topic.partition_indexes
+    ]
+
+
+def list_reassignments_response(
+    version: int,
+    ongoing: Sequence[OngoingReassignment],
+    error: ErrorCode = ErrorCode.none,
+) -> messages.ListPartitionReassignmentsResponse:
+    responses = messages.LIST_PARTITION_REASSIGNMENTS_RESPONSES
+    topic_type = messages.nested_type(responses, version, "topics")
+    partition_type = messages.nested_type(responses, version, "topics", "partitions")
+    by_topic: dict[str, list[object]] = {}
+    for item in ongoing:
+        by_topic.setdefault(item.topic, []).append(
+            make_entity(
+                partition_type,
+                partition_index=item.partition_id,
+                replicas=item.replicas,
+                adding_replicas=item.adding_replicas,
+                removing_replicas=item.removing_replicas,
+            )
+        )
+    return make_entity(
+        responses[version],
+        throttle_time=NO_THROTTLE,
+        error_code=error,
+        error_message=None,
+        topics=tuple(
+            make_entity(topic_type, name=topic, partitions=tuple(partitions))
+            for topic, partitions in by_topic.items()
+        ),
+    )
+
+
+def list_reassignments_error(
+    version: int, error: ErrorCode
+) -> messages.ListPartitionReassignmentsResponse:
+    return list_reassignments_response(version, (), error)
+
+
+# --- UnregisterBroker ----------------------------------------------------------------------------
+
+
+def unregister_broker_response(
+    version: int, outcome: UnregistrationOutcome
+) -> messages.UnregisterBrokerResponse:
+    return make_entity(
+        messages.UNREGISTER_BROKER_RESPONSES[version],
+        throttle_time=NO_THROTTLE,
+        error_code=outcome.error,
+        error_message=outcome.message,
+    )
+
+
+def unregister_broker_error(version: int, error: ErrorCode) -> messages.UnregisterBrokerResponse:
+    return unregister_broker_response(version, UnregistrationOutcome(error))
 
 
 # --- AlterConfigs --------------------------------------------------------------------------------

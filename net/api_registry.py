@@ -22,6 +22,7 @@ from kio.static.protocol import Payload
 
 from net.api_keys import ApiKey
 from net.buffer_gatherer import Buffer
+from net.principal import ANONYMOUS, KafkaPrincipal
 from net.protocol import (
     RequestHeader,
     api_versions_error_frame,
@@ -45,6 +46,10 @@ class RequestContext(NamedTuple):
     received_at: float
     # Size of the request frame, size prefix excluded.
     request_bytes: int
+    # Who sent it, as the connection's authentication established it.
+    principal: KafkaPrincipal = ANONYMOUS
+    # The name of the listener the connection came in on ("" where listeners have no names).
+    listener: str = ""
 
 
 @dataclass(frozen=True, slots=True)

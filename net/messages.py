@@ -20,6 +20,8 @@ from kio.schema.alter_configs import v1 as alter_configs_v1
 from kio.schema.alter_configs import v2 as alter_configs_v2
 from kio.schema.alter_partition import v2 as alter_partition_v2
 from kio.schema.alter_partition import v3 as alter_partition_v3
+from kio.schema.alter_partition_reassignments import v0 as alter_partition_reassignments_v0
+from kio.schema.alter_partition_reassignments import v1 as alter_partition_reassignments_v1
 from kio.schema.broker_heartbeat import v0 as broker_heartbeat_v0
 from kio.schema.broker_heartbeat import v1 as broker_heartbeat_v1
 from kio.schema.broker_heartbeat import v2 as broker_heartbeat_v2
@@ -134,6 +136,7 @@ from kio.schema.list_offsets import v7 as list_offsets_v7
 from kio.schema.list_offsets import v8 as list_offsets_v8
 from kio.schema.list_offsets import v9 as list_offsets_v9
 from kio.schema.list_offsets import v10 as list_offsets_v10
+from kio.schema.list_partition_reassignments import v0 as list_partition_reassignments_v0
 from kio.schema.metadata import v0 as metadata_v0
 from kio.schema.metadata import v1 as metadata_v1
 from kio.schema.metadata import v2 as metadata_v2
@@ -182,6 +185,7 @@ from kio.schema.sync_group import v2 as sync_group_v2
 from kio.schema.sync_group import v3 as sync_group_v3
 from kio.schema.sync_group import v4 as sync_group_v4
 from kio.schema.sync_group import v5 as sync_group_v5
+from kio.schema.unregister_broker import v0 as unregister_broker_v0
 from kio.static.protocol import Payload
 
 from net.protocol import field_entity_type
@@ -1060,6 +1064,65 @@ ALLOCATE_PRODUCER_IDS_REQUESTS: ByVersion[AllocateProducerIdsRequest] = _by_vers
 
 ALLOCATE_PRODUCER_IDS_RESPONSES: ByVersion[AllocateProducerIdsResponse] = _by_version(
     allocate_producer_ids_v0.AllocateProducerIdsResponse,
+)
+
+
+# AlterPartitionReassignments v0-v1
+
+AlterPartitionReassignmentsRequest: TypeAlias = (
+    alter_partition_reassignments_v0.AlterPartitionReassignmentsRequest
+    | alter_partition_reassignments_v1.AlterPartitionReassignmentsRequest
+)
+
+AlterPartitionReassignmentsResponse: TypeAlias = (
+    alter_partition_reassignments_v0.AlterPartitionReassignmentsResponse
+    | alter_partition_reassignments_v1.AlterPartitionReassignmentsResponse
+)
+
+ALTER_PARTITION_REASSIGNMENTS_REQUESTS: ByVersion[AlterPartitionReassignmentsRequest] = _by_version(
+    alter_partition_reassignments_v0.AlterPartitionReassignmentsRequest,
+    alter_partition_reassignments_v1.AlterPartitionReassignmentsRequest,
+)
+
+ALTER_PARTITION_REASSIGNMENTS_RESPONSES: ByVersion[AlterPartitionReassignmentsResponse] = (
+    _by_version(
+        alter_partition_reassignments_v0.AlterPartitionReassignmentsResponse,
+        alter_partition_reassignments_v1.AlterPartitionReassignmentsResponse,
+    )
+)
+
+
+# ListPartitionReassignments v0
+
+ListPartitionReassignmentsRequest: TypeAlias = (
+    list_partition_reassignments_v0.ListPartitionReassignmentsRequest
+)
+
+ListPartitionReassignmentsResponse: TypeAlias = (
+    list_partition_reassignments_v0.ListPartitionReassignmentsResponse
+)
+
+LIST_PARTITION_REASSIGNMENTS_REQUESTS: ByVersion[ListPartitionReassignmentsRequest] = _by_version(
+    list_partition_reassignments_v0.ListPartitionReassignmentsRequest,
+)
+
+LIST_PARTITION_REASSIGNMENTS_RESPONSES: ByVersion[ListPartitionReassignmentsResponse] = _by_version(
+    list_partition_reassignments_v0.ListPartitionReassignmentsResponse,
+)
+
+
+# UnregisterBroker v0
+
+UnregisterBrokerRequest: TypeAlias = unregister_broker_v0.UnregisterBrokerRequest
+
+UnregisterBrokerResponse: TypeAlias = unregister_broker_v0.UnregisterBrokerResponse
+
+UNREGISTER_BROKER_REQUESTS: ByVersion[UnregisterBrokerRequest] = _by_version(
+    unregister_broker_v0.UnregisterBrokerRequest,
+)
+
+UNREGISTER_BROKER_RESPONSES: ByVersion[UnregisterBrokerResponse] = _by_version(
+    unregister_broker_v0.UnregisterBrokerResponse,
 )
 
 

@@ -3,10 +3,17 @@
     kraft topics list|describe NAME|create NAME [--partitions N] [--replication-factor R]
                  [--config K=V ...]|delete NAME|alter NAME [--set K=V ...] [--delete K ...]
                  [--partitions N]
-    kraft brokers | kraft quorum | kraft partitions describe TOPIC [PARTITION]
+    kraft brokers [remove ID] | kraft quorum | kraft partitions describe TOPIC [PARTITION]
     kraft elect preferred|unclean TOPIC:PARTITION ...
     kraft recover TOPIC:PARTITION [--leader BROKER]
-    kraft reassign list | kraft reassign start TOPIC:PARTITION=B1,B2,... | kraft events
+    kraft reassign list|start TOPIC:PARTITION=B1,B2,... [...] [--throttle BYTES]
+                   |cancel TOPIC:PARTITION
+    kraft rebalance [--execute] [--throttle BYTES] | kraft events
+
+`rebalance` is a dry run unless `--execute`, which starts the moves and waits until no
+reassignment remains and the preferred leaders lead; `brokers remove` drains the broker, waits
+until it holds no replica and unregisters it (its node, if running, then stops). Both show their
+progress on stderr and give up after `--timeout` seconds (exit 1; the moves go on).
 
 Every command takes `--admin URL` (default http://127.0.0.1:9292, or `KRAFT_ADMIN_URL`),
 `--token` (or `KRAFT_ADMIN_TOKEN`) for mutations when the node has `admin.token`, and `--json`
@@ -20,6 +27,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -33,10 +41,11 @@ EXIT_UNREACHABLE = 3
 
 
 class AdminError(Exception):
-    """The admin API answered with an error, or could not be reached (`status` 0)."""
+    """The admin API answered with an error, or could not be reached (`status` 0), or a wait
+    gave up (`status` -1)."""
 
     def __init__(self, status: int, error: str, message: str) -> None:
-        super().__init__(f"{error}: {message}" if status == 0 else f"{status} {error}: {message}")
+        super().__init__(f"{error}: {message}" if status <= 0 else f"{status} {error}: {message}")
         self.status = status
 
 
@@ -193,6 +202,84 @@ def render_recovery(recovery: dict[str, Any]) -> str:
     return "\n".join([state, table(rows, headings), choice])
 
 
+def _behind(progress: dict[str, Any]) -> str:
+    behind = progress.get("bytes_behind", {})
+    return (
+        ",".join(f"{broker}:{'?' if value is None else value}" for broker, value in behind.items())
+        or "-"
+    )
+
+
+def render_reassignments(reassignments: Sequence[dict[str, Any]]) -> str:
+    """Each reassignment in progress: replicas now, target, and how far behind each replica
+    being added is, in bytes ('?': the leader's log view could not be read)."""
+    if not reassignments:
+        return "no reassignment in progress"
+    rows = [
+        [
+            r["topic"],
+            r["partition"],
+            r["replicas"],
+            r["target"],
+            r["adding"],
+            r["removing"],
+            r["leader"],
+            r["isr"],
+            _behind(r),
+        ]
+        for r in reassignments
+    ]
+    headings = (
+        "TOPIC",
+        "PARTITION",
+        "REPLICAS",
+        "TARGET",
+        "ADDING",
+        "REMOVING",
+        "LEADER",
+        "ISR",
+        "BYTES BEHIND",
+    )
+    return table(rows, headings)
+
+
+def render_started(answer: dict[str, Any]) -> str:
+    lines = [f"started {m['topic']}:{m['partition']} -> {m['replicas']}" for m in answer["started"]]
+    lines += [
+        f"refused {r['topic']}:{r['partition']}: {r['error']} {r['message'] or ''}".rstrip()
+        for r in answer["refused"]
+    ]
+    throttle = answer.get("throttle_bytes_per_sec")
+    if throttle is not None:
+        lines.append(f"replication throttle {'removed' if throttle == 0 else f'{throttle} B/s'}")
+    return "\n".join(lines)
+
+
+def render_plan(plan: dict[str, Any]) -> str:
+    """The moves of a rebalance or drain plan and each broker's counts before and after."""
+    moves = table(
+        [[m["topic"], m["partition"], m["from"], m["to"]] for m in plan["moves"]],
+        ("TOPIC", "PARTITION", "FROM", "TO"),
+    )
+    brokers = table(
+        [
+            [
+                b["broker"],
+                b["replicas_before"],
+                b["replicas_after"],
+                b["leaders_before"],
+                b["leaders_after"],
+            ]
+            for b in plan["brokers"]
+        ],
+        ("BROKER", "REPLICAS", "AFTER", "PREFERRED LEADERS", "AFTER"),
+    )
+    summary = f"{len(plan['moves'])} partitions change, {plan['replicas_moved']} replicas move" + (
+        "" if plan["balanced"] else " (counts cannot all be evened: rack spread)"
+    )
+    return "\n".join([moves, "", brokers, "", summary, plan["detail"]])
+
+
 # The columns of `kraft events`; the other fields of an event are its details.
 _EVENT_COLUMNS = ("time", "type", "topic", "partition")
 
@@ -290,46 +377,146 @@ def _recover(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[
     return api.call("POST", "/v1/recoveries", {**target, "leader": args.leader}), render_topic
 
 
+def _assignment(text: str) -> dict[str, object]:
+    target, separator, brokers = text.partition("=")
+    if not separator or not brokers:
+        raise ValueError(f"expected TOPIC:PARTITION=B1,B2,..., got {text!r}")
+    try:
+        replicas = [int(broker) for broker in brokers.split(",")]
+    except ValueError:
+        raise ValueError(f"broker ids are integers: {text!r}") from None
+    return {**_topic_partition(target), "replicas": replicas}
+
+
 def _reassign(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[[Any], str]]:
     if args.reassign_action == "list":
-        answer = api.call("GET", "/v1/reassignments")
-    else:
-        target, separator, brokers = args.assignment.partition("=")
-        if not separator or not brokers:
-            raise ValueError(f"expected TOPIC:PARTITION=B1,B2,..., got {args.assignment!r}")
-        replicas = [int(broker) for broker in brokers.split(",")]
-        answer = api.call(
-            "POST", "/v1/reassignments", {**_topic_partition(target), "replicas": replicas}
+        return api.call("GET", "/v1/reassignments"), render_reassignments
+    if args.reassign_action == "cancel":
+        target = _topic_partition(args.partition)
+        answer = api.call("DELETE", f"/v1/reassignments/{target['topic']}/{target['partition']}")
+        return (
+            answer,
+            lambda p: f"cancelled: {target['topic']}:{target['partition']} back on {p['replicas']}",
         )
-    return answer, lambda answer: json.dumps(answer, indent=2)
+    body: dict[str, object] = {"partitions": [_assignment(a) for a in args.assignments]}
+    if args.throttle is not None:
+        body["throttle_bytes_per_sec"] = args.throttle
+    return api.call("POST", "/v1/reassignments", body), render_started
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _wait_for_reassignments(api: AdminApi, deadline: float, poll_s: float) -> None:
+    """Shows the reassignments in progress until none remains; AdminError after `deadline`."""
+    while True:
+        moving = api.call("GET", "/v1/reassignments")
+        if not moving:
+            return
+        _progress(render_reassignments(moving))
+        if time.monotonic() >= deadline:
+            raise AdminError(-1, "timed_out", f"{len(moving)} reassignments still in progress")
+        time.sleep(poll_s)
+
+
+def _unpreferred(api: AdminApi) -> list[str]:
+    return [
+        f"{topic['name']}:{p['partition']}"
+        for topic in api.call("GET", "/v1/topics")
+        for p in topic["partitions"]
+        if p["leader"] != p["replicas"][0] and p["replicas"][0] in p["isr"]
+    ]
+
+
+def _rebalance(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[[Any], str]]:
+    body: dict[str, object] = {"dry_run": not args.execute}
+    if args.throttle is not None:
+        body["throttle_bytes_per_sec"] = args.throttle
+    plan = api.call("POST", "/v1/rebalance", body)
+    if not plan["started"]:
+        return plan, render_plan
+    _progress(render_plan(plan))
+    deadline = time.monotonic() + args.timeout
+    _wait_for_reassignments(api, deadline, args.poll)
+    # The node that answered elects the preferred leaders once the moves complete.
+    while unpreferred := _unpreferred(api):
+        if time.monotonic() >= deadline:
+            raise AdminError(-1, "timed_out", f"not led by their preferred replica: {unpreferred}")
+        _progress(f"waiting for the preferred leaders of {', '.join(unpreferred)}")
+        time.sleep(args.poll)
+    return (
+        plan,
+        lambda plan: (
+            f"done: {plan['replicas_moved']} replicas moved, no reassignment remains and the "
+            "preferred leaders lead"
+        ),
+    )
+
+
+def _brokers(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[[Any], str]]:
+    if args.brokers_action != "remove":
+        return api.call("GET", "/v1/brokers"), render_brokers
+    broker = args.id
+    plan = api.call("POST", f"/v1/brokers/{broker}/drain")
+    _progress(render_plan(plan))
+    deadline = time.monotonic() + args.timeout
+    while hosted := [
+        f"{topic['name']}:{p['partition']}"
+        for topic in api.call("GET", "/v1/topics")
+        for p in topic["partitions"]
+        if broker in p["replicas"]
+    ]:
+        if time.monotonic() >= deadline:
+            raise AdminError(-1, "timed_out", f"broker {broker} still hosts {hosted}")
+        moving = api.call("GET", "/v1/reassignments")
+        _progress(render_reassignments(moving) if moving else f"broker {broker} hosts {hosted}")
+        time.sleep(args.poll)
+    api.call("DELETE", f"/v1/brokers/{broker}")
+    return {"removed": broker}, lambda answer: f"broker {answer['removed']} drained and removed"
 
 
 COMMANDS: dict[str, Handler] = {
     "topics": _topics,
-    "brokers": lambda api, _: (api.call("GET", "/v1/brokers"), render_brokers),
+    "brokers": _brokers,
     "quorum": lambda api, _: (api.call("GET", "/v1/quorum"), render_quorum),
     "partitions": _partitions,
     "elect": _elect,
     "recover": _recover,
     "reassign": _reassign,
+    "rebalance": _rebalance,
     "events": lambda api, _: (api.call("GET", "/v1/events"), render_events),
 }
 
 
-def add_admin_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register the operator commands on `kraft`'s subcommand parser."""
+def _common_options(*, with_defaults: bool) -> argparse.ArgumentParser:
+    """The options every operator command takes. A subcommand of a command that has them
+    takes them `with_defaults` False: argparse lets a subparser's defaults overwrite what the
+    command's own options parsed."""
+
+    def default(value: object) -> object:
+        return value if with_defaults else argparse.SUPPRESS
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--admin",
-        default=os.environ.get("KRAFT_ADMIN_URL", DEFAULT_ADMIN_URL),
+        default=default(os.environ.get("KRAFT_ADMIN_URL", DEFAULT_ADMIN_URL)),
         help="a node's admin API (default %(default)s, or KRAFT_ADMIN_URL)",
     )
     common.add_argument(
         "--token",
-        default=os.environ.get("KRAFT_ADMIN_TOKEN"),
+        default=default(os.environ.get("KRAFT_ADMIN_TOKEN")),
         help="the bearer token mutations need when the node sets admin.token",
     )
-    common.add_argument("--json", action="store_true", help="print the API's JSON")
+    common.add_argument(
+        "--json", action="store_true", default=default(False), help="print the API's JSON"
+    )
+    return common
+
+
+def add_admin_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the operator commands on `kraft`'s subcommand parser."""
+    common = _common_options(with_defaults=True)
 
     topics = commands.add_parser("topics", help="list, describe, create, alter, delete topics")
     actions = topics.add_subparsers(dest="topics_action", required=True)
@@ -349,7 +536,22 @@ def add_admin_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     alter.add_argument("--delete", action="append", default=[], metavar="KEY")
     alter.add_argument("--partitions", type=int, help="grow the topic to this many partitions")
 
-    commands.add_parser("brokers", parents=[common], help="the registered brokers")
+    waiting = argparse.ArgumentParser(add_help=False)
+    waiting.add_argument(
+        "--timeout", type=float, default=3600.0, help="give up waiting after this many seconds"
+    )
+    waiting.add_argument("--poll", type=float, default=2.0, help="seconds between looks")
+    brokers = commands.add_parser(
+        "brokers", parents=[common], help="the registered brokers; remove one"
+    )
+    brokers_actions = brokers.add_subparsers(dest="brokers_action")
+    remove = brokers_actions.add_parser(
+        "remove",
+        # Without defaults of its own, so options given before `remove` (to `brokers`) stay.
+        parents=[_common_options(with_defaults=False), waiting],
+        help="drain a broker, wait until it hosts no replica, then unregister it",
+    )
+    remove.add_argument("id", type=int)
     commands.add_parser("quorum", parents=[common], help="the controller quorum")
     partitions = commands.add_parser("partitions", help="partition replication state")
     describe = partitions.add_subparsers(dest="partitions_action", required=True).add_parser(
@@ -376,7 +578,29 @@ def add_admin_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     reassign_actions = reassign.add_subparsers(dest="reassign_action", required=True)
     reassign_actions.add_parser("list", parents=[common])
     start = reassign_actions.add_parser("start", parents=[common])
-    start.add_argument("assignment", metavar="TOPIC:PARTITION=B1,B2,...")
+    start.add_argument("assignments", nargs="+", metavar="TOPIC:PARTITION=B1,B2,...")
+    start.add_argument(
+        "--throttle",
+        type=int,
+        metavar="BYTES",
+        help="set the cluster-wide replication throttle, bytes/s (0 removes it)",
+    )
+    cancel = reassign_actions.add_parser("cancel", parents=[common])
+    cancel.add_argument("partition", metavar="TOPIC:PARTITION")
+    rebalance = commands.add_parser(
+        "rebalance",
+        parents=[common, waiting],
+        help="plan (or with --execute, run) the moves that even replicas and leaders",
+    )
+    rebalance.add_argument(
+        "--execute", action="store_true", help="start the moves and wait for them"
+    )
+    rebalance.add_argument(
+        "--throttle",
+        type=int,
+        metavar="BYTES",
+        help="replication throttle while moving, bytes/s (removed once they complete)",
+    )
     commands.add_parser("events", parents=[common], help="state changes and data-loss events")
 
 

@@ -212,6 +212,20 @@ class NodeConfig(BaseModel):
     default_replication_factor: int = Field(default=1, alias="default.replication.factor", ge=1)
     min_insync_replicas: int = Field(default=1, alias="min.insync.replicas", ge=1)
     replica_lag_time_max_ms: int = Field(default=30_000, alias="replica.lag.time.max.ms", ge=1)
+    # The replication throttle (Kafka's keys and defaults; Long.MAX_VALUE: no throttle). The
+    # rates can also be changed at run time as dynamic broker configs.
+    leader_replication_throttled_rate: int = Field(
+        default=2**63 - 1, alias="leader.replication.throttled.rate", ge=0, le=2**63 - 1
+    )
+    follower_replication_throttled_rate: int = Field(
+        default=2**63 - 1, alias="follower.replication.throttled.rate", ge=0, le=2**63 - 1
+    )
+    replication_quota_window_num: int = Field(
+        default=11, alias="replication.quota.window.num", ge=1
+    )
+    replication_quota_window_size_seconds: int = Field(
+        default=1, alias="replication.quota.window.size.seconds", ge=1
+    )
     unclean_leader_election_enable: bool = Field(
         default=False, alias="unclean.leader.election.enable"
     )

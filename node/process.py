@@ -45,9 +45,10 @@ from broker.producer_ids import InitProducerIdApi, ProducerIdBlocks
 from broker.replica_admin_apis import ReplicaAdminApis
 from broker.replica_log_info import ReplicaLogInfoApi
 from broker.replica_manager import ReplicaManager
+from broker.replication_quota import ThrottleSettings
 from controller.broker_lifecycle import LifecycleConfig
 from controller.client import ControllerClient, NoControllerError, create_topics_request
-from controller.events import EventLog, MetadataEvent
+from controller.events import EventLog, EventType, MetadataEvent
 from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_change import PartitionDefaults
 from controller.partition_change import TopicPartition as ControllerTopicPartition
@@ -280,6 +281,7 @@ class NodeStatusView:
             log_start_offset=replica.log.log_start_offset,
             log_end_offset=replica.log.log_end_offset,
             log_end_offsets=log_end_offsets,
+            bytes_behind=replica.bytes_behind(),
         )
 
     def events(self) -> list[MetadataEvent]:
@@ -376,6 +378,7 @@ class BrokerRole:
         incarnation_id: UUID | None = None,
     ) -> None:
         self._replayer = replayer
+        self._node_id = config.node_id
         self._topic_defaults = broker_topic_config(config)
         listener = config.listeners
         advertised = config.advertised_listener
@@ -401,9 +404,10 @@ class BrokerRole:
             lambda: replayer.image.end_offset - 1,
             heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
             session_timeout_ms=config.broker_session_timeout_ms,
-            # The replicas are made just below (their ISR changes need this lifecycle).
-            on_registered=lambda broker_epoch: self.replicas.registered(broker_epoch),  # noqa: PLW0108
+            on_registered=self._on_registered,
         )
+        # The broker epochs of this incarnation's registrations.
+        self._broker_epochs: set[int] = set()
         self.replicas = ReplicaManager(
             config.node_id,
             logs,
@@ -420,6 +424,12 @@ class BrokerRole:
             replica_lag_time_max_ms=config.replica_lag_time_max_ms,
             eligible_leader_replicas_enable=config.eligible_leader_replicas_enable,
             fenced_until_registered=True,
+            throttle=ThrottleSettings(
+                leader_rate=config.leader_replication_throttled_rate,
+                follower_rate=config.follower_replication_throttled_rate,
+                samples=config.replication_quota_window_num,
+                sample_ms=config.replication_quota_window_size_seconds * 1000,
+            ),
             rack_aware_replica_selector=config.replica_selector_class is not None,
         )
         self._offsets_topic_segment_bytes = config.offsets_topic_segment_bytes
@@ -465,6 +475,22 @@ class BrokerRole:
             limits=config.connection_limits(),
             metrics=request_metrics,
         )
+
+    def _on_registered(self, broker_epoch: int) -> None:
+        self._broker_epochs.add(broker_epoch)
+        self.replicas.registered(broker_epoch)
+
+    def unregistered_by(self, event: MetadataEvent) -> bool:
+        """Whether `event` unregisters this broker (a registration of this incarnation); if
+        so the broker stops registering (`BrokerLifecycleManager.unregistered`)."""
+        if (
+            event.type is not EventType.BROKER_UNREGISTERED
+            or event.broker != self._node_id
+            or event.broker_epoch not in self._broker_epochs
+        ):
+            return False
+        self.lifecycle.unregistered()
+        return True
 
     def replica_states(self) -> list[ReplicaState]:
         """The hosted replicas as `/metrics` shows them."""
@@ -655,6 +681,21 @@ async def serve(config: NodeConfig) -> None:
             log.warning("shutdown_hurried", signal=signum.name)
             give_up.set()
         stop.set()
+
+    if broker is not None:
+        unregistering = broker
+
+        def stop_when_unregistered(event: MetadataEvent) -> None:
+            # An operator removed this broker from the cluster (it hosts no replica, or the
+            # controller would have refused): the node stops rather than register again, its
+            # controller voter too on a combined node (started again, it registers anew).
+            if unregistering.unregistered_by(event):
+                log.warning(
+                    "broker_unregistered", node_id=config.node_id, broker_epoch=event.broker_epoch
+                )
+                stop.set()
+
+        events.listeners.append(stop_when_unregistered)
 
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -604,6 +604,18 @@ class Log:
             break
         return ReadResult(records, self._log_start_offset, log_end_offset, self._high_watermark)
 
+    def bytes_from(self, offset: int) -> int:
+        """The bytes of the log from the batch holding `offset` to its end: what a replica
+        whose log ends at `offset` has still to copy (0 at or past the end, the whole log
+        below its start). An index lookup and the sizes of the later segments, no scan."""
+        if offset >= self._log_end_offset:
+            return 0
+        index = max(bisect.bisect_right(self._base_offsets, offset) - 1, 0)
+        first = self._segments[index]
+        found = None if offset < self._log_start_offset else first.find(offset)
+        start = 0 if offset < self._log_start_offset else first.size if found is None else found[0]
+        return first.size - start + sum(segment.size for segment in self._segments[index + 1 :])
+
     def _segments_from(self, offset: int) -> Iterator[Segment]:
         index = max(bisect.bisect_right(self._base_offsets, offset) - 1, 0)
         return iter(self._segments[index:])

@@ -47,6 +47,9 @@ def event_model(event: MetadataEvent) -> Event:
         lost_offsets=None
         if event.lost_offsets is None
         else OffsetRange(start=event.lost_offsets.start, end=event.lost_offsets.end),
+        replicas=_ints(event.replicas),
+        adding_replicas=_ints(event.adding_replicas),
+        removing_replicas=_ints(event.removing_replicas),
         detail=event.detail,
     )
 

@@ -36,6 +36,7 @@ from controller.client import (
     incremental_alter_configs_request,
 )
 from controller.image import MetadataImage
+from controller.partition_state import PartitionState
 
 _LEADER_LOG_TIMEOUT_S = 2.0
 
@@ -50,18 +51,23 @@ def topic_model(image: MetadataImage, name: str) -> Topic | None:
         topic_id=str(topic.topic_id),
         configs=dict(image.topic_configs(name)),
         partitions=[
-            Partition(
-                partition=partition_id,
-                leader=state.leader,
-                leader_epoch=state.leader_epoch,
-                partition_epoch=state.partition_epoch,
-                replicas=list(state.replicas),
-                isr=list(state.isr),
-                elr=list(state.elr),
-                last_known_elr=list(state.last_known_elr),
-            )
+            partition_model(partition_id, state)
             for partition_id, state in sorted(topic.partitions.items())
         ],
+    )
+
+
+def partition_model(index: int, state: PartitionState) -> Partition:
+    """The admin view of partition `index` in `state`."""
+    return Partition(
+        partition=index,
+        leader=state.leader,
+        leader_epoch=state.leader_epoch,
+        partition_epoch=state.partition_epoch,
+        replicas=list(state.replicas),
+        isr=list(state.isr),
+        elr=list(state.elr),
+        last_known_elr=list(state.last_known_elr),
     )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from uuid import UUID
 
+from kio.schema.errors import ErrorCode
 from kio.schema.fetch import v12 as fetch_v12
 from kio.static.primitive import i32, i64
 
@@ -34,7 +35,7 @@ from controller.image import (
 from controller.partition_state import PartitionState
 from controller.records import ConfigResourceType
 from controller.topic_config import KAFKA_DEFAULTS, TopicConfig
-from net.protocol import make_entity
+from net.protocol import NO_THROTTLE, make_entity
 from net.records import Record, decode_batch, encode_batch
 from storage.log import Log, LogConfig
 from storage.log_manager import LogManager
@@ -133,6 +134,24 @@ def as_received(result: FetchResult, partition_index: int = 0) -> FetchAnswer:
         aborted_transactions=None,
         diverging_epoch=fetch_v12.response.EpochEndOffset(
             epoch=i32(epoch), end_offset=i64(end_offset)
+        ),
+    )
+
+
+def response_of(results: list[FetchResult]) -> fetch_v12.FetchResponse:
+    """A Fetch response for partitions 0, 1, ... of the topic, as the follower decodes it."""
+    return make_entity(
+        fetch_v12.FetchResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        responses=(
+            make_entity(
+                fetch_v12.response.FetchableTopicResponse,
+                topic=TOPIC,
+                partitions=tuple(
+                    as_received(result, index) for index, result in enumerate(results)
+                ),
+            ),
         ),
     )
 

@@ -44,13 +44,28 @@ SETTINGS = BrokerSettings(
         BrokerConfigEntry(
             "log.segment.bytes", "4096", ConfigSource.STATIC_BROKER_CONFIG, ConfigType.LONG
         ),
+        BrokerConfigEntry(
+            "follower.replication.throttled.rate",
+            str(2**63 - 1),
+            ConfigSource.DEFAULT_CONFIG,
+            ConfigType.LONG,
+        ),
+        BrokerConfigEntry(
+            "leader.replication.throttled.rate",
+            "1000000",
+            ConfigSource.STATIC_BROKER_CONFIG,
+            ConfigType.LONG,
+        ),
         BrokerConfigEntry("num.partitions", "1", ConfigSource.DEFAULT_CONFIG, ConfigType.LONG),
     ),
 )
 
 
 def describe(
-    *resources: tuple[int, str, tuple[str, ...] | None], version: int = 4, synonyms: bool = False
+    *resources: tuple[int, str, tuple[str, ...] | None],
+    version: int = 4,
+    synonyms: bool = False,
+    image: MetadataImage = IMAGE,
 ) -> Any:
     schema = request_schema(ApiKey.DESCRIBE_CONFIGS, version)
     assert schema is not None
@@ -66,7 +81,7 @@ def describe(
         include_synonyms=synonyms,
         include_documentation=False,
     )
-    return describe_configs_response(IMAGE, SETTINGS, version, request)
+    return describe_configs_response(image, SETTINGS, version, request)
 
 
 def by_name(result: Any) -> dict[str, Any]:
@@ -123,6 +138,49 @@ def test_this_broker_lists_its_settings_read_only_and_withholds_secrets() -> Non
         None,
         True,
         ConfigType.PASSWORD,
+    )
+
+
+def test_the_throttle_rates_take_the_metadata_logs_dynamic_values() -> None:
+    leader, follower = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
+    image = MetadataImage.from_records(
+        [
+            ConfigRecord(ConfigResourceType.BROKER, "", leader, "300"),
+            ConfigRecord(ConfigResourceType.BROKER, "", follower, "400"),
+            ConfigRecord(ConfigResourceType.BROKER, "2", leader, "200"),
+            ConfigRecord(ConfigResourceType.BROKER, "3", follower, "999"),
+        ]
+    )
+    this_broker, cluster = describe(
+        (4, "2", None), (4, "", None), synonyms=True, image=image
+    ).results
+    configs = by_name(this_broker)
+    assert (configs[leader].value, configs[leader].config_source) == (
+        "200",
+        ConfigSource.DYNAMIC_BROKER_CONFIG,
+    )
+    assert [(s.value, s.source) for s in configs[leader].synonyms] == [
+        ("200", ConfigSource.DYNAMIC_BROKER_CONFIG),
+        ("300", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ("1000000", ConfigSource.STATIC_BROKER_CONFIG),
+        (str(2**63 - 1), ConfigSource.DEFAULT_CONFIG),
+    ]
+    # Broker 3's own value is not this broker's.
+    assert (configs[follower].value, configs[follower].config_source) == (
+        "400",
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+    )
+    assert not configs[leader].read_only and not configs[follower].read_only
+    assert configs["log.segment.bytes"].read_only
+    assert [(c.name, c.value, c.config_source, c.read_only) for c in cluster.configs] == [
+        (follower, "400", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, False),
+        (leader, "300", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, False),
+    ]
+    # Nothing dynamic set: the static setting, still changeable.
+    configs = by_name(describe((4, "2", (leader,))).results[0])
+    assert (configs[leader].value, configs[leader].config_source) == (
+        "1000000",
+        ConfigSource.STATIC_BROKER_CONFIG,
     )
 
 

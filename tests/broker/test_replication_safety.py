@@ -13,15 +13,13 @@ from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch import v12 as fetch_v12
 from kio.static.primitive import Records
 
 from broker.isr_changes import IsrChangeSender
-from broker.replica_manager import CONSUMER_REPLICA_ID, FetchPartition, FetchResult
+from broker.replica_manager import CONSUMER_REPLICA_ID, FetchPartition
 from controller.client import ControllerClient, NoControllerError
 from controller.image import MetadataImage
 from controller.partition_state import PartitionState
-from net.protocol import NO_THROTTLE, make_entity
 from tests.broker.replicas import (
     TOPIC,
     Broker,
@@ -29,6 +27,7 @@ from tests.broker.replicas import (
     batch,
     image,
     replicate,
+    response_of,
     settle,
     values,
 )
@@ -336,24 +335,6 @@ async def test_a_follower_fetching_past_the_leaders_end_is_not_taken_at_its_word
     )
     assert result.error is ErrorCode.offset_out_of_range
     assert leader.partition().followers[2].log_end_offset == -1
-
-
-def response_of(results: list[FetchResult]) -> fetch_v12.FetchResponse:
-    """A Fetch response for partitions 0, 1, ... of the topic, as the follower decodes it."""
-    return make_entity(
-        fetch_v12.FetchResponse,
-        throttle_time=NO_THROTTLE,
-        error_code=ErrorCode.none,
-        responses=(
-            make_entity(
-                fetch_v12.response.FetchableTopicResponse,
-                topic=TOPIC,
-                partitions=tuple(
-                    as_received(result, index) for index, result in enumerate(results)
-                ),
-            ),
-        ),
-    )
 
 
 async def test_partitions_that_got_records_are_asked_for_last_next_time(

@@ -162,26 +162,33 @@ async def test_a_replica_of_a_topic_created_again_while_the_broker_runs_starts_e
     assert (deleted["topic_id"], deleted["new_topic_id"]) == (str(NEW_TOPIC_ID), str(TOPIC_ID))
 
 
-async def test_a_log_of_a_topic_this_broker_no_longer_hosts_is_kept_while_its_id_stands(
+async def test_a_replica_reassigned_away_while_the_broker_was_down_is_deleted_at_start(
     restarts: Restarts,
 ) -> None:
     broker = restarts.start()
-    broker.apply(topics((TOPIC, TOPIC_ID, {0: LED_HERE})))
-    await with_records(broker, b"kept")
+    broker.apply(topics((TOPIC, TOPIC_ID, {0: LED_HERE, 1: LED_HERE})))
+    await with_records(broker, b"moved")
+    await with_records(broker, b"kept", partition_id=1)
     restarts.stop()
-    # Moved to other brokers while this one was down: the log stays (reassignment moves
-    # replicas, not the reconciliation of topic ids).
+    # Partition 0 moved to other brokers while this one was down; partition 1 stays here.
     broker = restarts.start()
     with capture_logs() as logs:
-        broker.apply(topics((TOPIC, TOPIC_ID, {0: ELSEWHERE})))
-    assert deletions(logs) == []
-    kept = broker.logs.get_log(TopicPartition(TOPIC, 0))
-    assert kept is not None and values(kept) == [b"kept"]
-    # Until the topic is created again: then it goes.
-    with capture_logs() as logs:
-        broker.apply(topics((TOPIC, NEW_TOPIC_ID, {0: ELSEWHERE}), end_offset=2))
-    assert [entry["reason"] for entry in deletions(logs)] == ["topic_recreated"]
+        broker.apply(topics((TOPIC, TOPIC_ID, {0: ELSEWHERE, 1: LED_HERE})))
+    (deleted,) = deletions(logs)
+    assert (deleted["partition"], deleted["reason"]) == (0, "replica_unassigned")
+    assert deleted["topic_id"] == deleted["new_topic_id"] == str(TOPIC_ID)
     assert broker.logs.get_log(TopicPartition(TOPIC, 0)) is None
+    assert broker.logs.wait_for_deletions(timeout=10)
+    assert not (restarts.data_dir / f"{TOPIC}-0").exists()
+    assert not Path(deleted["directory"]).exists()
+    kept = broker.logs.get_log(TopicPartition(TOPIC, 1))
+    assert kept is not None and values(kept) == [b"kept"]
+    restarts.stop()
+    # Nothing of it comes back at the next start.
+    broker = restarts.start()
+    with capture_logs() as logs:
+        broker.apply(topics((TOPIC, TOPIC_ID, {0: ELSEWHERE, 1: LED_HERE})))
+    assert deletions(logs) == []
 
 
 async def test_a_log_without_partition_metadata_takes_the_topic_id_and_keeps_its_records(
@@ -200,10 +207,12 @@ async def test_a_log_without_partition_metadata_takes_the_topic_id_and_keeps_its
         broker.apply(
             topics((TOPIC, TOPIC_ID, {0: LED_HERE}), ("moved", UUID(int=5), {0: ELSEWHERE}))
         )
-    assert deletions(logs) == []
+    # The hosted one keeps its records; the one moved away goes, as with an id.
+    assert [(entry["topic"], entry["reason"]) for entry in deletions(logs)] == [
+        ("moved", "replica_unassigned")
+    ]
     assert values(broker.partition().log) == [b"before-ids"]
     assert read_partition_metadata(restarts.data_dir / f"{TOPIC}-0") == TOPIC_ID
-    assert read_partition_metadata(restarts.data_dir / "moved-0") == UUID(int=5)
 
 
 async def test_a_partition_the_topic_of_its_name_lacks_is_of_an_earlier_topic(

@@ -159,10 +159,9 @@ def test_refusals_are_in_kafkas_words(
     assert (error, message) == expected
 
 
-def test_unknown_topics_broker_resources_and_duplicate_keys_are_refused() -> None:
+def test_unknown_topics_and_duplicate_keys_are_refused() -> None:
     retention = ("retention.ms", ConfigOperation.SET, "5")
     assert alter(retention, name="missing")[1] is ErrorCode.unknown_topic_or_partition
-    assert alter(retention, name="1", resource_type=BROKER)[1] is ErrorCode.invalid_request
     assert alter(retention, retention)[1] is ErrorCode.invalid_request
     assert alter(("retention.ms", 9, "5"))[1] is ErrorCode.invalid_request  # type: ignore[arg-type]
 
@@ -207,6 +206,87 @@ def test_a_new_min_insync_replicas_clears_the_elrs_chosen_against_the_old_one() 
     # Other configs leave the ELRs alone.
     other = AlterConfigsResource(TOPIC, "orders", [ConfigChange("retention.ms", 0, "5")])
     assert len(incremental_alter_configs(before, [other], validate_only=False).records) == 1
+
+
+# --- dynamic broker configs ----------------------------------------------------------------------
+
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+
+
+@pytest.mark.parametrize("name", ["", "1", "42"])
+def test_the_throttle_rates_are_dynamic_broker_configs_of_a_broker_or_the_cluster(
+    name: str,
+) -> None:
+    records, error, _ = alter(
+        (LEADER_RATE, ConfigOperation.SET, "1048576"),
+        (FOLLOWER_RATE, ConfigOperation.SET, " 0 "),
+        name=name,
+        resource_type=BROKER,
+    )
+    assert error is ErrorCode.none
+    assert records == [
+        ConfigRecord(ConfigResourceType.BROKER, name, LEADER_RATE, "1048576"),
+        ConfigRecord(ConfigResourceType.BROKER, name, FOLLOWER_RATE, " 0 "),
+    ]
+    after = replay(records, image())
+    deleted, error, _ = alter(
+        (LEADER_RATE, ConfigOperation.DELETE, None), name=name, resource_type=BROKER
+    )
+    # Deleting what this image never had writes nothing; on `after` it removes the value.
+    assert (deleted, error) == ([], ErrorCode.none)
+    outcome = incremental_alter_configs(
+        after,
+        [AlterConfigsResource(BROKER, name, [ConfigChange(LEADER_RATE, 1, None)])],
+        validate_only=False,
+    )
+    assert outcome.records == (ConfigRecord(ConfigResourceType.BROKER, name, LEADER_RATE, None),)
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            (LEADER_RATE, ConfigOperation.SET, "-1"),
+            f"Invalid value -1 for configuration {LEADER_RATE}: Value must be at least 0",
+        ),
+        (
+            (FOLLOWER_RATE, ConfigOperation.SET, "1e6"),
+            f"Invalid value 1e6 for configuration {FOLLOWER_RATE}: Not a number of type LONG",
+        ),
+        (
+            (FOLLOWER_RATE, ConfigOperation.SET, "9223372036854775808"),
+            f"Invalid value 9223372036854775808 for configuration {FOLLOWER_RATE}: "
+            "Not a number of type LONG",
+        ),
+        (
+            ("log.retention.ms", ConfigOperation.SET, "5"),
+            "Cannot update these configs dynamically: log.retention.ms (the dynamic broker "
+            f"configs are {FOLLOWER_RATE}, {LEADER_RATE})",
+        ),
+        (
+            (LEADER_RATE, ConfigOperation.APPEND, "5"),
+            f"ConfigRecord value append is not allowed for config key: {LEADER_RATE}",
+        ),
+    ],
+)
+def test_broker_config_refusals_are_clear(
+    change: tuple[str, ConfigOperation, str | None], expected: str
+) -> None:
+    _, error, message = alter(change, name="1", resource_type=BROKER)
+    assert (error, message) == (ErrorCode.invalid_config, expected)
+
+
+def test_a_broker_resource_is_the_cluster_or_a_broker_id() -> None:
+    _, error, message = alter(
+        (LEADER_RATE, ConfigOperation.SET, "5"), name="broker-1", resource_type=BROKER
+    )
+    assert (error, message) == (
+        ErrorCode.invalid_request,
+        "Unable to parse broker name as a base 10 number: broker-1",
+    )
+    rate = (LEADER_RATE, ConfigOperation.SET, "5")
+    assert alter(rate, rate, name="1", resource_type=BROKER)[1] is ErrorCode.invalid_request
 
 
 def test_alter_configs_replaces_the_whole_set_of_overrides() -> None:

@@ -15,6 +15,7 @@ from controller.topic_config import (
     KAFKA_DEFAULTS,
     TOPIC_CONFIGS,
     ConfigSource,
+    ThrottledReplicas,
     TopicConfig,
     TopicConfigEntry,
     UncleanRecoveryStrategy,
@@ -53,6 +54,8 @@ def test_kafka_defaults_read_as_typed_values() -> None:
             file_delete_delay_ms=60_000,
             flush_messages=None,
             flush_ms=None,
+            follower_replication_throttled_replicas=ThrottledReplicas(),
+            leader_replication_throttled_replicas=ThrottledReplicas(),
             index_interval_bytes=4096,
             local_retention_bytes=-2,
             local_retention_ms=-2,
@@ -149,6 +152,38 @@ def test_a_bad_value_is_named_with_kafkas_reason(name: str, value: str, problem:
     assert topic_config_problem(name, value) == (
         f"Invalid value {value} for configuration {name}: {problem}"
     )
+
+
+@pytest.mark.parametrize("value", ["*", " * ", "0:1,1:2", "0:1, 1:2", "", "0:1,"])
+def test_throttled_replicas_take_kafkas_list_or_the_wildcard(value: str) -> None:
+    for side in ("leader", "follower"):
+        name = f"{side}.replication.throttled.replicas"
+        assert topic_config_problem(name, value) is None
+
+
+@pytest.mark.parametrize("value", ["*,0:1", "0", "0:x", "0:1:2", "a:1", "-1:1"])
+def test_throttled_replicas_refuse_anything_else_in_kafkas_words(value: str) -> None:
+    assert topic_config_problem("leader.replication.throttled.replicas", value) == (
+        f"Invalid value {value} for configuration leader.replication.throttled.replicas: "
+        "must be the literal '*' or a list of replicas in the following format: "
+        "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+    )
+
+
+def test_throttled_replicas_read_as_the_pairs_they_list() -> None:
+    config = TopicConfig.resolve(
+        {
+            "leader.replication.throttled.replicas": "0:1, 1:2",
+            "follower.replication.throttled.replicas": "*",
+        },
+        KAFKA_DEFAULTS,
+    )
+    leader = config.leader_replication_throttled_replicas
+    assert leader == ThrottledReplicas(replicas=frozenset({(0, 1), (1, 2)}))
+    assert leader.throttles(0, 1) and leader.throttles(1, 2)
+    assert not leader.throttles(0, 2) and not leader.throttles(1, 1)
+    assert config.follower_replication_throttled_replicas.throttles(7, 9)
+    assert not KAFKA_DEFAULTS.leader_replication_throttled_replicas.throttles(0, 1)
 
 
 def test_unknown_names_and_trimmed_values() -> None:

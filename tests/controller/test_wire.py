@@ -12,10 +12,11 @@ from kio.schema.errors import ErrorCode
 
 from controller import wire
 from controller.alter_partition import AlterPartitionBatchOutcome, PartitionIsrResult
-from controller.broker_lifecycle import HeartbeatOutcome, RegistrationOutcome
+from controller.broker_lifecycle import HeartbeatOutcome, RegistrationOutcome, UnregistrationOutcome
 from controller.elections import ElectionResult, ElectionType
 from controller.partition_state import PartitionState
 from controller.producer_ids import ProducerIdsOutcome
+from controller.reassignment import OngoingReassignment, ReassignmentRequest, ReassignmentResult
 from controller.topic_config import ConfigSource, TopicConfigEntry
 from controller.topics import (
     AlterConfigsResult,
@@ -371,3 +372,98 @@ def test_allocate_producer_ids() -> None:
         wire.producer_ids_response(0, ProducerIdsOutcome(ErrorCode.none, 2000, 1000))
     )
     assert (decoded.producer_id_start, decoded.producer_id_len) == (2000, 1000)
+
+
+@pytest.mark.parametrize("version", versions(ApiKey.ALTER_PARTITION_REASSIGNMENTS))
+def test_alter_partition_reassignments_every_version(version: int) -> None:
+    key = ApiKey.ALTER_PARTITION_REASSIGNMENTS
+    request = request_round_trip(
+        entity(
+            key,
+            version,
+            timeout=TIMEOUT,
+            allow_replication_factor_change=False,
+            topics=(
+                entity(
+                    key,
+                    version,
+                    "topics",
+                    name="orders",
+                    partitions=(
+                        entity(
+                            key, version, "topics", "partitions", partition_index=0, replicas=(3, 4)
+                        ),
+                        entity(
+                            key, version, "topics", "partitions", partition_index=1, replicas=None
+                        ),
+                    ),
+                ),
+            ),
+        )
+    )
+    asked, allow = wire.alter_reassignments_request(request)
+    assert asked == [
+        ReassignmentRequest("orders", 0, (3, 4)),
+        ReassignmentRequest("orders", 1, None),
+    ]
+    assert allow is (version == 0)  # v0 has no such field: the factor may always change
+    results = [
+        ReassignmentResult("orders", 0, ErrorCode.none),
+        ReassignmentResult("orders", 1, ErrorCode.no_reassignment_in_progress, "none"),
+    ]
+    decoded = round_trip(wire.alter_reassignments_response(version, results))
+    assert decoded.error_code == ErrorCode.none
+    assert [
+        (t.name, p.partition_index, p.error_code, p.error_message)
+        for t in decoded.responses
+        for p in t.partitions
+    ] == [
+        ("orders", 0, ErrorCode.none, None),
+        ("orders", 1, ErrorCode.no_reassignment_in_progress, "none"),
+    ]
+    refused = round_trip(wire.alter_reassignments_error(version, ErrorCode.not_controller))
+    assert (refused.error_code, refused.responses) == (ErrorCode.not_controller, ())
+
+
+@pytest.mark.parametrize("version", versions(ApiKey.LIST_PARTITION_REASSIGNMENTS))
+def test_list_partition_reassignments_every_version(version: int) -> None:
+    key = ApiKey.LIST_PARTITION_REASSIGNMENTS
+    every = request_round_trip(entity(key, version, timeout=TIMEOUT, topics=None))
+    assert wire.list_reassignments_request(every) is None
+    named = request_round_trip(
+        entity(
+            key,
+            version,
+            timeout=TIMEOUT,
+            topics=(entity(key, version, "topics", name="orders", partition_indexes=(0, 2)),),
+        )
+    )
+    assert wire.list_reassignments_request(named) == [("orders", 0), ("orders", 2)]
+    decoded = round_trip(
+        wire.list_reassignments_response(
+            version, [OngoingReassignment("orders", 0, (3, 4, 1, 2), (3, 4), (1, 2))]
+        )
+    )
+    ((topic,),) = [decoded.topics]
+    ((partition,),) = [topic.partitions]
+    assert (topic.name, partition.partition_index) == ("orders", 0)
+    assert (partition.replicas, partition.adding_replicas, partition.removing_replicas) == (
+        (3, 4, 1, 2),
+        (3, 4),
+        (1, 2),
+    )
+
+
+def test_unregister_broker() -> None:
+    decoded = round_trip(
+        wire.unregister_broker_response(
+            0, UnregistrationOutcome(ErrorCode.invalid_request, "still hosts replicas")
+        )
+    )
+    assert (decoded.error_code, decoded.error_message) == (
+        ErrorCode.invalid_request,
+        "still hosts replicas",
+    )
+    assert round_trip(wire.unregister_broker_error(0, ErrorCode.not_controller)).error_code == (
+        ErrorCode.not_controller
+    )

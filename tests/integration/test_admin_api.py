@@ -391,20 +391,39 @@ def test_bad_requests_are_answered_with_the_right_status(cluster: Cluster) -> No
         call(cluster, 3, "POST", "/v1/topics/twice/partitions", {"count": 1}),
     )
 
-    # 501: reassignment cannot be executed yet, and says so.
-    expect(501, "not_implemented", call(cluster, 1, "GET", "/v1/reassignments"))
+    # Reassignments: Kafka's refusals as HTTP errors, and nothing to cancel.
     expect(
-        501,
-        "not_implemented",
+        404,
+        "unknown_topic_or_partition",
         call(
             cluster,
             1,
             "POST",
             "/v1/reassignments",
-            {"topic": "twice", "partition": 0, "replicas": [1]},
+            {"topic": "missing", "partition": 0, "replicas": [1]},
         ),
     )
-    expect(501, "not_implemented", call(cluster, 1, "DELETE", "/v1/reassignments/twice/0"))
+    expect(
+        400,
+        "invalid_replica_assignment",
+        call(
+            cluster,
+            1,
+            "POST",
+            "/v1/reassignments",
+            {"topic": "twice", "partition": 0, "replicas": [1, 1]},
+        ),
+    )
+    expect(
+        400,
+        "invalid_request",
+        call(cluster, 1, "POST", "/v1/reassignments", {"topic": "twice", "partition": 0}),
+    )
+    expect(404, "no_reassignment", call(cluster, 1, "DELETE", "/v1/reassignments/twice/0"))
+    expect(404, "not_found", call(cluster, 1, "DELETE", "/v1/reassignments/missing/0"))
+    expect(404, "not_found", call(cluster, 1, "DELETE", "/v1/brokers/99"))
+    expect(404, "not_found", call(cluster, 1, "POST", "/v1/brokers/99/drain"))
+    expect(409, "broker_has_replicas", call(cluster, 1, "DELETE", "/v1/brokers/1"))
 
     # A bad method is JSON too.
     expect(405, "method_not_allowed", call(cluster, 1, "PUT", "/v1/topics", {}))

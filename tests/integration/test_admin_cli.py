@@ -112,9 +112,19 @@ def test_topics_are_created_altered_grown_and_deleted_from_the_command_line(node
     elected = kraft(node, "elect", "preferred", "ops:0", "--json")
     assert elected.returncode == 0, elected.stderr
     assert json.loads(elected.stdout)["results"][0]["partition"] == 0
-    # Reassignment is not executed yet: the API says so (501), and the command exits 1.
-    reassign = kraft(node, "reassign", "start", "ops:0=1")
-    assert reassign.returncode == 1 and "501" in reassign.stderr
+    # Reassignment on one broker: moving to an unregistered broker is refused (exit 1),
+    # nothing is in progress, nothing to cancel, and the plan of one broker moves nothing.
+    reassign = kraft(node, "reassign", "start", "ops:0=7")
+    assert reassign.returncode == 1 and "invalid_replica_assignment" in reassign.stderr
+    listed = kraft(node, "reassign", "list")
+    assert listed.returncode == 0 and listed.stdout.strip() == "no reassignment in progress"
+    cancel = kraft(node, "reassign", "cancel", "ops:0")
+    assert cancel.returncode == 1 and "no_reassignment" in cancel.stderr
+    plan = kraft(node, "rebalance", "--json")
+    assert plan.returncode == 0, plan.stderr
+    assert json.loads(plan.stdout)["replicas_moved"] == 0
+    assert "0 replicas move" in kraft(node, "rebalance").stdout
+    assert kraft(node, "reassign", "start", "ops:0=1,x").returncode == 2
 
     deleted = kraft(node, "topics", "delete", "ops")
     assert deleted.returncode == 0 and "deleted ops" in deleted.stdout

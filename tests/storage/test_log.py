@@ -265,6 +265,27 @@ def test_segments_roll_by_size_and_by_age(tmp_path: Path) -> None:
     assert len(read_values(log)) == 9
 
 
+def test_bytes_from_an_offset_count_whole_batches_to_the_end_across_segments(
+    tmp_path: Path,
+) -> None:
+    batch = make_batch(2, value_size=100, timestamp=1_000)
+    log = open_log(tmp_path, segment_bytes=len(batch) * 3)
+    for _ in range(7):
+        log.append(batch, leader_epoch=0)
+    assert log.segment_base_offsets == [0, 6, 12]
+    assert log.bytes_from(0) == log.size_in_bytes == 7 * len(batch)
+    # Offset 3 is inside the second batch: from its start.
+    assert log.bytes_from(3) == 6 * len(batch)
+    assert log.bytes_from(6) == 4 * len(batch)
+    assert log.bytes_from(13) == len(batch)
+    assert log.bytes_from(14) == log.bytes_from(99) == 0
+    log.update_high_watermark(14)
+    log.delete_records(6)
+    assert log.log_start_offset == 6
+    # Below the log start: the whole log.
+    assert log.bytes_from(0) == log.size_in_bytes
+
+
 @pytest.mark.parametrize("clean_shutdown", [True, False])
 def test_a_reopened_segment_rolls_by_the_age_of_its_first_batch(
     tmp_path: Path, clean_shutdown: bool
