@@ -165,8 +165,13 @@ def test_bad_targets_get_kafkas_error_codes(cluster: Cluster, admin: KafkaAdminC
         TopicPartition(topic, 0): InvalidReplicationAssignmentError,
         TopicPartition(topic, 1): InvalidReplicationAssignmentError,
     }
-    # kafka-python refuses an empty list itself; an empty target from the wire is refused too
-    # (tests/controller/test_reassignment.py). Cancelling nothing:
+    # kafka-python refuses an empty target (a replication factor of zero) itself; sent on the
+    # wire it is refused as Kafka refuses it.
+    answer = _send(cluster, 1, alter_partition_reassignments_request({(topic, 0): []}))
+    assert [(p.error_code, p.partition_index) for r in answer.responses for p in r.partitions] == [
+        (ErrorCode.invalid_replica_assignment, 0)
+    ]
+    # Cancelling nothing:
     assert admin.alter_partition_reassignments({TopicPartition(topic, 0): None}) == {
         TopicPartition(topic, 0): NoReassignmentInProgressError
     }
