@@ -46,12 +46,20 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
+from uuid import uuid4
 
 import structlog
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 
-from controller import wire
+from controller import acl_wire, wire
+from controller.acl_changes import (
+    AclCreationResult,
+    AclDeletionResult,
+    create_acls,
+    delete_acls,
+)
+from controller.acls import AuthorizerSettings
 from controller.alter_partition import AlterPartitionBatchOutcome, alter_partitions
 from controller.broker_lifecycle import (
     BrokerLifecycle,
@@ -115,6 +123,8 @@ from net.tasks import start_essential
 
 log = structlog.get_logger(__name__)
 
+_NO_AUTHORIZER = "No Authorizer is configured."
+
 _Result = TypeVar("_Result")
 _Response = TypeVar("_Response")
 
@@ -154,6 +164,9 @@ class ControllerConfig:
     broker_listener: str = "PLAINTEXT"
     # `metadata.max.idle.interval.ms`: a NoOpRecord after this long without an append; 0: never.
     max_idle_interval_ms: int = 500
+    # The authorizer's settings; None: no authorizer (CreateAcls and DeleteAcls are then
+    # refused with SECURITY_DISABLED, as Kafka refuses them).
+    authorizer: AuthorizerSettings | None = None
 
 
 @dataclass(slots=True)
@@ -225,6 +238,16 @@ class QuorumController:
                 handlers[served.api_key],
                 min_version=served.min_version,
                 max_version=served.max_version,
+            )
+        for api_key, handler in (
+            (ApiKey.CREATE_ACLS, self._on_create_acls),
+            (ApiKey.DELETE_ACLS, self._on_delete_acls),
+        ):
+            registry.register(
+                api_key,
+                handler,
+                min_version=acl_wire.ACL_VERSIONS[0],
+                max_version=acl_wire.ACL_VERSIONS[1],
             )
         registry.register(
             ApiKey.ELECT_RECOVERED_LEADER,
@@ -725,6 +748,54 @@ class QuorumController:
             partial(wire.unregister_broker_response, version),
             partial(wire.unregister_broker_error, version),
             broker_id=broker_id,
+        )
+
+    # -- ACLs ---------------------------------------------------------------------------------
+
+    async def _on_create_acls(
+        self, context: RequestContext, request: messages.CreateAclsRequest
+    ) -> messages.CreateAclsResponse:
+        version = context.header.api_version
+        if self._config.authorizer is None:
+            return acl_wire.create_acls_error(
+                version, request, ErrorCode.security_disabled, _NO_AUTHORIZER
+            )
+        acls = acl_wire.create_acls_request(request)
+
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], list[AclCreationResult]]:
+            return create_acls(active.image.acls, acls, uuid4)
+
+        return await self._serve_user(
+            "create_acls",
+            build,
+            partial(acl_wire.create_acls_response, version),
+            partial(acl_wire.create_acls_error, version, request),
+            acls=len(acls),
+        )
+
+    async def _on_delete_acls(
+        self, context: RequestContext, request: messages.DeleteAclsRequest
+    ) -> messages.DeleteAclsResponse:
+        version = context.header.api_version
+        if self._config.authorizer is None:
+            return acl_wire.delete_acls_error(
+                version, request, ErrorCode.security_disabled, _NO_AUTHORIZER
+            )
+        filters = acl_wire.delete_acls_request(request)
+
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], list[AclDeletionResult]]:
+            return delete_acls(active.image.acls, filters)
+
+        return await self._serve_user(
+            "delete_acls",
+            build,
+            partial(acl_wire.delete_acls_response, version),
+            partial(acl_wire.delete_acls_error, version, request),
+            filters=len(filters),
         )
 
     async def _complete_ready_reassignments(self) -> None:
