@@ -306,12 +306,7 @@ class MetadataDelta:
             case ConfigRecord():
                 self._replay_config(record)
             case FeatureLevelRecord():
-                features = self._features_for_write()
-                # As in Kafka, level 0 means the feature is not enabled: it leaves the image.
-                if record.level == 0:
-                    features.pop(record.name, None)
-                else:
-                    features[record.name] = record.level
+                self._replay_feature(record)
             case ProducerIdsRecord():
                 self._next_producer_id = record.next_producer_id
             case AccessControlEntryRecord() | RemoveAccessControlEntryRecord():
@@ -376,6 +371,14 @@ class MetadataDelta:
         if self._features is None:
             self._features = dict(self._base.features)
         return self._features
+
+    def _replay_feature(self, record: FeatureLevelRecord) -> None:
+        features = self._features_for_write()
+        # As in Kafka, level 0 means the feature is not enabled: it leaves the image.
+        if record.level == 0:
+            features.pop(record.name, None)
+        else:
+            features[record.name] = record.level
 
     def _replay_acl(
         self, record: AccessControlEntryRecord | RemoveAccessControlEntryRecord
