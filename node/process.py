@@ -471,7 +471,7 @@ class BrokerRole:
         DataApis(self.replicas, self.authorizer).register(registry)
         ReplicaAdminApis(self.replicas).register(registry)
         ReplicaLogInfoApi(self.replicas, lambda: self.lifecycle.broker_epoch).register(registry)
-        GroupApis(self.groups, lambda: replayer.image).register(registry)
+        GroupApis(self.groups, lambda: replayer.image, self.authorizer).register(registry)
         InitProducerIdApi(
             ProducerIdBlocks(self._controller, config.node_id, lambda: self.lifecycle.broker_epoch)
         ).register(registry)
