@@ -1,0 +1,267 @@
+"""ACLs against a real two-node cluster (both roles on each node) with Kafka's
+StandardAuthorizer, driven by confluent-kafka and kafka-python.
+
+Every PLAINTEXT connection is User:ANONYMOUS, as in Kafka. The cluster starts with
+`super.users=User:ANONYMOUS` (the brokers' own connections, and the operator creating the first
+ACLs), then restarts without it: from then on the ACLs in the metadata log decide, and brokers
+keep registering and replicating because ANONYMOUS holds ALL on the cluster (CLUSTER_ACTION).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+from kafka import KafkaAdminClient
+from kafka.admin import (
+    ACL,
+    ACLFilter,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    ResourcePattern,
+    ResourcePatternFilter,
+)
+from kafka.admin import ResourceType as PythonResourceType
+
+from bench.cluster import Cluster
+
+ANONYMOUS = "User:ANONYMOUS"
+AUTHORIZER = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": ANONYMOUS,
+}
+
+
+def binding(
+    resource_type: ResourceType,
+    name: str,
+    operation: AclOperation,
+    permission: AclPermissionType = AclPermissionType.ALLOW,
+    pattern: ResourcePatternType = ResourcePatternType.LITERAL,
+    host: str = "*",
+) -> AclBinding:
+    return AclBinding(resource_type, name, pattern, ANONYMOUS, host, operation, permission)
+
+
+# The ACLs the operator creates while ANONYMOUS is still a super user.
+INITIAL_ACLS = [
+    binding(ResourceType.BROKER, "kafka-cluster", AclOperation.ALL),
+    binding(ResourceType.TOPIC, "orders", AclOperation.WRITE, host="127.0.0.1"),
+    binding(ResourceType.TOPIC, "orders", AclOperation.READ),
+    # A literal allow that a prefixed deny overrides.
+    binding(ResourceType.TOPIC, "ord-audit", AclOperation.WRITE),
+    binding(
+        ResourceType.TOPIC,
+        "ord-",
+        AclOperation.WRITE,
+        AclPermissionType.DENY,
+        ResourcePatternType.PREFIXED,
+    ),
+    binding(ResourceType.GROUP, "readers", AclOperation.READ),
+]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    cluster = Cluster.combined(tmp_path_factory.mktemp("acls"), 2, **AUTHORIZER)
+    cluster.start_all()
+    try:
+        cluster.wait_for("brokers unfenced", lambda: cluster.brokers_unfenced(2), timeout=60)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        topics = [NewTopic(name, 1, 2) for name in ("orders", "ord-audit", "secret")]
+        for future in admin.create_topics(topics).values():
+            future.result(timeout=30)
+        for future in admin.create_acls(INITIAL_ACLS).values():
+            future.result(timeout=30)
+        # From here on, ANONYMOUS is only what the ACLs make it.
+        for node in cluster.nodes.values():
+            lines = node.config_path.read_text().splitlines()
+            node.config_path.write_text(
+                "".join(f"{line}\n" for line in lines if not line.startswith("super.users="))
+            )
+            cluster.terminate(node.node_id)
+        cluster.start_all()
+        cluster.wait_for("brokers unfenced", lambda: cluster.brokers_unfenced(2), timeout=60)
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def produce(cluster: Cluster, topic: str) -> list[Any]:
+    """The delivery errors (None for a delivered message) of three messages to `topic`."""
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "acks": "all",
+            "linger.ms": 0,
+            "message.timeout.ms": 20_000,
+        }
+    )
+    outcomes: list[Any] = []
+    for index in range(3):
+        producer.produce(
+            topic,
+            value=f"m{index}".encode(),
+            on_delivery=lambda error, _: outcomes.append(error),
+        )
+    assert producer.flush(30) == 0
+    return outcomes
+
+
+def consume(cluster: Cluster, topic: str, group: str, count: int) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        values: list[bytes] = []
+        for _ in range(60):
+            message = consumer.poll(0.5)
+            if message is None:
+                if len(values) >= count:
+                    break
+                continue
+            if message.error() is not None:
+                raise KafkaException(message.error())
+            value = message.value()
+            assert value is not None
+            values.append(value)
+        return values
+    finally:
+        consumer.close()
+
+
+def test_allowed_topic_is_written_replicated_and_read_by_an_allowed_group(
+    cluster: Cluster,
+) -> None:
+    assert produce(cluster, "orders") == [None, None, None]
+    assert consume(cluster, "orders", "readers", 3) == [b"m0", b"m1", b"m2"]
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    # Both replicas in sync: the follower's fetches are CLUSTER_ACTION, allowed by the ACL.
+    cluster.wait_for(
+        "orders replicated",
+        lambda: (
+            len(admin.list_topics("orders", timeout=10).topics["orders"].partitions[0].isrs) == 2
+            or None
+        ),
+        timeout=30,
+    )
+
+
+def test_produce_without_an_acl_is_topic_authorization_failed_and_writes_nothing(
+    cluster: Cluster,
+) -> None:
+    outcomes = produce(cluster, "secret")
+    assert {error.code() for error in outcomes} == {KafkaError.TOPIC_AUTHORIZATION_FAILED}
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for future in admin.create_acls(
+        [binding(ResourceType.TOPIC, "secret", AclOperation.READ)]
+    ).values():
+        future.result(timeout=30)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "readers"})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition("secret", 0), timeout=20)
+    finally:
+        consumer.close()
+    assert (low, high) == (0, 0)
+
+
+def test_prefixed_deny_overrides_literal_allow(cluster: Cluster) -> None:
+    outcomes = produce(cluster, "ord-audit")
+    assert {error.code() for error in outcomes} == {KafkaError.TOPIC_AUTHORIZATION_FAILED}
+
+
+def test_metadata_lists_only_the_topics_the_client_may_describe(cluster: Cluster) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    listed = set(admin.list_topics(timeout=20).topics)
+    # orders (READ, WRITE imply DESCRIBE), ord-audit (WRITE allowed, only WRITE denied), and
+    # secret once READ is granted by the test above; never __consumer_offsets.
+    assert {"orders", "ord-audit"} <= listed
+    assert "__consumer_offsets" not in listed
+
+
+def test_consumer_without_group_read_is_group_authorization_failed(cluster: Cluster) -> None:
+    with pytest.raises(KafkaException) as raised:
+        consume(cluster, "orders", "strangers", 1)
+    assert raised.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+
+
+def test_confluent_describes_and_deletes_acls(cluster: Cluster) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    topic_filter = AclBindingFilter(
+        ResourceType.TOPIC,
+        "orders",
+        ResourcePatternType.MATCH,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    described = admin.describe_acls(topic_filter).result(timeout=30)
+    assert {(b.name, b.operation, b.permission_type) for b in described} == {
+        ("orders", AclOperation.WRITE, AclPermissionType.ALLOW),
+        ("orders", AclOperation.READ, AclPermissionType.ALLOW),
+    }
+    temporary = binding(ResourceType.GROUP, "temporary", AclOperation.READ)
+    for future in admin.create_acls([temporary]).values():
+        future.result(timeout=30)
+    group_filter = AclBindingFilter(
+        ResourceType.GROUP,
+        "temporary",
+        ResourcePatternType.LITERAL,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    deleted = admin.delete_acls([group_filter])[group_filter].result(timeout=30)
+    assert deleted == [temporary]
+    assert admin.describe_acls(group_filter).result(timeout=30) == []
+
+
+def test_invalid_acl_is_invalid_request(cluster: Cluster) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    invalid = binding(ResourceType.BROKER, "not-the-cluster", AclOperation.ALTER)
+    with pytest.raises(KafkaException) as raised:
+        admin.create_acls([invalid])[invalid].result(timeout=30)
+    assert raised.value.args[0].code() == KafkaError.INVALID_REQUEST
+
+
+def test_kafka_python_creates_describes_and_deletes_acls(cluster: Cluster) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30_000)
+    try:
+        pattern = ResourcePattern(PythonResourceType.TOPIC, "py-", ACLResourcePatternType.PREFIXED)
+        acl = ACL(ANONYMOUS, "*", ACLOperation.DESCRIBE, ACLPermissionType.ALLOW, pattern)
+        assert admin.create_acls([acl]) == {"succeeded": [acl], "failed": []}
+        acl_filter = ACLFilter(
+            None,
+            None,
+            ACLOperation.ANY,
+            ACLPermissionType.ANY,
+            ResourcePatternFilter(PythonResourceType.TOPIC, "py-", ACLResourcePatternType.PREFIXED),
+        )
+        found, error = admin.describe_acls(acl_filter)
+        assert found == [acl]
+        [(_, deleted, error)] = admin.delete_acls([acl_filter])
+        assert deleted == [acl]
+        assert admin.describe_acls(acl_filter)[0] == []
+    finally:
+        admin.close()
