@@ -260,8 +260,10 @@ def test_kafka_python_creates_describes_and_deletes_acls(cluster: Cluster) -> No
         )
         found, error = admin.describe_acls(acl_filter)
         assert found == [acl]
+        assert error.errno == 0
         [(_, deleted, error)] = admin.delete_acls([acl_filter])
         assert deleted == [acl]
+        assert error.errno == 0
         assert admin.describe_acls(acl_filter)[0] == []
     finally:
         admin.close()
