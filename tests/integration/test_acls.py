@@ -204,17 +204,20 @@ def test_consumer_without_group_read_is_group_authorization_failed(cluster: Clus
     assert raised.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
 
 
+def any_acl_of(
+    resource_type: ResourceType, name: str, pattern: ResourcePatternType
+) -> AclBindingFilter:
+    """The filter of every ACL of the resource pattern, whatever its principal and host."""
+    # confluent-kafka's stubs type the principal and host as str; None is its documented "any".
+    anyone: Any = None
+    return AclBindingFilter(
+        resource_type, name, pattern, anyone, anyone, AclOperation.ANY, AclPermissionType.ANY
+    )
+
+
 def test_confluent_describes_and_deletes_acls(cluster: Cluster) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    topic_filter = AclBindingFilter(
-        ResourceType.TOPIC,
-        "orders",
-        ResourcePatternType.MATCH,
-        None,
-        None,
-        AclOperation.ANY,
-        AclPermissionType.ANY,
-    )
+    topic_filter = any_acl_of(ResourceType.TOPIC, "orders", ResourcePatternType.MATCH)
     described = admin.describe_acls(topic_filter).result(timeout=30)
     assert {(b.name, b.operation, b.permission_type) for b in described} == {
         ("orders", AclOperation.WRITE, AclPermissionType.ALLOW),
@@ -223,15 +226,7 @@ def test_confluent_describes_and_deletes_acls(cluster: Cluster) -> None:
     temporary = binding(ResourceType.GROUP, "temporary", AclOperation.READ)
     for future in admin.create_acls([temporary]).values():
         future.result(timeout=30)
-    group_filter = AclBindingFilter(
-        ResourceType.GROUP,
-        "temporary",
-        ResourcePatternType.LITERAL,
-        None,
-        None,
-        AclOperation.ANY,
-        AclPermissionType.ANY,
-    )
+    group_filter = any_acl_of(ResourceType.GROUP, "temporary", ResourcePatternType.LITERAL)
     deleted = admin.delete_acls([group_filter])[group_filter].result(timeout=30)
     assert deleted == [temporary]
     assert admin.describe_acls(group_filter).result(timeout=30) == []
