@@ -185,6 +185,29 @@ class DataApis:
             max_version=LIST_OFFSETS_VERSIONS[1],
         )
 
+    def _denied_topics(
+        self,
+        context: RequestContext,
+        operation: AclOperation,
+        topics: Sequence[str],
+        *,
+        from_replica: bool = False,
+    ) -> set[str]:
+        """The topics of `topics` the sender may not do `operation` on (none without an
+        authorizer); a replica's request needs CLUSTER_ACTION on the cluster instead."""
+        authorizer = self._authorizer
+        if authorizer is None:
+            return set()
+        if from_replica:
+            if authorizer.allows_cluster(context, AclOperation.CLUSTER_ACTION):
+                return set()
+            return set(topics)
+        return {
+            topic
+            for topic in set(topics)
+            if not authorizer.allows(context, operation, ResourceType.TOPIC, topic)
+        }
+
     # -- OffsetForLeaderEpoch ----------------------------------------------------------------------
 
     def _on_offset_for_leader_epoch(
@@ -194,7 +217,22 @@ class DataApis:
         topic_type = field_entity_type(schema, "topics")
         partition_type = field_entity_type(topic_type, "partitions")
 
+        denied = self._denied_topics(
+            context,
+            AclOperation.DESCRIBE,
+            [topic.topic for topic in request.topics],
+            from_replica=getattr(request, "replica_id", -1) >= 0,
+        )
+
         def answer(topic: str, partition: _EpochQuery) -> object:
+            if topic in denied:
+                return make_entity(
+                    partition_type,
+                    error_code=ErrorCode.topic_authorization_failed,
+                    partition=partition.partition,
+                    leader_epoch=-1,
+                    end_offset=-1,
+                )
             error, epoch, end_offset = self._replicas.end_offset_for_epoch(
                 topic, partition.partition, partition.current_leader_epoch, partition.leader_epoch
             )
@@ -220,7 +258,23 @@ class DataApis:
         topic_type = field_entity_type(schema, "topics")
         partition_type = field_entity_type(topic_type, "partitions")
 
+        denied = self._denied_topics(
+            context,
+            AclOperation.DESCRIBE,
+            [topic.name for topic in request.topics],
+            from_replica=request.replica_id >= 0,
+        )
+
         def answer(topic: str, partition: _OffsetQuery) -> object:
+            if topic in denied:
+                return make_entity(
+                    partition_type,
+                    partition_index=partition.partition_index,
+                    error_code=ErrorCode.topic_authorization_failed,
+                    timestamp=-1,
+                    offset=-1,
+                    leader_epoch=-1,
+                )
             error, found = self._replicas.list_offset(
                 topic,
                 partition.partition_index,

@@ -232,7 +232,11 @@ class BrokerApis:
         self, context: RequestContext, request: messages.DescribeConfigsRequest
     ) -> messages.DescribeConfigsResponse:
         response: messages.DescribeConfigsResponse = describe_configs_response(
-            self._image(), self._settings, context.header.api_version, request
+            self._image(),
+            self._settings,
+            context.header.api_version,
+            request,
+            None if self._authorizer is None else partial(self._config_refusal, context),
         )
         return response
 
@@ -299,6 +303,20 @@ class BrokerApis:
         if all(authorizer.allows(context, operation, ResourceType.TOPIC, name) for name in topics):
             return None
         return ErrorCode.topic_authorization_failed
+
+    def _config_refusal(
+        self, context: RequestContext, resource_type: int, name: str
+    ) -> ErrorCode | None:
+        """DescribeConfigs: DESCRIBE_CONFIGS on the topic, or on the cluster for a broker."""
+        authorizer = self._authorizer
+        assert authorizer is not None
+        if resource_type == ConfigResourceType.TOPIC:
+            if authorizer.allows(context, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
+                return None
+            return ErrorCode.topic_authorization_failed
+        if authorizer.allows_cluster(context, AclOperation.DESCRIBE_CONFIGS):
+            return None
+        return ErrorCode.cluster_authorization_failed
 
     @staticmethod
     def _forbidden_configs(

@@ -311,6 +311,42 @@ class AclIndex:
             self._decisions[key] = decision
         return decision
 
+    def authorize_any(
+        self,
+        settings: AuthorizerSettings,
+        principal: str,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+    ) -> bool:
+        """Whether `principal` from `host` may do `operation` on some resource of the type
+        (Kafka's `authorizeByResourceType`, as InitProducerId asks for WRITE on any topic): an
+        ALLOW for the operation that no DENY for every resource (the wildcard, or the empty
+        prefix) overrides, or no ACL of the type at all with allow.everyone.if.no.acl.found."""
+        if principal in settings.super_users:
+            return True
+        found = False
+        allowed = False
+        for acl in self._acls.values():
+            if acl.resource_type != resource_type:
+                continue
+            found = True
+            if acl.principal not in (principal, WILDCARD_PRINCIPAL):
+                continue
+            if acl.host not in (host, WILDCARD_HOST):
+                continue
+            if acl.operation not in (operation, AclOperation.ALL):
+                continue
+            if acl.permission_type is AclPermissionType.DENY:
+                if (
+                    acl.resource_name == WILDCARD_RESOURCE
+                    and acl.pattern_type is PatternType.LITERAL
+                ) or (acl.pattern_type is PatternType.PREFIXED and not acl.resource_name):
+                    return False
+            else:
+                allowed = True
+        return allowed or (not found and settings.allow_everyone_if_no_acl_found)
+
     def _resource_acls(self, resource_type: ResourceType, name: str) -> Iterable[AclBinding]:
         yield from self._literal.get((resource_type, name), ())
         yield from self._literal.get((resource_type, WILDCARD_RESOURCE), ())
@@ -412,6 +448,18 @@ class Authorizer:
     def allows_cluster(self, context: RequestContext, operation: AclOperation) -> bool:
         """Whether the sender may do `operation` on the cluster."""
         return self.allows(context, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+    def allows_any(
+        self, context: RequestContext, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Whether the sender may do `operation` on some resource of the type."""
+        return self._acls().authorize_any(
+            self.settings,
+            str(context.principal),
+            client_host(context.peer),
+            operation,
+            resource_type,
+        )
 
     def authorized_operations(
         self, context: RequestContext, resource_type: ResourceType, resource_name: str

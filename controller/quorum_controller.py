@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -59,7 +60,7 @@ from controller.acl_changes import (
     create_acls,
     delete_acls,
 )
-from controller.acls import AuthorizerSettings
+from controller.acls import AclOperation, Authorizer, AuthorizerSettings
 from controller.alter_partition import AlterPartitionBatchOutcome, alter_partitions
 from controller.broker_lifecycle import (
     BrokerLifecycle,
@@ -200,6 +201,11 @@ class QuorumController:
         self._replayer = replayer
         self._config = config
         self._clock = clock
+        self._authorizer = (
+            None
+            if config.authorizer is None
+            else Authorizer(config.authorizer, lambda: replayer.image.acls)
+        )
         self._active: _Active | None = None
         self._activated = asyncio.Event()
         self._committed = asyncio.Event()
@@ -232,10 +238,21 @@ class QuorumController:
             ApiKey.UNREGISTER_BROKER: self._on_unregister_broker,
             ApiKey.ALTER_CONFIGS: self._on_alter_configs,
         }
+        # The brokers' own APIs need CLUSTER_ACTION on the cluster, as in Kafka's ControllerApis.
+        cluster_actions: dict[int, Callable[[int, ErrorCode], Any]] = {
+            ApiKey.BROKER_REGISTRATION: wire.registration_error,
+            ApiKey.BROKER_HEARTBEAT: wire.heartbeat_error,
+            ApiKey.ALTER_PARTITION: wire.alter_partition_error,
+            ApiKey.ALLOCATE_PRODUCER_IDS: wire.producer_ids_error,
+        }
         for served in wire.SERVED:
+            handler = handlers[served.api_key]
+            refuse = cluster_actions.get(served.api_key)
+            if self._authorizer is not None and refuse is not None:
+                handler = self._cluster_action_only(self._authorizer, handler, refuse)
             registry.register(
                 served.api_key,
-                handlers[served.api_key],
+                handler,
                 min_version=served.min_version,
                 max_version=served.max_version,
             )
@@ -255,6 +272,21 @@ class QuorumController:
             min_version=MANUAL_RECOVERY_VERSIONS[0],
             max_version=MANUAL_RECOVERY_VERSIONS[-1],
         )
+
+    @staticmethod
+    def _cluster_action_only(
+        authorizer: Authorizer, handler: Handler, refuse: Callable[[int, ErrorCode], Any]
+    ) -> Handler:
+        """`handler` for senders with CLUSTER_ACTION on the cluster; CLUSTER_AUTHORIZATION_FAILED
+        (`refuse`) for the others."""
+
+        async def authorized(context: RequestContext, request: Any) -> Any:
+            if not authorizer.allows_cluster(context, AclOperation.CLUSTER_ACTION):
+                return refuse(context.header.api_version, ErrorCode.cluster_authorization_failed)
+            result = handler(context, request)
+            return await result if inspect.isawaitable(result) else result
+
+        return authorized
 
     async def stop(self) -> None:
         self._deactivate("stopping")

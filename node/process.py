@@ -469,11 +469,12 @@ class BrokerRole:
             authorizer=self.authorizer,
         ).register(registry)
         DataApis(self.replicas, self.authorizer).register(registry)
-        ReplicaAdminApis(self.replicas).register(registry)
+        ReplicaAdminApis(self.replicas, self.authorizer).register(registry)
         ReplicaLogInfoApi(self.replicas, lambda: self.lifecycle.broker_epoch).register(registry)
         GroupApis(self.groups, lambda: replayer.image, self.authorizer).register(registry)
         InitProducerIdApi(
-            ProducerIdBlocks(self._controller, config.node_id, lambda: self.lifecycle.broker_epoch)
+            ProducerIdBlocks(self._controller, config.node_id, lambda: self.lifecycle.broker_epoch),
+            self.authorizer,
         ).register(registry)
         self._server = KafkaServer(
             registry,
