@@ -7,7 +7,10 @@ from collections.abc import Iterable, Sequence
 from enum import IntEnum
 from typing import TypeVar
 
+from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
+from kio.schema.delete_acls.v3.request import DeleteAclsFilter, DeleteAclsRequest
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i8
 
 from controller.acl_changes import AclCreationResult, AclDeletionResult
 from controller.acls import (
@@ -211,3 +214,56 @@ def delete_acls_error(
             for _ in request.filters
         ),
     )
+
+
+def build_create_acls(acls: Sequence[AclBinding]) -> messages.CreateAclsRequest:
+    """CreateAcls (v3) of `acls`, as the admin API sends it."""
+    return CreateAclsRequest(
+        creations=tuple(
+            AclCreation(
+                resource_type=i8(acl.resource_type),
+                resource_name=acl.resource_name,
+                resource_pattern_type=i8(acl.pattern_type),
+                principal=acl.principal,
+                host=acl.host,
+                operation=i8(acl.operation),
+                permission_type=i8(acl.permission_type),
+            )
+            for acl in acls
+        )
+    )
+
+
+def build_delete_acls(filters: Sequence[AclFilter]) -> messages.DeleteAclsRequest:
+    """DeleteAcls (v3) of `filters`, as the admin API sends it."""
+    return DeleteAclsRequest(
+        filters=tuple(
+            DeleteAclsFilter(
+                resource_type_filter=i8(item.resource_type),
+                resource_name_filter=item.resource_name,
+                pattern_type_filter=i8(item.pattern_type),
+                principal_filter=item.principal,
+                host_filter=item.host,
+                operation=i8(item.operation),
+                permission_type=i8(item.permission_type),
+            )
+            for item in filters
+        )
+    )
+
+
+def deleted_acls(response: messages.DeleteAclsResponse) -> list[AclBinding]:
+    """The ACLs a DeleteAcls response says were deleted, over all its filters."""
+    return [
+        AclBinding(
+            _code(ResourceType, acl.resource_type),
+            acl.resource_name,
+            _code(PatternType, acl.pattern_type),
+            acl.principal,
+            acl.host,
+            _code(AclOperation, acl.operation),
+            _code(AclPermissionType, acl.permission_type),
+        )
+        for result in response.filter_results
+        for acl in result.matching_acls
+    ]

@@ -9,6 +9,9 @@ keep registering and replicating because ANONYMOUS holds ALL on the cluster (CLU
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,7 +39,8 @@ from kafka.admin import (
 )
 from kafka.admin import ResourceType as PythonResourceType
 
-from bench.cluster import Cluster
+from bench.cluster import Cluster, kraft_executable
+from node.admin_cli import AdminApi
 
 ANONYMOUS = "User:ANONYMOUS"
 AUTHORIZER = {
@@ -262,3 +266,71 @@ def test_kafka_python_creates_describes_and_deletes_acls(cluster: Cluster) -> No
         assert admin.describe_acls(acl_filter)[0] == []
     finally:
         admin.close()
+
+
+def kraft(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("KRAFT_")}
+    return subprocess.run(
+        [
+            kraft_executable(),
+            *args,
+            "--admin",
+            f"http://127.0.0.1:{cluster.nodes[1].admin_port}",
+            "--json",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment,
+    )
+
+
+def test_kraft_acls_add_list_and_delete_through_the_admin_api(cluster: Cluster) -> None:
+    fields = [
+        "--resource-type",
+        "topic",
+        "--resource-name",
+        "cli-",
+        "--pattern-type",
+        "prefixed",
+        "--principal",
+        "User:carol",
+        "--operation",
+        "read",
+    ]
+    added = kraft(cluster, "acls", "add", *fields)
+    assert added.returncode == 0, added.stderr
+    expected = {
+        "resource_type": "TOPIC",
+        "resource_name": "cli-",
+        "pattern_type": "PREFIXED",
+        "principal": "User:carol",
+        "host": "*",
+        "operation": "READ",
+        "permission": "ALLOW",
+    }
+    assert json.loads(added.stdout) == expected
+    listed = kraft(cluster, "acls", "list")
+    assert expected in json.loads(listed.stdout)
+    # The other node replays it too: DescribeAcls there answers it.
+    other = AdminApi(f"http://127.0.0.1:{cluster.nodes[2].admin_port}")
+    cluster.wait_for("ACL on node 2", lambda: expected in other.call("GET", "/v1/acls"))
+    deleted = kraft(cluster, "acls", "delete", "--principal", "User:carol")
+    assert deleted.returncode == 0, deleted.stderr
+    assert json.loads(deleted.stdout) == [expected]
+    invalid = kraft(
+        cluster,
+        "acls",
+        "add",
+        "--resource-type",
+        "cluster",
+        "--resource-name",
+        "other",
+        "--principal",
+        "User:carol",
+        "--operation",
+        "alter",
+    )
+    assert invalid.returncode == 1
+    assert "kafka-cluster" in invalid.stderr
