@@ -273,6 +273,11 @@ class QuorumController:
             max_version=MANUAL_RECOVERY_VERSIONS[-1],
         )
 
+    @property
+    def authorization_denials(self) -> int:
+        """The broker requests this controller refused for want of CLUSTER_ACTION."""
+        return 0 if self._authorizer is None else self._authorizer.denials
+
     @staticmethod
     def _cluster_action_only(
         authorizer: Authorizer, handler: Handler, refuse: Callable[[int, ErrorCode], Any]

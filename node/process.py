@@ -659,6 +659,10 @@ async def serve(config: NodeConfig) -> None:
         lambda: replayer.image,
         lambda: [] if broker is None else broker.replica_states(),
         lambda: quorum_state(driver),
+        lambda: (
+            (0 if controller is None else controller.authorization_denials)
+            + (0 if broker is None or broker.authorizer is None else broker.authorizer.denials)
+        ),
     )
     events.listeners.append(node_metrics.count_event)
     if is_broker:

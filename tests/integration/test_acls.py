@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -191,6 +192,19 @@ def test_produce_without_an_acl_is_topic_authorization_failed_and_writes_nothing
 def test_prefixed_deny_overrides_literal_allow(cluster: Cluster) -> None:
     outcomes = produce(cluster, "ord-audit")
     assert {error.code() for error in outcomes} == {KafkaError.TOPIC_AUTHORIZATION_FAILED}
+    assert denials(cluster) > 0
+
+
+def denials(cluster: Cluster) -> float:
+    """The authorization denials both nodes counted, from their Prometheus metrics."""
+    total = 0.0
+    for node in cluster.nodes.values():
+        url = f"http://127.0.0.1:{node.admin_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            for line in response.read().decode().splitlines():
+                if line.startswith("kraft_authorization_denials_total "):
+                    total += float(line.split()[1])
+    return total
 
 
 def test_metadata_lists_only_the_topics_the_client_may_describe(cluster: Cluster) -> None:
