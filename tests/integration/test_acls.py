@@ -17,7 +17,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -214,6 +221,30 @@ def test_metadata_lists_only_the_topics_the_client_may_describe(cluster: Cluster
     # secret once READ is granted by the test above; never __consumer_offsets.
     assert {"orders", "ord-audit"} <= listed
     assert "__consumer_offsets" not in listed
+
+
+def test_authorized_operations_are_the_clients_own(cluster: Cluster) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    described = admin.describe_cluster(include_authorized_operations=True).result(timeout=30)
+    # ALL on the cluster: every operation Kafka supports on it.
+    assert set(described.authorized_operations) == {
+        AclOperation.CREATE,
+        AclOperation.CLUSTER_ACTION,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE,
+    }
+    [topic] = admin.describe_topics(
+        TopicCollection(["orders"]), include_authorized_operations=True
+    ).values()
+    # READ and WRITE (from 127.0.0.1, where this client is), which imply DESCRIBE.
+    assert set(topic.result(timeout=30).authorized_operations) == {
+        AclOperation.READ,
+        AclOperation.WRITE,
+        AclOperation.DESCRIBE,
+    }
 
 
 def test_consumer_without_group_read_is_group_authorization_failed(cluster: Cluster) -> None:
