@@ -379,3 +379,28 @@ def test_kraft_acls_add_list_and_delete_through_the_admin_api(cluster: Cluster) 
     )
     assert invalid.returncode == 1
     assert "kafka-cluster" in invalid.stderr
+
+
+def test_a_broker_without_cluster_action_is_not_registered(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Kafka's rule, documented: with an authorizer, the brokers' connections (User:ANONYMOUS
+    on PLAINTEXT) need CLUSTER_ACTION, from `super.users` or an ACL, or the controller refuses
+    their registration."""
+    settings = {"authorizer.class.name": AUTHORIZER["authorizer.class.name"]}
+    lonely = Cluster.combined(tmp_path_factory.mktemp("acls-no-super-user"), 1, **settings)
+    lonely.start_all()
+    try:
+        node = lonely.nodes[1]
+        lonely.wait_for(
+            "registration refused",
+            lambda: any(
+                '"error": "cluster_authorization_failed", "event": "broker_registration_refused"'
+                in line
+                for line in node.log_path.read_text().splitlines()
+            ),
+            timeout=30,
+        )
+        assert lonely.brokers_unfenced(1) is None
+    finally:
+        lonely.stop_all()
