@@ -11,9 +11,11 @@ controller answers in time, those requests get REQUEST_TIMED_OUT.
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
 from collections.abc import Callable
 from functools import partial
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Payload
@@ -76,6 +78,19 @@ _CLUSTER_OPERATIONS: dict[int, AclOperation] = {
     ApiKey.CREATE_ACLS: AclOperation.ALTER,
     ApiKey.DELETE_ACLS: AclOperation.ALTER,
 }
+
+# The topic APIs authorized per topic: the operation, and the response's list of topics.
+_PER_TOPIC: dict[int, tuple[AclOperation, str]] = {
+    ApiKey.CREATE_TOPICS: (AclOperation.CREATE, "topics"),
+    ApiKey.DELETE_TOPICS: (AclOperation.DELETE, "responses"),
+    ApiKey.CREATE_PARTITIONS: (AclOperation.ALTER, "results"),
+}
+_NO_TOPIC_ID = uuid.UUID(int=0)
+
+
+def _with_items(message: Any, field: str, items: tuple[object, ...]) -> Any:
+    """`message` (a kio request or response) with its list `field` replaced by `items`."""
+    return dataclasses.replace(message, **{field: items})
 
 
 def _refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payload:
@@ -267,8 +282,9 @@ class BrokerApis:
         """The authorization error refusing a forwarded request, if its sender may not make it.
 
         Checked here, on the broker the client talks to, as the controller sees the broker's
-        connection and not the client's (Kafka forwards the principal in an envelope). A
-        request naming several topics is refused whole when any of them is not authorized.
+        connection and not the client's (Kafka forwards the principal in an envelope). An
+        AlterConfigs naming several resources is refused whole when any of them is not
+        authorized.
         """
         authorizer = self._authorizer
         if authorizer is None:
@@ -279,30 +295,61 @@ class BrokerApis:
             if authorizer.allows_cluster(context, operation):
                 return None
             return ErrorCode.cluster_authorization_failed
-        topics: list[str] = []
-        if isinstance(request, messages.CreateTopicsRequest):
-            if authorizer.allows_cluster(context, AclOperation.CREATE):
-                return None
-            operation = AclOperation.CREATE
-            topics = [topic.name for topic in request.topics]
-        elif isinstance(request, messages.DeleteTopicsRequest):
-            operation = AclOperation.DELETE
-            topics = [
-                name
-                for name in (
-                    getattr(request, "topic_names", ())
-                    or [topic.name for topic in getattr(request, "topics", ())]
-                )
-                if name is not None
+        return self._forbidden_configs(context, authorizer, request)
+
+    def _topic_name(self, item: object) -> str | None:
+        """The name of a topic a request names, by name or (DeleteTopics v6) by id."""
+        if isinstance(item, str):
+            return item
+        name = getattr(item, "name", None)
+        if name is not None:
+            return str(name)
+        topic = self._image().topics.get(getattr(item, "topic_id", None) or _NO_TOPIC_ID)
+        return None if topic is None else topic.name
+
+    async def _forward_per_topic(
+        self,
+        context: RequestContext,
+        request: _ForwardedRequest,
+        operation: AclOperation,
+        response_field: str,
+    ) -> Payload:
+        """A topic API with an authorizer, answered per topic as Kafka does: the topics the
+        sender may not `operation` are TOPIC_AUTHORIZATION_FAILED, the others are forwarded.
+        A topic named by an id that does not exist is the controller's to answer."""
+        authorizer = self._authorizer
+        assert authorizer is not None
+        version = context.header.api_version
+        request_field = "topic_names" if hasattr(request, "topic_names") else "topics"
+        items: tuple[object, ...] = getattr(request, request_field)
+        denied: list[object] = []
+        if not (
+            operation is AclOperation.CREATE
+            and authorizer.allows_cluster(context, AclOperation.CREATE)
+        ):
+            denied = [
+                item
+                for item in items
+                if (name := self._topic_name(item)) is not None
+                and not authorizer.allows(context, operation, ResourceType.TOPIC, name)
             ]
-        elif isinstance(request, messages.CreatePartitionsRequest):
-            operation = AclOperation.ALTER
-            topics = [topic.name for topic in request.topics]
-        else:
-            return self._forbidden_configs(context, authorizer, request)
-        if all(authorizer.allows(context, operation, ResourceType.TOPIC, name) for name in topics):
-            return None
-        return ErrorCode.topic_authorization_failed
+        if not denied:
+            return await self._send(version, request)
+        refused = _refusal(
+            version,
+            _with_items(request, request_field, tuple(denied)),
+            ErrorCode.topic_authorization_failed,
+        )
+        allowed = tuple(item for item in items if item not in denied)
+        if not allowed:
+            return refused
+        answered = await self._send(version, _with_items(request, request_field, allowed))
+        merged: Payload = _with_items(
+            answered,
+            response_field,
+            getattr(answered, response_field) + getattr(refused, response_field),
+        )
+        return merged
 
     def _config_refusal(
         self, context: RequestContext, resource_type: int, name: str
@@ -339,14 +386,20 @@ class BrokerApis:
         return None
 
     async def _forward(self, context: RequestContext, request: _ForwardedRequest) -> Payload:
+        per_topic = _PER_TOPIC.get(context.header.api_key)
+        if self._authorizer is not None and per_topic is not None:
+            return await self._forward_per_topic(context, request, *per_topic)
         forbidden = self._forbidden(context, request)
         if forbidden is not None:
             return _refusal(context.header.api_version, request, forbidden)
+        return await self._send(context.header.api_version, request)
+
+    async def _send(self, version: int, request: _ForwardedRequest) -> Payload:
         try:
             # The controller answers with the response of the request's own API and version.
             response: Payload = await self._controller.send(
                 request, deadline_s=self._forward_timeout_s, patient=True
             )
         except NoControllerError:
-            return _refusal(context.header.api_version, request, ErrorCode.request_timed_out)
+            return _refusal(version, request, ErrorCode.request_timed_out)
         return response

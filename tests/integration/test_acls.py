@@ -31,6 +31,7 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    NewPartitions,
     NewTopic,
     ResourcePatternType,
     ResourceType,
@@ -404,3 +405,22 @@ def test_a_broker_without_cluster_action_is_not_registered(
         assert lonely.brokers_unfenced(1) is None
     finally:
         lonely.stop_all()
+
+
+def test_topic_admin_requests_are_authorized_per_topic(cluster: Cluster) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for future in admin.create_acls(
+        [binding(ResourceType.TOPIC, "doomed", AclOperation.DELETE)]
+    ).values():
+        future.result(timeout=30)
+    # CREATE on the cluster (ALL) allows every topic.
+    admin.create_topics([NewTopic("doomed", 1, 2)])["doomed"].result(timeout=30)
+    outcomes = admin.delete_topics(["doomed", "orders"], operation_timeout=30)
+    outcomes["doomed"].result(timeout=30)
+    with pytest.raises(KafkaException) as raised:
+        outcomes["orders"].result(timeout=30)
+    assert raised.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    with pytest.raises(KafkaException) as raised:
+        admin.create_partitions([NewPartitions("orders", 2)])["orders"].result(timeout=30)
+    assert raised.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert "orders" in admin.list_topics(timeout=20).topics
