@@ -47,6 +47,7 @@ from kafka.admin import (
     ResourcePatternFilter,
 )
 from kafka.admin import ResourceType as PythonResourceType
+from kafka.errors import SecurityDisabledError
 
 from bench.cluster import Cluster, kraft_executable
 from node.admin_cli import AdminApi
@@ -424,3 +425,29 @@ def test_topic_admin_requests_are_authorized_per_topic(cluster: Cluster) -> None
         admin.create_partitions([NewPartitions("orders", 2)])["orders"].result(timeout=30)
     assert raised.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     assert "orders" in admin.list_topics(timeout=20).topics
+
+
+def test_without_an_authorizer_acl_requests_are_security_disabled_and_all_is_allowed(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    open_cluster = Cluster.combined(tmp_path_factory.mktemp("acls-off"), 1)
+    open_cluster.start_all()
+    try:
+        open_cluster.wait_for("broker unfenced", lambda: open_cluster.brokers_unfenced(1))
+        admin = KafkaAdminClient(
+            bootstrap_servers=open_cluster.bootstrap, request_timeout_ms=30_000
+        )
+        try:
+            pattern = ResourcePattern(PythonResourceType.TOPIC, "t")
+            acl = ACL(ANONYMOUS, "*", ACLOperation.READ, ACLPermissionType.ALLOW, pattern)
+            assert admin.create_acls([acl])["failed"][0].errno == 54  # SECURITY_DISABLED
+            acl_filter = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY, pattern)
+            with pytest.raises(SecurityDisabledError):
+                admin.describe_acls(acl_filter)
+            [(_, _, error)] = admin.delete_acls([acl_filter])
+            assert error.errno == 54
+        finally:
+            admin.close()
+        assert produce(open_cluster, "anything") == [None, None, None]
+    finally:
+        open_cluster.stop_all()
