@@ -253,10 +253,11 @@ class AclIndex:
     a decision looks up the literal name, the wildcard `*` and every prefix of the name.
     """
 
-    __slots__ = ("_acls", "_decisions", "_literal", "_prefix_lengths", "_prefixed")
+    __slots__ = ("_acls", "_decisions", "_ids", "_literal", "_prefix_lengths", "_prefixed")
 
     def __init__(self, acls: Mapping[UUID, AclBinding]) -> None:
         self._acls = acls
+        self._ids = {acl: acl_id for acl_id, acl in acls.items()}
         literal: dict[tuple[ResourceType, str], list[AclBinding]] = {}
         prefixed: dict[tuple[ResourceType, str], list[AclBinding]] = {}
         lengths: dict[ResourceType, set[int]] = {}
@@ -288,7 +289,7 @@ class AclIndex:
 
     def find(self, acl: AclBinding) -> UUID | None:
         """The id of an ACL equal to `acl`, if there is one."""
-        return next((acl_id for acl_id, existing in self._acls.items() if existing == acl), None)
+        return self._ids.get(acl)
 
     def authorize(
         self,
