@@ -12,7 +12,8 @@ nothing is stored for it.
 
 With an authorizer, Kafka's rules: FindCoordinator and DescribeGroups need DESCRIBE on the
 group, the membership APIs and OffsetCommit READ on it (and OffsetCommit READ on each topic),
-OffsetFetch DESCRIBE on it, DeleteGroups and OffsetDelete DELETE; otherwise
+OffsetFetch DESCRIBE on it, DeleteGroups and OffsetDelete DELETE (ListGroups lists only the
+groups the client may DESCRIBE, unless it may DESCRIBE the cluster); otherwise
 GROUP_AUTHORIZATION_FAILED (TOPIC_AUTHORIZATION_FAILED for a topic) and nothing is done.
 """
 
@@ -330,6 +331,12 @@ class GroupApis:
         version = context.header.api_version
         admitted = wire.list_groups_filter(version, request)
         error, groups = self._coordinator.list_groups(admitted)
+        authorizer = self._authorizer
+        if authorizer is not None and not authorizer.allows_cluster(context, AclOperation.DESCRIBE):
+            # As Kafka: without DESCRIBE on the cluster, only the groups the client may describe.
+            groups = [
+                g for g in groups if not self._denied(context, AclOperation.DESCRIBE, g.group_id)
+            ]
         return wire.list_groups_response(version, error, groups)
 
     async def _on_delete_groups(
