@@ -74,7 +74,9 @@ def request(*names: str, every_topic: bool = False) -> Any:
 
 
 def test_every_topic_lists_only_those_the_client_may_describe() -> None:
-    response = metadata_response(IMAGE, 1, "c", 12, request(every_topic=True), access=access(IMAGE))
+    response: Any = metadata_response(
+        IMAGE, 1, "c", 12, request(every_topic=True), access=access(IMAGE)
+    )
     assert [topic.name for topic in response.topics] == ["public"]
     # READ, and the DESCRIBE it implies.
     assert response.topics[0].topic_authorized_operations == (1 << 3) | (1 << 8)
