@@ -226,6 +226,20 @@ class StateCollector(Collector):
         )
 
 
+class _DenialCollector(Collector):
+    """The requests (or items of them) the authorizer denied, read at each scrape."""
+
+    def __init__(self, denials: Callable[[], int]) -> None:
+        self._denials = denials
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(
+            "kraft_authorization_denials",
+            "Authorization decisions that denied an operation since the node started",
+            value=self._denials(),
+        )
+
+
 class NodeMetrics:
     """The node's metrics registry: request statistics and the state read at scrape time."""
 
@@ -234,10 +248,12 @@ class NodeMetrics:
         image: Callable[[], MetadataImage],
         replicas: Callable[[], Sequence[ReplicaState]],
         quorum: Callable[[], QuorumState | None],
+        authorization_denials: Callable[[], int] = lambda: 0,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.requests = RequestStats(self.registry)
         self.registry.register(StateCollector(image, replicas, quorum))
+        self.registry.register(_DenialCollector(authorization_denials))
         self._unclean_recoveries = Counter(
             "kraft_unclean_recoveries",
             "Unclean recoveries (potential data-loss events) in the metadata log this node "

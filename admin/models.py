@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -478,3 +479,77 @@ class Event(BaseModel):
         default=None, description="reassignment events: the replicas the move is removing"
     )
     detail: str | None = None
+
+
+class AclResourceType(StrEnum):
+    """The resource types an ACL names (Kafka's)."""
+
+    TOPIC = "TOPIC"
+    GROUP = "GROUP"
+    CLUSTER = "CLUSTER"
+    TRANSACTIONAL_ID = "TRANSACTIONAL_ID"
+    DELEGATION_TOKEN = "DELEGATION_TOKEN"
+    USER = "USER"
+
+
+class AclPatternType(StrEnum):
+    """LITERAL names one resource (`*`: all of its type); PREFIXED every name with the prefix."""
+
+    LITERAL = "LITERAL"
+    PREFIXED = "PREFIXED"
+
+
+class AclOperationName(StrEnum):
+    """The operations an ACL allows or denies (Kafka's)."""
+
+    ALL = "ALL"
+    READ = "READ"
+    WRITE = "WRITE"
+    CREATE = "CREATE"
+    DELETE = "DELETE"
+    ALTER = "ALTER"
+    DESCRIBE = "DESCRIBE"
+    CLUSTER_ACTION = "CLUSTER_ACTION"
+    DESCRIBE_CONFIGS = "DESCRIBE_CONFIGS"
+    ALTER_CONFIGS = "ALTER_CONFIGS"
+    IDEMPOTENT_WRITE = "IDEMPOTENT_WRITE"
+    CREATE_TOKENS = "CREATE_TOKENS"
+    DESCRIBE_TOKENS = "DESCRIBE_TOKENS"
+
+
+class AclPermission(StrEnum):
+    """Whether an ACL allows or denies (a DENY wins over every ALLOW)."""
+
+    ALLOW = "ALLOW"
+    DENY = "DENY"
+
+
+class Acl(BaseModel):
+    """One ACL (POST /v1/acls creates it; GET lists them): a principal from a host may, or may
+    not, do an operation on the resources of a pattern. The CLUSTER resource is named
+    `kafka-cluster`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    resource_type: AclResourceType
+    resource_name: str = Field(min_length=1, max_length=32_767)
+    pattern_type: AclPatternType = AclPatternType.LITERAL
+    principal: str = Field(pattern=r"^[^:]+:.+$", description="type:name, e.g. User:alice, User:*")
+    host: str = Field(default="*", min_length=1, description="the client's address, or *")
+    operation: AclOperationName
+    permission: AclPermission = AclPermission.ALLOW
+
+
+class AclFilter(BaseModel):
+    """DELETE /v1/acls: the ACLs to delete; an absent field matches every ACL, and pattern type
+    MATCH every pattern that applies to `resource_name`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    resource_type: AclResourceType | None = None
+    resource_name: str | None = None
+    pattern_type: AclPatternType | Literal["MATCH"] | None = None
+    principal: str | None = None
+    host: str | None = None
+    operation: AclOperationName | None = None
+    permission: AclPermission | None = None

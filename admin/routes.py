@@ -7,9 +7,20 @@ from typing import Any
 
 from aiohttp import web
 
-from admin.handlers import brokers, cluster, elections, events, reassignments, rebalance, topics
+from admin.handlers import (
+    acls,
+    brokers,
+    cluster,
+    elections,
+    events,
+    reassignments,
+    rebalance,
+    topics,
+)
 from admin.models import (
     TOPIC_NAME_PATTERN,
+    Acl,
+    AclFilter,
     AddPartitions,
     AlterConfigs,
     Broker,
@@ -50,6 +61,29 @@ _PARTITION = PathParam(
 )
 
 ROUTES: tuple[Route, ...] = (
+    Route("GET", "/v1/acls", acls.list_acls, "every ACL", Acl, response_is_list=True),
+    Route(
+        "POST",
+        "/v1/acls",
+        acls.create_acl,
+        "create an ACL (refused when no authorizer is configured)",
+        Acl,
+        status=201,
+        body=Acl,
+        errors=(503,),
+        mutation=True,
+    ),
+    Route(
+        "DELETE",
+        "/v1/acls",
+        acls.delete_acls,
+        "delete every ACL the filter matches; answers the ACLs deleted",
+        Acl,
+        response_is_list=True,
+        body=AclFilter,
+        errors=(503,),
+        mutation=True,
+    ),
     Route("GET", "/v1/health/live", cluster.live, "the process is up", Health),
     Route(
         "GET",

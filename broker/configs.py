@@ -20,7 +20,7 @@ Pure: functions of the metadata image, this node's settings and the request.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,9 +84,15 @@ class _ResourceError(Exception):
 
 
 def describe_configs_response(
-    image: MetadataImage, broker: BrokerSettings, version: int, request: Any
+    image: MetadataImage,
+    broker: BrokerSettings,
+    version: int,
+    request: Any,
+    refusal: Callable[[int, str], ErrorCode | None] | None = None,
 ) -> Any:
-    """The DescribeConfigsResponse of `version` to `request`, one result per resource asked."""
+    """The DescribeConfigsResponse of `version` to `request`, one result per resource asked;
+    `refusal(resource type, name)` gives the authorization error of a resource the client
+    may not describe (None: it may)."""
     schema = response_schema(ApiKey.DESCRIBE_CONFIGS, version)
     assert schema is not None
     result_type = field_entity_type(schema, "results")
@@ -97,7 +103,12 @@ def describe_configs_response(
         keys = resource.configuration_keys
         error_code, message = ErrorCode.none, None
         entries: list[_Described] = []
+        refused = (
+            None if refusal is None else refusal(resource.resource_type, resource.resource_name)
+        )
         try:
+            if refused is not None:
+                raise _ResourceError(refused, "Authorization failed.")
             described = _describe(image, broker, resource.resource_type, resource.resource_name)
             entries = [entry for entry in described if keys is None or entry.name in keys]
         except _ResourceError as error:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeAlias, TypeVar
 from uuid import UUID
 
@@ -48,6 +48,7 @@ from broker.replica_manager import (
     ProduceResult,
     ReplicaManager,
 )
+from controller.acls import AclOperation, Authorizer, ResourceType
 from controller.topics import INTERNAL_TOPICS
 from net import messages
 from net.api_keys import ApiKey
@@ -152,8 +153,10 @@ class _OffsetQuery(typing.Protocol):
 class DataApis:
     """Produce and Fetch over `replicas`."""
 
-    def __init__(self, replicas: ReplicaManager) -> None:
+    def __init__(self, replicas: ReplicaManager, authorizer: Authorizer | None = None) -> None:
         self._replicas = replicas
+        # None: no authorizer, every request is allowed (one attribute check per request).
+        self._authorizer = authorizer
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(
@@ -182,6 +185,29 @@ class DataApis:
             max_version=LIST_OFFSETS_VERSIONS[1],
         )
 
+    def _denied_topics(
+        self,
+        context: RequestContext,
+        operation: AclOperation,
+        topics: Sequence[str],
+        *,
+        from_replica: bool = False,
+    ) -> set[str]:
+        """The topics of `topics` the sender may not do `operation` on (none without an
+        authorizer); a replica's request needs CLUSTER_ACTION on the cluster instead."""
+        authorizer = self._authorizer
+        if authorizer is None:
+            return set()
+        if from_replica:
+            if authorizer.allows_cluster(context, AclOperation.CLUSTER_ACTION):
+                return set()
+            return set(topics)
+        return {
+            topic
+            for topic in set(topics)
+            if not authorizer.allows(context, operation, ResourceType.TOPIC, topic)
+        }
+
     # -- OffsetForLeaderEpoch ----------------------------------------------------------------------
 
     def _on_offset_for_leader_epoch(
@@ -191,7 +217,22 @@ class DataApis:
         topic_type = field_entity_type(schema, "topics")
         partition_type = field_entity_type(topic_type, "partitions")
 
+        denied = self._denied_topics(
+            context,
+            AclOperation.DESCRIBE,
+            [topic.topic for topic in request.topics],
+            from_replica=getattr(request, "replica_id", -1) >= 0,
+        )
+
         def answer(topic: str, partition: _EpochQuery) -> object:
+            if topic in denied:
+                return make_entity(
+                    partition_type,
+                    error_code=ErrorCode.topic_authorization_failed,
+                    partition=partition.partition,
+                    leader_epoch=-1,
+                    end_offset=-1,
+                )
             error, epoch, end_offset = self._replicas.end_offset_for_epoch(
                 topic, partition.partition, partition.current_leader_epoch, partition.leader_epoch
             )
@@ -217,7 +258,23 @@ class DataApis:
         topic_type = field_entity_type(schema, "topics")
         partition_type = field_entity_type(topic_type, "partitions")
 
+        denied = self._denied_topics(
+            context,
+            AclOperation.DESCRIBE,
+            [topic.name for topic in request.topics],
+            from_replica=request.replica_id >= 0,
+        )
+
         def answer(topic: str, partition: _OffsetQuery) -> object:
+            if topic in denied:
+                return make_entity(
+                    partition_type,
+                    partition_index=partition.partition_index,
+                    error_code=ErrorCode.topic_authorization_failed,
+                    timestamp=-1,
+                    offset=-1,
+                    leader_epoch=-1,
+                )
             error, found = self._replicas.list_offset(
                 topic,
                 partition.partition_index,
@@ -256,7 +313,12 @@ class DataApis:
             answers = [ProduceResult(ErrorCode.invalid_required_acks)] * len(partitions)
         else:
             timeout_ms = round(request.timeout.total_seconds() * 1000)
-            if any(topic in INTERNAL_TOPICS for topic, _, _ in partitions):
+            authorizer = self._authorizer
+            if authorizer is not None:
+                answers = await self._produce_authorized(
+                    authorizer, context, request, acks, timeout_ms, partitions
+                )
+            elif any(topic in INTERNAL_TOPICS for topic, _, _ in partitions):
                 answers = await self._produce_except_internal(acks, timeout_ms, partitions)
             else:
                 answers = await self._replicas.produce(acks, timeout_ms, partitions)
@@ -305,6 +367,43 @@ class DataApis:
             throttle_time=NO_THROTTLE,
         )
 
+    async def _produce_authorized(
+        self,
+        authorizer: Authorizer,
+        context: RequestContext,
+        request: messages.ProduceRequest,
+        acks: int,
+        timeout_ms: int,
+        partitions: Sequence[tuple[str, int, bytes | None]],
+    ) -> list[ProduceResult]:
+        """As Kafka: a transactional producer needs WRITE on its transactional id (else every
+        partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and each topic WRITE (else its
+        partitions are TOPIC_AUTHORIZATION_FAILED and nothing is written to them)."""
+        transactional_id = getattr(request, "transactional_id", None)
+        if transactional_id is not None and not authorizer.allows(
+            context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+        ):
+            return [ProduceResult(ErrorCode.transactional_id_authorization_failed)] * len(
+                partitions
+            )
+        writable = {
+            topic: authorizer.allows(context, AclOperation.WRITE, ResourceType.TOPIC, topic)
+            for topic in {topic for topic, _, _ in partitions}
+        }
+        allowed = [entry for entry in partitions if writable[entry[0]]]
+        if not allowed:
+            appended: Iterator[ProduceResult] = iter(())
+        elif any(topic in INTERNAL_TOPICS for topic, _, _ in allowed):
+            appended = iter(await self._produce_except_internal(acks, timeout_ms, allowed))
+        else:
+            appended = iter(await self._replicas.produce(acks, timeout_ms, allowed))
+        return [
+            next(appended)
+            if writable[topic]
+            else ProduceResult(ErrorCode.topic_authorization_failed)
+            for topic, _, _ in partitions
+        ]
+
     async def _produce_except_internal(
         self, acks: int, timeout_ms: int, partitions: Sequence[tuple[str, int, bytes | None]]
     ) -> list[ProduceResult]:
@@ -349,10 +448,13 @@ class DataApis:
         # (topic name or None when the id is unknown, topic id, partition index)
         asked: list[tuple[str | None, UUID | None, int]] = []
         known: list[FetchPartition] = []
+        denied: set[str] = set()
+        if self._authorizer is not None:
+            denied = self._fetch_denied(context, replica_id, topics)
         for name, topic_id, partitions in topics:
             for partition in partitions:
                 asked.append((name, topic_id, partition.partition))
-                if name is not None:
+                if name is not None and name not in denied:
                     known.append(_fetch_partition(name, partition, from_follower=replica_id >= 0))
         fetched = iter(
             await self._replicas.fetch(
@@ -365,10 +467,35 @@ class DataApis:
             )
         )
         results = [
-            next(fetched) if name is not None else FetchResult(ErrorCode.unknown_topic_id)
+            FetchResult(ErrorCode.unknown_topic_id)
+            if name is None
+            else FetchResult(ErrorCode.topic_authorization_failed)
+            if name in denied
+            else next(fetched)
             for name, _, _ in asked
         ]
         return PreEncodedResponse(encode_fetch_response(_fetch_response(version, asked, results)))
+
+    def _fetch_denied(
+        self,
+        context: RequestContext,
+        replica_id: int,
+        topics: Sequence[tuple[str | None, UUID | None, object]],
+    ) -> set[str]:
+        """The topics of a fetch its sender may not read: every one for a follower without
+        CLUSTER_ACTION on the cluster, else those without READ (Kafka's rules)."""
+        authorizer = self._authorizer
+        assert authorizer is not None
+        names = {name for name, _, _ in topics if name is not None}
+        if replica_id >= 0:
+            if authorizer.allows_cluster(context, AclOperation.CLUSTER_ACTION):
+                return set()
+            return names
+        return {
+            name
+            for name in names
+            if not authorizer.allows(context, AclOperation.READ, ResourceType.TOPIC, name)
+        }
 
 
 class _FetchedPartition(typing.Protocol):

@@ -11,8 +11,11 @@ controller answers in time, those requests get REQUEST_TIMED_OUT.
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
 from collections.abc import Callable
-from typing import TypeAlias
+from functools import partial
+from typing import Any, TypeAlias
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Payload
@@ -20,15 +23,20 @@ from kio.static.protocol import Payload
 from broker.auto_topic_creation import AutoTopicCreation
 from broker.configs import DESCRIBE_CONFIGS_VERSIONS, BrokerSettings, describe_configs_response
 from broker.metadata_api import (
+    CLUSTER_AUTHORIZED_OPERATIONS,
     DESCRIBE_CLUSTER_VERSIONS,
     METADATA_VERSIONS,
+    MetadataAccess,
+    describe_cluster_error,
     describe_cluster_response,
     metadata_response,
     topics_to_create,
 )
-from controller import wire
+from controller import acl_wire, wire
+from controller.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
 from controller.client import ControllerClient, NoControllerError
 from controller.image import MetadataImage
+from controller.records import ConfigResourceType
 from net import messages
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
@@ -57,11 +65,44 @@ _ForwardedRequest: TypeAlias = (
     | messages.AlterPartitionReassignmentsRequest
     | messages.ListPartitionReassignmentsRequest
     | messages.UnregisterBrokerRequest
+    | messages.CreateAclsRequest
+    | messages.DeleteAclsRequest
 )
+
+# The cluster operation each forwarded cluster-wide API needs (Kafka's ControllerApis).
+_CLUSTER_OPERATIONS: dict[int, AclOperation] = {
+    ApiKey.ELECT_LEADERS: AclOperation.ALTER,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: AclOperation.ALTER,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: AclOperation.DESCRIBE,
+    ApiKey.UNREGISTER_BROKER: AclOperation.ALTER,
+    ApiKey.CREATE_ACLS: AclOperation.ALTER,
+    ApiKey.DELETE_ACLS: AclOperation.ALTER,
+}
+
+# The topic APIs authorized per topic: the operation, and the response's list of topics.
+_PER_TOPIC: dict[int, tuple[AclOperation, str]] = {
+    ApiKey.CREATE_TOPICS: (AclOperation.CREATE, "topics"),
+    ApiKey.DELETE_TOPICS: (AclOperation.DELETE, "responses"),
+    ApiKey.CREATE_PARTITIONS: (AclOperation.ALTER, "results"),
+}
+_NO_TOPIC_ID = uuid.UUID(int=0)
+
+
+def _with_items(message: Any, field: str, items: tuple[object, ...]) -> Any:
+    """`message` (a kio request or response) with its list `field` replaced by `items`."""
+    return dataclasses.replace(message, **{field: items})
 
 
 def _refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payload:
     """The response to a forwarded `request` refusing every item of it with `error`."""
+    if isinstance(request, messages.CreateAclsRequest):
+        return acl_wire.create_acls_error(version, request, error, None)
+    if isinstance(request, messages.DeleteAclsRequest):
+        return acl_wire.delete_acls_error(version, request, error, None)
+    return _topic_api_refusal(version, request, error)
+
+
+def _topic_api_refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payload:
     if isinstance(request, messages.CreateTopicsRequest):
         return wire.create_topics_error(version, request, error)
     if isinstance(request, messages.DeleteTopicsRequest):
@@ -96,6 +137,7 @@ class BrokerApis:
         *,
         auto_creation: AutoTopicCreation | None = None,
         forward_timeout_s: float = 30.0,
+        authorizer: Authorizer | None = None,
     ) -> None:
         self._broker_id = broker_id
         self._cluster_id = cluster_id
@@ -104,6 +146,7 @@ class BrokerApis:
         self._forward_timeout_s = forward_timeout_s
         self._settings = settings
         self._auto_creation = auto_creation
+        self._authorizer = authorizer
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(
@@ -124,6 +167,19 @@ class BrokerApis:
             min_version=DESCRIBE_CONFIGS_VERSIONS[0],
             max_version=DESCRIBE_CONFIGS_VERSIONS[1],
         )
+        registry.register(
+            ApiKey.DESCRIBE_ACLS,
+            self._on_describe_acls,
+            min_version=acl_wire.ACL_VERSIONS[0],
+            max_version=acl_wire.ACL_VERSIONS[1],
+        )
+        for api_key in (ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):
+            registry.register(
+                api_key,
+                self._forward,
+                min_version=acl_wire.ACL_VERSIONS[0],
+                max_version=acl_wire.ACL_VERSIONS[1],
+            )
         for served in wire.SERVED:
             if served.api_key in _FORWARDED:
                 registry.register(
@@ -137,39 +193,213 @@ class BrokerApis:
         self, context: RequestContext, request: messages.MetadataRequest
     ) -> messages.MetadataResponse:
         image = self._image()
+        access = self._metadata_access(context)
         creating: list[str] = []
         if self._auto_creation is not None:
             creating = topics_to_create(image, request)
+            if access is not None and not access.allows(
+                AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME
+            ):
+                creating = [
+                    name
+                    for name in creating
+                    if access.allows(AclOperation.CREATE, ResourceType.TOPIC, name)
+                ]
             self._auto_creation.create(creating)
         return metadata_response(
-            image, self._broker_id, self._cluster_id, context.header.api_version, request, creating
+            image,
+            self._broker_id,
+            self._cluster_id,
+            context.header.api_version,
+            request,
+            creating,
+            access,
+        )
+
+    def _metadata_access(self, context: RequestContext) -> MetadataAccess | None:
+        authorizer = self._authorizer
+        if authorizer is None:
+            return None
+        return MetadataAccess(
+            partial(authorizer.allows, context),
+            partial(authorizer.authorized_operations, context),
         )
 
     def _on_describe_cluster(
         self, context: RequestContext, request: messages.DescribeClusterRequest
     ) -> messages.DescribeClusterResponse:
+        version = context.header.api_version
+        authorizer = self._authorizer
+        if authorizer is not None and not authorizer.allows_cluster(context, AclOperation.DESCRIBE):
+            return describe_cluster_error(version, ErrorCode.cluster_authorization_failed)
         return describe_cluster_response(
             self._image(),
             self._broker_id,
             self._cluster_id,
-            context.header.api_version,
+            version,
             include_cluster_authorized_operations=request.include_cluster_authorized_operations,
+            cluster_operations=CLUSTER_AUTHORIZED_OPERATIONS
+            if authorizer is None
+            else authorizer.authorized_operations(context, ResourceType.CLUSTER, CLUSTER_NAME),
         )
 
     def _on_describe_configs(
         self, context: RequestContext, request: messages.DescribeConfigsRequest
     ) -> messages.DescribeConfigsResponse:
         response: messages.DescribeConfigsResponse = describe_configs_response(
-            self._image(), self._settings, context.header.api_version, request
+            self._image(),
+            self._settings,
+            context.header.api_version,
+            request,
+            None if self._authorizer is None else partial(self._config_refusal, context),
         )
         return response
 
+    def _on_describe_acls(
+        self, context: RequestContext, request: messages.DescribeAclsRequest
+    ) -> messages.DescribeAclsResponse:
+        version = context.header.api_version
+        if self._authorizer is None:
+            return acl_wire.describe_acls_response(
+                version, (), ErrorCode.security_disabled, "No Authorizer is configured."
+            )
+        if not self._authorizer.allows_cluster(context, AclOperation.DESCRIBE):
+            return acl_wire.describe_acls_response(
+                version, (), ErrorCode.cluster_authorization_failed
+            )
+        acl_filter = acl_wire.acl_filter(request)
+        try:
+            acl_filter.validate()
+        except ValueError as error:
+            return acl_wire.describe_acls_response(
+                version, (), ErrorCode.invalid_request, str(error)
+            )
+        return acl_wire.describe_acls_response(
+            version, (acl for _, acl in self._image().acls.matching(acl_filter))
+        )
+
+    def _forbidden(self, context: RequestContext, request: _ForwardedRequest) -> ErrorCode | None:
+        """The authorization error refusing a forwarded request, if its sender may not make it.
+
+        Checked here, on the broker the client talks to, as the controller sees the broker's
+        connection and not the client's (Kafka forwards the principal in an envelope). An
+        AlterConfigs naming several resources is refused whole when any of them is not
+        authorized.
+        """
+        authorizer = self._authorizer
+        if authorizer is None:
+            return None
+        api_key = context.header.api_key
+        operation = _CLUSTER_OPERATIONS.get(api_key)
+        if operation is not None:
+            if authorizer.allows_cluster(context, operation):
+                return None
+            return ErrorCode.cluster_authorization_failed
+        return self._forbidden_configs(context, authorizer, request)
+
+    def _topic_name(self, item: object) -> str | None:
+        """The name of a topic a request names, by name or (DeleteTopics v6) by id."""
+        if isinstance(item, str):
+            return item
+        name = getattr(item, "name", None)
+        if name is not None:
+            return str(name)
+        topic = self._image().topics.get(getattr(item, "topic_id", None) or _NO_TOPIC_ID)
+        return None if topic is None else topic.name
+
+    async def _forward_per_topic(
+        self,
+        context: RequestContext,
+        request: _ForwardedRequest,
+        operation: AclOperation,
+        response_field: str,
+    ) -> Payload:
+        """A topic API with an authorizer, answered per topic as Kafka does: the topics the
+        sender may not `operation` are TOPIC_AUTHORIZATION_FAILED, the others are forwarded.
+        A topic named by an id that does not exist is the controller's to answer."""
+        authorizer = self._authorizer
+        assert authorizer is not None
+        version = context.header.api_version
+        request_field = "topic_names" if hasattr(request, "topic_names") else "topics"
+        items: tuple[object, ...] = getattr(request, request_field)
+        denied: list[object] = []
+        if not (
+            operation is AclOperation.CREATE
+            and authorizer.allows_cluster(context, AclOperation.CREATE)
+        ):
+            denied = [
+                item
+                for item in items
+                if (name := self._topic_name(item)) is not None
+                and not authorizer.allows(context, operation, ResourceType.TOPIC, name)
+            ]
+        if not denied:
+            return await self._send(version, request)
+        refused = _refusal(
+            version,
+            _with_items(request, request_field, tuple(denied)),
+            ErrorCode.topic_authorization_failed,
+        )
+        allowed = tuple(item for item in items if item not in denied)
+        if not allowed:
+            return refused
+        answered = await self._send(version, _with_items(request, request_field, allowed))
+        merged: Payload = _with_items(
+            answered,
+            response_field,
+            getattr(answered, response_field) + getattr(refused, response_field),
+        )
+        return merged
+
+    def _config_refusal(
+        self, context: RequestContext, resource_type: int, name: str
+    ) -> ErrorCode | None:
+        """DescribeConfigs: DESCRIBE_CONFIGS on the topic, or on the cluster for a broker."""
+        authorizer = self._authorizer
+        assert authorizer is not None
+        if resource_type == ConfigResourceType.TOPIC:
+            if authorizer.allows(context, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
+                return None
+            return ErrorCode.topic_authorization_failed
+        if authorizer.allows_cluster(context, AclOperation.DESCRIBE_CONFIGS):
+            return None
+        return ErrorCode.cluster_authorization_failed
+
+    @staticmethod
+    def _forbidden_configs(
+        context: RequestContext, authorizer: Authorizer, request: _ForwardedRequest
+    ) -> ErrorCode | None:
+        if not isinstance(
+            request, messages.IncrementalAlterConfigsRequest | messages.AlterConfigsRequest
+        ):
+            return None
+        for resource in request.resources:
+            if int(resource.resource_type) == ConfigResourceType.TOPIC:
+                if not authorizer.allows(
+                    context, AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, resource.resource_name
+                ):
+                    return ErrorCode.topic_authorization_failed
+            elif not authorizer.allows(
+                context, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME
+            ):
+                return ErrorCode.cluster_authorization_failed
+        return None
+
     async def _forward(self, context: RequestContext, request: _ForwardedRequest) -> Payload:
+        per_topic = _PER_TOPIC.get(context.header.api_key)
+        if self._authorizer is not None and per_topic is not None:
+            return await self._forward_per_topic(context, request, *per_topic)
+        forbidden = self._forbidden(context, request)
+        if forbidden is not None:
+            return _refusal(context.header.api_version, request, forbidden)
+        return await self._send(context.header.api_version, request)
+
+    async def _send(self, version: int, request: _ForwardedRequest) -> Payload:
         try:
             # The controller answers with the response of the request's own API and version.
             response: Payload = await self._controller.send(
                 request, deadline_s=self._forward_timeout_s, patient=True
             )
         except NoControllerError:
-            return _refusal(context.header.api_version, request, ErrorCode.request_timed_out)
+            return _refusal(version, request, ErrorCode.request_timed_out)
         return response

@@ -9,6 +9,9 @@ Pure: a function of the image, this broker's id and the request. As Kafka's KRaf
 - Per partition: leader (LEADER_NOT_AVAILABLE while it has none), leader epoch, replicas, ISR,
   and offline replicas (replicas on brokers that are fenced or not registered).
 - The cluster id is answered (v2 on).
+- With an authorizer (`access`), only the topics the client may DESCRIBE are listed; one it
+  names without that right is TOPIC_AUTHORIZATION_FAILED, and the authorized-operations
+  fields are the client's allowed operations.
 - A topic asked for by an invalid name (Kafka's `Topic.validate`) is INVALID_TOPIC_EXCEPTION.
 - Topics asked for that do not exist are UNKNOWN_TOPIC_OR_PARTITION, except those being created
   automatically for this request (`topics_to_create`), which are LEADER_NOT_AVAILABLE until they
@@ -20,6 +23,7 @@ from __future__ import annotations
 import typing
 import uuid
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 from typing import TypeAlias
 
 from kio.schema.errors import ErrorCode
@@ -27,6 +31,7 @@ from kio.schema.metadata import v10 as metadata_v10
 from kio.schema.metadata import v11 as metadata_v11
 from kio.schema.metadata import v12 as metadata_v12
 
+from controller.acls import CLUSTER_NAME, AclOperation, ResourceType
 from controller.image import MetadataImage, TopicImage
 from controller.topics import (
     CLUSTER_METADATA_TOPIC,
@@ -77,6 +82,15 @@ class _AskedTopic(typing.Protocol):
 _TopicEntity: TypeAlias = Callable[[str | None, uuid.UUID, TopicImage | None, ErrorCode], object]
 
 
+@dataclass(frozen=True, slots=True)
+class MetadataAccess:
+    """What the client of a request may see: `allows(operation, resource type, name)` and
+    `operations(resource type, name)`, its authorized-operations bitfield."""
+
+    allows: Callable[[AclOperation, ResourceType, str], bool]
+    operations: Callable[[ResourceType, str], int]
+
+
 def _live_brokers(image: MetadataImage) -> list[tuple[int, str, int, str | None]]:
     """(id, host, port, rack) of each unfenced broker with a client listener."""
     live = []
@@ -125,6 +139,7 @@ def metadata_response(
     version: int,
     request: messages.MetadataRequest,
     creating: Collection[str] = (),
+    access: MetadataAccess | None = None,
 ) -> messages.MetadataResponse:
     """The MetadataResponse of `version` to `request`, naming the cluster `cluster_id` (v2+;
     librdkafka's DescribeCluster reads it from there); `creating`: the topics asked for that
@@ -136,16 +151,26 @@ def metadata_response(
     live = _live_brokers(image)
     live_ids = {broker[0] for broker in live}
     # The versions without these fields (v0-v7; v11+ for the cluster's) never ask.
-    topic_operations = (
-        TOPIC_AUTHORIZED_OPERATIONS
-        if getattr(request, "include_topic_authorized_operations", False)
-        else _NO_AUTHORIZED_OPERATIONS
-    )
+    include_topic_operations = getattr(request, "include_topic_authorized_operations", False)
     cluster_operations = (
-        CLUSTER_AUTHORIZED_OPERATIONS
+        (
+            CLUSTER_AUTHORIZED_OPERATIONS
+            if access is None
+            else access.operations(ResourceType.CLUSTER, CLUSTER_NAME)
+        )
         if getattr(request, "include_cluster_authorized_operations", False)
         else _NO_AUTHORIZED_OPERATIONS
     )
+
+    def topic_operations(name: str | None) -> int:
+        if not include_topic_operations:
+            return _NO_AUTHORIZED_OPERATIONS
+        if access is None:
+            return TOPIC_AUTHORIZED_OPERATIONS
+        return 0 if name is None else access.operations(ResourceType.TOPIC, name)
+
+    def describes(name: str) -> bool:
+        return access is None or access.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
 
     def topic_entity(
         name: str | None, topic_id: uuid.UUID, topic: TopicImage | None, error: ErrorCode
@@ -176,11 +201,13 @@ def metadata_response(
             topic_id=topic_id,
             is_internal=name in INTERNAL_TOPICS,
             partitions=partitions,
-            topic_authorized_operations=topic_operations,
+            topic_authorized_operations=topic_operations(name),
         )
 
     def known(name: str) -> object:
         topic = image.topic(name)
+        if not describes(name) and name not in creating:
+            return topic_entity(name, _ZERO_UUID, None, ErrorCode.topic_authorization_failed)
         if topic is None:
             if name in creating:
                 error = ErrorCode.leader_not_available
@@ -195,7 +222,7 @@ def metadata_response(
     # v0 has no null: an empty list means every topic, as a null does from v1 on.
     topics: Iterable[object]
     if asked is None or (version == 0 and not asked):
-        topics = (known(name) for name in sorted(image.topic_ids))
+        topics = (known(name) for name in sorted(image.topic_ids) if describes(name))
     else:
         topics = (_asked_topic(image, item, known, topic_entity) for item in asked)
     return make_entity(
@@ -224,7 +251,7 @@ def _asked_topic(
     topic = image.topics.get(topic_id)
     if topic is None:
         return topic_entity(None, topic_id, None, ErrorCode.unknown_topic_id)
-    return topic_entity(topic.name, topic_id, topic, ErrorCode.none)
+    return known(topic.name)
 
 
 def describe_cluster_response(
@@ -234,9 +261,11 @@ def describe_cluster_response(
     version: int,
     *,
     include_cluster_authorized_operations: bool = False,
+    cluster_operations: int = CLUSTER_AUTHORIZED_OPERATIONS,
 ) -> messages.DescribeClusterResponse:
     """DescribeClusterResponse: the live brokers, with this broker as the controller, and the
-    cluster's authorized operations when asked for (every one, as there are no ACLs)."""
+    cluster's authorized operations when asked for (`cluster_operations`: every one unless an
+    authorizer says otherwise)."""
     schema = messages.DESCRIBE_CLUSTER_RESPONSES[version]
     broker_type = field_entity_type(schema, "brokers")
     return make_entity(
@@ -251,7 +280,23 @@ def describe_cluster_response(
             make_entity(broker_type, broker_id=node_id, host=host, port=port, rack=rack)
             for node_id, host, port, rack in _live_brokers(image)
         ),
-        cluster_authorized_operations=CLUSTER_AUTHORIZED_OPERATIONS
+        cluster_authorized_operations=cluster_operations
         if include_cluster_authorized_operations
         else _NO_AUTHORIZED_OPERATIONS,
+    )
+
+
+def describe_cluster_error(version: int, error: ErrorCode) -> messages.DescribeClusterResponse:
+    """DescribeClusterResponse refusing the request with `error`."""
+    schema = messages.DESCRIBE_CLUSTER_RESPONSES[version]
+    return make_entity(
+        schema,
+        throttle_time=NO_THROTTLE,
+        error_code=error,
+        error_message=None,
+        endpoint_type=1,
+        cluster_id="",
+        controller_id=-1,
+        brokers=(),
+        cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS,
     )

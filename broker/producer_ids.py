@@ -16,6 +16,7 @@ import structlog
 from kio.schema.allocate_producer_ids import v0 as allocate_producer_ids_v0
 from kio.schema.errors import ErrorCode
 
+from controller.acls import AclOperation, Authorizer, ResourceType
 from controller.client import ControllerClient, NoControllerError
 from net import messages
 from net.api_keys import ApiKey
@@ -71,8 +72,9 @@ class ProducerIdBlocks:
 class InitProducerIdApi:
     """InitProducerId on the client listener."""
 
-    def __init__(self, blocks: ProducerIdBlocks) -> None:
+    def __init__(self, blocks: ProducerIdBlocks, authorizer: Authorizer | None = None) -> None:
         self._blocks = blocks
+        self._authorizer = authorizer
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(
@@ -100,6 +102,15 @@ class InitProducerIdApi:
 
         if request.transactional_id is not None:
             return answer(ErrorCode.invalid_request)
+        # As Kafka: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on
+        # some topic.
+        authorizer = self._authorizer
+        if not (
+            authorizer is None
+            or authorizer.allows_cluster(context, AclOperation.IDEMPOTENT_WRITE)
+            or authorizer.allows_any(context, AclOperation.WRITE, ResourceType.TOPIC)
+        ):
+            return answer(ErrorCode.cluster_authorization_failed)
         try:
             producer_id = await self._blocks.next_id()
         except (NoControllerError, RuntimeError) as error:

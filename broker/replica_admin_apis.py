@@ -18,6 +18,7 @@ import asyncio
 from kio.schema.errors import ErrorCode
 
 from broker.replica_manager import ReplicaManager
+from controller.acls import AclOperation, Authorizer, ResourceType
 from net import messages
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
@@ -29,10 +30,22 @@ DESCRIBE_PRODUCERS_VERSIONS = (0, 0)
 
 
 class ReplicaAdminApis:
-    """DeleteRecords, DescribeLogDirs and DescribeProducers over `replicas`."""
+    """DeleteRecords, DescribeLogDirs and DescribeProducers over `replicas`.
 
-    def __init__(self, replicas: ReplicaManager) -> None:
+    With an authorizer, Kafka's rules: DeleteRecords needs DELETE on each topic and
+    DescribeProducers READ (else TOPIC_AUTHORIZATION_FAILED for its partitions),
+    DescribeLogDirs DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
+    """
+
+    def __init__(self, replicas: ReplicaManager, authorizer: Authorizer | None = None) -> None:
         self._replicas = replicas
+        self._authorizer = authorizer
+
+    def _denied(self, context: RequestContext, operation: AclOperation, topic: str) -> bool:
+        authorizer = self._authorizer
+        return authorizer is not None and not authorizer.allows(
+            context, operation, ResourceType.TOPIC, topic
+        )
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(
@@ -63,9 +76,12 @@ class ReplicaAdminApis:
         timeout_ms = max(0, round(request.timeout.total_seconds() * 1000))
 
         async def answer(topic: str, partition_index: int, offset: int) -> object:
-            error, low_watermark = await self._replicas.delete_records(
-                topic, partition_index, offset, timeout_ms
-            )
+            if self._denied(context, AclOperation.DELETE, topic):
+                error, low_watermark = ErrorCode.topic_authorization_failed, -1
+            else:
+                error, low_watermark = await self._replicas.delete_records(
+                    topic, partition_index, offset, timeout_ms
+                )
             return make_entity(
                 partition_type,
                 partition_index=partition_index,
@@ -93,6 +109,14 @@ class ReplicaAdminApis:
         result_type = field_entity_type(schema, "results")
         topic_type = field_entity_type(result_type, "topics")
         partition_type = field_entity_type(topic_type, "partitions")
+        authorizer = self._authorizer
+        if authorizer is not None and not authorizer.allows_cluster(context, AclOperation.DESCRIBE):
+            return make_entity(
+                schema,
+                throttle_time=NO_THROTTLE,
+                error_code=ErrorCode.cluster_authorization_failed,
+                results=(),
+            )
         asked: dict[str, set[int]] | None = None
         if request.topics is not None:
             asked = {}
@@ -139,7 +163,11 @@ class ReplicaAdminApis:
         producer_type = field_entity_type(partition_type, "active_producers")
 
         def answer(topic: str, partition_index: int) -> object:
-            error, producers = self._replicas.active_producers(topic, partition_index)
+            error, producers = (
+                (ErrorCode.topic_authorization_failed, [])
+                if self._denied(context, AclOperation.READ, topic)
+                else self._replicas.active_producers(topic, partition_index)
+            )
             return make_entity(
                 partition_type,
                 partition_index=partition_index,

@@ -30,8 +30,10 @@ from uuid import UUID
 
 import structlog
 
+from controller.acls import EMPTY_INDEX, AclBinding, AclIndex
 from controller.partition_state import PartitionState
 from controller.records import (
+    AccessControlEntryRecord,
     BrokerEndpoint,
     BrokerFeature,
     BrokerRegistrationChangeRecord,
@@ -45,6 +47,7 @@ from controller.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     UncleanRecoveryRecord,
@@ -153,7 +156,8 @@ class MetadataImage:
 
     `epoch` is the leader epoch of the entry at `end_offset - 1` (0 for the empty image), so
     (`end_offset`, `epoch`) is the `SnapshotId` a snapshot of this image carries.
-    `next_producer_id` is -1 until a producer-id block was handed out.
+    `next_producer_id` is -1 until a producer-id block was handed out. `acls` holds the
+    ACLs (by id), indexed for the authorizer's decisions.
     """
 
     EMPTY: ClassVar[MetadataImage]
@@ -168,6 +172,7 @@ class MetadataImage:
     )
     features: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     next_producer_id: int = -1
+    acls: AclIndex = field(default_factory=lambda: EMPTY_INDEX)
     _topic_config_memo: _TopicConfigMemo = field(
         default_factory=_TopicConfigMemo, compare=False, repr=False
     )
@@ -224,6 +229,10 @@ class MetadataImage:
             )
         if self.next_producer_id >= 0:
             records.append(ProducerIdsRecord(_NO_BROKER, _NO_BROKER, self.next_producer_id))
+        records.extend(
+            AccessControlEntryRecord.of(acl_id, self.acls.acls[acl_id])
+            for acl_id in sorted(self.acls.acls)
+        )
         return records
 
     @classmethod
@@ -257,6 +266,7 @@ class MetadataDelta:
         self._configs: dict[ConfigResource, Mapping[str, str]] | None = None
         self._features: dict[str, int] | None = None
         self._next_producer_id = base.next_producer_id
+        self._acls: dict[UUID, AclBinding] | None = None
 
     def replay(self, record: MetadataRecord) -> None:
         """Applies one record; `MetadataReplayError` if it contradicts the image."""
@@ -296,14 +306,11 @@ class MetadataDelta:
             case ConfigRecord():
                 self._replay_config(record)
             case FeatureLevelRecord():
-                features = self._features_for_write()
-                # As in Kafka, level 0 means the feature is not enabled: it leaves the image.
-                if record.level == 0:
-                    features.pop(record.name, None)
-                else:
-                    features[record.name] = record.level
+                self._replay_feature(record)
             case ProducerIdsRecord():
                 self._next_producer_id = record.next_producer_id
+            case AccessControlEntryRecord() | RemoveAccessControlEntryRecord():
+                self._replay_acl(record)
             case NoOpRecord() | UncleanRecoveryRecord():
                 pass
 
@@ -336,6 +343,7 @@ class MetadataDelta:
             configs=base.configs if self._configs is None else MappingProxyType(self._configs),
             features=base.features if self._features is None else MappingProxyType(self._features),
             next_producer_id=self._next_producer_id,
+            acls=base.acls if self._acls is None else AclIndex(MappingProxyType(self._acls)),
             _topic_config_memo=base._topic_config_memo,
         )
 
@@ -363,6 +371,28 @@ class MetadataDelta:
         if self._features is None:
             self._features = dict(self._base.features)
         return self._features
+
+    def _replay_feature(self, record: FeatureLevelRecord) -> None:
+        features = self._features_for_write()
+        # As in Kafka, level 0 means the feature is not enabled: it leaves the image.
+        if record.level == 0:
+            features.pop(record.name, None)
+        else:
+            features[record.name] = record.level
+
+    def _replay_acl(
+        self, record: AccessControlEntryRecord | RemoveAccessControlEntryRecord
+    ) -> None:
+        acls = self._acls_for_write()
+        if isinstance(record, AccessControlEntryRecord):
+            acls[record.acl_id] = record.binding()
+        elif acls.pop(record.acl_id, None) is None:
+            raise MetadataReplayError(f"removal of unknown ACL {record.acl_id}")
+
+    def _acls_for_write(self) -> dict[UUID, AclBinding]:
+        if self._acls is None:
+            self._acls = dict(self._base.acls.acls)
+        return self._acls
 
     def _partitions_for_write(self, topic_id: UUID) -> dict[int, PartitionState]:
         partitions = self._partitions.get(topic_id)

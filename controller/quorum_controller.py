@@ -42,16 +42,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
+from uuid import uuid4
 
 import structlog
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 
-from controller import wire
+from controller import acl_wire, wire
+from controller.acl_changes import (
+    AclCreationResult,
+    AclDeletionResult,
+    create_acls,
+    delete_acls,
+)
+from controller.acls import AclOperation, Authorizer, AuthorizerSettings
 from controller.alter_partition import AlterPartitionBatchOutcome, alter_partitions
 from controller.broker_lifecycle import (
     BrokerLifecycle,
@@ -115,6 +124,8 @@ from net.tasks import start_essential
 
 log = structlog.get_logger(__name__)
 
+_NO_AUTHORIZER = "No Authorizer is configured."
+
 _Result = TypeVar("_Result")
 _Response = TypeVar("_Response")
 
@@ -154,6 +165,9 @@ class ControllerConfig:
     broker_listener: str = "PLAINTEXT"
     # `metadata.max.idle.interval.ms`: a NoOpRecord after this long without an append; 0: never.
     max_idle_interval_ms: int = 500
+    # The authorizer's settings; None: no authorizer (CreateAcls and DeleteAcls are then
+    # refused with SECURITY_DISABLED, as Kafka refuses them).
+    authorizer: AuthorizerSettings | None = None
 
 
 @dataclass(slots=True)
@@ -187,6 +201,11 @@ class QuorumController:
         self._replayer = replayer
         self._config = config
         self._clock = clock
+        self._authorizer = (
+            None
+            if config.authorizer is None
+            else Authorizer(config.authorizer, lambda: replayer.image.acls)
+        )
         self._active: _Active | None = None
         self._activated = asyncio.Event()
         self._committed = asyncio.Event()
@@ -219,12 +238,33 @@ class QuorumController:
             ApiKey.UNREGISTER_BROKER: self._on_unregister_broker,
             ApiKey.ALTER_CONFIGS: self._on_alter_configs,
         }
+        # The brokers' own APIs need CLUSTER_ACTION on the cluster, as in Kafka's ControllerApis.
+        cluster_actions: dict[int, Callable[[int, ErrorCode], Any]] = {
+            ApiKey.BROKER_REGISTRATION: wire.registration_error,
+            ApiKey.BROKER_HEARTBEAT: wire.heartbeat_error,
+            ApiKey.ALTER_PARTITION: wire.alter_partition_error,
+            ApiKey.ALLOCATE_PRODUCER_IDS: wire.producer_ids_error,
+        }
         for served in wire.SERVED:
+            handler = handlers[served.api_key]
+            refuse = cluster_actions.get(served.api_key)
+            if self._authorizer is not None and refuse is not None:
+                handler = self._cluster_action_only(self._authorizer, handler, refuse)
             registry.register(
                 served.api_key,
-                handlers[served.api_key],
+                handler,
                 min_version=served.min_version,
                 max_version=served.max_version,
+            )
+        for api_key, handler in (
+            (ApiKey.CREATE_ACLS, self._on_create_acls),
+            (ApiKey.DELETE_ACLS, self._on_delete_acls),
+        ):
+            registry.register(
+                api_key,
+                handler,
+                min_version=acl_wire.ACL_VERSIONS[0],
+                max_version=acl_wire.ACL_VERSIONS[1],
             )
         registry.register(
             ApiKey.ELECT_RECOVERED_LEADER,
@@ -232,6 +272,26 @@ class QuorumController:
             min_version=MANUAL_RECOVERY_VERSIONS[0],
             max_version=MANUAL_RECOVERY_VERSIONS[-1],
         )
+
+    @property
+    def authorization_denials(self) -> int:
+        """The broker requests this controller refused for want of CLUSTER_ACTION."""
+        return 0 if self._authorizer is None else self._authorizer.denials
+
+    @staticmethod
+    def _cluster_action_only(
+        authorizer: Authorizer, handler: Handler, refuse: Callable[[int, ErrorCode], Any]
+    ) -> Handler:
+        """`handler` for senders with CLUSTER_ACTION on the cluster; CLUSTER_AUTHORIZATION_FAILED
+        (`refuse`) for the others."""
+
+        async def authorized(context: RequestContext, request: Any) -> Any:
+            if not authorizer.allows_cluster(context, AclOperation.CLUSTER_ACTION):
+                return refuse(context.header.api_version, ErrorCode.cluster_authorization_failed)
+            result = handler(context, request)
+            return await result if inspect.isawaitable(result) else result
+
+        return authorized
 
     async def stop(self) -> None:
         self._deactivate("stopping")
@@ -725,6 +785,54 @@ class QuorumController:
             partial(wire.unregister_broker_response, version),
             partial(wire.unregister_broker_error, version),
             broker_id=broker_id,
+        )
+
+    # -- ACLs ---------------------------------------------------------------------------------
+
+    async def _on_create_acls(
+        self, context: RequestContext, request: messages.CreateAclsRequest
+    ) -> messages.CreateAclsResponse:
+        version = context.header.api_version
+        if self._config.authorizer is None:
+            return acl_wire.create_acls_error(
+                version, request, ErrorCode.security_disabled, _NO_AUTHORIZER
+            )
+        acls = acl_wire.create_acls_request(request)
+
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], list[AclCreationResult]]:
+            return create_acls(active.image.acls, acls, uuid4)
+
+        return await self._serve_user(
+            "create_acls",
+            build,
+            partial(acl_wire.create_acls_response, version),
+            partial(acl_wire.create_acls_error, version, request),
+            acls=len(acls),
+        )
+
+    async def _on_delete_acls(
+        self, context: RequestContext, request: messages.DeleteAclsRequest
+    ) -> messages.DeleteAclsResponse:
+        version = context.header.api_version
+        if self._config.authorizer is None:
+            return acl_wire.delete_acls_error(
+                version, request, ErrorCode.security_disabled, _NO_AUTHORIZER
+            )
+        filters = acl_wire.delete_acls_request(request)
+
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], list[AclDeletionResult]]:
+            return delete_acls(active.image.acls, filters)
+
+        return await self._serve_user(
+            "delete_acls",
+            build,
+            partial(acl_wire.delete_acls_response, version),
+            partial(acl_wire.delete_acls_error, version, request),
+            filters=len(filters),
         )
 
     async def _complete_ready_reassignments(self) -> None:

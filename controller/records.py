@@ -21,13 +21,20 @@ skips them. Any other type or version, truncation or leftover bytes is a `Record
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from types import MappingProxyType
 from typing import ClassVar, TypeAlias
 from uuid import UUID
 
+from controller.acls import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
 from controller.partition_state import NO_LEADER, PartitionState
 from net.schema import (
     BOOL,
@@ -324,6 +331,59 @@ class NoOpRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class AccessControlEntryRecord:
+    """An ACL was created, with its id (AccessControlEntryRecord)."""
+
+    API_KEY: ClassVar[int] = 18
+    VERSION: ClassVar[int] = 0
+
+    acl_id: UUID
+    resource_type: ResourceType
+    resource_name: str
+    pattern_type: PatternType
+    principal: str
+    host: str
+    operation: AclOperation
+    permission_type: AclPermissionType
+
+    @classmethod
+    def of(cls, acl_id: UUID, acl: AclBinding) -> AccessControlEntryRecord:
+        """The record creating `acl` as `acl_id`."""
+        return cls(
+            acl_id,
+            acl.resource_type,
+            acl.resource_name,
+            acl.pattern_type,
+            acl.principal,
+            acl.host,
+            acl.operation,
+            acl.permission_type,
+        )
+
+    def binding(self) -> AclBinding:
+        """The ACL this record creates."""
+        return AclBinding(
+            self.resource_type,
+            self.resource_name,
+            self.pattern_type,
+            self.principal,
+            self.host,
+            self.operation,
+            self.permission_type,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveAccessControlEntryRecord:
+    """The ACL `acl_id` was deleted (RemoveAccessControlEntryRecord)."""
+
+    API_KEY: ClassVar[int] = 19
+    VERSION: ClassVar[int] = 0
+
+    acl_id: UUID
+
+
+@dataclass(frozen=True, slots=True)
 class ReplicaLogState:
     """One replica's log as its broker reported it for an unclean recovery."""
 
@@ -370,6 +430,8 @@ MetadataRecord: TypeAlias = (
     | BrokerRegistrationChangeRecord
     | NoOpRecord
     | UncleanRecoveryRecord
+    | AccessControlEntryRecord
+    | RemoveAccessControlEntryRecord
 )
 
 
@@ -381,6 +443,21 @@ def _resource_type(value: int) -> ConfigResourceType:
         return ConfigResourceType(value)
     except ValueError:
         raise ValueError(f"unknown config resource type {value}") from None
+
+
+def _enum_decoder(
+    enum_type: type[ResourceType]
+    | type[PatternType]
+    | type[AclOperation]
+    | type[AclPermissionType],
+) -> Callable[[int], IntEnum]:
+    def decode(value: int) -> IntEnum:
+        try:
+            return enum_type(value)
+        except ValueError:
+            raise ValueError(f"unknown {enum_type.__name__} {value}") from None
+
+    return decode
 
 
 def _leader_change(value: int) -> int | None:
@@ -593,6 +670,28 @@ _SCHEMAS: tuple[tuple[type[MetadataRecord], str, Struct], ...] = (
         ),
     ),
     (NoOpRecord, "0", Struct(NoOpRecord, ())),
+    (
+        AccessControlEntryRecord,
+        "0",
+        Struct(
+            AccessControlEntryRecord,
+            (
+                Field("acl_id", UUID_TYPE),
+                Field("resource_type", INT8, decode=_enum_decoder(ResourceType)),
+                Field("resource_name", STRING),
+                Field("pattern_type", INT8, decode=_enum_decoder(PatternType)),
+                Field("principal", STRING),
+                Field("host", STRING),
+                Field("operation", INT8, decode=_enum_decoder(AclOperation)),
+                Field("permission_type", INT8, decode=_enum_decoder(AclPermissionType)),
+            ),
+        ),
+    ),
+    (
+        RemoveAccessControlEntryRecord,
+        "0",
+        Struct(RemoveAccessControlEntryRecord, (Field("acl_id", UUID_TYPE),)),
+    ),
     (
         UncleanRecoveryRecord,
         "0",

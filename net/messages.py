@@ -30,6 +30,9 @@ from kio.schema.broker_registration import v1 as broker_registration_v1
 from kio.schema.broker_registration import v2 as broker_registration_v2
 from kio.schema.broker_registration import v3 as broker_registration_v3
 from kio.schema.broker_registration import v4 as broker_registration_v4
+from kio.schema.create_acls import v1 as create_acls_v1
+from kio.schema.create_acls import v2 as create_acls_v2
+from kio.schema.create_acls import v3 as create_acls_v3
 from kio.schema.create_partitions import v0 as create_partitions_v0
 from kio.schema.create_partitions import v1 as create_partitions_v1
 from kio.schema.create_partitions import v2 as create_partitions_v2
@@ -40,6 +43,9 @@ from kio.schema.create_topics import v4 as create_topics_v4
 from kio.schema.create_topics import v5 as create_topics_v5
 from kio.schema.create_topics import v6 as create_topics_v6
 from kio.schema.create_topics import v7 as create_topics_v7
+from kio.schema.delete_acls import v1 as delete_acls_v1
+from kio.schema.delete_acls import v2 as delete_acls_v2
+from kio.schema.delete_acls import v3 as delete_acls_v3
 from kio.schema.delete_groups import v0 as delete_groups_v0
 from kio.schema.delete_groups import v1 as delete_groups_v1
 from kio.schema.delete_groups import v2 as delete_groups_v2
@@ -52,6 +58,9 @@ from kio.schema.delete_topics import v3 as delete_topics_v3
 from kio.schema.delete_topics import v4 as delete_topics_v4
 from kio.schema.delete_topics import v5 as delete_topics_v5
 from kio.schema.delete_topics import v6 as delete_topics_v6
+from kio.schema.describe_acls import v1 as describe_acls_v1
+from kio.schema.describe_acls import v2 as describe_acls_v2
+from kio.schema.describe_acls import v3 as describe_acls_v3
 from kio.schema.describe_cluster import v0 as describe_cluster_v0
 from kio.schema.describe_cluster import v1 as describe_cluster_v1
 from kio.schema.describe_configs import v1 as describe_configs_v1
@@ -1206,4 +1215,67 @@ ALTER_CONFIGS_RESPONSES: ByVersion[AlterConfigsResponse] = _by_version(
     alter_configs_v0.AlterConfigsResponse,
     alter_configs_v1.AlterConfigsResponse,
     alter_configs_v2.AlterConfigsResponse,
+)
+
+
+# CreateAcls v1-v3
+
+CreateAclsRequest: TypeAlias = (
+    create_acls_v1.CreateAclsRequest
+    | create_acls_v2.CreateAclsRequest
+    | create_acls_v3.CreateAclsRequest
+)
+
+CreateAclsResponse: TypeAlias = (
+    create_acls_v1.CreateAclsResponse
+    | create_acls_v2.CreateAclsResponse
+    | create_acls_v3.CreateAclsResponse
+)
+
+CREATE_ACLS_RESPONSES: ByVersion[CreateAclsResponse] = _by_version(
+    create_acls_v1.CreateAclsResponse,
+    create_acls_v2.CreateAclsResponse,
+    create_acls_v3.CreateAclsResponse,
+)
+
+
+# DescribeAcls v1-v3
+
+DescribeAclsRequest: TypeAlias = (
+    describe_acls_v1.DescribeAclsRequest
+    | describe_acls_v2.DescribeAclsRequest
+    | describe_acls_v3.DescribeAclsRequest
+)
+
+DescribeAclsResponse: TypeAlias = (
+    describe_acls_v1.DescribeAclsResponse
+    | describe_acls_v2.DescribeAclsResponse
+    | describe_acls_v3.DescribeAclsResponse
+)
+
+DESCRIBE_ACLS_RESPONSES: ByVersion[DescribeAclsResponse] = _by_version(
+    describe_acls_v1.DescribeAclsResponse,
+    describe_acls_v2.DescribeAclsResponse,
+    describe_acls_v3.DescribeAclsResponse,
+)
+
+
+# DeleteAcls v1-v3
+
+DeleteAclsRequest: TypeAlias = (
+    delete_acls_v1.DeleteAclsRequest
+    | delete_acls_v2.DeleteAclsRequest
+    | delete_acls_v3.DeleteAclsRequest
+)
+
+DeleteAclsResponse: TypeAlias = (
+    delete_acls_v1.DeleteAclsResponse
+    | delete_acls_v2.DeleteAclsResponse
+    | delete_acls_v3.DeleteAclsResponse
+)
+
+DELETE_ACLS_RESPONSES: ByVersion[DeleteAclsResponse] = _by_version(
+    delete_acls_v1.DeleteAclsResponse,
+    delete_acls_v2.DeleteAclsResponse,
+    delete_acls_v3.DeleteAclsResponse,
 )

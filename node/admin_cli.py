@@ -9,6 +9,8 @@
     kraft reassign list|start TOPIC:PARTITION=B1,B2,... [...] [--throttle BYTES]
                    |cancel TOPIC:PARTITION
     kraft rebalance [--execute] [--throttle BYTES] | kraft events
+    kraft acls list|add|delete [--resource-type T] [--resource-name N] [--pattern-type P]
+               [--principal User:NAME] [--host H] [--operation OP] [--permission ALLOW|DENY]
 
 `rebalance` is a dry run unless `--execute`, which starts the moves and waits until no
 reassignment remains and the preferred leaders lead; `brokers remove` drains the broker, waits
@@ -454,6 +456,52 @@ def _rebalance(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callabl
     )
 
 
+def render_acls(acls: Sequence[dict[str, Any]]) -> str:
+    rows = [
+        [
+            a["permission"],
+            a["principal"],
+            a["host"],
+            a["operation"],
+            a["resource_type"],
+            a["resource_name"],
+            a["pattern_type"],
+        ]
+        for a in acls
+    ]
+    headings = ("PERMISSION", "PRINCIPAL", "HOST", "OPERATION", "RESOURCE", "NAME", "PATTERN")
+    return table(rows, headings)
+
+
+_ACL_FIELDS = (
+    "resource_type",
+    "resource_name",
+    "pattern_type",
+    "principal",
+    "host",
+    "operation",
+    "permission",
+)
+
+
+def _acls(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[[Any], str]]:
+    given = {
+        name: value for name in _ACL_FIELDS if (value := getattr(args, name, None)) is not None
+    }
+    if args.acls_action == "list":
+        return api.call("GET", "/v1/acls"), render_acls
+    if args.acls_action == "add":
+        missing = [
+            f"--{name.replace('_', '-')}"
+            for name in ("resource_type", "resource_name", "principal", "operation")
+            if name not in given
+        ]
+        if missing:
+            raise ValueError(f"acls add needs {', '.join(missing)}")
+        return api.call("POST", "/v1/acls", given), lambda acl: render_acls([acl])
+    return api.call("DELETE", "/v1/acls", given), render_acls
+
+
 def _brokers(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[[Any], str]]:
     if args.brokers_action != "remove":
         return api.call("GET", "/v1/brokers"), render_brokers
@@ -486,6 +534,7 @@ COMMANDS: dict[str, Handler] = {
     "reassign": _reassign,
     "rebalance": _rebalance,
     "events": lambda api, _: (api.call("GET", "/v1/events"), render_events),
+    "acls": _acls,
 }
 
 
@@ -602,6 +651,25 @@ def add_admin_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
         help="replication throttle while moving, bytes/s (removed once they complete)",
     )
     commands.add_parser("events", parents=[common], help="state changes and data-loss events")
+    acls = commands.add_parser("acls", help="list, add and delete ACLs")
+    acl_fields = argparse.ArgumentParser(add_help=False)
+    acl_fields.add_argument(
+        "--resource-type", type=str.upper, help="TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID"
+    )
+    acl_fields.add_argument("--resource-name", help="the CLUSTER is kafka-cluster; * is every one")
+    acl_fields.add_argument(
+        "--pattern-type", type=str.upper, help="LITERAL (default) or PREFIXED; MATCH to delete"
+    )
+    acl_fields.add_argument("--principal", help="User:NAME, or User:* for everyone")
+    acl_fields.add_argument("--host", help="the client's address, or * (default)")
+    acl_fields.add_argument("--operation", type=str.upper, help="READ, WRITE, DESCRIBE, ALL, ...")
+    acl_fields.add_argument("--permission", type=str.upper, help="ALLOW (default) or DENY")
+    acls_actions = acls.add_subparsers(dest="acls_action", required=True)
+    acls_actions.add_parser("list", parents=[common])
+    acls_actions.add_parser("add", parents=[common, acl_fields])
+    acls_actions.add_parser(
+        "delete", parents=[common, acl_fields], help="delete every ACL the fields given match"
+    )
 
 
 def run_admin_command(args: argparse.Namespace) -> int:

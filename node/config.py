@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from broker.configs import BrokerConfigEntry
+from controller.acls import STANDARD_AUTHORIZER, AuthorizerSettings, parse_super_users
 from controller.topic_config import ConfigSource, ConfigType, UncleanRecoveryStrategy
 from net.record_batch import TimestampType
 from net.server import ConnectionLimits
@@ -137,6 +138,21 @@ def _parse_list(value: object) -> object:
     return value
 
 
+def _parse_authorizer(value: object) -> object:
+    if not value:
+        return None
+    if value != STANDARD_AUTHORIZER:
+        raise ValueError(
+            f"authorizer.class.name {value!r} is not supported: the only authorizer is "
+            f"{STANDARD_AUTHORIZER} (or leave it empty for none)"
+        )
+    return value
+
+
+def _parse_super_users(value: object) -> object:
+    return parse_super_users(value) if isinstance(value, str) else value
+
+
 def _parse_optional_long(value: object) -> object:
     """Kafka spells "no limit" as -1 (or Long.MAX_VALUE); here it is None."""
     if isinstance(value, str):
@@ -191,6 +207,20 @@ class NodeConfig(BaseModel):
         default=None, alias="admin.listener"
     )
     admin_token: str | None = Field(default=None, alias="admin.token", min_length=1)
+    # Authorization (Kafka's keys). Without an authorizer every request is allowed; with
+    # Kafka's StandardAuthorizer (the only one there is) the ACLs of the metadata log decide.
+    # An inter-broker connection on a PLAINTEXT listener is User:ANONYMOUS, which must then be
+    # a super user (as in Kafka) for brokers to register and replicate.
+    authorizer_class_name: Annotated[
+        Literal["org.apache.kafka.metadata.authorizer.StandardAuthorizer"] | None,
+        BeforeValidator(_parse_authorizer),
+    ] = Field(default=None, alias="authorizer.class.name")
+    super_users: Annotated[frozenset[str], BeforeValidator(_parse_super_users)] = Field(
+        default=frozenset(), alias="super.users"
+    )
+    allow_everyone_if_no_acl_found: bool = Field(
+        default=False, alias="allow.everyone.if.no.acl.found"
+    )
     log_dirs: Annotated[list[Path], BeforeValidator(_parse_list)] = Field(
         alias="log.dirs", min_length=1
     )
@@ -386,6 +416,12 @@ class NodeConfig(BaseModel):
             )
         return self
 
+    def authorizer_settings(self) -> AuthorizerSettings | None:
+        """The authorizer's settings; None when no authorizer is configured."""
+        if self.authorizer_class_name is None:
+            return None
+        return AuthorizerSettings(self.super_users, self.allow_everyone_if_no_acl_found)
+
     @property
     def advertised_listener(self) -> Endpoint | None:
         """Where clients are told to connect: advertised.listeners, else listeners."""
@@ -481,6 +517,8 @@ def _kafka_spelling(key: str, value: object, annotation: object) -> str | None:
         if key in ("listeners", "advertised.listeners"):
             return f"PLAINTEXT://{value}"
         return f"http://{value}" if key == "admin.listener" else str(value)
+    if isinstance(value, frozenset):
+        return ";".join(sorted(value))
     if isinstance(value, dict):
         return ",".join(f"{address}:{count}" for address, count in value.items())
     if isinstance(value, list):

@@ -46,6 +46,7 @@ from broker.replica_admin_apis import ReplicaAdminApis
 from broker.replica_log_info import ReplicaLogInfoApi
 from broker.replica_manager import ReplicaManager
 from broker.replication_quota import ThrottleSettings
+from controller.acls import Authorizer
 from controller.broker_lifecycle import LifecycleConfig
 from controller.client import ControllerClient, NoControllerError, create_topics_request
 from controller.events import EventLog, EventType, MetadataEvent
@@ -202,6 +203,7 @@ def controller_config(
         unclean_recovery_timeout_ms=config.unclean_recovery_timeout_ms,
         broker_listener=CLIENT_LISTENER,
         max_idle_interval_ms=config.metadata_max_idle_interval_ms,
+        authorizer=config.authorizer_settings(),
     )
 
 
@@ -444,6 +446,12 @@ class BrokerRole:
             coordinator_config(config),
         )
         registry = ApiRegistry()
+        authorizer_settings = config.authorizer_settings()
+        self.authorizer = (
+            None
+            if authorizer_settings is None
+            else Authorizer(authorizer_settings, lambda: replayer.image.acls)
+        )
         self._auto_creation = (
             AutoTopicCreation(
                 self._forwarding, config.num_partitions, config.default_replication_factor
@@ -458,13 +466,15 @@ class BrokerRole:
             self._forwarding,
             BrokerSettings(config.node_id, topic_defaults(config), config.broker_config_entries()),
             auto_creation=self._auto_creation,
+            authorizer=self.authorizer,
         ).register(registry)
-        DataApis(self.replicas).register(registry)
-        ReplicaAdminApis(self.replicas).register(registry)
+        DataApis(self.replicas, self.authorizer).register(registry)
+        ReplicaAdminApis(self.replicas, self.authorizer).register(registry)
         ReplicaLogInfoApi(self.replicas, lambda: self.lifecycle.broker_epoch).register(registry)
-        GroupApis(self.groups, lambda: replayer.image).register(registry)
+        GroupApis(self.groups, lambda: replayer.image, self.authorizer).register(registry)
         InitProducerIdApi(
-            ProducerIdBlocks(self._controller, config.node_id, lambda: self.lifecycle.broker_epoch)
+            ProducerIdBlocks(self._controller, config.node_id, lambda: self.lifecycle.broker_epoch),
+            self.authorizer,
         ).register(registry)
         self._server = KafkaServer(
             registry,
@@ -649,6 +659,10 @@ async def serve(config: NodeConfig) -> None:
         lambda: replayer.image,
         lambda: [] if broker is None else broker.replica_states(),
         lambda: quorum_state(driver),
+        lambda: (
+            (0 if controller is None else controller.authorization_denials)
+            + (0 if broker is None or broker.authorizer is None else broker.authorizer.denials)
+        ),
     )
     events.listeners.append(node_metrics.count_event)
     if is_broker:

@@ -9,6 +9,12 @@ broker coordinates.
 A group id that is empty, or too long to be stored in `__consumer_offsets` (its records spell
 it with an int16 length), is INVALID_GROUP_ID for every API but FindCoordinator, as in Kafka;
 nothing is stored for it.
+
+With an authorizer, Kafka's rules: FindCoordinator and DescribeGroups need DESCRIBE on the
+group, the membership APIs and OffsetCommit READ on it (and OffsetCommit READ on each topic),
+OffsetFetch DESCRIBE on it, DeleteGroups and OffsetDelete DELETE (ListGroups lists only the
+groups the client may DESCRIBE, unless it may DESCRIBE the cluster); otherwise
+GROUP_AUTHORIZATION_FAILED (TOPIC_AUTHORIZATION_FAILED for a topic) and nothing is done.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from broker.groups.coordinator import CoordinatorUnavailableError, GroupCoordina
 from broker.groups.membership import GroupDescription, HeartbeatAnswer, LeaveAnswer, SyncAnswer
 from broker.groups.shard import OffsetToCommit
 from broker.metadata_api import CLIENT_LISTENER
+from controller.acls import AclOperation, Authorizer, ResourceType
 from controller.image import MetadataImage
 from net import messages
 from net.api_keys import ApiKey
@@ -39,9 +46,27 @@ def _invalid_group_id(group_id: str | None) -> bool:
 class GroupApis:
     """The handlers of the group APIs; `image` gives the current metadata image."""
 
-    def __init__(self, coordinator: GroupCoordinator, image: Callable[[], MetadataImage]) -> None:
+    def __init__(
+        self,
+        coordinator: GroupCoordinator,
+        image: Callable[[], MetadataImage],
+        authorizer: Authorizer | None = None,
+    ) -> None:
         self._coordinator = coordinator
         self._image = image
+        self._authorizer = authorizer
+
+    def _denied(
+        self,
+        context: RequestContext,
+        operation: AclOperation,
+        name: str,
+        resource_type: ResourceType = ResourceType.GROUP,
+    ) -> bool:
+        authorizer = self._authorizer
+        return authorizer is not None and not authorizer.allows(
+            context, operation, resource_type, name
+        )
 
     def register(self, registry: ApiRegistry) -> None:
         handlers: dict[int, tuple[Handler, tuple[int, int]]] = {
@@ -69,7 +94,13 @@ class GroupApis:
         keys = wire.find_coordinator_keys(version, request)
         refused = wire.find_coordinator_key_type_error(version, request)
         return wire.find_coordinator_response(
-            version, [self._coordinator_answer(key, refused) for key in keys]
+            version,
+            [
+                wire.Coordinator(key, ErrorCode.group_authorization_failed)
+                if refused is ErrorCode.none and self._denied(context, AclOperation.DESCRIBE, key)
+                else self._coordinator_answer(key, refused)
+                for key in keys
+            ],
         )
 
     def _coordinator_answer(self, key: str, refused: ErrorCode) -> wire.Coordinator:
@@ -98,6 +129,8 @@ class GroupApis:
         )
         if _invalid_group_id(group_id):
             return wire.join_error(version, ErrorCode.invalid_group_id)
+        if self._denied(context, AclOperation.READ, group_id):
+            return wire.join_error(version, ErrorCode.group_authorization_failed)
         return wire.join_response(version, await self._coordinator.join(group_id, join))
 
     async def _on_sync(
@@ -107,6 +140,8 @@ class GroupApis:
         group_id, sync = wire.sync_request(version, request)
         if _invalid_group_id(group_id):
             return wire.sync_response(version, SyncAnswer(ErrorCode.invalid_group_id))
+        if self._denied(context, AclOperation.READ, group_id):
+            return wire.sync_response(version, SyncAnswer(ErrorCode.group_authorization_failed))
         return wire.sync_response(version, await self._coordinator.sync(group_id, sync))
 
     async def _on_heartbeat(
@@ -116,6 +151,10 @@ class GroupApis:
         group_id, heartbeat = wire.heartbeat_request(version, request)
         if _invalid_group_id(group_id):
             return wire.heartbeat_response(version, HeartbeatAnswer(ErrorCode.invalid_group_id))
+        if self._denied(context, AclOperation.READ, group_id):
+            return wire.heartbeat_response(
+                version, HeartbeatAnswer(ErrorCode.group_authorization_failed)
+            )
         answer = await self._coordinator.heartbeat(group_id, heartbeat)
         return wire.heartbeat_response(version, answer)
 
@@ -126,6 +165,8 @@ class GroupApis:
         group_id, members = wire.leave_request(version, request)
         if _invalid_group_id(group_id):
             return wire.leave_response(version, LeaveAnswer(ErrorCode.invalid_group_id))
+        if self._denied(context, AclOperation.READ, group_id):
+            return wire.leave_response(version, LeaveAnswer(ErrorCode.group_authorization_failed))
         return wire.leave_response(version, await self._coordinator.leave(group_id, members))
 
     # --- offsets -------------------------------------------------------------------------------
@@ -140,17 +181,29 @@ class GroupApis:
             for o in commit.offsets
         ]
         errors: dict[str, dict[int, ErrorCode]] = {}
-        if _invalid_group_id(commit.group_id):
+        refusal = (
+            ErrorCode.invalid_group_id
+            if _invalid_group_id(commit.group_id)
+            else ErrorCode.group_authorization_failed
+            if self._denied(context, AclOperation.READ, commit.group_id)
+            else None
+        )
+        if refusal is not None:
             for item in offsets:
-                errors.setdefault(item.topic, {})[item.partition] = ErrorCode.invalid_group_id
+                errors.setdefault(item.topic, {})[item.partition] = refusal
             return wire.offset_commit_response(version, errors)
-        # As Kafka's KafkaApis: partitions that do not exist are refused one by one and never
-        # stored; a commit of nothing else is answered without the coordinator.
+        # As Kafka's KafkaApis: partitions of topics the client may not read and partitions
+        # that do not exist are refused one by one and never stored; a commit of nothing else
+        # is answered without the coordinator.
         image = self._image()
         existing = []
         for item in offsets:
             known = image.topic(item.topic)
-            if known is None or item.partition not in known.partitions:
+            if self._denied(context, AclOperation.READ, item.topic, ResourceType.TOPIC):
+                errors.setdefault(item.topic, {})[item.partition] = (
+                    ErrorCode.topic_authorization_failed
+                )
+            elif known is None or item.partition not in known.partitions:
                 errors.setdefault(item.topic, {})[item.partition] = (
                     ErrorCode.unknown_topic_or_partition
                 )
@@ -179,7 +232,20 @@ class GroupApis:
         version = context.header.api_version
         fetch = wire.offset_fetch_request(version, request)
         return wire.offset_fetch_response(
-            version, [self._group_offsets(group) for group in fetch.groups]
+            version,
+            [
+                self._fetch_error(
+                    group.group_id,
+                    ErrorCode.group_authorization_failed,
+                    None
+                    if group.partitions is None
+                    else [(topic, p) for topic, ps in group.partitions.items() for p in ps],
+                )
+                if not _invalid_group_id(group.group_id)
+                and self._denied(context, AclOperation.DESCRIBE, group.group_id)
+                else self._group_offsets(group)
+                for group in fetch.groups
+            ],
         )
 
     def _group_offsets(self, group: wire.OffsetFetchGroup) -> wire.GroupOffsets:
@@ -225,6 +291,8 @@ class GroupApis:
         group_id, topics = wire.offset_delete_request(version, request)
         if _invalid_group_id(group_id):
             return wire.offset_delete_response(version, ErrorCode.invalid_group_id, {})
+        if self._denied(context, AclOperation.DELETE, group_id):
+            return wire.offset_delete_response(version, ErrorCode.group_authorization_failed, {})
         partitions = [(topic, p) for topic, ps in topics.items() for p in ps]
         answer = await self._coordinator.delete_offsets(group_id, partitions)
         errors: dict[str, dict[int, ErrorCode]] = {}
@@ -239,7 +307,15 @@ class GroupApis:
     ) -> messages.DescribeGroupsResponse:
         version = context.header.api_version
         group_ids = wire.describe_groups_request(version, request)
-        return wire.describe_groups_response(version, [self._described(g) for g in group_ids])
+        return wire.describe_groups_response(
+            version,
+            [
+                wire.GroupResult(g, ErrorCode.group_authorization_failed)
+                if self._denied(context, AclOperation.DESCRIBE, g)
+                else self._described(g)
+                for g in group_ids
+            ],
+        )
 
     def _described(self, group_id: str) -> GroupDescription | wire.GroupResult:
         if _invalid_group_id(group_id):
@@ -255,6 +331,12 @@ class GroupApis:
         version = context.header.api_version
         admitted = wire.list_groups_filter(version, request)
         error, groups = self._coordinator.list_groups(admitted)
+        authorizer = self._authorizer
+        if authorizer is not None and not authorizer.allows_cluster(context, AclOperation.DESCRIBE):
+            # As Kafka: without DESCRIBE on the cluster, only the groups the client may describe.
+            groups = [
+                g for g in groups if not self._denied(context, AclOperation.DESCRIBE, g.group_id)
+            ]
         return wire.list_groups_response(version, error, groups)
 
     async def _on_delete_groups(
@@ -262,12 +344,17 @@ class GroupApis:
     ) -> messages.DeleteGroupsResponse:
         version = context.header.api_version
         group_ids = wire.delete_groups_request(version, request)
-        valid = [g for g in group_ids if not _invalid_group_id(g)]
+        refusals = {
+            g: ErrorCode.invalid_group_id
+            if _invalid_group_id(g)
+            else ErrorCode.group_authorization_failed
+            for g in group_ids
+            if _invalid_group_id(g) or self._denied(context, AclOperation.DELETE, g)
+        }
+        valid = [g for g in group_ids if g not in refusals]
         deleted = iter(await self._coordinator.delete_groups(valid))
         results = [
-            wire.GroupResult(g, ErrorCode.invalid_group_id)
-            if _invalid_group_id(g)
-            else wire.GroupResult(*next(deleted))
+            wire.GroupResult(g, refusals[g]) if g in refusals else wire.GroupResult(*next(deleted))
             for g in group_ids
         ]
         return wire.delete_groups_response(version, results)

@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controller.acls import AclOperation, AclPermissionType, PatternType, ResourceType
 from controller.records import (
     RECORD_TYPES,
+    AccessControlEntryRecord,
     BrokerEndpoint,
     BrokerFeature,
     BrokerRegistrationChangeRecord,
@@ -24,6 +26,7 @@ from controller.records import (
     ProducerIdsRecord,
     RecordDecodeError,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     ReplicaLogState,
     TopicRecord,
@@ -113,6 +116,18 @@ STRATEGIES: dict[type[MetadataRecord], st.SearchStrategy[MetadataRecord]] = {
         st.lists(st.builds(ReplicaLogState, broker_ids, int64s, int32s, int64s)).map(tuple),
         st.lists(broker_ids).map(tuple),
     ),
+    AccessControlEntryRecord: st.builds(
+        AccessControlEntryRecord,
+        uuids,
+        st.sampled_from(ResourceType),
+        texts,
+        st.sampled_from(PatternType),
+        texts,
+        texts,
+        st.sampled_from(AclOperation),
+        st.sampled_from(AclPermissionType),
+    ),
+    RemoveAccessControlEntryRecord: st.builds(RemoveAccessControlEntryRecord, uuids),
 }
 records = st.one_of(*STRATEGIES.values())
 
@@ -148,6 +163,8 @@ KAFKA_RECORDS = {
     FeatureLevelRecord: (12, range(1)),
     ProducerIdsRecord: (15, range(1)),
     BrokerRegistrationChangeRecord: (17, range(3)),
+    AccessControlEntryRecord: (18, range(1)),
+    RemoveAccessControlEntryRecord: (19, range(1)),
     NoOpRecord: (20, range(1)),
 }
 
@@ -159,6 +176,28 @@ def test_api_keys_and_versions_are_kafkas() -> None:
     for record_type, (api_key, versions) in KAFKA_RECORDS.items():
         assert RECORD_TYPES[api_key] is record_type
         assert record_type.VERSION in versions
+
+
+def test_acl_record_is_laid_out_as_kafkas_spec() -> None:
+    acl_id = UUID(int=5)
+    record = AccessControlEntryRecord(
+        acl_id,
+        ResourceType.TOPIC,
+        "t",
+        PatternType.PREFIXED,
+        "User:a",
+        "*",
+        AclOperation.READ,
+        AclPermissionType.ALLOW,
+    )
+    # Frame 1, api key 18, version 0; Id, ResourceType int8, ResourceName, PatternType int8,
+    # Principal, Host (compact strings), Operation int8, PermissionType int8, no tags.
+    assert encode_record(record) == (
+        b"\x01\x12\x00" + acl_id.bytes + b"\x02\x02t\x04\x07User:a\x02*\x03\x03\x00"
+    )
+    decoded = decode_record(encode_record(record))
+    assert isinstance(decoded, AccessControlEntryRecord)
+    assert decoded.operation is AclOperation.READ
 
 
 def test_frame_is_frame_version_type_version() -> None:
