@@ -16,17 +16,20 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import ssl
 import typing
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
     ValidationError,
     model_validator,
 )
@@ -35,6 +38,7 @@ from broker.configs import BrokerConfigEntry
 from controller.topic_config import ConfigSource, ConfigType, UncleanRecoveryStrategy
 from net.record_batch import TimestampType
 from net.server import ConnectionLimits
+from net.tls import ClientAuth, Pem, TlsConfigError, TlsSettings, server_context
 
 # ConfigError and parse_properties live in node.properties (light to import); callers import
 # them from here too.
@@ -57,6 +61,19 @@ class CleanupPolicy(StrEnum):
 
     DELETE = "delete"
     COMPACT = "compact"
+
+
+class SecurityProtocol(StrEnum):
+    """Kafka's security protocols of a listener."""
+
+    PLAINTEXT = "PLAINTEXT"
+    SSL = "SSL"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+
+    @property
+    def tls(self) -> bool:
+        return self in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL)
 
 
 class Endpoint(BaseModel):
@@ -90,16 +107,43 @@ def _endpoint(text: str, what: str) -> Endpoint:
     return Endpoint(host=match["host"].strip("[]"), port=int(match["port"]))
 
 
+# Kafka's default `listener.security.protocol.map`: each protocol names a listener of its own.
+_DEFAULT_PROTOCOL_MAP = {protocol.value: protocol for protocol in SecurityProtocol}
+_LISTENER_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _split_listener(value: str) -> tuple[str, str]:
+    """`NAME://host:port` into the upper-cased name and the address."""
+    name, separator, address = value.strip().partition("://")
+    if not separator or not _LISTENER_NAME.match(name):
+        raise ValueError(f"expected NAME://host:port (PLAINTEXT://host:port), got {value!r}")
+    return name.upper(), address
+
+
 def _parse_listener(value: object) -> object:
-    """`PLAINTEXT://host:port` (one listener) into an Endpoint."""
+    """`NAME://host:port` (one listener) into an Endpoint (NodeConfig keeps the name); an empty
+    host, as Kafka allows (`PLAINTEXT://:9092`), listens on every interface."""
     if not isinstance(value, str):
         return value
-    scheme, separator, address = value.strip().partition("://")
-    if not separator or scheme.upper() != "PLAINTEXT":
-        raise ValueError(f"expected PLAINTEXT://host:port, got {value!r}")
+    _name, address = _split_listener(value)
     if "," in address:
-        raise ValueError("only one listener is supported")
+        raise ValueError("only one Kafka listener is supported (the controller has its own)")
+    if address.startswith(":"):
+        address = "0.0.0.0" + address
     return _endpoint(address, "the listener")
+
+
+def _parse_protocol_map(value: object) -> object:
+    """`NAME:PROTOCOL,...` (Kafka's `listener.security.protocol.map`) into a mapping."""
+    if not isinstance(value, str):
+        return value
+    mapping: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        name, separator, protocol = item.partition(":")
+        if not separator or not _LISTENER_NAME.match(name.strip()):
+            raise ValueError(f"expected LISTENER_NAME:SECURITY_PROTOCOL, got {item!r}")
+        mapping[name.strip().upper()] = protocol.strip().upper()
+    return mapping
 
 
 def _parse_http_listener(value: object) -> object:
@@ -191,6 +235,32 @@ class NodeConfig(BaseModel):
         default=None, alias="admin.listener"
     )
     admin_token: str | None = Field(default=None, alias="admin.token", min_length=1)
+    listener_security_protocol_map: Annotated[
+        dict[str, SecurityProtocol], BeforeValidator(_parse_protocol_map)
+    ] = Field(
+        default_factory=lambda: dict(_DEFAULT_PROTOCOL_MAP), alias="listener.security.protocol.map"
+    )
+
+    # TLS of an SSL listener, Kafka's keys (PEM only): the key pair inline or in one file
+    # (`ssl.keystore.location`, holding the private key and the certificate chain), the
+    # certificates that verify clients inline or in a file.
+    ssl_keystore_type: Literal["PEM"] = Field(default="PEM", alias="ssl.keystore.type")
+    ssl_keystore_certificate_chain: str | None = Field(
+        default=None, alias="ssl.keystore.certificate.chain", min_length=1
+    )
+    ssl_keystore_key: str | None = Field(default=None, alias="ssl.keystore.key", min_length=1)
+    ssl_keystore_location: Path | None = Field(default=None, alias="ssl.keystore.location")
+    ssl_key_password: str | None = Field(default=None, alias="ssl.key.password", min_length=1)
+    ssl_truststore_type: Literal["PEM"] = Field(default="PEM", alias="ssl.truststore.type")
+    ssl_truststore_certificates: str | None = Field(
+        default=None, alias="ssl.truststore.certificates", min_length=1
+    )
+    ssl_truststore_location: Path | None = Field(default=None, alias="ssl.truststore.location")
+    ssl_client_auth: ClientAuth = Field(default=ClientAuth.NONE, alias="ssl.client.auth")
+    # Only Kafka's default rule: the principal is the certificate subject, RFC 2253.
+    ssl_principal_mapping_rules: Literal["DEFAULT"] = Field(
+        default="DEFAULT", alias="ssl.principal.mapping.rules"
+    )
     log_dirs: Annotated[list[Path], BeforeValidator(_parse_list)] = Field(
         alias="log.dirs", min_length=1
     )
@@ -357,6 +427,34 @@ class NodeConfig(BaseModel):
     ] = Field(default_factory=dict, alias="max.connections.per.ip.overrides")
     queued_max_request_bytes: OptionalLong = Field(default=None, alias="queued.max.request.bytes")
 
+    # The Kafka listener's name (`listeners=NAME://...`); the Endpoint fields keep the address.
+    _listener_name: str = PrivateAttr(default=SecurityProtocol.PLAINTEXT.value)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _check_listener_names(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """Every listener name has a security protocol; a TLS listener's keys load."""
+        config = handler(data)
+        raw = data.get("listeners") if isinstance(data, dict) else None
+        if isinstance(raw, str):
+            config._listener_name = _split_listener(raw)[0]
+        names = [("listeners", config._listener_name)]
+        advertised = data.get("advertised.listeners") if isinstance(data, dict) else None
+        if isinstance(advertised, str):
+            names.append(("advertised.listeners", _split_listener(advertised)[0]))
+        for key, name in names:
+            if name not in config.listener_security_protocol_map:
+                raise ValueError(
+                    f"{key}: listener name {name} is not in listener.security.protocol.map "
+                    f"({config._protocol_map_text()})"
+                )
+        if config.listener_security_protocol.tls:
+            try:
+                server_context(config.tls_settings())
+            except TlsConfigError as error:
+                raise ValueError(f"listeners: listener {config._listener_name}: {error}") from None
+        return config
+
     @model_validator(mode="after")
     def _check_roles(self) -> Self:
         voter_ids = {voter.node_id for voter in self.controller_quorum_voters}
@@ -385,6 +483,48 @@ class NodeConfig(BaseModel):
                 "max.connections.per.ip can be 0 only with max.connections.per.ip.overrides"
             )
         return self
+
+    def _protocol_map_text(self) -> str:
+        return ",".join(f"{n}:{p}" for n, p in self.listener_security_protocol_map.items())
+
+    @property
+    def listener_name(self) -> str:
+        """The Kafka listener's name (`listeners=NAME://host:port`)."""
+        return self._listener_name
+
+    @property
+    def listener_security_protocol(self) -> SecurityProtocol:
+        """The security protocol of the Kafka listener."""
+        return self.listener_security_protocol_map[self._listener_name]
+
+    def tls_settings(self) -> TlsSettings:
+        """The TLS settings of the Kafka listener, from the `ssl.*` keys."""
+        chain: Pem | None = None
+        key: Pem | None = None
+        if self.ssl_keystore_location is not None:
+            chain = key = Pem(path=self.ssl_keystore_location)
+        if self.ssl_keystore_certificate_chain is not None:
+            chain = Pem(text=self.ssl_keystore_certificate_chain)
+        if self.ssl_keystore_key is not None:
+            key = Pem(text=self.ssl_keystore_key)
+        trusted: Pem | None = None
+        if self.ssl_truststore_location is not None:
+            trusted = Pem(path=self.ssl_truststore_location)
+        if self.ssl_truststore_certificates is not None:
+            trusted = Pem(text=self.ssl_truststore_certificates)
+        return TlsSettings(
+            certificate_chain=chain,
+            private_key=key,
+            key_password=self.ssl_key_password,
+            trusted_certificates=trusted,
+            client_auth=self.ssl_client_auth,
+        )
+
+    def kafka_ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context of the Kafka listener; None when its protocol has no TLS."""
+        if not self.listener_security_protocol.tls:
+            return None
+        return server_context(self.tls_settings())
 
     @property
     def advertised_listener(self) -> Endpoint | None:
@@ -467,7 +607,9 @@ class NodeConfig(BaseModel):
         return tuple(entries)
 
 
-_SENSITIVE_KEYS = frozenset({"admin.token"})
+_SENSITIVE_KEYS = frozenset(
+    {"admin.token", "ssl.keystore.key", "ssl.key.password", "ssl.keystore.password"}
+)
 
 
 def _kafka_spelling(key: str, value: object, annotation: object) -> str | None:
@@ -482,7 +624,7 @@ def _kafka_spelling(key: str, value: object, annotation: object) -> str | None:
             return f"PLAINTEXT://{value}"
         return f"http://{value}" if key == "admin.listener" else str(value)
     if isinstance(value, dict):
-        return ",".join(f"{address}:{count}" for address, count in value.items())
+        return ",".join(f"{name}:{item}" for name, item in value.items())
     if isinstance(value, list):
         return ",".join(
             f"{item.node_id}@{item.endpoint}" if isinstance(item, Voter) else str(item)

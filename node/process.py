@@ -61,7 +61,7 @@ from kraft.driver import RaftDriver
 from kraft.messages import QuorumView, ReplicaView
 from kraft.raft import RaftConfig
 from net.api_registry import ApiRegistry
-from net.server import KafkaServer, RequestMetrics
+from net.server import KafkaServer, ListenerSecurity, RequestMetrics
 from net.tasks import set_fatal_handler, start_essential
 from node.config import NodeConfig, Role
 from node.meta_properties import ensure_formatted
@@ -474,6 +474,7 @@ class BrokerRole:
             connections_max_idle_ms=config.connections_max_idle_ms,
             limits=config.connection_limits(),
             metrics=request_metrics,
+            listener=ListenerSecurity(config.listener_name, config.kafka_ssl_context()),
         )
 
     def _on_registered(self, broker_epoch: int) -> None:
