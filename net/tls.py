@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 import ssl
 import tempfile
 from collections.abc import Iterator
@@ -34,6 +35,21 @@ class ClientAuth(enum.StrEnum):
     REQUIRED = "required"
 
 
+_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.DOTALL)
+
+
+def normalized_pem(text: str) -> str:
+    """PEM text with its blocks' lines rebuilt: a properties file continues a value over lines
+    with `\\` and drops the line breaks (`-----BEGIN CERTIFICATE-----MIIB...`), which Kafka's
+    PEM reader accepts and OpenSSL does not."""
+    blocks = []
+    for match in _PEM_BLOCK.finditer(text):
+        label, body = match[1], "".join(match[2].split())
+        lines = [body[start : start + 64] for start in range(0, len(body), 64)]
+        blocks.append("\n".join([f"-----BEGIN {label}-----", *lines, f"-----END {label}-----"]))
+    return "\n".join(blocks) + "\n" if blocks else text
+
+
 @dataclass(frozen=True, slots=True)
 class Pem:
     """PEM text given inline, or the file that holds it."""
@@ -47,7 +63,7 @@ class Pem:
     def read(self) -> str:
         """The PEM text; OSError naming the file when it cannot be read."""
         if self.text is not None:
-            return self.text
+            return normalized_pem(self.text)
         assert self.path is not None
         return self.path.read_text()
 
@@ -79,7 +95,7 @@ def _pem_file(pem: Pem) -> Iterator[str]:
     descriptor, name = tempfile.mkstemp(suffix=".pem")
     try:
         with os.fdopen(descriptor, "w") as file:
-            file.write(pem.text)
+            file.write(pem.read())
         yield name
     finally:
         os.unlink(name)

@@ -224,3 +224,14 @@ def test_missing_or_unusable_keys_are_named(certificates: Certificates, tmp_path
                 private_key=Pem(path=certificates.alice.key_path),
             )
         )
+
+
+def test_pem_continued_over_properties_lines_is_read_as_kafka_reads_it(
+    certificates: Certificates,
+) -> None:
+    # `key=-----BEGIN ...-----\` + newline + `MIIB...\`: the properties parser joins the lines.
+    joined = "".join(certificates.server.certificate_pem.splitlines())
+    joined_key = "".join(certificates.server.key_pem.splitlines())
+    server_context(
+        TlsSettings(certificate_chain=Pem(text=joined), private_key=Pem(text=joined_key))
+    )
