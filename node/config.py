@@ -13,6 +13,7 @@ An unknown key (in any source) or a bad value raises ConfigError naming the key.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import os
 import re
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -38,7 +40,14 @@ from broker.configs import BrokerConfigEntry
 from controller.topic_config import ConfigSource, ConfigType, UncleanRecoveryStrategy
 from net.record_batch import TimestampType
 from net.server import ConnectionLimits
-from net.tls import ClientAuth, Pem, TlsConfigError, TlsSettings, server_context
+from net.tls import (
+    ClientAuth,
+    Pem,
+    TlsConfigError,
+    TlsSettings,
+    client_context,
+    server_context,
+)
 
 # ConfigError and parse_properties live in node.properties (light to import); callers import
 # them from here too.
@@ -131,6 +140,46 @@ def _parse_listener(value: object) -> object:
     if address.startswith(":"):
         address = "0.0.0.0" + address
     return _endpoint(address, "the listener")
+
+
+def _resolve_controller_listener(data: dict[str, Any]) -> str | None:
+    """Moves the controller listener out of `listeners` (Kafka's
+    `listeners=CLIENT://:9092,CONTROLLER://:9093` with `controller.listener.names=CONTROLLER`)
+    into `controller.listener`, leaving the Kafka listener; returns that listener's name."""
+    raw = data.get("listeners")
+    if not isinstance(raw, str):
+        return None
+    controller_names = _parse_list(data.get("controller.listener.names", ""))
+    assert isinstance(controller_names, list)
+    controller_names = [str(name).upper() for name in controller_names]
+    kafka: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        name, address = _split_listener(item)
+        if name in seen:
+            raise ValueError(f"listeners: the listener name {name} repeats")
+        seen.add(name)
+        if name not in controller_names:
+            kafka.append((name, item))
+        elif "controller.listener" in data:
+            raise ValueError(
+                f"listeners names the controller listener {name} and controller.listener is "
+                "set too: set one of them"
+            )
+        else:
+            data["controller.listener"] = (
+                "0.0.0.0" + address if address.startswith(":") else address
+            )
+    if len(kafka) > 1:
+        raise ValueError(
+            "listeners: one Kafka listener is supported besides the controller's, got "
+            + ", ".join(name for name, _ in kafka)
+        )
+    if not kafka:
+        del data["listeners"]
+        return None
+    data["listeners"] = kafka[0][1]
+    return kafka[0][0]
 
 
 def _parse_protocol_map(value: object) -> object:
@@ -244,6 +293,20 @@ class NodeConfig(BaseModel):
     # TLS of an SSL listener, Kafka's keys (PEM only): the key pair inline or in one file
     # (`ssl.keystore.location`, holding the private key and the certificate chain), the
     # certificates that verify clients inline or in a file.
+    # Kafka's keys: which listeners of `listeners` are the controller's (the first is the one
+    # this node's controller clients use), and the listener brokers replicate on (the Kafka
+    # listener, the only one there is besides the controller's).
+    controller_listener_names: Annotated[
+        list[Annotated[str, AfterValidator(str.upper)]], BeforeValidator(_parse_list)
+    ] = Field(default_factory=list, alias="controller.listener.names")
+    inter_broker_listener_name: str | None = Field(
+        default=None, alias="inter.broker.listener.name", min_length=1
+    )
+    # Kafka's key: "https" checks the host name of the node a client connects to against its
+    # certificate; empty does not.
+    ssl_endpoint_identification_algorithm: Literal["https", ""] = Field(
+        default="https", alias="ssl.endpoint.identification.algorithm"
+    )
     ssl_keystore_type: Literal["PEM"] = Field(default="PEM", alias="ssl.keystore.type")
     ssl_keystore_certificate_chain: str | None = Field(
         default=None, alias="ssl.keystore.certificate.chain", min_length=1
@@ -432,28 +495,64 @@ class NodeConfig(BaseModel):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _check_listener_names(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
-        """Every listener name has a security protocol; a TLS listener's keys load."""
+    def _resolve_listeners(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """Kafka's named listeners: `listeners` may name the controller listener too (one of
+        `controller.listener.names`, instead of `controller.listener`); every name has a
+        security protocol; a TLS listener's keys load."""
+        if not isinstance(data, dict):
+            return handler(data)
+        data = dict(data)
+        kafka_name = _resolve_controller_listener(data)
         config = handler(data)
-        raw = data.get("listeners") if isinstance(data, dict) else None
-        if isinstance(raw, str):
-            config._listener_name = _split_listener(raw)[0]
-        names = [("listeners", config._listener_name)]
-        advertised = data.get("advertised.listeners") if isinstance(data, dict) else None
+        if kafka_name is not None:
+            config._listener_name = kafka_name
+        config._check_listener_names(data.get("advertised.listeners"))
+        return config
+
+    def _check_listener_names(self, advertised: object) -> None:
+        protocols = self.listener_security_protocol_map
+        names = [("listeners", self._listener_name)] if self.listeners is not None else []
         if isinstance(advertised, str):
-            names.append(("advertised.listeners", _split_listener(advertised)[0]))
+            advertised_name = _split_listener(advertised)[0]
+            if self.listeners is not None and advertised_name != self._listener_name:
+                raise ValueError(
+                    f"advertised.listeners: listener {advertised_name} is not in listeners "
+                    f"(the listener is {self._listener_name})"
+                )
         for key, name in names:
-            if name not in config.listener_security_protocol_map:
+            if name not in protocols:
                 raise ValueError(
                     f"{key}: listener name {name} is not in listener.security.protocol.map "
-                    f"({config._protocol_map_text()})"
+                    f"({self._protocol_map_text()})"
                 )
-        if config.listener_security_protocol.tls:
-            try:
-                server_context(config.tls_settings())
-            except TlsConfigError as error:
-                raise ValueError(f"listeners: listener {config._listener_name}: {error}") from None
-        return config
+        if "listener.security.protocol.map" in self.model_fields_set:
+            for name in self.controller_listener_names:
+                if name not in protocols:
+                    raise ValueError(
+                        f"controller.listener.names: listener name {name} is not in "
+                        f"listener.security.protocol.map ({self._protocol_map_text()})"
+                    )
+        inter_broker = self.inter_broker_listener_name
+        if inter_broker is not None and inter_broker.upper() != self._listener_name:
+            raise ValueError(
+                f"inter.broker.listener.name {inter_broker} is not a listener of listeners "
+                f"(the listener is {self._listener_name})"
+            )
+        checks = [("listeners", self._listener_name, self.listener_security_protocol)]
+        if self.controller_listener is not None and self.controller_listener_names:
+            checks.append(
+                (
+                    "controller.listener.names",
+                    self.controller_listener_names[0],
+                    self.controller_security_protocol,
+                )
+            )
+        for key, name, protocol in checks:
+            if protocol.tls:
+                try:
+                    server_context(self.tls_settings())
+                except TlsConfigError as error:
+                    raise ValueError(f"{key}: listener {name}: {error}") from None
 
     @model_validator(mode="after")
     def _check_roles(self) -> Self:
@@ -519,6 +618,41 @@ class NodeConfig(BaseModel):
             trusted_certificates=trusted,
             client_auth=self.ssl_client_auth,
         )
+
+    @property
+    def controller_security_protocol(self) -> SecurityProtocol:
+        """The controller listener's security protocol: its name's in
+        listener.security.protocol.map; PLAINTEXT without a name, or (as Kafka) when the map
+        is not set and does not name it."""
+        if not self.controller_listener_names:
+            return SecurityProtocol.PLAINTEXT
+        name = self.controller_listener_names[0]
+        return self.listener_security_protocol_map.get(name, SecurityProtocol.PLAINTEXT)
+
+    def controller_ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context of the controller listener; None when its protocol has no TLS."""
+        if not self.controller_security_protocol.tls:
+            return None
+        return server_context(self.tls_settings())
+
+    def _client_context(self, protocol: SecurityProtocol) -> ssl.SSLContext | None:
+        if not protocol.tls:
+            return None
+        settings = dataclasses.replace(
+            self.tls_settings(),
+            check_hostname=self.ssl_endpoint_identification_algorithm == "https",
+        )
+        return client_context(settings)
+
+    def controller_client_ssl_context(self) -> ssl.SSLContext | None:
+        """TLS for this node's connections to the controllers (the controller listener's
+        protocol, with this node's keys as its client certificate)."""
+        return self._client_context(self.controller_security_protocol)
+
+    def inter_broker_ssl_context(self) -> ssl.SSLContext | None:
+        """TLS for this node's connections to other brokers' listener (replica fetchers, the
+        controller's log inspection), with this node's keys as its client certificate."""
+        return self._client_context(self.listener_security_protocol)
 
     def kafka_ssl_context(self) -> ssl.SSLContext | None:
         """The TLS context of the Kafka listener; None when its protocol has no TLS."""

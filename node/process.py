@@ -201,6 +201,7 @@ def controller_config(
         leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_seconds * 1000,
         unclean_recovery_timeout_ms=config.unclean_recovery_timeout_ms,
         broker_listener=CLIENT_LISTENER,
+        broker_ssl_context=config.inter_broker_ssl_context(),
         max_idle_interval_ms=config.metadata_max_idle_interval_ms,
     )
 
@@ -222,6 +223,7 @@ class NodeStatusView:
         self._partition_defaults = partition_defaults(config)
         # An operator looking at a recovery waits no longer than the controller would.
         self._recovery_timeout_s = config.unclean_recovery_timeout_ms / 1000
+        self._inter_broker_ssl_context = config.inter_broker_ssl_context()
         self._driver = driver
         self._replayer = replayer
         self._events = events
@@ -299,7 +301,9 @@ class NodeStatusView:
     async def inspect_replica_logs(
         self, image: MetadataImage, asked: Mapping[int, Sequence[ControllerTopicPartition]]
     ) -> dict[ControllerTopicPartition, list[ReplicaLogState]]:
-        inspector = ReplicaLogInspector(CLIENT_LISTENER, self._recovery_timeout_s)
+        inspector = ReplicaLogInspector(
+            CLIENT_LISTENER, self._recovery_timeout_s, self._inter_broker_ssl_context
+        )
         try:
             return await inspector.inspect(image, asked)
         finally:
@@ -315,6 +319,7 @@ def controller_client(config: NodeConfig, client_id: str) -> ControllerClient:
         },
         client_id=client_id,
         request_timeout=config.controller_quorum_request_timeout_ms / 1000,
+        ssl_context=config.controller_client_ssl_context(),
     )
 
 
@@ -431,6 +436,7 @@ class BrokerRole:
                 sample_ms=config.replication_quota_window_size_seconds * 1000,
             ),
             rack_aware_replica_selector=config.replica_selector_class is not None,
+            fetcher_ssl_context=config.inter_broker_ssl_context(),
         )
         self._offsets_topic_segment_bytes = config.offsets_topic_segment_bytes
         self._controlled_shutdown_timeout_ms = config.controlled_shutdown_timeout_ms
@@ -630,6 +636,10 @@ async def serve(config: NodeConfig) -> None:
         max_bytes_between_snapshots=config.metadata_log_max_record_bytes_between_snapshots,
         max_request_size=config.socket_request_max_bytes,
         connections_max_idle_ms=config.connections_max_idle_ms,
+        listener=ListenerSecurity(
+            next(iter(config.controller_listener_names), ""), config.controller_ssl_context()
+        ),
+        client_ssl_context=config.controller_client_ssl_context(),
     )
     driver.add_listener(replayer)
     is_broker = Role.BROKER in config.process_roles
