@@ -525,7 +525,7 @@ class NodeConfig(BaseModel):
                     f"{key}: listener name {name} is not in listener.security.protocol.map "
                     f"({self._protocol_map_text()})"
                 )
-        if "listener.security.protocol.map" in self.model_fields_set:
+        if "listener_security_protocol_map" in self.model_fields_set:
             for name in self.controller_listener_names:
                 if name not in protocols:
                     raise ValueError(

@@ -74,8 +74,8 @@ class CertificateAuthority:
         *,
         server: bool = False,
     ) -> KeyPair:
-        """A certificate for `subject`: a server's (for 127.0.0.1 and localhost) or a
-        client's."""
+        """A certificate for `subject`: a node's (for 127.0.0.1 and localhost, a server's and a
+        client's) or a client's."""
         key = ec.generate_private_key(ec.SECP256R1())
         now = datetime.datetime.now(datetime.UTC)
         builder = (
@@ -88,8 +88,12 @@ class CertificateAuthority:
             .not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(
+                # A node's certificate serves its listeners and is its client certificate
+                # towards the other nodes.
                 x509.ExtendedKeyUsage(
-                    [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
+                    [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+                    if server
+                    else [ExtendedKeyUsageOID.CLIENT_AUTH]
                 ),
                 critical=False,
             )
