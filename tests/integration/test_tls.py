@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,7 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
     return Certificates(tmp_path_factory.mktemp("certificates"))
 
 
+@contextmanager
 def running(cluster: Cluster) -> Iterator[Cluster]:
     cluster.start_all()
     try:
@@ -82,14 +84,16 @@ def running(cluster: Cluster) -> Iterator[Cluster]:
 def mutual_tls(
     tmp_path_factory: pytest.TempPathFactory, certificates: Certificates
 ) -> Iterator[Cluster]:
-    yield from running(tls_node(tmp_path_factory.mktemp("mtls"), certificates, "required"))
+    with running(tls_node(tmp_path_factory.mktemp("mtls"), certificates, "required")) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")
 def server_tls(
     tmp_path_factory: pytest.TempPathFactory, certificates: Certificates
 ) -> Iterator[Cluster]:
-    yield from running(tls_node(tmp_path_factory.mktemp("tls"), certificates, "none"))
+    with running(tls_node(tmp_path_factory.mktemp("tls"), certificates, "none")) as cluster:
+        yield cluster
 
 
 def ssl_config(
@@ -217,3 +221,60 @@ def test_without_client_authentication_clients_need_no_certificate(
     values = produce_and_consume(config, "tls-orders", 100)
     assert sorted(values) == sorted(f"tls-orders-{index}".encode() for index in range(100))
     kcat_round_trip(kcat_options(server_tls, certificates, None), "tls-kcat")
+
+
+def tls_cluster(root: Path, certificates: Certificates) -> Cluster:
+    """Three combined nodes in Kafka's form: `listeners=CLIENT://...,CONTROLLER://...` with
+    both on TLS and client certificates required, so replication (replica fetchers on the
+    CLIENT listener) and controller traffic (the quorum, registrations, heartbeats) are TLS."""
+    keystore = certificates.server.key_path.with_suffix(".keystore.pem")
+    keystore.write_text(certificates.server.key_pem + certificates.server.certificate_pem)
+    cluster = Cluster.combined(
+        root,
+        3,
+        **{
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CLIENT:SSL,CONTROLLER:SSL",
+            "inter.broker.listener.name": "CLIENT",
+            "ssl.keystore.location": str(keystore),
+            "ssl.truststore.location": str(certificates.ca.certificate_path),
+            "ssl.client.auth": "required",
+            "default.replication.factor": "3",
+            "min.insync.replicas": "2",
+            "offsets.topic.replication.factor": "3",
+        },
+    )
+    for node in cluster.nodes.values():
+        lines = []
+        controller = ""
+        for line in node.config_path.read_text().splitlines():
+            if line.startswith("controller.listener="):
+                controller = line.removeprefix("controller.listener=")
+            else:
+                lines.append(line)
+        text = "\n".join(lines) + "\n"
+        node.config_path.write_text(
+            text.replace(
+                f"listeners=PLAINTEXT://127.0.0.1:{node.broker_port}",
+                f"listeners=CLIENT://127.0.0.1:{node.broker_port},CONTROLLER://{controller}",
+            )
+        )
+    return cluster
+
+
+def test_a_cluster_replicates_and_runs_its_quorum_on_tls(
+    tmp_path: Path, certificates: Certificates
+) -> None:
+    with running(tls_cluster(tmp_path, certificates)) as cluster:
+        config = ssl_config(cluster, certificates, certificates.alice)
+        values = produce_and_consume(config, "replicated", 300)
+        assert sorted(values) == sorted(f"replicated-{index}".encode() for index in range(300))
+        admin = AdminClient(config)
+        partitions = admin.list_topics("replicated", timeout=10).topics["replicated"].partitions
+        assert sorted(partitions[0].isrs) == [1, 2, 3]
+        # The quorum's port speaks TLS only: a plaintext Kafka client is refused there too.
+        host, port = cluster.voters()[1]
+        with pytest.raises(KafkaException):
+            AdminClient(
+                {"bootstrap.servers": f"{host}:{port}", "socket.timeout.ms": 2000}
+            ).list_topics(timeout=3)
