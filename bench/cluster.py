@@ -226,6 +226,28 @@ class Cluster:
                 broker_port=broker_port,
             )
 
+    def name_listeners(self, client: str, controller: str | None = None) -> None:
+        """Rewrites the configured nodes' listeners in Kafka's named form: the client listener
+        `client://host:port` and, with `controller`, the controller listener moved from
+        `controller.listener` into `listeners` as `controller://host:port`. The names' security
+        protocols come from the cluster's `listener.security.protocol.map`."""
+        for node in self.nodes.values():
+            lines = node.config_path.read_text().splitlines()
+            kept = [line for line in lines if not line.startswith(("listeners=", "controller."))]
+            listeners = [
+                line.removeprefix("listeners=").replace("PLAINTEXT://", f"{client}://", 1)
+                for line in lines
+                if line.startswith("listeners=")
+            ]
+            for line in lines:
+                if line.startswith("controller.listener=") and controller is not None:
+                    listeners.append(f"{controller}://{line.removeprefix('controller.listener=')}")
+                elif line.startswith("controller."):
+                    kept.append(line)
+            if listeners:
+                kept.append("listeners=" + ",".join(listeners))
+            node.config_path.write_text("\n".join(kept) + "\n")
+
     @property
     def broker_ids(self) -> list[int]:
         """The nodes with the broker role (a client listener)."""

@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient
 from cryptography.x509.oid import NameOID
 
 from bench.cluster import Cluster
-from tests.tls_certificates import (
+from bench.tls_certificates import (
     ALICE_SUBJECT,
     SERVER_SUBJECT,
     CertificateAuthority,
@@ -59,9 +59,7 @@ def tls_node(root: Path, certificates: Certificates, client_auth: str) -> Cluste
             "ssl.client.auth": client_auth,
         },
     )
-    node = cluster.nodes[1]
-    text = node.config_path.read_text()
-    node.config_path.write_text(text.replace("listeners=PLAINTEXT://", "listeners=SSL://"))
+    cluster.name_listeners("SSL")
     return cluster
 
 
@@ -244,21 +242,7 @@ def tls_cluster(root: Path, certificates: Certificates) -> Cluster:
             "offsets.topic.replication.factor": "3",
         },
     )
-    for node in cluster.nodes.values():
-        lines = []
-        controller = ""
-        for line in node.config_path.read_text().splitlines():
-            if line.startswith("controller.listener="):
-                controller = line.removeprefix("controller.listener=")
-            else:
-                lines.append(line)
-        text = "\n".join(lines) + "\n"
-        node.config_path.write_text(
-            text.replace(
-                f"listeners=PLAINTEXT://127.0.0.1:{node.broker_port}",
-                f"listeners=CLIENT://127.0.0.1:{node.broker_port},CONTROLLER://{controller}",
-            )
-        )
+    cluster.name_listeners("CLIENT", controller="CONTROLLER")
     return cluster
 
 

@@ -17,6 +17,13 @@ import pytest
 from cryptography.x509.oid import NameOID
 from kio.schema.errors import ErrorCode
 
+from bench.tls_certificates import (
+    ALICE_PRINCIPAL,
+    ALICE_SUBJECT,
+    SERVER_SUBJECT,
+    CertificateAuthority,
+    KeyPair,
+)
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 from net.client import KafkaConnectionError, NodeConnection
@@ -33,13 +40,6 @@ from net.tls import (
     subject_name,
 )
 from tests.net.schemas import request_type, response_type
-from tests.tls_certificates import (
-    ALICE_PRINCIPAL,
-    ALICE_SUBJECT,
-    SERVER_SUBJECT,
-    CertificateAuthority,
-    KeyPair,
-)
 
 
 class Certificates:

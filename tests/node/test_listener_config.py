@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.tls_certificates import SERVER_SUBJECT, CertificateAuthority, KeyPair
 from node.config import ConfigError, Endpoint, NodeConfig, SecurityProtocol, load_config
-from tests.tls_certificates import SERVER_SUBJECT, CertificateAuthority, KeyPair
 
 COMMON = """\
 node.id=1
