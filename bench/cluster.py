@@ -17,6 +17,7 @@ import os
 import random
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -100,10 +101,13 @@ class Node:
     env: dict[str, str] = field(default_factory=dict)
     # The durability journal the node keeps from its next start (`Cluster.keep_durability_journal`).
     journal: Path | None = None
+    # Set when the node's admin.listener is https://: the context that trusts its certificate.
+    admin_tls: ssl.SSLContext | None = None
 
     def get(self, path: str, timeout: float = 1.0) -> Any:
-        url = f"http://{self.host}:{self.admin_port}{path}"
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        scheme = "http" if self.admin_tls is None else "https"
+        url = f"{scheme}://{self.host}:{self.admin_port}{path}"
+        with urllib.request.urlopen(url, timeout=timeout, context=self.admin_tls) as response:
             return json.loads(response.read())
 
     def quorum(self) -> dict[str, Any] | None:

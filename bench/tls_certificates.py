@@ -130,3 +130,36 @@ ALICE_SUBJECT = {
     NameOID.COMMON_NAME: "alice",
 }
 ALICE_PRINCIPAL = "User:CN=alice,OU=eng,O=acme"
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """A CA, the certificate every node uses (as a server and towards the other nodes) and a
+    client's certificate, in files."""
+
+    authority: CertificateAuthority
+    node: KeyPair
+    client: KeyPair
+    # The node's private key and certificate in one file: Kafka's PEM keystore.
+    keystore: Path
+
+    @classmethod
+    def create(cls, directory: Path) -> TlsFiles:
+        authority = CertificateAuthority(directory)
+        node = authority.issue("node", SERVER_SUBJECT, server=True)
+        client = authority.issue("alice", ALICE_SUBJECT)
+        keystore = directory / "node.keystore.pem"
+        keystore.write_text(node.key_pem + node.certificate_pem)
+        return cls(authority, node, client, keystore)
+
+    def node_properties(self) -> dict[str, str]:
+        """The keys that put a node's CLIENT and CONTROLLER listeners on TLS with client
+        certificates required (with `Cluster.name_listeners("CLIENT", "CONTROLLER")`)."""
+        return {
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CLIENT:SSL,CONTROLLER:SSL",
+            "inter.broker.listener.name": "CLIENT",
+            "ssl.keystore.location": str(self.keystore),
+            "ssl.truststore.location": str(self.authority.certificate_path),
+            "ssl.client.auth": "required",
+        }

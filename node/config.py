@@ -199,8 +199,8 @@ def _parse_http_listener(value: object) -> object:
     if not isinstance(value, str):
         return value
     scheme, separator, address = value.strip().partition("://")
-    if not separator or scheme.lower() != "http":
-        raise ValueError(f"expected http://host:port, got {value!r}")
+    if not separator or scheme.lower() not in ("http", "https"):
+        raise ValueError(f"expected http://host:port or https://host:port, got {value!r}")
     return _endpoint(address.rstrip("/"), "the admin listener")
 
 
@@ -492,6 +492,8 @@ class NodeConfig(BaseModel):
 
     # The Kafka listener's name (`listeners=NAME://...`); the Endpoint fields keep the address.
     _listener_name: str = PrivateAttr(default=SecurityProtocol.PLAINTEXT.value)
+    # `admin.listener=https://...`: the admin API serves TLS with the node's ssl.* keys.
+    _admin_tls: bool = PrivateAttr(default=False)
 
     @model_validator(mode="wrap")
     @classmethod
@@ -506,6 +508,8 @@ class NodeConfig(BaseModel):
         config = handler(data)
         if kafka_name is not None:
             config._listener_name = kafka_name
+        admin = data.get("admin.listener")
+        config._admin_tls = isinstance(admin, str) and admin.strip().lower().startswith("https:")
         config._check_listener_names(data.get("advertised.listeners"))
         return config
 
@@ -539,6 +543,8 @@ class NodeConfig(BaseModel):
                 f"(the listener is {self._listener_name})"
             )
         checks = [("listeners", self._listener_name, self.listener_security_protocol)]
+        if self._admin_tls:
+            checks.append(("admin.listener", "https", SecurityProtocol.SSL))
         if self.controller_listener is not None and self.controller_listener_names:
             checks.append(
                 (
@@ -653,6 +659,17 @@ class NodeConfig(BaseModel):
         """TLS for this node's connections to other brokers' listener (replica fetchers, the
         controller's log inspection), with this node's keys as its client certificate."""
         return self._client_context(self.listener_security_protocol)
+
+    def admin_ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context of the admin API (`admin.listener=https://...`), else None."""
+        if not self._admin_tls:
+            return None
+        # The admin API authenticates with admin.token, not client certificates.
+        return server_context(dataclasses.replace(self.tls_settings(), client_auth=ClientAuth.NONE))
+
+    def admin_peer_ssl_context(self) -> ssl.SSLContext | None:
+        """TLS for asking other nodes' admin APIs (`admin.listener=https://...`), else None."""
+        return self._client_context(SecurityProtocol.SSL) if self._admin_tls else None
 
     def kafka_ssl_context(self) -> ssl.SSLContext | None:
         """The TLS context of the Kafka listener; None when its protocol has no TLS."""

@@ -674,14 +674,24 @@ async def serve(config: NodeConfig) -> None:
         status = NodeStatusView(
             config, driver, replayer, events=events, controller=admin_controller, broker=broker
         )
-        app = create_app(status, token=config.admin_token, metrics=node_metrics)
+        app = create_app(
+            status,
+            token=config.admin_token,
+            metrics=node_metrics,
+            peer_ssl=config.admin_peer_ssl_context(),
+        )
         # An idle keep-alive connection is closed after connections.max.idle.ms, as on the
         # Kafka and controller listeners.
         runner = web.AppRunner(
             app, access_log=None, keepalive_timeout=config.connections_max_idle_ms / 1000
         )
         await runner.setup()
-        site = web.TCPSite(runner, config.admin_listener.host, config.admin_listener.port)
+        site = web.TCPSite(
+            runner,
+            config.admin_listener.host,
+            config.admin_listener.port,
+            ssl_context=config.admin_ssl_context(),
+        )
         await site.start()
     stop = asyncio.Event()
     give_up = asyncio.Event()

@@ -6,7 +6,9 @@ nothing."""
 
 from __future__ import annotations
 
+import ssl
 import subprocess
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -243,6 +245,14 @@ def tls_cluster(root: Path, certificates: Certificates) -> Cluster:
         },
     )
     cluster.name_listeners("CLIENT", controller="CONTROLLER")
+    # The admin APIs serve https too (and ask each other over it).
+    trusting = ssl.create_default_context(cafile=str(certificates.ca.certificate_path))
+    for node in cluster.nodes.values():
+        text = node.config_path.read_text()
+        node.config_path.write_text(
+            text.replace("admin.listener=http://", "admin.listener=https://")
+        )
+        node.admin_tls = trusting
     return cluster
 
 
@@ -256,6 +266,13 @@ def test_a_cluster_replicates_and_runs_its_quorum_on_tls(
         admin = AdminClient(config)
         partitions = admin.list_topics("replicated", timeout=10).topics["replicated"].partitions
         assert sorted(partitions[0].isrs) == [1, 2, 3]
+        # A follower's admin API asks the leader's, over https, for the partition's log view.
+        leader = partitions[0].leader
+        follower = next(node for node in cluster.nodes.values() if node.node_id != leader)
+        detail = follower.get("/v1/topics/replicated/partitions/0", timeout=10)
+        assert detail["high_watermark"] == 300
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://127.0.0.1:{follower.admin_port}/v1/brokers", timeout=5)
         # The quorum's port speaks TLS only: a plaintext Kafka client is refused there too.
         host, port = cluster.voters()[1]
         with pytest.raises(KafkaException):
