@@ -448,6 +448,10 @@ class _Connection(asyncio.Protocol):
             self._last_activity = self._loop.time()
             if len(out) == 1:
                 transport.write(out[0])
+            elif self._server.tls:
+                # One buffer, so that TLS encrypts full records rather than one (or more) per
+                # frame piece; the copy costs less than the small records.
+                transport.write(b"".join(out))
             else:
                 transport.writelines(out)
         if close:
