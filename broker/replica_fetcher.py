@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import ssl
 import time
 from collections.abc import Callable
 
@@ -63,13 +64,18 @@ class ReplicaFetcher:
         leader_id: int,
         address: tuple[str, int],
         quota: ReplicationQuota | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.quota = ReplicationQuota() if quota is None else quota
         self.leader_id = leader_id
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._connection = NodeConnection(
-            address[0], address[1], client_id=f"replica-fetcher-{broker_id}", request_timeout=30
+            address[0],
+            address[1],
+            client_id=f"replica-fetcher-{broker_id}",
+            request_timeout=30,
+            ssl_context=ssl_context,
         )
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -289,9 +295,12 @@ class ReplicaFetcherManager:
         broker_id: int,
         address_of: Callable[[int], tuple[str, int] | None],
         quota: ReplicationQuota | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.broker_id = broker_id
         self._address_of = address_of
+        # TLS to the leaders when the listener brokers replicate on has it.
+        self._ssl_context = ssl_context
         self._quota = ReplicationQuota() if quota is None else quota
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._following: dict[tuple[str, int], int] = {}
@@ -309,7 +318,7 @@ class ReplicaFetcherManager:
             if address is None:
                 return
             fetcher = self._fetchers[leader_id] = ReplicaFetcher(
-                self.broker_id, leader_id, address, self._quota
+                self.broker_id, leader_id, address, self._quota, self._ssl_context
             )
             fetcher.start()
         fetcher.add(partition)

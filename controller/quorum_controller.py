@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import ssl
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -163,6 +164,8 @@ class ControllerConfig:
     unclean_recovery_timeout_ms: int = 10_000
     # The listener brokers register for clients, where they answer GetReplicaLogInfo.
     broker_listener: str = "PLAINTEXT"
+    # TLS to that listener when it has it.
+    broker_ssl_context: ssl.SSLContext | None = None
     # `metadata.max.idle.interval.ms`: a NoOpRecord after this long without an append; 0: never.
     max_idle_interval_ms: int = 500
     # The authorizer's settings; None: no authorizer (CreateAcls and DeleteAcls are then
@@ -216,7 +219,9 @@ class QuorumController:
         # When this node last appended (event-loop seconds): the idle interval counts from it.
         self._last_append_s = 0.0
         self._inspector = ReplicaLogInspector(
-            config.broker_listener, config.unclean_recovery_timeout_ms / 1000
+            config.broker_listener,
+            config.unclean_recovery_timeout_ms / 1000,
+            config.broker_ssl_context,
         )
 
     # -- wiring ------------------------------------------------------------------------------

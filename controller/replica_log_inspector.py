@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Mapping, Sequence
 from uuid import UUID
 
@@ -36,8 +37,11 @@ class ReplicaLogInspector:
     """GetReplicaLogInfo to brokers on their listener named `listener`; one connection each,
     kept while the broker's address stays the same."""
 
-    def __init__(self, listener: str, timeout_s: float) -> None:
+    def __init__(
+        self, listener: str, timeout_s: float, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         self._listener = listener
+        self._ssl_context = ssl_context
         self._timeout_s = timeout_s
         self._connections: dict[int, NodeConnection] = {}
 
@@ -116,6 +120,7 @@ class ReplicaLogInspector:
                 client_id="controller-unclean-recovery",
                 request_timeout=self._timeout_s,
                 connect_timeout=self._timeout_s,
+                ssl_context=self._ssl_context,
             )
             self._connections[broker_id] = known
         return known

@@ -35,6 +35,7 @@ import asyncio
 import collections
 import inspect
 import itertools
+import ssl
 import time
 import typing
 from collections.abc import Awaitable, Mapping, Sequence
@@ -48,6 +49,7 @@ from kio.schema.errors import ErrorCode
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, HandlerResult, PreEncodedResponse, RequestContext
 from net.buffer_gatherer import Buffer
+from net.principal import ANONYMOUS, KafkaPrincipal
 from net.protocol import (
     SIZE_PREFIX,
     InvalidRequestError,
@@ -61,6 +63,7 @@ from net.protocol import (
     read_request_header,
     unsupported_version_response,
 )
+from net.tls import principal_of
 
 log = structlog.get_logger(__name__)
 
@@ -85,6 +88,16 @@ class ConnectionLimits:
     def per_ip(self, address: str) -> int | None:
         """The most connections `address` may hold."""
         return self.max_connections_per_ip_overrides.get(address, self.max_connections_per_ip)
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerSecurity:
+    """Who a listener is and how its connections are secured."""
+
+    # The listener's name (Kafka's `listeners=NAME://...`), "" where listeners have none.
+    name: str = ""
+    # TLS on every connection when given (net.tls.server_context); plain TCP otherwise.
+    ssl_context: ssl.SSLContext | None = None
 
 
 class RequestMetrics(Protocol):
@@ -133,6 +146,11 @@ class _Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._peer = "?"
         self._address = "?"
+        # Who the requests of this connection come from: the TLS client certificate's subject
+        # once the handshake verified one; authentication (SASL) may set it later.
+        self.principal: KafkaPrincipal = ANONYMOUS
+        # The name of the listener the connection came in on ("" where listeners have none).
+        self.listener = server.listener.name
         # Counted in the server's connections (per IP too): refused connections never are.
         self._admitted = False
         self._buffer = bytearray()
@@ -166,10 +184,19 @@ class _Connection(asyncio.Protocol):
             tcp.close()
             return
         self._admitted = True
+        # asyncio calls connection_made once the TLS handshake is done (a client that fails it
+        # never gets here), so the peer certificate is known and verified.
+        self.principal = principal_of(tcp.get_extra_info("ssl_object"))
         high = self._server.write_buffer_high_water
         tcp.set_write_buffer_limits(high=high, low=high // 4)
         self._arm_idle_timer(self._server.idle_timeout)
-        log.debug("kafka_connection_opened", peer=self._peer, connection_id=self._id)
+        log.debug(
+            "kafka_connection_opened",
+            peer=self._peer,
+            connection_id=self._id,
+            listener=self.listener,
+            principal=str(self.principal),
+        )
 
     def data_received(self, data: bytes) -> None:
         self._last_activity = self._loop.time()
@@ -291,6 +318,8 @@ class _Connection(asyncio.Protocol):
             connection_id=self._id,
             received_at=self._loop.time(),
             request_bytes=len(frame),
+            principal=self.principal,
+            listener=self.listener,
         )
         try:
             outcome = registration.handler(context, request)
@@ -419,6 +448,10 @@ class _Connection(asyncio.Protocol):
             self._last_activity = self._loop.time()
             if len(out) == 1:
                 transport.write(out[0])
+            elif self._server.tls:
+                # One buffer, so that TLS encrypts full records rather than one (or more) per
+                # frame piece; the copy costs less than the small records.
+                transport.write(b"".join(out))
             else:
                 transport.writelines(out)
         if close:
@@ -524,8 +557,10 @@ class KafkaServer:
         write_buffer_high_water: int = DEFAULT_WRITE_BUFFER_HIGH_WATER,
         limits: ConnectionLimits = ConnectionLimits(),
         metrics: RequestMetrics | None = None,
+        listener: ListenerSecurity = ListenerSecurity(),
     ) -> None:
         self.registry = registry
+        self.listener = listener
         self.host = host
         self._requested_port = port
         self.max_request_size = max_request_size
@@ -583,6 +618,10 @@ class KafkaServer:
                 loop.call_soon(connection.resume)
 
     @property
+    def tls(self) -> bool:
+        return self.listener.ssl_context is not None
+
+    @property
     def port(self) -> int:
         """The bound port (useful when constructed with port 0). Valid after `start`."""
         if self._server is None:
@@ -602,16 +641,17 @@ class KafkaServer:
             self._requested_port,
             reuse_address=True,
             start_serving=serving,
+            ssl=self.listener.ssl_context,
         )
         if serving:
-            log.info("kafka_server_listening", host=self.host, port=self.port)
+            log.info("kafka_server_listening", host=self.host, port=self.port, tls=self.tls)
 
     async def start_serving(self) -> None:
         """Accept connections on the address `start(serving=False)` bound."""
         if self._server is None:
             raise RuntimeError("server not started")
         await self._server.start_serving()
-        log.info("kafka_server_listening", host=self.host, port=self.port)
+        log.info("kafka_server_listening", host=self.host, port=self.port, tls=self.tls)
 
     async def close(self, timeout: float = 30.0) -> None:
         """Stop accepting, let in-flight requests finish for up to `timeout` seconds, close all.
