@@ -80,7 +80,13 @@ from controller.reassignment import (
     complete_ready,
     list_reassignments,
 )
-from controller.records import MetadataRecord, NoOpRecord, ReplicaLogState, encode_record
+from controller.records import (
+    MetadataRecord,
+    NoOpRecord,
+    ReplicaLogState,
+    UserScramCredentialRecord,
+    encode_record,
+)
 from controller.replica_log_inspector import ReplicaLogInspector
 from controller.topics import (
     AlterConfigsResult,
@@ -154,6 +160,9 @@ class ControllerConfig:
     broker_listener: str = "PLAINTEXT"
     # `metadata.max.idle.interval.ms`: a NoOpRecord after this long without an append; 0: never.
     max_idle_interval_ms: int = 500
+    # The SCRAM credentials of a new cluster (`bootstrap.scram.credentials`), written by an
+    # active controller that finds no SCRAM credential in the metadata.
+    bootstrap_scram_credentials: tuple[UserScramCredentialRecord, ...] = ()
 
 
 @dataclass(slots=True)
@@ -286,6 +295,8 @@ class QuorumController:
         self._recovery = self._spawn(self._run_unclean_recovery(epoch))
         if self._config.max_idle_interval_ms > 0:
             self._noops = self._spawn(self._append_noops_when_idle(epoch))
+        if self._config.bootstrap_scram_credentials and not image.scram_credentials:
+            self._spawn(self._bootstrap_scram_credentials())
 
     def _deactivate(self, reason: str) -> None:
         for task in (self._timers, self._recovery, self._noops):
@@ -899,6 +910,20 @@ class QuorumController:
             return change.records, None
 
         await self._write("session_expiry", build)
+
+    async def _bootstrap_scram_credentials(self) -> None:
+        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], None]:
+            # Checked again on the working image: a request may have added users meanwhile.
+            if active.image.scram_credentials:
+                return (), None
+            return self._config.bootstrap_scram_credentials, None
+
+        with contextlib.suppress(NotControllerError):
+            await self._write(
+                "bootstrap_scram_credentials",
+                build,
+                users=sorted({record.name for record in self._config.bootstrap_scram_credentials}),
+            )
 
     async def _rebalance_leaders(self) -> None:
         def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], None]:

@@ -18,6 +18,7 @@ import os
 import re
 import typing
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal, Self
@@ -27,13 +28,27 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SecretStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
 from broker.configs import BrokerConfigEntry
 from controller.topic_config import ConfigSource, ConfigType, UncleanRecoveryStrategy
 from net.record_batch import TimestampType
+from net.sasl import (
+    DEFAULT_FAILED_AUTHENTICATION_DELAY_MS,
+    DEFAULT_SCRAM_ITERATIONS,
+    MAX_SCRAM_ITERATIONS,
+    MIN_SCRAM_ITERATIONS,
+    SCRAM_MECHANISMS,
+    SCRAM_SHA_256,
+    SCRAM_SHA_512,
+    SUPPORTED_MECHANISMS,
+    CredentialLookup,
+    SaslListenerConfig,
+)
 from net.server import ConnectionLimits
 
 # ConfigError and parse_properties live in node.properties (light to import); callers import
@@ -163,6 +178,56 @@ def _parse_connection_overrides(value: object) -> object:
             raise ValueError(f"expected ip-address:count, got {item!r}")
         overrides[str(parsed)] = int(count)
     return overrides
+
+
+class SecurityProtocol(StrEnum):
+    """The security protocols of a Kafka listener that this node serves."""
+
+    PLAINTEXT = "PLAINTEXT"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapScramCredential:
+    """A SCRAM user of a new cluster: its password lives only in the node's configuration."""
+
+    mechanism: str
+    name: str
+    password: SecretStr
+    iterations: int = DEFAULT_SCRAM_ITERATIONS
+
+
+_SCRAM_ENTRY = re.compile(r"\s*(?P<mechanism>[A-Z0-9-]+)=\[(?P<fields>[^\]]*)\]\s*")
+
+
+def _parse_scram_credentials(value: object) -> object:
+    """`SCRAM-SHA-512=[name=admin,password=secret,iterations=8192];...`: Kafka's
+    `--add-scram` syntax, ';' between users (salt and salted password are not taken)."""
+    if not isinstance(value, str):
+        return value
+    credentials = []
+    for entry in filter(str.strip, value.split(";")):
+        match = _SCRAM_ENTRY.fullmatch(entry)
+        if match is None or match["mechanism"] not in SCRAM_MECHANISMS:
+            raise ValueError(
+                "expected SCRAM-SHA-256=[name=...,password=...] or SCRAM-SHA-512=[...]"
+            )
+        fields = dict(
+            item.strip().partition("=")[::2] for item in match["fields"].split(",") if item.strip()
+        )
+        if not fields.get("name") or not fields.get("password"):
+            raise ValueError(f"a {match['mechanism']} user needs a name and a password")
+        iterations = int(fields.get("iterations", DEFAULT_SCRAM_ITERATIONS))
+        if not MIN_SCRAM_ITERATIONS <= iterations <= MAX_SCRAM_ITERATIONS:
+            raise ValueError(
+                f"SCRAM iterations must be {MIN_SCRAM_ITERATIONS}..{MAX_SCRAM_ITERATIONS}"
+            )
+        credentials.append(
+            BootstrapScramCredential(
+                match["mechanism"], fields["name"], SecretStr(fields["password"]), iterations
+            )
+        )
+    return tuple(credentials)
 
 
 Listener = Annotated[Endpoint, BeforeValidator(_parse_listener)]
@@ -356,6 +421,39 @@ class NodeConfig(BaseModel):
         BeforeValidator(_parse_connection_overrides),
     ] = Field(default_factory=dict, alias="max.connections.per.ip.overrides")
     queued_max_request_bytes: OptionalLong = Field(default=None, alias="queued.max.request.bytes")
+    # The client listener's security protocol: PLAINTEXT, or SASL_PLAINTEXT to authenticate
+    # every connection. An interim key until named listeners land, when it becomes the
+    # client listener's entry of `listener.security.protocol.map`.
+    listener_security_protocol: SecurityProtocol = Field(
+        default=SecurityProtocol.PLAINTEXT, alias="listener.security.protocol"
+    )
+    # Kafka's key, for the SASL listener; Kafka's default (GSSAPI) is not supported, and PLAIN,
+    # which sends the password, must be enabled explicitly.
+    sasl_enabled_mechanisms: Annotated[list[str], BeforeValidator(_parse_list)] = Field(
+        default_factory=lambda: [SCRAM_SHA_256, SCRAM_SHA_512], alias="sasl.enabled.mechanisms"
+    )
+    connection_failed_authentication_delay_ms: int = Field(
+        default=DEFAULT_FAILED_AUTHENTICATION_DELAY_MS,
+        alias="connection.failed.authentication.delay.ms",
+        ge=0,
+    )
+    # The SCRAM users a new cluster starts with, as `kafka-storage format --add-scram` takes
+    # them: `SCRAM-SHA-512=[name=admin,password=secret]`, several separated by ';'. The
+    # active controller writes them when the metadata holds no SCRAM credential at all.
+    bootstrap_scram_credentials: Annotated[
+        tuple[BootstrapScramCredential, ...], BeforeValidator(_parse_scram_credentials)
+    ] = Field(default=(), alias="bootstrap.scram.credentials", repr=False)
+
+    @field_validator("sasl_enabled_mechanisms")
+    @classmethod
+    def _check_mechanisms(cls, mechanisms: list[str]) -> list[str]:
+        unknown = [name for name in mechanisms if name not in SUPPORTED_MECHANISMS]
+        if unknown or not mechanisms:
+            raise ValueError(
+                f"supported SASL mechanisms are {', '.join(SUPPORTED_MECHANISMS)}, not "
+                f"{', '.join(unknown) or 'none'}"
+            )
+        return mechanisms
 
     @model_validator(mode="after")
     def _check_roles(self) -> Self:
@@ -409,6 +507,16 @@ class NodeConfig(BaseModel):
             max_connections_per_ip=self.max_connections_per_ip,
             max_connections_per_ip_overrides=dict(self.max_connections_per_ip_overrides),
             queued_max_request_bytes=self.queued_max_request_bytes,
+        )
+
+    def sasl_listener(self, credentials: CredentialLookup) -> SaslListenerConfig | None:
+        """The SASL settings of the client listener, None unless it is SASL_PLAINTEXT."""
+        if self.listener_security_protocol is not SecurityProtocol.SASL_PLAINTEXT:
+            return None
+        return SaslListenerConfig(
+            tuple(self.sasl_enabled_mechanisms),
+            credentials,
+            self.connection_failed_authentication_delay_ms,
         )
 
     def log_config(self) -> LogConfig:
@@ -467,7 +575,7 @@ class NodeConfig(BaseModel):
         return tuple(entries)
 
 
-_SENSITIVE_KEYS = frozenset({"admin.token"})
+_SENSITIVE_KEYS = frozenset({"admin.token", "bootstrap.scram.credentials"})
 
 
 def _kafka_spelling(key: str, value: object, annotation: object) -> str | None:

@@ -46,6 +46,7 @@ from broker.replica_admin_apis import ReplicaAdminApis
 from broker.replica_log_info import ReplicaLogInfoApi
 from broker.replica_manager import ReplicaManager
 from broker.replication_quota import ThrottleSettings
+from broker.scram_credentials import credential_lookup
 from controller.broker_lifecycle import LifecycleConfig
 from controller.client import ControllerClient, NoControllerError, create_topics_request
 from controller.events import EventLog, EventType, MetadataEvent
@@ -53,14 +54,16 @@ from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_change import PartitionDefaults
 from controller.partition_change import TopicPartition as ControllerTopicPartition
 from controller.quorum_controller import ControllerConfig, QuorumController
-from controller.records import ReplicaLogState
+from controller.records import ReplicaLogState, ScramMechanism
 from controller.replica_log_inspector import ReplicaLogInspector
+from controller.scram import record_from_password
 from controller.topic_config import TopicConfig
 from controller.topics import OFFSETS_TOPIC, TopicDefaults
 from kraft.driver import RaftDriver
 from kraft.messages import QuorumView, ReplicaView
 from kraft.raft import RaftConfig
 from net.api_registry import ApiRegistry
+from net.sasl import register_sasl_apis
 from net.server import KafkaServer, RequestMetrics
 from net.tasks import set_fatal_handler, start_essential
 from node.config import NodeConfig, Role
@@ -202,6 +205,15 @@ def controller_config(
         unclean_recovery_timeout_ms=config.unclean_recovery_timeout_ms,
         broker_listener=CLIENT_LISTENER,
         max_idle_interval_ms=config.metadata_max_idle_interval_ms,
+        bootstrap_scram_credentials=tuple(
+            record_from_password(
+                credential.name,
+                ScramMechanism[credential.mechanism.replace("-", "_")],
+                credential.password.get_secret_value(),
+                credential.iterations,
+            )
+            for credential in config.bootstrap_scram_credentials
+        ),
     )
 
 
@@ -460,6 +472,7 @@ class BrokerRole:
             auto_creation=self._auto_creation,
         ).register(registry)
         DataApis(self.replicas).register(registry)
+        register_sasl_apis(registry)
         ReplicaAdminApis(self.replicas).register(registry)
         ReplicaLogInfoApi(self.replicas, lambda: self.lifecycle.broker_epoch).register(registry)
         GroupApis(self.groups, lambda: replayer.image).register(registry)
@@ -474,6 +487,7 @@ class BrokerRole:
             connections_max_idle_ms=config.connections_max_idle_ms,
             limits=config.connection_limits(),
             metrics=request_metrics,
+            sasl=config.sasl_listener(credential_lookup(lambda: replayer.image)),
         )
 
     def _on_registered(self, broker_epoch: int) -> None:
