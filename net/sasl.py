@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import datetime
 import hmac
+import secrets
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -145,6 +146,8 @@ class SaslStep:
     close: bool = False
     failed: bool = False
     user: str | None = None
+    # Why it failed, for the server's log: never a secret.
+    reason: str | None = None
 
 
 class _Exchange:
@@ -193,7 +196,10 @@ class _ScramExchange(_Exchange):
     def __init__(self, mechanism: str, credentials: CredentialLookup) -> None:
         self._mechanism = mechanism
         self._credentials = credentials
-        self._server = scramp.ScramMechanism(mechanism).make_server(self._auth_info)
+        self._server_nonce = _server_nonce()
+        self._server = scramp.ScramMechanism(mechanism).make_server(
+            self._auth_info, s_nonce=self._server_nonce
+        )
         self._first = True
 
     def _auth_info(self, user: str) -> tuple[bytes, bytes, bytes, int]:
@@ -203,20 +209,46 @@ class _ScramExchange(_Exchange):
         self.user = user
         return credential.salt, credential.stored_key, credential.server_key, credential.iterations
 
+    def _accept_repeated_client_nonce(self, client_final: str) -> None:
+        """librdkafka 2.0 (kcat 1.7) sends back its own nonce followed by the server's whole
+        nonce (client's part included); Kafka's ScramSaslServer accepts any final nonce that
+        ends with the server's part, so a Kafka client may too. scramp wants the exact nonce:
+        it is told to expect the one received. The proof still covers the message as sent."""
+        for attribute in client_final.split(","):
+            if attribute.startswith("r="):
+                nonce = attribute[2:]
+                expected = self._server.nonce
+                if nonce != str(expected) and nonce.endswith(self._server_nonce):
+                    self._server.nonce = type(expected)(nonce)
+                return
+
     def step(self, token: bytes) -> tuple[bytes, bool]:
         try:
             if self._first:
                 self._first = False
                 self._server.set_client_first(token.decode("utf-8"))
                 return self._server.get_server_first().encode(), False
-            self._server.set_client_final(token.decode("utf-8"))
+            client_final = token.decode("utf-8")
+            self._accept_repeated_client_nonce(client_final)
+            self._server.set_client_final(client_final)
             return self._server.get_server_final().encode(), True
-        except (scramp.ScramException, UnicodeDecodeError, _AuthenticationError):
+        except (scramp.ScramException, UnicodeDecodeError, _AuthenticationError) as error:
             # Kafka names no reason either: wrong password and unknown user look the same.
             raise _AuthenticationError(
                 "Authentication failed during authentication due to invalid credentials with "
-                f"SASL mechanism {self._mechanism}"
+                f"SASL mechanism {self._mechanism}",
+                str(error),
             ) from None
+
+
+def _server_nonce() -> str:
+    """A nonce as Kafka's ScramFormatter makes it: 130 random bits in base 36."""
+    value = secrets.randbits(130)
+    digits = []
+    while value:
+        value, digit = divmod(value, 36)
+        digits.append("0123456789abcdefghijklmnopqrstuvwxyz"[digit])
+    return "".join(reversed(digits)) or "0"
 
 
 class SaslAuthenticator:
@@ -265,12 +297,14 @@ class SaslAuthenticator:
             server_token, done = self._exchange.step(auth_bytes)
         except _AuthenticationError as failure:
             self._state = _State.FAILED
+            message = failure.args[0]
             return SaslStep(
                 _authenticate_response(
-                    response_type, ErrorCode.sasl_authentication_failed, str(failure), b""
+                    response_type, ErrorCode.sasl_authentication_failed, message, b""
                 ),
                 close=True,
                 failed=True,
+                reason=failure.args[-1],
             )
         response = _authenticate_response(response_type, ErrorCode.none, None, server_token)
         if not done:
@@ -314,7 +348,15 @@ def register_sasl_apis(registry: ApiRegistry) -> None:
     without SASL, or again on an authenticated connection, they are answered ILLEGAL_SASL_STATE,
     as Kafka's KafkaApis answers them. On a SASL listener the connection hands them to its
     authenticator until it completes."""
-    registry.register(ApiKey.SASL_HANDSHAKE, _handshake_out_of_state, min_version=1, max_version=1)
+    registry.register(
+        ApiKey.SASL_HANDSHAKE,
+        _handshake_out_of_state,
+        min_version=1,
+        max_version=1,
+        # Advertised from v0: older librdkafka (kcat) wants v0 in the range to use SASL at
+        # all, then sends v1; a v0 handshake itself is answered UNSUPPORTED_VERSION.
+        advertised_min_version=0,
+    )
     registry.register(
         ApiKey.SASL_AUTHENTICATE, _authenticate_out_of_state, min_version=0, max_version=2
     )

@@ -379,6 +379,7 @@ class _Connection(asyncio.Protocol):
                 connection_id=self._id,
                 api_key=header.api_key,
                 mechanism=self._sasl.mechanism if self._sasl is not None else None,
+                reason=step.reason,
             )
             in_flight.authentication_failed = True
             self._draining = True
