@@ -150,7 +150,7 @@ def test_aiokafka_produces_and_consumes_in_a_group(node: Cluster, mechanism: str
         )
         await consumer.start()
         try:
-            values = []
+            values: list[bytes] = []
             while len(values) < 5:
                 batch = await asyncio.wait_for(consumer.getmany(timeout_ms=1000), 20)
                 values.extend(m.value for messages in batch.values() for m in messages)
@@ -180,7 +180,9 @@ def test_confluent_kafka_scram_sha_512_produces_consumes_and_administers(node: C
         while len(values) < 20 and time.monotonic() < deadline:
             message = consumer.poll(1.0)
             if message is not None and message.error() is None:
-                values.append(message.value())
+                value = message.value()
+                assert value is not None
+                values.append(value)
         consumer.commit(asynchronous=False)
     finally:
         consumer.close()

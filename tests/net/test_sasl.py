@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import scramp
 from kio.schema.errors import ErrorCode
+from kio.schema.sasl_authenticate.v2.response import SaslAuthenticateResponse
+from kio.schema.sasl_handshake.v1.response import SaslHandshakeResponse
 
 from net.sasl import (
     PLAIN,
@@ -33,13 +35,13 @@ def scram_login(mechanism: str, user: str, password: str) -> tuple[SaslAuthentic
     assert sasl.handshake(mechanism).response is not None
     client = scramp.ScramClient([mechanism], user, password)
     first = sasl.authenticate(2, client.get_client_first().encode())
-    assert first.response is not None
+    assert isinstance(first.response, SaslAuthenticateResponse)
     if first.close:
         assert first.response.error_code == ErrorCode.sasl_authentication_failed
         return sasl, False
     client.set_server_first(first.response.auth_bytes.decode())
     final = sasl.authenticate(2, client.get_client_final().encode())
-    assert final.response is not None
+    assert isinstance(final.response, SaslAuthenticateResponse)
     if final.close:
         assert final.failed
         assert final.response.error_code == ErrorCode.sasl_authentication_failed
@@ -85,7 +87,7 @@ def test_plain_verifies_the_password_against_the_scram_credential() -> None:
 def test_unknown_mechanisms_and_out_of_order_requests_are_refused() -> None:
     sasl = authenticator()
     step = sasl.handshake("GSSAPI")
-    assert step.response is not None and step.close
+    assert isinstance(step.response, SaslHandshakeResponse) and step.close
     assert step.response.error_code == ErrorCode.unsupported_sasl_mechanism
     assert tuple(step.response.mechanisms) == (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)
     # SaslAuthenticate before the handshake, a second handshake: closed without an answer.
