@@ -25,11 +25,14 @@ from controller.records import (
     RecordDecodeError,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     ReplicaLogState,
+    ScramMechanism,
     TopicRecord,
     UncleanRecoveryRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
     decode_record,
     encode_record,
 )
@@ -104,6 +107,18 @@ STRATEGIES: dict[type[MetadataRecord], st.SearchStrategy[MetadataRecord]] = {
         st.none() | st.just(True),
     ),
     NoOpRecord: st.just(NoOpRecord()),
+    UserScramCredentialRecord: st.builds(
+        UserScramCredentialRecord,
+        texts,
+        st.sampled_from(ScramMechanism),
+        st.binary(max_size=64),
+        st.binary(max_size=64),
+        st.binary(max_size=64),
+        int32s,
+    ),
+    RemoveUserScramCredentialRecord: st.builds(
+        RemoveUserScramCredentialRecord, texts, st.sampled_from(ScramMechanism)
+    ),
     UncleanRecoveryRecord: st.builds(
         UncleanRecoveryRecord,
         uuids,
@@ -149,6 +164,8 @@ KAFKA_RECORDS = {
     ProducerIdsRecord: (15, range(1)),
     BrokerRegistrationChangeRecord: (17, range(3)),
     NoOpRecord: (20, range(1)),
+    UserScramCredentialRecord: (11, range(1)),
+    RemoveUserScramCredentialRecord: (22, range(1)),
 }
 
 
@@ -159,6 +176,19 @@ def test_api_keys_and_versions_are_kafkas() -> None:
     for record_type, (api_key, versions) in KAFKA_RECORDS.items():
         assert RECORD_TYPES[api_key] is record_type
         assert record_type.VERSION in versions
+
+
+def test_scram_credential_record_is_laid_out_as_kafkas() -> None:
+    record = UserScramCredentialRecord(
+        "al", ScramMechanism.SCRAM_SHA_512, b"salt", b"stored", b"server", 4096
+    )
+    # Frame 1, api key 11, version 0; Name, Mechanism int8, Salt, StoredKey, ServerKey (compact
+    # strings and bytes), Iterations int32, no tagged fields: Kafka's record since 3.5, which
+    # keeps no salted password.
+    assert encode_record(record) == (
+        b"\x01\x0b\x00\x03al\x02\x05salt\x07stored\x07server" + (4096).to_bytes(4, "big") + b"\x00"
+    )
+    assert "stored" not in repr(record) and "server'" not in repr(record)
 
 
 def test_frame_is_frame_version_type_version() -> None:
