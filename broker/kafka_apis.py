@@ -29,6 +29,7 @@ from broker.metadata_api import (
 from controller import wire
 from controller.client import ControllerClient, NoControllerError
 from controller.image import MetadataImage
+from controller.scram import describe_scram_credentials
 from net import messages
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
@@ -45,6 +46,7 @@ _FORWARDED = frozenset(
         ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         ApiKey.LIST_PARTITION_REASSIGNMENTS,
         ApiKey.UNREGISTER_BROKER,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     }
 )
 _ForwardedRequest: TypeAlias = (
@@ -57,6 +59,7 @@ _ForwardedRequest: TypeAlias = (
     | messages.AlterPartitionReassignmentsRequest
     | messages.ListPartitionReassignmentsRequest
     | messages.UnregisterBrokerRequest
+    | messages.AlterUserScramCredentialsRequest
 )
 
 
@@ -78,6 +81,8 @@ def _refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payl
         return wire.unregister_broker_error(version, error)
     if isinstance(request, messages.AlterConfigsRequest):
         return wire.alter_configs_error(version, request, error)
+    if isinstance(request, messages.AlterUserScramCredentialsRequest):
+        return wire.alter_scram_credentials_error(version, request, error)
     return wire.elect_leaders_response(version, (), error)
 
 
@@ -124,6 +129,13 @@ class BrokerApis:
             min_version=DESCRIBE_CONFIGS_VERSIONS[0],
             max_version=DESCRIBE_CONFIGS_VERSIONS[1],
         )
+        # Answered from the metadata image, as Kafka's brokers answer it from their cache.
+        registry.register(
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+            self._on_describe_user_scram_credentials,
+            min_version=0,
+            max_version=0,
+        )
         for served in wire.SERVED:
             if served.api_key in _FORWARDED:
                 registry.register(
@@ -143,6 +155,14 @@ class BrokerApis:
             self._auto_creation.create(creating)
         return metadata_response(
             image, self._broker_id, self._cluster_id, context.header.api_version, request, creating
+        )
+
+    def _on_describe_user_scram_credentials(
+        self, context: RequestContext, request: messages.DescribeUserScramCredentialsRequest
+    ) -> messages.DescribeUserScramCredentialsResponse:
+        users = None if request.users is None else [user.name for user in request.users]
+        return wire.describe_scram_credentials_response(
+            context.header.api_version, describe_scram_credentials(self._image(), users)
         )
 
     def _on_describe_cluster(

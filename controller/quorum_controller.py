@@ -88,6 +88,7 @@ from controller.records import (
     encode_record,
 )
 from controller.replica_log_inspector import ReplicaLogInspector
+from controller.scram import ScramResult, alter_scram_credentials
 from controller.topics import (
     AlterConfigsResult,
     CreatePartitionsResult,
@@ -227,6 +228,7 @@ class QuorumController:
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self._on_list_partition_reassignments,
             ApiKey.UNREGISTER_BROKER: self._on_unregister_broker,
             ApiKey.ALTER_CONFIGS: self._on_alter_configs,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self._on_alter_user_scram_credentials,
         }
         for served in wire.SERVED:
             registry.register(
@@ -910,6 +912,25 @@ class QuorumController:
             return change.records, None
 
         await self._write("session_expiry", build)
+
+    async def _on_alter_user_scram_credentials(
+        self, context: RequestContext, request: messages.AlterUserScramCredentialsRequest
+    ) -> messages.AlterUserScramCredentialsResponse:
+        version = context.header.api_version
+        alterations = wire.alter_scram_credentials_request(request)
+
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], list[ScramResult]]:
+            return alter_scram_credentials(active.image, alterations)
+
+        return await self._serve_user(
+            "alter_user_scram_credentials",
+            build,
+            partial(wire.alter_scram_credentials_response, version),
+            partial(wire.alter_scram_credentials_error, version, request),
+            users=sorted({alteration.name for alteration in alterations}),
+        )
 
     async def _bootstrap_scram_credentials(self) -> None:
         def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], None]:

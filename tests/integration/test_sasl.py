@@ -17,8 +17,15 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic as PythonNewTopic
 from kafka.errors import KafkaError
@@ -311,3 +318,83 @@ def test_a_plain_login_then_a_second_handshake_is_an_illegal_sasl_state(node: Cl
         response = _read_response(sock)
         assert response is not None
         assert struct.unpack(">ih", response[:6]) == (3, 34)  # ILLEGAL_SASL_STATE
+
+
+# AlterUserScramCredentials (forwarded to the controller) and DescribeUserScramCredentials.
+
+
+def _alter(admin: AdminClient, alterations: list[Any]) -> dict[str, str | None]:
+    """Each user's outcome: None when done, else the error's name."""
+    outcome: dict[str, str | None] = {}
+    for user, future in admin.alter_user_scram_credentials(alterations).items():
+        try:
+            future.result(20)
+            outcome[user] = None
+        except KafkaException as error:
+            outcome[user] = error.args[0].name()
+    return outcome
+
+
+def _can_log_in(node: Cluster, user: str, password: str) -> bool:
+    admin = AdminClient({**confluent(node, user, password), "sasl.mechanism": "SCRAM-SHA-256"})
+    try:
+        admin.list_topics(timeout=5)
+        return True
+    except KafkaException:
+        return False
+
+
+def test_users_are_added_described_without_keys_and_deleted(node: Cluster) -> None:
+    admin = AdminClient(confluent(node))
+    sha256 = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
+    assert _alter(admin, [UserScramCredentialUpsertion("carol", sha256, b"carol-secret")]) == {
+        "carol": None
+    }
+    assert _can_log_in(node, "carol", "carol-secret")
+    assert not _can_log_in(node, "carol", "wrong")
+    described = admin.describe_user_scram_credentials(["carol"])["carol"].result(20)
+    assert [(info.mechanism, info.iterations) for info in described.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_256, 4096)
+    ]
+    every = admin.describe_user_scram_credentials().result(20)
+    assert {"alice", "bob", "carol"} <= set(every)
+    assert {info.mechanism for info in every["alice"].scram_credential_infos} == {
+        ScramMechanism.SCRAM_SHA_256,
+        ScramMechanism.SCRAM_SHA_512,
+    }
+    deletion = UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_256)
+    assert _alter(admin, [deletion]) == {"carol": None}
+    assert not _can_log_in(node, "carol", "carol-secret")
+    with pytest.raises(KafkaException, match="RESOURCE_NOT_FOUND"):
+        admin.describe_user_scram_credentials(["carol"])["carol"].result(20)
+
+
+def test_credential_alterations_are_validated_as_kafka_validates_them(node: Cluster) -> None:
+    admin = AdminClient(confluent(node))
+
+    def upsert(user: str, mechanism: ScramMechanism, iterations: int) -> Any:
+        info = ScramCredentialInfo(mechanism, iterations)
+        return UserScramCredentialUpsertion(user, info, b"secret")
+
+    sha256 = ScramMechanism.SCRAM_SHA_256
+    assert _alter(
+        admin,
+        [
+            upsert("few", sha256, 1000),
+            upsert("many", sha256, 20000),
+            upsert("twice", sha256, 4096),
+            UserScramCredentialDeletion("twice", ScramMechanism.SCRAM_SHA_512),
+            UserScramCredentialDeletion("nobody", sha256),
+            upsert("fine", sha256, 16384),
+        ],
+    ) == {
+        "few": "UNACCEPTABLE_CREDENTIAL",
+        "many": "UNACCEPTABLE_CREDENTIAL",
+        "twice": "DUPLICATE_RESOURCE",
+        "nobody": "RESOURCE_NOT_FOUND",
+        "fine": None,
+    }
+    every = admin.describe_user_scram_credentials().result(20)
+    assert "fine" in every
+    assert not {"few", "many", "twice"} & set(every)
+    assert _alter(admin, [UserScramCredentialDeletion("fine", sha256)]) == {"fine": None}
