@@ -335,6 +335,19 @@ def _alter(admin: AdminClient, alterations: list[Any]) -> dict[str, str | None]:
     return outcome
 
 
+def describe(admin: AdminClient, user: str) -> Any:
+    futures = admin.describe_user_scram_credentials([user])
+    assert isinstance(futures, dict)
+    return futures[user].result(20)
+
+
+def describe_all(admin: AdminClient) -> dict[str, Any]:
+    future = admin.describe_user_scram_credentials()
+    assert not isinstance(future, dict)
+    result: dict[str, Any] = future.result(20)
+    return result
+
+
 def _can_log_in(node: Cluster, user: str, password: str) -> bool:
     admin = AdminClient({**confluent(node, user, password), "sasl.mechanism": "SCRAM-SHA-256"})
     try:
@@ -352,11 +365,11 @@ def test_users_are_added_described_without_keys_and_deleted(node: Cluster) -> No
     }
     assert _can_log_in(node, "carol", "carol-secret")
     assert not _can_log_in(node, "carol", "wrong")
-    described = admin.describe_user_scram_credentials(["carol"])["carol"].result(20)
+    described = describe(admin, "carol")
     assert [(info.mechanism, info.iterations) for info in described.scram_credential_infos] == [
         (ScramMechanism.SCRAM_SHA_256, 4096)
     ]
-    every = admin.describe_user_scram_credentials().result(20)
+    every = describe_all(admin)
     assert {"alice", "bob", "carol"} <= set(every)
     assert {info.mechanism for info in every["alice"].scram_credential_infos} == {
         ScramMechanism.SCRAM_SHA_256,
@@ -366,7 +379,7 @@ def test_users_are_added_described_without_keys_and_deleted(node: Cluster) -> No
     assert _alter(admin, [deletion]) == {"carol": None}
     assert not _can_log_in(node, "carol", "carol-secret")
     with pytest.raises(KafkaException, match="RESOURCE_NOT_FOUND"):
-        admin.describe_user_scram_credentials(["carol"])["carol"].result(20)
+        describe(admin, "carol")
 
 
 def test_credential_alterations_are_validated_as_kafka_validates_them(node: Cluster) -> None:
@@ -394,7 +407,7 @@ def test_credential_alterations_are_validated_as_kafka_validates_them(node: Clus
         "nobody": "RESOURCE_NOT_FOUND",
         "fine": None,
     }
-    every = admin.describe_user_scram_credentials().result(20)
+    every = describe_all(admin)
     assert "fine" in every
     assert not {"few", "many", "twice"} & set(every)
     assert _alter(admin, [UserScramCredentialDeletion("fine", sha256)]) == {"fine": None}
