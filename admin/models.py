@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -86,6 +87,21 @@ class Topic(BaseModel):
     topic_id: str
     configs: dict[str, str] = Field(description="the topic's overrides of the broker defaults")
     partitions: list[Partition]
+
+
+class ScramCredential(BaseModel):
+    """One SCRAM credential of a user: never its salt nor its keys."""
+
+    mechanism: str = Field(description="SCRAM-SHA-256 or SCRAM-SHA-512")
+    iterations: int
+
+
+class User(BaseModel):
+    """A SASL user: the SCRAM credentials it can authenticate with (PLAIN verifies against
+    them too)."""
+
+    name: str
+    credentials: list[ScramCredential]
 
 
 class Metadata(BaseModel):
@@ -478,3 +494,16 @@ class Event(BaseModel):
         default=None, description="reassignment events: the replicas the move is removing"
     )
     detail: str | None = None
+
+
+class CreateUser(BaseModel):
+    """POST /v1/users: set (add or replace) `name`'s credential for `mechanism`. The password
+    is salted here and only the salted form travels to the controller, which keeps the
+    derived keys."""
+
+    model_config = _REQUEST
+
+    name: str = Field(min_length=1, max_length=255)
+    mechanism: Literal["SCRAM-SHA-256", "SCRAM-SHA-512"]
+    password: str = Field(min_length=1, repr=False)
+    iterations: int = Field(default=4096, ge=4096, le=16384)

@@ -6,6 +6,7 @@ before authentication refused as Kafka refuses them, with nothing written."""
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import socket
 import struct
@@ -30,7 +31,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic as PythonNewTopic
 from kafka.errors import KafkaError
 
-from bench.cluster import Cluster
+from bench.cluster import Cluster, kraft_executable
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -411,3 +412,32 @@ def test_credential_alterations_are_validated_as_kafka_validates_them(node: Clus
     assert "fine" in every
     assert not {"few", "many", "twice"} & set(every)
     assert _alter(admin, [UserScramCredentialDeletion("fine", sha256)]) == {"fine": None}
+
+
+def test_users_are_managed_through_the_admin_api_and_the_cli(node: Cluster) -> None:
+    admin_url = f"http://127.0.0.1:{node.nodes[1].admin_port}"
+
+    def kraft(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [kraft_executable(), "users", *args, "--admin", admin_url],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    added = kraft("add", "dave", "--mechanism", "SCRAM-SHA-256", "--password", "dave-secret")
+    assert added.returncode == 0, added.stderr
+    assert "dave" in added.stdout and "SCRAM-SHA-256" in added.stdout
+    assert _can_log_in(node, "dave", "dave-secret")
+    listed = kraft("list", "--json")
+    users = {user["name"]: user for user in json.loads(listed.stdout)}
+    assert users["dave"]["credentials"] == [{"mechanism": "SCRAM-SHA-256", "iterations": 4096}]
+    # Nothing but mechanisms and iterations: no salt, no key, no password.
+    assert set(users["alice"]["credentials"][0]) == {"mechanism", "iterations"}
+    refused = kraft("add", "erin", "--password", "x", "--iterations", "100")
+    assert refused.returncode == 1 and "iterations" in refused.stderr
+    assert kraft("delete", "dave").returncode == 0
+    assert not _can_log_in(node, "dave", "dave-secret")
+    missing = kraft("delete", "dave")
+    assert missing.returncode == 1 and "RESOURCE_NOT_FOUND" in missing.stderr
