@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import datetime
 import hmac
+import re
 import secrets
 import typing
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum, auto
 
 import scramp
@@ -375,3 +376,83 @@ def _authenticate_out_of_state(
         "SaslAuthenticate request received after successful authentication",
         b"",
     )
+
+
+# -- the client side ---------------------------------------------------------------------------
+
+
+class SaslAuthenticationError(Exception):
+    """The node refused this client's SASL authentication (or its mechanism)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SaslClientCredentials:
+    """What a client authenticates with: Kafka's `sasl.mechanism` and the user's name and
+    password (`sasl.username` / `sasl.password`, or a JAAS config's)."""
+
+    mechanism: str
+    username: str
+    password: str = field(repr=False)
+
+    def __post_init__(self) -> None:
+        if self.mechanism not in SUPPORTED_MECHANISMS:
+            raise ValueError(
+                f"sasl.mechanism must be one of {', '.join(SUPPORTED_MECHANISMS)}, "
+                f"not {self.mechanism!r}"
+            )
+
+    def exchange(self) -> SaslClientExchange:
+        """The client side of one authentication."""
+        return SaslClientExchange(self)
+
+
+class SaslClientExchange:
+    """The tokens a client sends, one per SaslAuthenticate, for the server's tokens."""
+
+    def __init__(self, credentials: SaslClientCredentials) -> None:
+        self._credentials = credentials
+        self._answered = 0
+        self._scram: scramp.ScramClient | None = None
+        if credentials.mechanism != PLAIN:
+            self._scram = scramp.ScramClient(
+                [credentials.mechanism], credentials.username, credentials.password
+            )
+
+    def first(self) -> bytes:
+        """The first token."""
+        if self._scram is None:
+            credentials = self._credentials
+            return f"\0{credentials.username}\0{credentials.password}".encode()
+        client_first: str = self._scram.get_client_first()
+        return client_first.encode()
+
+    def next(self, server_token: bytes) -> bytes | None:
+        """The token answering `server_token`; None when the exchange is complete (the server
+        proved it knows the credential, for SCRAM). SaslAuthenticationError if the server's
+        token is wrong."""
+        scram = self._scram
+        if scram is None:
+            return None
+        self._answered += 1
+        try:
+            if self._answered == 1:
+                scram.set_server_first(server_token.decode())
+                client_final: str = scram.get_client_final()
+                return client_final.encode()
+            scram.set_server_final(server_token.decode())
+        except (scramp.ScramException, UnicodeDecodeError) as error:
+            raise SaslAuthenticationError(f"the server's SCRAM answer is wrong: {error}") from None
+        return None
+
+
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def parse_jaas_config(text: str) -> tuple[str, str]:
+    """The (username, password) of Kafka's `sasl.jaas.config`, e.g.
+    `org.apache.kafka.common.security.scram.ScramLoginModule required username="alice"
+    password="secret";` (or PlainLoginModule). ValueError when either is missing."""
+    options = {name: value.replace('\\"', '"') for name, value in _JAAS_OPTION.findall(text)}
+    if "username" not in options or "password" not in options:
+        raise ValueError('sasl.jaas.config needs username="..." and password="..."')
+    return options["username"], options["password"]

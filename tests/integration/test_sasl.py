@@ -32,6 +32,8 @@ from kafka.admin import NewTopic as PythonNewTopic
 from kafka.errors import KafkaError
 
 from bench.cluster import Cluster, kraft_executable
+from net.client import ClusterClient, KafkaConnectionError
+from net.sasl import SaslClientCredentials
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -441,3 +443,16 @@ def test_users_are_managed_through_the_admin_api_and_the_cli(node: Cluster) -> N
     assert not _can_log_in(node, "dave", "dave-secret")
     missing = kraft("delete", "dave")
     assert missing.returncode == 1 and "RESOURCE_NOT_FOUND" in missing.stderr
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_our_own_client_authenticates(node: Cluster, mechanism: str) -> None:
+    async def run(password: str) -> Any:
+        credentials = SaslClientCredentials(mechanism, "alice", password)
+        async with ClusterClient(node.bootstrap, sasl=credentials, connect_timeout=5) as client:
+            return await client.bootstrap()
+
+    metadata = asyncio.run(run(PASSWORD))
+    assert [broker.node_id for broker in metadata.brokers] == [1]
+    with pytest.raises(KafkaConnectionError, match="refused 'alice'"):
+        asyncio.run(run("wrong"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import scramp
 from kio.schema.errors import ErrorCode
 from kio.schema.sasl_authenticate.v2.response import SaslAuthenticateResponse
@@ -12,7 +13,9 @@ from net.sasl import (
     SCRAM_SHA_256,
     SCRAM_SHA_512,
     SaslAuthenticator,
+    SaslClientCredentials,
     ScramCredential,
+    parse_jaas_config,
     scram_credential,
 )
 
@@ -97,3 +100,27 @@ def test_unknown_mechanisms_and_out_of_order_requests_are_refused() -> None:
     sasl.handshake(PLAIN)
     step = sasl.handshake(PLAIN)
     assert step.response is None and step.close
+
+
+def test_the_client_exchange_authenticates_against_the_server_state_machine() -> None:
+    for mechanism in (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512):
+        sasl = authenticator()
+        sasl.handshake(mechanism)
+        client = SaslClientCredentials(mechanism, "alice", "alice-secret").exchange()
+        token: bytes | None = client.first()
+        step = None
+        while token is not None:
+            step = sasl.authenticate(2, token)
+            assert isinstance(step.response, SaslAuthenticateResponse)
+            assert step.response.error_code == ErrorCode.none
+            token = client.next(step.response.auth_bytes)
+        assert step is not None and step.user == "alice"
+
+
+def test_jaas_configs_give_username_and_password() -> None:
+    assert parse_jaas_config(
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="alice" password="se\\"cret";'
+    ) == ("alice", 'se"cret')
+    with pytest.raises(ValueError, match="username"):
+        parse_jaas_config('ScramLoginModule required password="x";')
