@@ -35,6 +35,7 @@ from broker.replication_quota import ReplicationQuota
 from net.client import NodeConnection, RequestTimedOutError
 from net.protocol import ProtocolError, make_entity
 from net.record_batch import RecordBatchError
+from net.sasl import SaslClientCredentials
 from net.tasks import start_essential
 from storage.errors import StorageError
 
@@ -63,13 +64,18 @@ class ReplicaFetcher:
         leader_id: int,
         address: tuple[str, int],
         quota: ReplicationQuota | None = None,
+        sasl: SaslClientCredentials | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.quota = ReplicationQuota() if quota is None else quota
         self.leader_id = leader_id
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._connection = NodeConnection(
-            address[0], address[1], client_id=f"replica-fetcher-{broker_id}", request_timeout=30
+            address[0],
+            address[1],
+            client_id=f"replica-fetcher-{broker_id}",
+            request_timeout=30,
+            sasl=sasl,
         )
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -289,8 +295,11 @@ class ReplicaFetcherManager:
         broker_id: int,
         address_of: Callable[[int], tuple[str, int] | None],
         quota: ReplicationQuota | None = None,
+        *,
+        sasl: SaslClientCredentials | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self._sasl = sasl
         self._address_of = address_of
         self._quota = ReplicationQuota() if quota is None else quota
         self._fetchers: dict[int, ReplicaFetcher] = {}
@@ -309,7 +318,7 @@ class ReplicaFetcherManager:
             if address is None:
                 return
             fetcher = self._fetchers[leader_id] = ReplicaFetcher(
-                self.broker_id, leader_id, address, self._quota
+                self.broker_id, leader_id, address, self._quota, self._sasl
             )
             fetcher.start()
         fetcher.add(partition)

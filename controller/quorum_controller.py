@@ -118,6 +118,7 @@ from net.manual_recovery import (
 )
 from net.manual_recovery import ElectRecoveredLeaderRequest, ElectRecoveredLeaderResponse
 from net.protocol import NO_THROTTLE
+from net.sasl import SaslClientCredentials
 from net.tasks import start_essential
 
 log = structlog.get_logger(__name__)
@@ -164,6 +165,8 @@ class ControllerConfig:
     # The SCRAM credentials of a new cluster (`bootstrap.scram.credentials`), written by an
     # active controller that finds no SCRAM credential in the metadata.
     bootstrap_scram_credentials: tuple[UserScramCredentialRecord, ...] = ()
+    # How it authenticates to the brokers' listener when that is SASL (None: it is not).
+    broker_listener_sasl: SaslClientCredentials | None = None
 
 
 @dataclass(slots=True)
@@ -207,7 +210,9 @@ class QuorumController:
         # When this node last appended (event-loop seconds): the idle interval counts from it.
         self._last_append_s = 0.0
         self._inspector = ReplicaLogInspector(
-            config.broker_listener, config.unclean_recovery_timeout_ms / 1000
+            config.broker_listener,
+            config.unclean_recovery_timeout_ms / 1000,
+            config.broker_listener_sasl,
         )
 
     # -- wiring ------------------------------------------------------------------------------

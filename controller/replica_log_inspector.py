@@ -28,6 +28,7 @@ from net.replica_log_info import (
     GetReplicaLogInfoResponse,
     TopicPartitions,
 )
+from net.sasl import SaslClientCredentials
 
 log = structlog.get_logger(__name__)
 
@@ -36,8 +37,11 @@ class ReplicaLogInspector:
     """GetReplicaLogInfo to brokers on their listener named `listener`; one connection each,
     kept while the broker's address stays the same."""
 
-    def __init__(self, listener: str, timeout_s: float) -> None:
+    def __init__(
+        self, listener: str, timeout_s: float, sasl: SaslClientCredentials | None = None
+    ) -> None:
         self._listener = listener
+        self._sasl = sasl
         self._timeout_s = timeout_s
         self._connections: dict[int, NodeConnection] = {}
 
@@ -116,6 +120,7 @@ class ReplicaLogInspector:
                 client_id="controller-unclean-recovery",
                 request_timeout=self._timeout_s,
                 connect_timeout=self._timeout_s,
+                sasl=self._sasl,
             )
             self._connections[broker_id] = known
         return known

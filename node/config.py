@@ -47,6 +47,7 @@ from net.sasl import (
     SCRAM_SHA_512,
     SUPPORTED_MECHANISMS,
     CredentialLookup,
+    SaslClientCredentials,
     SaslListenerConfig,
 )
 from net.server import ConnectionLimits
@@ -437,6 +438,16 @@ class NodeConfig(BaseModel):
         alias="connection.failed.authentication.delay.ms",
         ge=0,
     )
+    # How this node authenticates to the brokers' SASL listener (replica fetchers, the
+    # controller's unclean-recovery questions): Kafka's mechanism key, and a user name and
+    # password instead of `listener.name.<name>.<mechanism>.sasl.jaas.config`.
+    sasl_mechanism_inter_broker_protocol: str = Field(
+        default=SCRAM_SHA_512, alias="sasl.mechanism.inter.broker.protocol"
+    )
+    inter_broker_sasl_username: str | None = Field(default=None, alias="inter.broker.sasl.username")
+    inter_broker_sasl_password: SecretStr | None = Field(
+        default=None, alias="inter.broker.sasl.password"
+    )
     # The SCRAM users a new cluster starts with, as `kafka-storage format --add-scram` takes
     # them: `SCRAM-SHA-512=[name=admin,password=secret]`, several separated by ';'. The
     # active controller writes them when the metadata holds no SCRAM credential at all.
@@ -509,6 +520,21 @@ class NodeConfig(BaseModel):
             queued_max_request_bytes=self.queued_max_request_bytes,
         )
 
+    def inter_broker_sasl(self) -> SaslClientCredentials | None:
+        """The credentials of this node's own connections to a SASL listener; None when the
+        listener is not SASL or no user is configured."""
+        if (
+            self.listener_security_protocol is not SecurityProtocol.SASL_PLAINTEXT
+            or self.inter_broker_sasl_username is None
+            or self.inter_broker_sasl_password is None
+        ):
+            return None
+        return SaslClientCredentials(
+            self.sasl_mechanism_inter_broker_protocol,
+            self.inter_broker_sasl_username,
+            self.inter_broker_sasl_password.get_secret_value(),
+        )
+
     def sasl_listener(self, credentials: CredentialLookup) -> SaslListenerConfig | None:
         """The SASL settings of the client listener, None unless it is SASL_PLAINTEXT."""
         if self.listener_security_protocol is not SecurityProtocol.SASL_PLAINTEXT:
@@ -575,7 +601,9 @@ class NodeConfig(BaseModel):
         return tuple(entries)
 
 
-_SENSITIVE_KEYS = frozenset({"admin.token", "bootstrap.scram.credentials"})
+_SENSITIVE_KEYS = frozenset(
+    {"admin.token", "bootstrap.scram.credentials", "inter.broker.sasl.password"}
+)
 
 
 def _kafka_spelling(key: str, value: object, annotation: object) -> str | None:

@@ -205,6 +205,7 @@ def controller_config(
         unclean_recovery_timeout_ms=config.unclean_recovery_timeout_ms,
         broker_listener=CLIENT_LISTENER,
         max_idle_interval_ms=config.metadata_max_idle_interval_ms,
+        broker_listener_sasl=config.inter_broker_sasl(),
         bootstrap_scram_credentials=tuple(
             record_from_password(
                 credential.name,
@@ -234,6 +235,7 @@ class NodeStatusView:
         self._partition_defaults = partition_defaults(config)
         # An operator looking at a recovery waits no longer than the controller would.
         self._recovery_timeout_s = config.unclean_recovery_timeout_ms / 1000
+        self._inter_broker_sasl = config.inter_broker_sasl()
         self._driver = driver
         self._replayer = replayer
         self._events = events
@@ -311,7 +313,9 @@ class NodeStatusView:
     async def inspect_replica_logs(
         self, image: MetadataImage, asked: Mapping[int, Sequence[ControllerTopicPartition]]
     ) -> dict[ControllerTopicPartition, list[ReplicaLogState]]:
-        inspector = ReplicaLogInspector(CLIENT_LISTENER, self._recovery_timeout_s)
+        inspector = ReplicaLogInspector(
+            CLIENT_LISTENER, self._recovery_timeout_s, self._inter_broker_sasl
+        )
         try:
             return await inspector.inspect(image, asked)
         finally:
@@ -443,6 +447,7 @@ class BrokerRole:
                 sample_ms=config.replication_quota_window_size_seconds * 1000,
             ),
             rack_aware_replica_selector=config.replica_selector_class is not None,
+            sasl=config.inter_broker_sasl(),
         )
         self._offsets_topic_segment_bytes = config.offsets_topic_segment_bytes
         self._controlled_shutdown_timeout_ms = config.controlled_shutdown_timeout_ms

@@ -14,6 +14,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -456,3 +457,34 @@ def test_our_own_client_authenticates(node: Cluster, mechanism: str) -> None:
     assert [broker.node_id for broker in metadata.brokers] == [1]
     with pytest.raises(KafkaConnectionError, match="refused 'alice'"):
         asyncio.run(run("wrong"))
+
+
+def test_followers_replicate_from_a_sasl_listener(tmp_path: Path) -> None:
+    cluster = Cluster.combined(
+        tmp_path,
+        3,
+        **{
+            "listener.security.protocol": "SASL_PLAINTEXT",
+            "bootstrap.scram.credentials": BOOTSTRAP_USERS,
+            "inter.broker.sasl.username": "bob",
+            "inter.broker.sasl.password": "bob-secret",
+        },
+    )
+    cluster.start_all()
+    try:
+        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, timeout=60)
+        settings = {**confluent(cluster), "bootstrap.servers": cluster.bootstrap}
+        admin = AdminClient(settings)
+        admin.create_topics([NewTopic("replicated", 1, 3)])["replicated"].result(30)
+        producer = Producer({**settings, "acks": "all"})
+        for i in range(5):
+            producer.produce("replicated", f"r{i}".encode())
+        assert producer.flush(30) == 0
+
+        def fully_replicated() -> bool | None:
+            topic = cluster.nodes[1].get("/v1/topics/replicated")
+            return sorted(topic["partitions"][0]["isr"]) == [1, 2, 3] or None
+
+        cluster.wait_for("every replica in the ISR", fully_replicated, timeout=30)
+    finally:
+        cluster.stop_all()
