@@ -91,6 +91,7 @@ class BrokerSession:
                 self._bootstrap_servers,
                 client_id=self._settings.client_id,
                 request_timeout=self._settings.request_timeout_ms / 1000,
+                sasl=self._settings.sasl,
             )
             await cluster.bootstrap()
             self._cluster = cluster

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from net.client import parse_bootstrap_servers
 from net.producer import ProducerConfig
 from net.record_batch import Compression
+from net.sasl import SaslClientCredentials, parse_jaas_config
 from spark_connector.planning import TopicPartition
 
 EARLIEST = -2
@@ -42,6 +43,18 @@ _WRITE_CLIENT_KEYS = {
     "kraft.buffer.memory": str(32 * 1024 * 1024),
     "kraft.enable.idempotence": "true",
 }
+# How readers and writers authenticate, as Kafka's client keys (no defaults): PLAINTEXT or
+# SASL_PLAINTEXT; with SASL, the mechanism and the user from a JAAS config (ScramLoginModule or
+# PlainLoginModule) or from username and password.
+_SECURITY_KEYS = {
+    "kraft.security.protocol": "PLAINTEXT",
+    "kraft.sasl.mechanism": "",
+    "kraft.sasl.jaas.config": "",
+    "kraft.sasl.username": "",
+    "kraft.sasl.password": "",
+}
+_READ_CLIENT_KEYS |= _SECURITY_KEYS
+_WRITE_CLIENT_KEYS |= _SECURITY_KEYS
 _SUBSCRIPTIONS = ("subscribe", "subscribePattern", "assign")
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$")
 _DURATION_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
@@ -103,6 +116,7 @@ class ClientSettings:
     request_timeout_ms: int
     fetch_max_wait_ms: int
     max_partition_fetch_bytes: int
+    sasl: SaslClientCredentials | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +141,7 @@ class WriteOptions:
     topic: str | None
     client_id: str
     producer: ProducerConfig = field(default_factory=ProducerConfig)
+    sasl: SaslClientCredentials | None = None
 
 
 class _Options:
@@ -199,6 +214,33 @@ class _Options:
             raise OptionError(f"option {_BOOTSTRAP}: {error}") from None
         return value
 
+    def sasl(self) -> SaslClientCredentials | None:
+        """The SASL credentials of `kraft.security.protocol=SASL_PLAINTEXT`, else None."""
+        protocol = self.text("kraft.security.protocol", "PLAINTEXT").strip().upper()
+        if protocol == "PLAINTEXT":
+            return None
+        if protocol != "SASL_PLAINTEXT":
+            raise OptionError(
+                f"option kraft.security.protocol must be PLAINTEXT or SASL_PLAINTEXT, not "
+                f"{protocol!r}"
+            )
+        mechanism = self.text("kraft.sasl.mechanism", "").strip().upper()
+        jaas = self.get("kraft.sasl.jaas.config")
+        try:
+            if jaas is not None:
+                username, password = parse_jaas_config(jaas)
+            else:
+                username = self.text("kraft.sasl.username", "")
+                password = self.text("kraft.sasl.password", "")
+                if not username or not password:
+                    raise ValueError(
+                        "SASL needs kraft.sasl.jaas.config or kraft.sasl.username and "
+                        "kraft.sasl.password"
+                    )
+            return SaslClientCredentials(mechanism, username, password)
+        except ValueError as error:
+            raise OptionError(f"option kraft.sasl.*: {error}") from None
+
     def check_client_keys(self, allowed: Mapping[str, str]) -> None:
         known = {key.lower() for key in allowed} | {_BOOTSTRAP}
         unknown = sorted(
@@ -257,6 +299,7 @@ def parse_read_options(raw: Mapping[str, str], *, streaming: bool) -> ReadOption
             request_timeout_ms=_client_integer(options, "kraft.request.timeout.ms"),
             fetch_max_wait_ms=_client_integer(options, "kraft.fetch.max.wait.ms"),
             max_partition_fetch_bytes=_client_integer(options, "kraft.max.partition.fetch.bytes"),
+            sasl=options.sasl(),
         ),
     )
 
@@ -422,4 +465,5 @@ def parse_write_options(raw: Mapping[str, str]) -> WriteOptions:
             buffer_memory=number("kraft.buffer.memory", 1),
             idempotent=idempotent,
         ),
+        sasl=options.sasl(),
     )

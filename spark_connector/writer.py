@@ -92,7 +92,9 @@ def produce_batches(options: WriteOptions, batches: Iterator[pa.RecordBatch]) ->
 
 
 async def _produce(options: WriteOptions, batches: Iterator[pa.RecordBatch]) -> WriteSummary:
-    cluster = ClusterClient(options.bootstrap_servers, client_id=options.client_id)
+    cluster = ClusterClient(
+        options.bootstrap_servers, client_id=options.client_id, sasl=options.sasl
+    )
     producer = Producer(cluster, options.producer)
     try:
         await cluster.bootstrap()
