@@ -15,8 +15,10 @@ middleware that turns every failure into JSON `{"error", "message"}` with the HT
 from __future__ import annotations
 
 import hmac
+import ssl
 import time
 from collections.abc import AsyncIterator
+from functools import partial
 
 import aiohttp
 import structlog
@@ -25,7 +27,7 @@ from aiohttp.typedefs import Handler
 
 from admin.errors import ApiError
 from admin.handlers import rebalance
-from admin.handlers.common import CONTEXT, SESSION, AdminContext, error_response
+from admin.handlers.common import CONTEXT, PEER_SCHEME, SESSION, AdminContext, error_response
 from admin.metrics import CONTENT_TYPE_LATEST, NodeMetrics
 from admin.openapi import Route
 from admin.routes import OPENAPI_DOCUMENT, ROUTES, document
@@ -35,15 +37,21 @@ log = structlog.get_logger(__name__)
 
 
 def create_app(
-    status: NodeStatus, *, token: str | None = None, metrics: NodeMetrics | None = None
+    status: NodeStatus,
+    *,
+    token: str | None = None,
+    metrics: NodeMetrics | None = None,
+    peer_ssl: ssl.SSLContext | None = None,
 ) -> web.Application:
     """The admin application over `status`; mutations need `Bearer token` when one is set.
     With `metrics`, `GET /metrics` serves them in Prometheus text format (outside `/v1` and the
-    OpenAPI document, as scrapers expect)."""
+    OpenAPI document, as scrapers expect). With `peer_ssl`, other nodes' admin APIs are asked
+    over https with that context."""
     app = web.Application(middlewares=[_json_errors])
     app[CONTEXT] = AdminContext(status)
     app[OPENAPI_DOCUMENT] = document()
-    app.cleanup_ctx.append(_open_session)
+    app[PEER_SCHEME] = "http" if peer_ssl is None else "https"
+    app.cleanup_ctx.append(partial(_open_session, peer_ssl=peer_ssl))
     app.cleanup_ctx.append(rebalance.finishing_tasks)
     for route in ROUTES:
         app.router.add_route(route.method, route.router_path, _guarded(route, token))
@@ -108,7 +116,10 @@ async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResp
     return response
 
 
-async def _open_session(app: web.Application) -> AsyncIterator[None]:
-    app[SESSION] = aiohttp.ClientSession()
+async def _open_session(
+    app: web.Application, *, peer_ssl: ssl.SSLContext | None
+) -> AsyncIterator[None]:
+    connector = aiohttp.TCPConnector(ssl=peer_ssl if peer_ssl is not None else True)
+    app[SESSION] = aiohttp.ClientSession(connector=connector)
     yield
     await app[SESSION].close()

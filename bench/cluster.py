@@ -17,6 +17,7 @@ import os
 import random
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -100,10 +101,13 @@ class Node:
     env: dict[str, str] = field(default_factory=dict)
     # The durability journal the node keeps from its next start (`Cluster.keep_durability_journal`).
     journal: Path | None = None
+    # Set when the node's admin.listener is https://: the context that trusts its certificate.
+    admin_tls: ssl.SSLContext | None = None
 
     def get(self, path: str, timeout: float = 1.0) -> Any:
-        url = f"http://{self.host}:{self.admin_port}{path}"
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        scheme = "http" if self.admin_tls is None else "https"
+        url = f"{scheme}://{self.host}:{self.admin_port}{path}"
+        with urllib.request.urlopen(url, timeout=timeout, context=self.admin_tls) as response:
             return json.loads(response.read())
 
     def quorum(self) -> dict[str, Any] | None:
@@ -225,6 +229,28 @@ class Cluster:
                 self.root / f"node{node_id}.log",
                 broker_port=broker_port,
             )
+
+    def name_listeners(self, client: str, controller: str | None = None) -> None:
+        """Rewrites the configured nodes' listeners in Kafka's named form: the client listener
+        `client://host:port` and, with `controller`, the controller listener moved from
+        `controller.listener` into `listeners` as `controller://host:port`. The names' security
+        protocols come from the cluster's `listener.security.protocol.map`."""
+        for node in self.nodes.values():
+            lines = node.config_path.read_text().splitlines()
+            kept = [line for line in lines if not line.startswith(("listeners=", "controller."))]
+            listeners = [
+                line.removeprefix("listeners=").replace("PLAINTEXT://", f"{client}://", 1)
+                for line in lines
+                if line.startswith("listeners=")
+            ]
+            for line in lines:
+                if line.startswith("controller.listener=") and controller is not None:
+                    listeners.append(f"{controller}://{line.removeprefix('controller.listener=')}")
+                elif line.startswith("controller."):
+                    kept.append(line)
+            if listeners:
+                kept.append("listeners=" + ",".join(listeners))
+            node.config_path.write_text("\n".join(kept) + "\n")
 
     @property
     def broker_ids(self) -> list[int]:

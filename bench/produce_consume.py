@@ -13,6 +13,11 @@ the producer is saturated, so this includes client queueing), consume throughput
 request at a time, the latency is queueing), and the CPU seconds the broker processes used per
 million messages produced and consumed. Prints one JSON line per setup. Every process is
 killed at the end.
+
+With `--security ssl`, each setup runs twice in the same invocation, on PLAINTEXT and on SSL
+listeners (client certificates required; replication and the quorum on TLS too): the JSON
+line gives the produce and consume throughput of each, their ratio SSL / PLAINTEXT, and the
+TLS handshake time of a client (TCP connect plus handshake, p50/p99 over 200 connections).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import tempfile
 import time
 from pathlib import Path
@@ -29,6 +35,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.cluster import Cluster
+from bench.tls_certificates import TlsFiles
+from net.tls import Pem, TlsSettings, client_context
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -49,10 +57,27 @@ def percentile(values: list[float], fraction: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))], 3)
 
 
-def produce(bootstrap: str, topic: str, count: int, payload: bytes, acks: str) -> dict[str, Any]:
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, "batch.size": 1_000_000}
-    )
+# librdkafka's settings to reach the cluster: its bootstrap servers, and its TLS settings on
+# an SSL cluster.
+ClientConfig = dict[str, str | int | float | bool]
+
+
+def client_config(cluster: Cluster, tls: TlsFiles | None) -> ClientConfig:
+    config: ClientConfig = {"bootstrap.servers": cluster.bootstrap}
+    if tls is not None:
+        config |= {
+            "security.protocol": "SSL",
+            "ssl.ca.location": str(tls.authority.certificate_path),
+            "ssl.certificate.location": str(tls.client.certificate_path),
+            "ssl.key.location": str(tls.client.key_path),
+        }
+    return config
+
+
+def produce(
+    client: ClientConfig, topic: str, count: int, payload: bytes, acks: str
+) -> dict[str, Any]:
+    producer = Producer({**client, "acks": acks, "linger.ms": 5, "batch.size": 1_000_000})
     latencies: list[float] = []
     failures = 0
 
@@ -83,10 +108,10 @@ def produce(bootstrap: str, topic: str, count: int, payload: bytes, acks: str) -
     }
 
 
-def consumer(bootstrap: str, topic: str) -> Consumer:
+def consumer(config: ClientConfig, topic: str) -> Consumer:
     client = Consumer(
         {
-            "bootstrap.servers": bootstrap,
+            **config,
             "group.id": "bench",
             "enable.auto.commit": False,
             "fetch.queue.backoff.ms": 10,
@@ -96,8 +121,8 @@ def consumer(bootstrap: str, topic: str) -> Consumer:
     return client
 
 
-def consume(bootstrap: str, topic: str, count: int) -> dict[str, Any]:
-    client = consumer(bootstrap, topic)
+def consume(config: ClientConfig, topic: str, count: int) -> dict[str, Any]:
+    client = consumer(config, topic)
     received = 0
     started = time.perf_counter()
     deadline = started + 120
@@ -112,10 +137,12 @@ def consume(bootstrap: str, topic: str, count: int) -> dict[str, Any]:
     return {"msgs_per_s": round(count / seconds)}
 
 
-def end_to_end(bootstrap: str, topic: str, acks: str, rate: int, count: int) -> dict[str, Any]:
+def end_to_end(
+    config: ClientConfig, topic: str, acks: str, rate: int, count: int
+) -> dict[str, Any]:
     """Produce call to consumer receipt, paced at `rate` messages per second."""
-    client = consumer(bootstrap, topic)
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0})
+    client = consumer(config, topic)
+    producer = Producer({**config, "acks": acks, "linger.ms": 0})
     # Both clients connected and the consumer fetching before the clock starts.
     producer.list_topics(topic, timeout=10)
     client.consume(1, 1.0)
@@ -144,12 +171,47 @@ def end_to_end(bootstrap: str, topic: str, acks: str, rate: int, count: int) -> 
     }
 
 
-def run(nodes: int, acks: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
-    cluster = Cluster.combined(root, nodes)
+def handshake_ms(cluster: Cluster, tls: TlsFiles, connections: int = 200) -> dict[str, float]:
+    """TCP connect plus TLS handshake to the first node's Kafka listener, as a client with a
+    certificate makes it."""
+    context = client_context(
+        TlsSettings(
+            certificate_chain=Pem(path=tls.client.certificate_path),
+            private_key=Pem(path=tls.client.key_path),
+            trusted_certificates=Pem(path=tls.authority.certificate_path),
+        )
+    )
+    node = next(iter(cluster.nodes.values()))
+    times: list[float] = []
+    for _ in range(connections):
+        started = time.perf_counter()
+        with (
+            socket.create_connection((node.host, node.broker_port or 0), timeout=10) as raw,
+            context.wrap_socket(raw, server_hostname=node.host),
+        ):
+            times.append((time.perf_counter() - started) * 1000)
+    return {"p50": percentile(times, 0.5), "p99": percentile(times, 0.99)}
+
+
+def start(nodes: int, root: Path, tls: TlsFiles | None) -> Cluster:
+    """`nodes` combined nodes; with `tls`, every listener is SSL with client certificates
+    required (Kafka's `listeners=CLIENT://...,CONTROLLER://...`)."""
+    extra = {} if tls is None else tls.node_properties()
+    cluster = Cluster.combined(root, nodes, **extra)
+    if tls is not None:
+        cluster.name_listeners("CLIENT", controller="CONTROLLER")
     cluster.start_all()
+    return cluster
+
+
+def run(
+    nodes: int, acks: str, args: argparse.Namespace, root: Path, tls: TlsFiles | None = None
+) -> dict[str, Any]:
+    cluster = start(nodes, root, tls)
     try:
         cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, 60.0)
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        client = client_config(cluster, tls)
+        admin = AdminClient(client)
         topics = ["throughput", *(f"latency-{rate}" for rate in args.rates)]
         for topic in topics:
             admin.create_topics([NewTopic(topic, 1, nodes)])[topic].result(30)
@@ -160,15 +222,16 @@ def run(nodes: int, acks: str, args: argparse.Namespace, root: Path) -> dict[str
 
         cluster.wait_for("topics led", lambda: all(led(topic) for topic in topics))
         cpu_before = cpu_seconds(cluster)
-        produced = produce(cluster.bootstrap, "throughput", args.count, b"x" * args.size, acks)
-        consumed = consume(cluster.bootstrap, "throughput", args.count)
+        produced = produce(client, "throughput", args.count, b"x" * args.size, acks)
+        consumed = consume(client, "throughput", args.count)
         cpu = cpu_seconds(cluster) - cpu_before
         latency = [
-            end_to_end(cluster.bootstrap, f"latency-{rate}", acks, rate, rate * 5)
-            for rate in args.rates
+            end_to_end(client, f"latency-{rate}", acks, rate, rate * 5) for rate in args.rates
         ]
         return {
             "bench": "produce_consume",
+            "security": "SSL" if tls is not None else "PLAINTEXT",
+            **({} if tls is None else {"tls_handshake_ms": handshake_ms(cluster, tls)}),
             "nodes": nodes,
             "replication_factor": nodes,
             "acks": acks,
@@ -193,11 +256,41 @@ def main() -> None:
         default=[1_000, 5_000],
         help="messages per second of the end-to-end latency runs, comma-separated",
     )
+    parser.add_argument(
+        "--security",
+        choices=["plaintext", "ssl"],
+        default="plaintext",
+        help="ssl: run each setup on PLAINTEXT and on SSL and compare",
+    )
     args = parser.parse_args()
     for nodes, acks in ((1, "1"), (3, "all")):
         with tempfile.TemporaryDirectory(prefix="bench-produce-consume-") as directory:
-            result = run(nodes, acks, args, Path(directory))
+            result = run(nodes, acks, args, Path(directory) / "plaintext")
+            if args.security == "ssl":
+                tls = TlsFiles.create(Path(directory) / "certificates")
+                secured = run(nodes, acks, args, Path(directory) / "ssl", tls)
+                result = compare(result, secured)
         print(json.dumps(result), flush=True)
+
+
+def compare(plaintext: dict[str, Any], secured: dict[str, Any]) -> dict[str, Any]:
+    """One setup's PLAINTEXT and SSL runs, with SSL's throughput as a ratio of PLAINTEXT's."""
+    return {
+        "bench": "produce_consume_ssl",
+        "nodes": plaintext["nodes"],
+        "acks": plaintext["acks"],
+        "count": plaintext["count"],
+        "size": plaintext["size"],
+        "produce_ratio": round(
+            secured["produce"]["msgs_per_s"] / plaintext["produce"]["msgs_per_s"], 3
+        ),
+        "consume_ratio": round(
+            secured["consume"]["msgs_per_s"] / plaintext["consume"]["msgs_per_s"], 3
+        ),
+        "tls_handshake_ms": secured["tls_handshake_ms"],
+        "plaintext": plaintext,
+        "ssl": secured,
+    }
 
 
 if __name__ == "__main__":

@@ -59,8 +59,9 @@ def _report(name: str, times: list[float], iterations: int | None) -> None:
     )
 
 
-def _node(root: Path, **extra: str) -> Cluster:
+def _node(root: Path, listener: str, **extra: str) -> Cluster:
     cluster = Cluster.combined(root, 1, **extra)
+    cluster.name_listeners(listener)
     cluster.start_all()
     cluster.wait_for("broker unfenced", cluster.brokers_unfenced)
     return cluster
@@ -76,7 +77,7 @@ def main() -> None:
         for mechanism in (SCRAM_SHA_256, SCRAM_SHA_512)
     )
     with tempfile.TemporaryDirectory(prefix="bench-sasl-") as root:
-        plain_node = _node(Path(root) / "plaintext")
+        plain_node = _node(Path(root) / "plaintext", "PLAINTEXT")
         try:
             host, port = plain_node.bootstrap.rsplit(":", 1)
             times = uvloop.run(_connect_times(host, int(port), None, args.connections))
@@ -85,8 +86,8 @@ def main() -> None:
             plain_node.stop_all()
         sasl_node = _node(
             Path(root) / "sasl",
+            "SASL_PLAINTEXT",
             **{
-                "listener.security.protocol": "SASL_PLAINTEXT",
                 "sasl.enabled.mechanisms": f"{PLAIN},{SCRAM_SHA_256},{SCRAM_SHA_512}",
                 "bootstrap.scram.credentials": users,
             },

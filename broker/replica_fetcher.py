@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import ssl
 import time
 from collections.abc import Callable
 
@@ -64,6 +65,7 @@ class ReplicaFetcher:
         leader_id: int,
         address: tuple[str, int],
         quota: ReplicationQuota | None = None,
+        ssl_context: ssl.SSLContext | None = None,
         sasl: SaslClientCredentials | None = None,
     ) -> None:
         self.broker_id = broker_id
@@ -76,6 +78,7 @@ class ReplicaFetcher:
             client_id=f"replica-fetcher-{broker_id}",
             request_timeout=30,
             sasl=sasl,
+            ssl_context=ssl_context,
         )
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -295,12 +298,15 @@ class ReplicaFetcherManager:
         broker_id: int,
         address_of: Callable[[int], tuple[str, int] | None],
         quota: ReplicationQuota | None = None,
+        ssl_context: ssl.SSLContext | None = None,
         *,
         sasl: SaslClientCredentials | None = None,
     ) -> None:
         self.broker_id = broker_id
         self._sasl = sasl
         self._address_of = address_of
+        # TLS to the leaders when the listener brokers replicate on has it.
+        self._ssl_context = ssl_context
         self._quota = ReplicationQuota() if quota is None else quota
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._following: dict[tuple[str, int], int] = {}
@@ -318,7 +324,12 @@ class ReplicaFetcherManager:
             if address is None:
                 return
             fetcher = self._fetchers[leader_id] = ReplicaFetcher(
-                self.broker_id, leader_id, address, self._quota, self._sasl
+                self.broker_id,
+                leader_id,
+                address,
+                self._quota,
+                self._ssl_context,
+                self._sasl,
             )
             fetcher.start()
         fetcher.add(partition)

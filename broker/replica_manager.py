@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+import ssl
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -173,6 +174,7 @@ class ReplicaManager:
         throttle: ThrottleSettings = NO_THROTTLE,
         rack_aware_replica_selector: bool = False,
         sasl: SaslClientCredentials | None = None,
+        fetcher_ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         """`log_config`: the broker's storage settings, which the configuration of each
         topic (its overrides on top of `topic_defaults`) then sets for its replicas.
@@ -230,7 +232,11 @@ class ReplicaManager:
         }
         self.quotas = throttle.quotas()
         self._fetchers = ReplicaFetcherManager(
-            broker_id, self._client_address, self.quotas.follower, sasl=sasl
+            broker_id,
+            self._client_address,
+            self.quotas.follower,
+            fetcher_ssl_context,
+            sasl=sasl,
         )
         # Called with a hosted partition whose leadership (or leader epoch) changed, and
         # whether this broker leads it now (a deleted replica leads nothing).

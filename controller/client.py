@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import ssl
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
@@ -69,9 +70,16 @@ class ControllerClient:
         *,
         client_id: str,
         request_timeout: float = 5.0,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._connections = {
-            voter: NodeConnection(host, port, client_id=client_id, request_timeout=request_timeout)
+            voter: NodeConnection(
+                host,
+                port,
+                client_id=client_id,
+                request_timeout=request_timeout,
+                ssl_context=ssl_context,
+            )
             for voter, (host, port) in sorted(voters.items())
         }
         self._active: int | None = None

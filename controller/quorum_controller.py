@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -160,6 +161,8 @@ class ControllerConfig:
     unclean_recovery_timeout_ms: int = 10_000
     # The listener brokers register for clients, where they answer GetReplicaLogInfo.
     broker_listener: str = "PLAINTEXT"
+    # TLS to that listener when it has it.
+    broker_ssl_context: ssl.SSLContext | None = None
     # `metadata.max.idle.interval.ms`: a NoOpRecord after this long without an append; 0: never.
     max_idle_interval_ms: int = 500
     # The SCRAM credentials of a new cluster (`bootstrap.scram.credentials`), written by an
@@ -212,6 +215,7 @@ class QuorumController:
         self._inspector = ReplicaLogInspector(
             config.broker_listener,
             config.unclean_recovery_timeout_ms / 1000,
+            config.broker_ssl_context,
             config.broker_listener_sasl,
         )
 

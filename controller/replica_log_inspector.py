@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Mapping, Sequence
 from uuid import UUID
 
@@ -38,9 +39,14 @@ class ReplicaLogInspector:
     kept while the broker's address stays the same."""
 
     def __init__(
-        self, listener: str, timeout_s: float, sasl: SaslClientCredentials | None = None
+        self,
+        listener: str,
+        timeout_s: float,
+        ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslClientCredentials | None = None,
     ) -> None:
         self._listener = listener
+        self._ssl_context = ssl_context
         self._sasl = sasl
         self._timeout_s = timeout_s
         self._connections: dict[int, NodeConnection] = {}
@@ -120,6 +126,7 @@ class ReplicaLogInspector:
                 client_id="controller-unclean-recovery",
                 request_timeout=self._timeout_s,
                 connect_timeout=self._timeout_s,
+                ssl_context=self._ssl_context,
                 sasl=self._sasl,
             )
             self._connections[broker_id] = known

@@ -27,6 +27,7 @@ import asyncio
 import collections
 import contextlib
 import random
+import ssl
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -78,7 +79,12 @@ from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
 from net.protocol import ProtocolError, error_response
-from net.server import DEFAULT_CONNECTIONS_MAX_IDLE_MS, DEFAULT_MAX_REQUEST_SIZE, KafkaServer
+from net.server import (
+    DEFAULT_CONNECTIONS_MAX_IDLE_MS,
+    DEFAULT_MAX_REQUEST_SIZE,
+    KafkaServer,
+    ListenerSecurity,
+)
 from net.tasks import report_fatal
 from storage.atomic_file import write_atomically
 from storage.log import Log
@@ -179,12 +185,17 @@ class RaftDriver:
         max_bytes_between_snapshots: int = DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS,
         max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
         connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
+        listener: ListenerSecurity | None = None,
+        client_ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         """`max_request_size` and `connections_max_idle_ms` apply to the controller listener,
         which also serves the APIs of `api_registry` (the controller's) besides the quorum's
         own."""
         self._max_request_size = max_request_size
         self._connections_max_idle_ms = connections_max_idle_ms
+        # The controller listener's name and TLS, and TLS on the connections to the voters.
+        self._listener_security = listener or ListenerSecurity()
+        self._client_ssl_context = client_ssl_context
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.voters = dict(voters)
@@ -259,6 +270,7 @@ class RaftDriver:
                 port=port,
                 max_request_size=self._max_request_size,
                 connections_max_idle_ms=self._connections_max_idle_ms,
+                listener=self._listener_security,
             )
             await self._server.start()
         for peer, (host, port) in self.voters.items():
@@ -269,6 +281,7 @@ class RaftDriver:
                         port,
                         client_id=f"kraft-{self.node_id}",
                         request_timeout=self.config.request_timeout_ms / 1000,
+                        ssl_context=self._client_ssl_context,
                     )
         log.info(
             "raft_started",

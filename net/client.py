@@ -13,6 +13,7 @@ in request order, so everything queued behind a stuck request is stuck too.
 import asyncio
 import itertools
 import random
+import ssl
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -202,10 +203,13 @@ class NodeConnection:
         reconnect_backoff: float = 0.05,
         reconnect_backoff_max: float = 1.0,
         max_response_size: int = 2**31 - 1,
+        ssl_context: ssl.SSLContext | None = None,
         sasl: SaslClientCredentials | None = None,
     ) -> None:
         self.host = host
-        # SASL_PLAINTEXT when set: each connection authenticates after ApiVersions.
+        # TLS when given (a listener whose security protocol is SSL): see net.tls.client_context.
+        self.ssl_context = ssl_context
+        # SASL when set: each connection authenticates after ApiVersions.
         self.sasl = sasl
         self.port = port
         self.client_id = client_id
@@ -302,7 +306,10 @@ class NodeConnection:
     async def _open(self) -> None:
         loop = asyncio.get_running_loop()
         _transport, protocol = await loop.create_connection(
-            lambda: _ClientProtocol(self.address, self.max_response_size), self.host, self.port
+            lambda: _ClientProtocol(self.address, self.max_response_size),
+            self.host,
+            self.port,
+            ssl=self.ssl_context,
         )
         self._protocol = protocol
         self._api_versions = {}
@@ -510,6 +517,7 @@ class ClusterClient:
         connect_timeout: float = 10.0,
         reconnect_backoff: float = 0.05,
         reconnect_backoff_max: float = 1.0,
+        ssl_context: ssl.SSLContext | None = None,
         sasl: SaslClientCredentials | None = None,
     ) -> None:
         self._bootstrap = parse_bootstrap_servers(bootstrap_servers)
@@ -520,6 +528,7 @@ class ClusterClient:
             "connect_timeout": connect_timeout,
             "reconnect_backoff": reconnect_backoff,
             "reconnect_backoff_max": reconnect_backoff_max,
+            "ssl_context": ssl_context,
         }
         self._brokers: dict[int, BrokerAddress] = {}
         self._connections: dict[tuple[str, int], NodeConnection] = {}

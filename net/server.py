@@ -30,7 +30,7 @@ in the listen backlog; closing them at once never leaves a client hanging); and
 request bytes are in flight on the listener (Kafka's request memory pool), one request allowed
 to overshoot so that a request larger than the bound is still served.
 
-On a SASL listener (a server given a `SaslListenerConfig`) each connection authenticates
+On a SASL listener (`ListenerSecurity.sasl`) each connection authenticates
 first: until its `net.sasl.SaslAuthenticator` completes, ApiVersions is answered and the SASL
 APIs go to the authenticator; any other request closes the connection. A failed
 authentication is answered (or not) and the connection closed after
@@ -42,6 +42,7 @@ import asyncio
 import collections
 import inspect
 import itertools
+import ssl
 import time
 import typing
 from collections.abc import Awaitable, Mapping, Sequence
@@ -72,6 +73,7 @@ from net.protocol import (
     unsupported_version_response,
 )
 from net.sasl import SaslAuthenticator, SaslListenerConfig, SaslStep
+from net.tls import principal_of
 
 log = structlog.get_logger(__name__)
 
@@ -100,6 +102,19 @@ class ConnectionLimits:
     def per_ip(self, address: str) -> int | None:
         """The most connections `address` may hold."""
         return self.max_connections_per_ip_overrides.get(address, self.max_connections_per_ip)
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerSecurity:
+    """Who a listener is and how its connections are secured."""
+
+    # The listener's name (Kafka's `listeners=NAME://...`), "" where listeners have none.
+    name: str = ""
+    # TLS on every connection when given (net.tls.server_context); plain TCP otherwise.
+    ssl_context: ssl.SSLContext | None = None
+    # SASL when given (SASL_PLAINTEXT, or SASL_SSL with `ssl_context`): each connection
+    # authenticates before anything but ApiVersions is served.
+    sasl: SaslListenerConfig | None = None
 
 
 class RequestMetrics(Protocol):
@@ -160,6 +175,11 @@ class _Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._peer = "?"
         self._address = "?"
+        # Who the requests of this connection come from: the TLS client certificate's subject
+        # once the handshake verified one; authentication (SASL) may set it later.
+        self.principal: KafkaPrincipal = ANONYMOUS
+        # The name of the listener the connection came in on ("" where listeners have none).
+        self.listener = server.listener.name
         # Counted in the server's connections (per IP too): refused connections never are.
         self._admitted = False
         self._buffer = bytearray()
@@ -176,11 +196,8 @@ class _Connection(asyncio.Protocol):
         self._last_activity = self._loop.time()
         self._idle_timer: asyncio.TimerHandle | None = None
         self.closed: asyncio.Future[None] = self._loop.create_future()
-        # Who sent the requests of this connection, as its authentication established it.
-        self.principal: KafkaPrincipal = ANONYMOUS
-        self._sasl: SaslAuthenticator | None = (
-            None if server.sasl is None else server.sasl.authenticator()
-        )
+        sasl = server.listener.sasl
+        self._sasl: SaslAuthenticator | None = None if sasl is None else sasl.authenticator()
 
     # asyncio.Protocol callbacks
 
@@ -198,10 +215,19 @@ class _Connection(asyncio.Protocol):
             tcp.close()
             return
         self._admitted = True
+        # asyncio calls connection_made once the TLS handshake is done (a client that fails it
+        # never gets here), so the peer certificate is known and verified.
+        self.principal = principal_of(tcp.get_extra_info("ssl_object"))
         high = self._server.write_buffer_high_water
         tcp.set_write_buffer_limits(high=high, low=high // 4)
         self._arm_idle_timer(self._server.idle_timeout)
-        log.debug("kafka_connection_opened", peer=self._peer, connection_id=self._id)
+        log.debug(
+            "kafka_connection_opened",
+            peer=self._peer,
+            connection_id=self._id,
+            listener=self.listener,
+            principal=str(self.principal),
+        )
 
     def data_received(self, data: bytes) -> None:
         self._last_activity = self._loop.time()
@@ -345,6 +371,7 @@ class _Connection(asyncio.Protocol):
             received_at=self._loop.time(),
             request_bytes=len(frame),
             principal=self.principal,
+            listener=self.listener,
         )
         try:
             outcome = registration.handler(context, request)
@@ -507,6 +534,10 @@ class _Connection(asyncio.Protocol):
             self._last_activity = self._loop.time()
             if len(out) == 1:
                 transport.write(out[0])
+            elif self._server.tls:
+                # One buffer, so that TLS encrypts full records rather than one (or more) per
+                # frame piece; the copy costs less than the small records.
+                transport.write(b"".join(out))
             else:
                 transport.writelines(out)
         if close:
@@ -532,7 +563,7 @@ class _Connection(asyncio.Protocol):
                 transport.writelines(frames)
                 transport.close()
 
-        sasl = self._server.sasl
+        sasl = self._server.listener.sasl
         delay_ms = 0 if sasl is None else sasl.failed_authentication_delay_ms
         self._loop.call_later(delay_ms / 1000, finish)
 
@@ -619,7 +650,7 @@ class KafkaServer:
     """Serves the Kafka protocol on one listener, dispatching requests through `registry`."""
 
     # One keyword argument per listener setting, each with Kafka's default.
-    def __init__(  # noqa: PLR0913
+    def __init__(
         self,
         registry: ApiRegistry,
         *,
@@ -632,11 +663,10 @@ class KafkaServer:
         write_buffer_high_water: int = DEFAULT_WRITE_BUFFER_HIGH_WATER,
         limits: ConnectionLimits = ConnectionLimits(),
         metrics: RequestMetrics | None = None,
-        sasl: SaslListenerConfig | None = None,
+        listener: ListenerSecurity = ListenerSecurity(),
     ) -> None:
-        """With `sasl`, this is a SASL listener: each connection authenticates first."""
         self.registry = registry
-        self.sasl = sasl
+        self.listener = listener
         self.host = host
         self._requested_port = port
         self.max_request_size = max_request_size
@@ -694,6 +724,10 @@ class KafkaServer:
                 loop.call_soon(connection.resume)
 
     @property
+    def tls(self) -> bool:
+        return self.listener.ssl_context is not None
+
+    @property
     def port(self) -> int:
         """The bound port (useful when constructed with port 0). Valid after `start`."""
         if self._server is None:
@@ -713,16 +747,17 @@ class KafkaServer:
             self._requested_port,
             reuse_address=True,
             start_serving=serving,
+            ssl=self.listener.ssl_context,
         )
         if serving:
-            log.info("kafka_server_listening", host=self.host, port=self.port)
+            log.info("kafka_server_listening", host=self.host, port=self.port, tls=self.tls)
 
     async def start_serving(self) -> None:
         """Accept connections on the address `start(serving=False)` bound."""
         if self._server is None:
             raise RuntimeError("server not started")
         await self._server.start_serving()
-        log.info("kafka_server_listening", host=self.host, port=self.port)
+        log.info("kafka_server_listening", host=self.host, port=self.port, tls=self.tls)
 
     async def close(self, timeout: float = 30.0) -> None:
         """Stop accepting, let in-flight requests finish for up to `timeout` seconds, close all.

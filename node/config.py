@@ -13,21 +13,26 @@ An unknown key (in any source) or a bad value raises ConfigError naming the key.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import os
 import re
+import ssl
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
@@ -51,6 +56,14 @@ from net.sasl import (
     SaslListenerConfig,
 )
 from net.server import ConnectionLimits
+from net.tls import (
+    ClientAuth,
+    Pem,
+    TlsConfigError,
+    TlsSettings,
+    client_context,
+    server_context,
+)
 
 # ConfigError and parse_properties live in node.properties (light to import); callers import
 # them from here too.
@@ -73,6 +86,23 @@ class CleanupPolicy(StrEnum):
 
     DELETE = "delete"
     COMPACT = "compact"
+
+
+class SecurityProtocol(StrEnum):
+    """Kafka's security protocols of a listener."""
+
+    PLAINTEXT = "PLAINTEXT"
+    SSL = "SSL"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+
+    @property
+    def tls(self) -> bool:
+        return self in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL)
+
+    @property
+    def sasl(self) -> bool:
+        return self in (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
 
 
 class Endpoint(BaseModel):
@@ -106,24 +136,91 @@ def _endpoint(text: str, what: str) -> Endpoint:
     return Endpoint(host=match["host"].strip("[]"), port=int(match["port"]))
 
 
+# Kafka's default `listener.security.protocol.map`: each protocol names a listener of its own.
+_DEFAULT_PROTOCOL_MAP = {protocol.value: protocol for protocol in SecurityProtocol}
+_LISTENER_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _split_listener(value: str) -> tuple[str, str]:
+    """`NAME://host:port` into the upper-cased name and the address."""
+    name, separator, address = value.strip().partition("://")
+    if not separator or not _LISTENER_NAME.match(name):
+        raise ValueError(f"expected NAME://host:port (PLAINTEXT://host:port), got {value!r}")
+    return name.upper(), address
+
+
 def _parse_listener(value: object) -> object:
-    """`PLAINTEXT://host:port` (one listener) into an Endpoint."""
+    """`NAME://host:port` (one listener) into an Endpoint (NodeConfig keeps the name); an empty
+    host, as Kafka allows (`PLAINTEXT://:9092`), listens on every interface."""
     if not isinstance(value, str):
         return value
-    scheme, separator, address = value.strip().partition("://")
-    if not separator or scheme.upper() != "PLAINTEXT":
-        raise ValueError(f"expected PLAINTEXT://host:port, got {value!r}")
+    _name, address = _split_listener(value)
     if "," in address:
-        raise ValueError("only one listener is supported")
+        raise ValueError("only one Kafka listener is supported (the controller has its own)")
+    if address.startswith(":"):
+        address = "0.0.0.0" + address
     return _endpoint(address, "the listener")
+
+
+def _resolve_controller_listener(data: dict[str, Any]) -> str | None:
+    """Moves the controller listener out of `listeners` (Kafka's
+    `listeners=CLIENT://:9092,CONTROLLER://:9093` with `controller.listener.names=CONTROLLER`)
+    into `controller.listener`, leaving the Kafka listener; returns that listener's name."""
+    raw = data.get("listeners")
+    if not isinstance(raw, str):
+        return None
+    controller_names = _parse_list(data.get("controller.listener.names", ""))
+    assert isinstance(controller_names, list)
+    controller_names = [str(name).upper() for name in controller_names]
+    kafka: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        name, address = _split_listener(item)
+        if name in seen:
+            raise ValueError(f"listeners: the listener name {name} repeats")
+        seen.add(name)
+        if name not in controller_names:
+            kafka.append((name, item))
+        elif "controller.listener" in data:
+            raise ValueError(
+                f"listeners names the controller listener {name} and controller.listener is "
+                "set too: set one of them"
+            )
+        else:
+            data["controller.listener"] = (
+                "0.0.0.0" + address if address.startswith(":") else address
+            )
+    if len(kafka) > 1:
+        raise ValueError(
+            "listeners: one Kafka listener is supported besides the controller's, got "
+            + ", ".join(name for name, _ in kafka)
+        )
+    if not kafka:
+        del data["listeners"]
+        return None
+    data["listeners"] = kafka[0][1]
+    return kafka[0][0]
+
+
+def _parse_protocol_map(value: object) -> object:
+    """`NAME:PROTOCOL,...` (Kafka's `listener.security.protocol.map`) into a mapping."""
+    if not isinstance(value, str):
+        return value
+    mapping: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        name, separator, protocol = item.partition(":")
+        if not separator or not _LISTENER_NAME.match(name.strip()):
+            raise ValueError(f"expected LISTENER_NAME:SECURITY_PROTOCOL, got {item!r}")
+        mapping[name.strip().upper()] = protocol.strip().upper()
+    return mapping
 
 
 def _parse_http_listener(value: object) -> object:
     if not isinstance(value, str):
         return value
     scheme, separator, address = value.strip().partition("://")
-    if not separator or scheme.lower() != "http":
-        raise ValueError(f"expected http://host:port, got {value!r}")
+    if not separator or scheme.lower() not in ("http", "https"):
+        raise ValueError(f"expected http://host:port or https://host:port, got {value!r}")
     return _endpoint(address.rstrip("/"), "the admin listener")
 
 
@@ -179,13 +276,6 @@ def _parse_connection_overrides(value: object) -> object:
             raise ValueError(f"expected ip-address:count, got {item!r}")
         overrides[str(parsed)] = int(count)
     return overrides
-
-
-class SecurityProtocol(StrEnum):
-    """The security protocols of a Kafka listener that this node serves."""
-
-    PLAINTEXT = "PLAINTEXT"
-    SASL_PLAINTEXT = "SASL_PLAINTEXT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +347,46 @@ class NodeConfig(BaseModel):
         default=None, alias="admin.listener"
     )
     admin_token: str | None = Field(default=None, alias="admin.token", min_length=1)
+    listener_security_protocol_map: Annotated[
+        dict[str, SecurityProtocol], BeforeValidator(_parse_protocol_map)
+    ] = Field(
+        default_factory=lambda: dict(_DEFAULT_PROTOCOL_MAP), alias="listener.security.protocol.map"
+    )
+
+    # TLS of an SSL listener, Kafka's keys (PEM only): the key pair inline or in one file
+    # (`ssl.keystore.location`, holding the private key and the certificate chain), the
+    # certificates that verify clients inline or in a file.
+    # Kafka's keys: which listeners of `listeners` are the controller's (the first is the one
+    # this node's controller clients use), and the listener brokers replicate on (the Kafka
+    # listener, the only one there is besides the controller's).
+    controller_listener_names: Annotated[
+        list[Annotated[str, AfterValidator(str.upper)]], BeforeValidator(_parse_list)
+    ] = Field(default_factory=list, alias="controller.listener.names")
+    inter_broker_listener_name: str | None = Field(
+        default=None, alias="inter.broker.listener.name", min_length=1
+    )
+    # Kafka's key: "https" checks the host name of the node a client connects to against its
+    # certificate; empty does not.
+    ssl_endpoint_identification_algorithm: Literal["https", ""] = Field(
+        default="https", alias="ssl.endpoint.identification.algorithm"
+    )
+    ssl_keystore_type: Literal["PEM"] = Field(default="PEM", alias="ssl.keystore.type")
+    ssl_keystore_certificate_chain: str | None = Field(
+        default=None, alias="ssl.keystore.certificate.chain", min_length=1
+    )
+    ssl_keystore_key: str | None = Field(default=None, alias="ssl.keystore.key", min_length=1)
+    ssl_keystore_location: Path | None = Field(default=None, alias="ssl.keystore.location")
+    ssl_key_password: str | None = Field(default=None, alias="ssl.key.password", min_length=1)
+    ssl_truststore_type: Literal["PEM"] = Field(default="PEM", alias="ssl.truststore.type")
+    ssl_truststore_certificates: str | None = Field(
+        default=None, alias="ssl.truststore.certificates", min_length=1
+    )
+    ssl_truststore_location: Path | None = Field(default=None, alias="ssl.truststore.location")
+    ssl_client_auth: ClientAuth = Field(default=ClientAuth.NONE, alias="ssl.client.auth")
+    # Only Kafka's default rule: the principal is the certificate subject, RFC 2253.
+    ssl_principal_mapping_rules: Literal["DEFAULT"] = Field(
+        default="DEFAULT", alias="ssl.principal.mapping.rules"
+    )
     log_dirs: Annotated[list[Path], BeforeValidator(_parse_list)] = Field(
         alias="log.dirs", min_length=1
     )
@@ -422,14 +552,8 @@ class NodeConfig(BaseModel):
         BeforeValidator(_parse_connection_overrides),
     ] = Field(default_factory=dict, alias="max.connections.per.ip.overrides")
     queued_max_request_bytes: OptionalLong = Field(default=None, alias="queued.max.request.bytes")
-    # The client listener's security protocol: PLAINTEXT, or SASL_PLAINTEXT to authenticate
-    # every connection. An interim key until named listeners land, when it becomes the
-    # client listener's entry of `listener.security.protocol.map`.
-    listener_security_protocol: SecurityProtocol = Field(
-        default=SecurityProtocol.PLAINTEXT, alias="listener.security.protocol"
-    )
-    # Kafka's key, for the SASL listener; Kafka's default (GSSAPI) is not supported, and PLAIN,
-    # which sends the password, must be enabled explicitly.
+    # Kafka's key, for a SASL listener (SASL_PLAINTEXT or SASL_SSL); Kafka's default (GSSAPI)
+    # is not supported, and PLAIN, which sends the password, must be enabled explicitly.
     sasl_enabled_mechanisms: Annotated[list[str], BeforeValidator(_parse_list)] = Field(
         default_factory=lambda: [SCRAM_SHA_256, SCRAM_SHA_512], alias="sasl.enabled.mechanisms"
     )
@@ -466,6 +590,76 @@ class NodeConfig(BaseModel):
             )
         return mechanisms
 
+    # The Kafka listener's name (`listeners=NAME://...`); the Endpoint fields keep the address.
+    _listener_name: str = PrivateAttr(default=SecurityProtocol.PLAINTEXT.value)
+    # `admin.listener=https://...`: the admin API serves TLS with the node's ssl.* keys.
+    _admin_tls: bool = PrivateAttr(default=False)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _resolve_listeners(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """Kafka's named listeners: `listeners` may name the controller listener too (one of
+        `controller.listener.names`, instead of `controller.listener`); every name has a
+        security protocol; a TLS listener's keys load."""
+        if not isinstance(data, dict):
+            return handler(data)
+        data = dict(data)
+        kafka_name = _resolve_controller_listener(data)
+        config = handler(data)
+        if kafka_name is not None:
+            config._listener_name = kafka_name
+        admin = data.get("admin.listener")
+        config._admin_tls = isinstance(admin, str) and admin.strip().lower().startswith("https:")
+        config._check_listener_names(data.get("advertised.listeners"))
+        return config
+
+    def _check_listener_names(self, advertised: object) -> None:
+        protocols = self.listener_security_protocol_map
+        names = [("listeners", self._listener_name)] if self.listeners is not None else []
+        if isinstance(advertised, str):
+            advertised_name = _split_listener(advertised)[0]
+            if self.listeners is not None and advertised_name != self._listener_name:
+                raise ValueError(
+                    f"advertised.listeners: listener {advertised_name} is not in listeners "
+                    f"(the listener is {self._listener_name})"
+                )
+        for key, name in names:
+            if name not in protocols:
+                raise ValueError(
+                    f"{key}: listener name {name} is not in listener.security.protocol.map "
+                    f"({self._protocol_map_text()})"
+                )
+        if "listener_security_protocol_map" in self.model_fields_set:
+            for name in self.controller_listener_names:
+                if name not in protocols:
+                    raise ValueError(
+                        f"controller.listener.names: listener name {name} is not in "
+                        f"listener.security.protocol.map ({self._protocol_map_text()})"
+                    )
+        inter_broker = self.inter_broker_listener_name
+        if inter_broker is not None and inter_broker.upper() != self._listener_name:
+            raise ValueError(
+                f"inter.broker.listener.name {inter_broker} is not a listener of listeners "
+                f"(the listener is {self._listener_name})"
+            )
+        checks = [("listeners", self._listener_name, self.listener_security_protocol)]
+        if self._admin_tls:
+            checks.append(("admin.listener", "https", SecurityProtocol.SSL))
+        if self.controller_listener is not None and self.controller_listener_names:
+            checks.append(
+                (
+                    "controller.listener.names",
+                    self.controller_listener_names[0],
+                    self.controller_security_protocol,
+                )
+            )
+        for key, name, protocol in checks:
+            if protocol.tls:
+                try:
+                    server_context(self.tls_settings())
+                except TlsConfigError as error:
+                    raise ValueError(f"{key}: listener {name}: {error}") from None
+
     @model_validator(mode="after")
     def _check_roles(self) -> Self:
         voter_ids = {voter.node_id for voter in self.controller_quorum_voters}
@@ -494,6 +688,94 @@ class NodeConfig(BaseModel):
                 "max.connections.per.ip can be 0 only with max.connections.per.ip.overrides"
             )
         return self
+
+    def _protocol_map_text(self) -> str:
+        return ",".join(f"{n}:{p}" for n, p in self.listener_security_protocol_map.items())
+
+    @property
+    def listener_name(self) -> str:
+        """The Kafka listener's name (`listeners=NAME://host:port`)."""
+        return self._listener_name
+
+    @property
+    def listener_security_protocol(self) -> SecurityProtocol:
+        """The security protocol of the Kafka listener."""
+        return self.listener_security_protocol_map[self._listener_name]
+
+    def tls_settings(self) -> TlsSettings:
+        """The TLS settings of the Kafka listener, from the `ssl.*` keys."""
+        chain: Pem | None = None
+        key: Pem | None = None
+        if self.ssl_keystore_location is not None:
+            chain = key = Pem(path=self.ssl_keystore_location)
+        if self.ssl_keystore_certificate_chain is not None:
+            chain = Pem(text=self.ssl_keystore_certificate_chain)
+        if self.ssl_keystore_key is not None:
+            key = Pem(text=self.ssl_keystore_key)
+        trusted: Pem | None = None
+        if self.ssl_truststore_location is not None:
+            trusted = Pem(path=self.ssl_truststore_location)
+        if self.ssl_truststore_certificates is not None:
+            trusted = Pem(text=self.ssl_truststore_certificates)
+        return TlsSettings(
+            certificate_chain=chain,
+            private_key=key,
+            key_password=self.ssl_key_password,
+            trusted_certificates=trusted,
+            client_auth=self.ssl_client_auth,
+        )
+
+    @property
+    def controller_security_protocol(self) -> SecurityProtocol:
+        """The controller listener's security protocol: its name's in
+        listener.security.protocol.map; PLAINTEXT without a name, or (as Kafka) when the map
+        is not set and does not name it."""
+        if not self.controller_listener_names:
+            return SecurityProtocol.PLAINTEXT
+        name = self.controller_listener_names[0]
+        return self.listener_security_protocol_map.get(name, SecurityProtocol.PLAINTEXT)
+
+    def controller_ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context of the controller listener; None when its protocol has no TLS."""
+        if not self.controller_security_protocol.tls:
+            return None
+        return server_context(self.tls_settings())
+
+    def _client_context(self, protocol: SecurityProtocol) -> ssl.SSLContext | None:
+        if not protocol.tls:
+            return None
+        settings = dataclasses.replace(
+            self.tls_settings(),
+            check_hostname=self.ssl_endpoint_identification_algorithm == "https",
+        )
+        return client_context(settings)
+
+    def controller_client_ssl_context(self) -> ssl.SSLContext | None:
+        """TLS for this node's connections to the controllers (the controller listener's
+        protocol, with this node's keys as its client certificate)."""
+        return self._client_context(self.controller_security_protocol)
+
+    def inter_broker_ssl_context(self) -> ssl.SSLContext | None:
+        """TLS for this node's connections to other brokers' listener (replica fetchers, the
+        controller's log inspection), with this node's keys as its client certificate."""
+        return self._client_context(self.listener_security_protocol)
+
+    def admin_ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context of the admin API (`admin.listener=https://...`), else None."""
+        if not self._admin_tls:
+            return None
+        # The admin API authenticates with admin.token, not client certificates.
+        return server_context(dataclasses.replace(self.tls_settings(), client_auth=ClientAuth.NONE))
+
+    def admin_peer_ssl_context(self) -> ssl.SSLContext | None:
+        """TLS for asking other nodes' admin APIs (`admin.listener=https://...`), else None."""
+        return self._client_context(SecurityProtocol.SSL) if self._admin_tls else None
+
+    def kafka_ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context of the Kafka listener; None when its protocol has no TLS."""
+        if not self.listener_security_protocol.tls:
+            return None
+        return server_context(self.tls_settings())
 
     @property
     def advertised_listener(self) -> Endpoint | None:
@@ -524,7 +806,7 @@ class NodeConfig(BaseModel):
         """The credentials of this node's own connections to a SASL listener; None when the
         listener is not SASL or no user is configured."""
         if (
-            self.listener_security_protocol is not SecurityProtocol.SASL_PLAINTEXT
+            not self.listener_security_protocol.sasl
             or self.inter_broker_sasl_username is None
             or self.inter_broker_sasl_password is None
         ):
@@ -536,8 +818,9 @@ class NodeConfig(BaseModel):
         )
 
     def sasl_listener(self, credentials: CredentialLookup) -> SaslListenerConfig | None:
-        """The SASL settings of the client listener, None unless it is SASL_PLAINTEXT."""
-        if self.listener_security_protocol is not SecurityProtocol.SASL_PLAINTEXT:
+        """The SASL settings of the client listener, None unless it is SASL_PLAINTEXT or
+        SASL_SSL."""
+        if not self.listener_security_protocol.sasl:
             return None
         return SaslListenerConfig(
             tuple(self.sasl_enabled_mechanisms),
@@ -602,7 +885,14 @@ class NodeConfig(BaseModel):
 
 
 _SENSITIVE_KEYS = frozenset(
-    {"admin.token", "bootstrap.scram.credentials", "inter.broker.sasl.password"}
+    {
+        "admin.token",
+        "ssl.keystore.key",
+        "ssl.key.password",
+        "ssl.keystore.password",
+        "bootstrap.scram.credentials",
+        "inter.broker.sasl.password",
+    }
 )
 
 
@@ -618,7 +908,7 @@ def _kafka_spelling(key: str, value: object, annotation: object) -> str | None:
             return f"PLAINTEXT://{value}"
         return f"http://{value}" if key == "admin.listener" else str(value)
     if isinstance(value, dict):
-        return ",".join(f"{address}:{count}" for address, count in value.items())
+        return ",".join(f"{name}:{item}" for name, item in value.items())
     if isinstance(value, list):
         return ",".join(
             f"{item.node_id}@{item.endpoint}" if isinstance(item, Voter) else str(item)

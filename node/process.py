@@ -64,7 +64,7 @@ from kraft.messages import QuorumView, ReplicaView
 from kraft.raft import RaftConfig
 from net.api_registry import ApiRegistry
 from net.sasl import register_sasl_apis
-from net.server import KafkaServer, RequestMetrics
+from net.server import KafkaServer, ListenerSecurity, RequestMetrics
 from net.tasks import set_fatal_handler, start_essential
 from node.config import NodeConfig, Role
 from node.meta_properties import ensure_formatted
@@ -204,6 +204,7 @@ def controller_config(
         leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_seconds * 1000,
         unclean_recovery_timeout_ms=config.unclean_recovery_timeout_ms,
         broker_listener=CLIENT_LISTENER,
+        broker_ssl_context=config.inter_broker_ssl_context(),
         max_idle_interval_ms=config.metadata_max_idle_interval_ms,
         broker_listener_sasl=config.inter_broker_sasl(),
         bootstrap_scram_credentials=tuple(
@@ -235,6 +236,7 @@ class NodeStatusView:
         self._partition_defaults = partition_defaults(config)
         # An operator looking at a recovery waits no longer than the controller would.
         self._recovery_timeout_s = config.unclean_recovery_timeout_ms / 1000
+        self._inter_broker_ssl_context = config.inter_broker_ssl_context()
         self._inter_broker_sasl = config.inter_broker_sasl()
         self._driver = driver
         self._replayer = replayer
@@ -314,7 +316,10 @@ class NodeStatusView:
         self, image: MetadataImage, asked: Mapping[int, Sequence[ControllerTopicPartition]]
     ) -> dict[ControllerTopicPartition, list[ReplicaLogState]]:
         inspector = ReplicaLogInspector(
-            CLIENT_LISTENER, self._recovery_timeout_s, self._inter_broker_sasl
+            CLIENT_LISTENER,
+            self._recovery_timeout_s,
+            self._inter_broker_ssl_context,
+            self._inter_broker_sasl,
         )
         try:
             return await inspector.inspect(image, asked)
@@ -331,6 +336,7 @@ def controller_client(config: NodeConfig, client_id: str) -> ControllerClient:
         },
         client_id=client_id,
         request_timeout=config.controller_quorum_request_timeout_ms / 1000,
+        ssl_context=config.controller_client_ssl_context(),
     )
 
 
@@ -447,6 +453,7 @@ class BrokerRole:
                 sample_ms=config.replication_quota_window_size_seconds * 1000,
             ),
             rack_aware_replica_selector=config.replica_selector_class is not None,
+            fetcher_ssl_context=config.inter_broker_ssl_context(),
             sasl=config.inter_broker_sasl(),
         )
         self._offsets_topic_segment_bytes = config.offsets_topic_segment_bytes
@@ -492,7 +499,11 @@ class BrokerRole:
             connections_max_idle_ms=config.connections_max_idle_ms,
             limits=config.connection_limits(),
             metrics=request_metrics,
-            sasl=config.sasl_listener(credential_lookup(lambda: replayer.image)),
+            listener=ListenerSecurity(
+                config.listener_name,
+                config.kafka_ssl_context(),
+                config.sasl_listener(credential_lookup(lambda: replayer.image)),
+            ),
         )
 
     def _on_registered(self, broker_epoch: int) -> None:
@@ -648,6 +659,10 @@ async def serve(config: NodeConfig) -> None:
         max_bytes_between_snapshots=config.metadata_log_max_record_bytes_between_snapshots,
         max_request_size=config.socket_request_max_bytes,
         connections_max_idle_ms=config.connections_max_idle_ms,
+        listener=ListenerSecurity(
+            next(iter(config.controller_listener_names), ""), config.controller_ssl_context()
+        ),
+        client_ssl_context=config.controller_client_ssl_context(),
     )
     driver.add_listener(replayer)
     is_broker = Role.BROKER in config.process_roles
@@ -682,14 +697,24 @@ async def serve(config: NodeConfig) -> None:
         status = NodeStatusView(
             config, driver, replayer, events=events, controller=admin_controller, broker=broker
         )
-        app = create_app(status, token=config.admin_token, metrics=node_metrics)
+        app = create_app(
+            status,
+            token=config.admin_token,
+            metrics=node_metrics,
+            peer_ssl=config.admin_peer_ssl_context(),
+        )
         # An idle keep-alive connection is closed after connections.max.idle.ms, as on the
         # Kafka and controller listeners.
         runner = web.AppRunner(
             app, access_log=None, keepalive_timeout=config.connections_max_idle_ms / 1000
         )
         await runner.setup()
-        site = web.TCPSite(runner, config.admin_listener.host, config.admin_listener.port)
+        site = web.TCPSite(
+            runner,
+            config.admin_listener.host,
+            config.admin_listener.port,
+            ssl_context=config.admin_ssl_context(),
+        )
         await site.start()
     stop = asyncio.Event()
     give_up = asyncio.Event()

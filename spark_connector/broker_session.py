@@ -21,6 +21,7 @@ from net.api_keys import ApiKey
 from net.client import ClusterClient, KafkaConnectionError, RequestTimedOutError
 from net.protocol import ProtocolError, field_entity_type, make_entity, request_schema
 from net.record_batch import HEADER_SIZE, read_header
+from net.tls import client_context
 from net.topic_metadata import TopicMetadata, fetch_topic_metadata
 from spark_connector.options import ClientSettings, Subscription
 from spark_connector.planning import OffsetRange, PartitionOffsets, TopicPartition
@@ -87,10 +88,12 @@ class BrokerSession:
 
     async def _client(self) -> ClusterClient:
         if self._cluster is None:
+            tls = self._settings.tls
             cluster = ClusterClient(
                 self._bootstrap_servers,
                 client_id=self._settings.client_id,
                 request_timeout=self._settings.request_timeout_ms / 1000,
+                ssl_context=None if tls is None else client_context(tls),
                 sasl=self._settings.sasl,
             )
             await cluster.bootstrap()

@@ -11,12 +11,14 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from net.client import parse_bootstrap_servers
 from net.producer import ProducerConfig
 from net.record_batch import Compression
 from net.sasl import SaslClientCredentials, parse_jaas_config
+from net.tls import Pem, TlsConfigError, TlsSettings, client_context
 from spark_connector.planning import TopicPartition
 
 EARLIEST = -2
@@ -43,18 +45,27 @@ _WRITE_CLIENT_KEYS = {
     "kraft.buffer.memory": str(32 * 1024 * 1024),
     "kraft.enable.idempotence": "true",
 }
-# How readers and writers authenticate, as Kafka's client keys (no defaults): PLAINTEXT or
-# SASL_PLAINTEXT; with SASL, the mechanism and the user from a JAAS config (ScramLoginModule or
-# PlainLoginModule) or from username and password.
+# Spark's Kafka security options (`kafka.security.protocol`, `kafka.ssl.*`, `kafka.sasl.*`)
+# under `kraft.`: TLS with PEM keys and certificates, inline or in files; SASL with the mechanism
+# and the user from a JAAS config (ScramLoginModule or PlainLoginModule) or from username and
+# password.
 _SECURITY_KEYS = {
     "kraft.security.protocol": "PLAINTEXT",
+    "kraft.ssl.truststore.type": "PEM",
+    "kraft.ssl.truststore.location": "",
+    "kraft.ssl.truststore.certificates": "",
+    "kraft.ssl.keystore.type": "PEM",
+    "kraft.ssl.keystore.location": "",
+    "kraft.ssl.keystore.certificate.chain": "",
+    "kraft.ssl.keystore.key": "",
+    "kraft.ssl.key.password": "",
+    "kraft.ssl.endpoint.identification.algorithm": "https",
     "kraft.sasl.mechanism": "",
     "kraft.sasl.jaas.config": "",
     "kraft.sasl.username": "",
     "kraft.sasl.password": "",
 }
-_READ_CLIENT_KEYS |= _SECURITY_KEYS
-_WRITE_CLIENT_KEYS |= _SECURITY_KEYS
+_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _SUBSCRIPTIONS = ("subscribe", "subscribePattern", "assign")
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$")
 _DURATION_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
@@ -116,6 +127,8 @@ class ClientSettings:
     request_timeout_ms: int
     fetch_max_wait_ms: int
     max_partition_fetch_bytes: int
+    # TLS to the brokers (kraft.security.protocol=SSL); None: PLAINTEXT.
+    tls: TlsSettings | None = None
     sasl: SaslClientCredentials | None = None
 
 
@@ -141,6 +154,8 @@ class WriteOptions:
     topic: str | None
     client_id: str
     producer: ProducerConfig = field(default_factory=ProducerConfig)
+    # TLS to the brokers (kraft.security.protocol=SSL); None: PLAINTEXT.
+    tls: TlsSettings | None = None
     sasl: SaslClientCredentials | None = None
 
 
@@ -214,16 +229,20 @@ class _Options:
             raise OptionError(f"option {_BOOTSTRAP}: {error}") from None
         return value
 
-    def sasl(self) -> SaslClientCredentials | None:
-        """The SASL credentials of `kraft.security.protocol=SASL_PLAINTEXT`, else None."""
+    def security_protocol(self) -> str:
         protocol = self.text("kraft.security.protocol", "PLAINTEXT").strip().upper()
-        if protocol == "PLAINTEXT":
-            return None
-        if protocol != "SASL_PLAINTEXT":
+        if protocol not in _SECURITY_PROTOCOLS:
             raise OptionError(
-                f"option kraft.security.protocol must be PLAINTEXT or SASL_PLAINTEXT, not "
-                f"{protocol!r}"
+                f"option kraft.security.protocol must be one of {', '.join(_SECURITY_PROTOCOLS)}, "
+                f"not {protocol!r}"
             )
+        return protocol
+
+    def sasl(self) -> SaslClientCredentials | None:
+        """The SASL credentials of `kraft.security.protocol=SASL_PLAINTEXT` or SASL_SSL, else
+        None."""
+        if self.security_protocol() not in ("SASL_PLAINTEXT", "SASL_SSL"):
+            return None
         mechanism = self.text("kraft.sasl.mechanism", "").strip().upper()
         jaas = self.get("kraft.sasl.jaas.config")
         try:
@@ -255,7 +274,7 @@ class _Options:
 def parse_read_options(raw: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     """The reader's options, checked; OptionError names the first bad one."""
     options = _Options(raw)
-    options.check_client_keys(_READ_CLIENT_KEYS)
+    options.check_client_keys(_READ_CLIENT_KEYS | _SECURITY_KEYS)
     bootstrap = options.bootstrap()
     subscription = _subscription(options)
     starting = _starting(options, streaming=streaming)
@@ -299,6 +318,7 @@ def parse_read_options(raw: Mapping[str, str], *, streaming: bool) -> ReadOption
             request_timeout_ms=_client_integer(options, "kraft.request.timeout.ms"),
             fetch_max_wait_ms=_client_integer(options, "kraft.fetch.max.wait.ms"),
             max_partition_fetch_bytes=_client_integer(options, "kraft.max.partition.fetch.bytes"),
+            tls=_tls(options),
             sasl=options.sasl(),
         ),
     )
@@ -424,7 +444,7 @@ def _offset_spec(options: _Options, name: str, *, default: int, refused: int | N
 def parse_write_options(raw: Mapping[str, str]) -> WriteOptions:
     """The writer's options, checked; OptionError names the first bad one."""
     options = _Options(raw)
-    options.check_client_keys(_WRITE_CLIENT_KEYS)
+    options.check_client_keys(_WRITE_CLIENT_KEYS | _SECURITY_KEYS)
     acks_text = options.text("kraft.acks", "all").strip().lower()
     acks = {"all": -1, "-1": -1, "0": 0, "1": 1}.get(acks_text)
     if acks is None:
@@ -465,5 +485,43 @@ def parse_write_options(raw: Mapping[str, str]) -> WriteOptions:
             buffer_memory=number("kraft.buffer.memory", 1),
             idempotent=idempotent,
         ),
+        tls=_tls(options),
         sasl=options.sasl(),
     )
+
+
+def _tls(options: _Options) -> TlsSettings | None:
+    """The TLS settings of `kraft.security.protocol=SSL` from the `kraft.ssl.*` options (PEM);
+    None for PLAINTEXT."""
+    if options.security_protocol() not in ("SSL", "SASL_SSL"):
+        return None
+    for name in ("kraft.ssl.truststore.type", "kraft.ssl.keystore.type"):
+        if options.text(name, "PEM").strip().upper() != "PEM":
+            raise OptionError(f"option {name} must be PEM (the only store type supported)")
+
+    def pem(text_option: str, location_option: str) -> Pem | None:
+        text, location = options.get(text_option), options.get(location_option)
+        if text and text.strip():
+            return Pem(text=text)
+        if location and location.strip():
+            return Pem(path=Path(location.strip()))
+        return None
+
+    keystore = pem("kraft.ssl.keystore.certificate.chain", "kraft.ssl.keystore.location")
+    key = pem("kraft.ssl.keystore.key", "kraft.ssl.keystore.location")
+    password = options.get("kraft.ssl.key.password")
+    algorithm = options.text("kraft.ssl.endpoint.identification.algorithm", "https").strip()
+    settings = TlsSettings(
+        certificate_chain=keystore,
+        private_key=key,
+        key_password=password or None,
+        trusted_certificates=pem(
+            "kraft.ssl.truststore.certificates", "kraft.ssl.truststore.location"
+        ),
+        check_hostname=algorithm.lower() == "https",
+    )
+    try:
+        client_context(settings)
+    except TlsConfigError as error:
+        raise OptionError(f"option kraft.ssl.*: {error}") from None
+    return settings

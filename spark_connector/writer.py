@@ -36,6 +36,7 @@ from net.client import ClusterClient
 from net.partitioner import partition_for_key
 from net.producer import Producer
 from net.records import Header, Record
+from net.tls import client_context
 from spark_connector.options import OptionError, WriteOptions
 from spark_connector.worker_logging import configure as configure_logging
 
@@ -93,7 +94,10 @@ def produce_batches(options: WriteOptions, batches: Iterator[pa.RecordBatch]) ->
 
 async def _produce(options: WriteOptions, batches: Iterator[pa.RecordBatch]) -> WriteSummary:
     cluster = ClusterClient(
-        options.bootstrap_servers, client_id=options.client_id, sasl=options.sasl
+        options.bootstrap_servers,
+        client_id=options.client_id,
+        ssl_context=None if options.tls is None else client_context(options.tls),
+        sasl=options.sasl,
     )
     producer = Producer(cluster, options.producer)
     try:

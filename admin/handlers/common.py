@@ -67,6 +67,9 @@ class AdminContext:
 CONTEXT = web.AppKey("admin_context", AdminContext)
 # The HTTP client that asks other nodes for their replicas' log views.
 SESSION = web.AppKey("leader_log_session", aiohttp.ClientSession)
+# How the other nodes' admin APIs are reached: "https" when they serve TLS (every node's
+# admin.listener has the same scheme).
+PEER_SCHEME = web.AppKey("peer_scheme", str)
 
 
 def context(request: web.Request) -> AdminContext:

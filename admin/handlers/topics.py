@@ -13,6 +13,7 @@ from admin.errors import ApiError, kafka_error
 from admin.handlers.common import (
     ADMIN_LISTENER,
     API_PREFIX,
+    PEER_SCHEME,
     SESSION,
     AdminContext,
     context,
@@ -133,7 +134,8 @@ async def leader_log(
     if address is None:
         return None, f"leader {state.leader} registered no admin listener"
     host, port = address
-    url = f"http://{host}:{port}{API_PREFIX}/topics/{name}/partitions/{state.partition}/log"
+    scheme = request.app[PEER_SCHEME]
+    url = f"{scheme}://{host}:{port}{API_PREFIX}/topics/{name}/partitions/{state.partition}/log"
     session = request.app[SESSION]
     try:
         async with session.get(

@@ -52,12 +52,13 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         tmp_path_factory.mktemp("sasl"),
         1,
         **{
-            "listener.security.protocol": "SASL_PLAINTEXT",
             "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
             "bootstrap.scram.credentials": BOOTSTRAP_USERS,
             "connection.failed.authentication.delay.ms": "300",
         },
     )
+    # The client listener named SASL_PLAINTEXT: Kafka's default protocol map makes it SASL.
+    cluster.name_listeners("SASL_PLAINTEXT")
     cluster.start_all()
     try:
         cluster.wait_for("broker unfenced", cluster.brokers_unfenced)
@@ -464,12 +465,13 @@ def test_followers_replicate_from_a_sasl_listener(tmp_path: Path) -> None:
         tmp_path,
         3,
         **{
-            "listener.security.protocol": "SASL_PLAINTEXT",
             "bootstrap.scram.credentials": BOOTSTRAP_USERS,
             "inter.broker.sasl.username": "bob",
             "inter.broker.sasl.password": "bob-secret",
         },
     )
+    # The client listener named SASL_PLAINTEXT: Kafka's default protocol map makes it SASL.
+    cluster.name_listeners("SASL_PLAINTEXT")
     cluster.start_all()
     try:
         cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, timeout=60)

@@ -174,7 +174,7 @@ def test_sasl_options_give_the_connections_credentials() -> None:
     assert parse_write_options(pair).sasl == SaslClientCredentials("PLAIN", "u", "p")
     assert "p" not in repr(parse_write_options(pair).sasl).replace("PLAIN", "")
     for bad in (
-        {**base, "kraft.security.protocol": "SSL"},
+        {**base, "kraft.security.protocol": "KERBEROS"},
         {**base, "kraft.security.protocol": "SASL_PLAINTEXT", "kraft.sasl.mechanism": "PLAIN"},
         {**jaas, "kraft.sasl.mechanism": "GSSAPI"},
     ):

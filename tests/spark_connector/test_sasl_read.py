@@ -28,11 +28,12 @@ def sasl_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         tmp_path_factory.mktemp("spark-sasl"),
         1,
         **{
-            "listener.security.protocol": "SASL_PLAINTEXT",
             "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
             "bootstrap.scram.credentials": "SCRAM-SHA-512=[name=alice,password=alice-secret]",
         },
     )
+    # The client listener named SASL_PLAINTEXT: Kafka's default protocol map makes it SASL.
+    cluster.name_listeners("SASL_PLAINTEXT")
     cluster.start_all()
     try:
         cluster.wait_for("broker unfenced", cluster.brokers_unfenced)
