@@ -33,6 +33,7 @@ from kafka.admin import NewTopic as PythonNewTopic
 from kafka.errors import KafkaError
 
 from bench.cluster import Cluster, kraft_executable
+from bench.tls_certificates import SERVER_SUBJECT, CertificateAuthority
 from net.client import ClusterClient, KafkaConnectionError
 from net.sasl import SaslClientCredentials
 
@@ -488,5 +489,56 @@ def test_followers_replicate_from_a_sasl_listener(tmp_path: Path) -> None:
             return sorted(topic["partitions"][0]["isr"]) == [1, 2, 3] or None
 
         cluster.wait_for("every replica in the ISR", fully_replicated, timeout=30)
+    finally:
+        cluster.stop_all()
+
+
+def test_sasl_ssl_with_scram_sha_512(tmp_path: Path) -> None:
+    authority = CertificateAuthority(tmp_path / "ca")
+    server = authority.issue("server", SERVER_SUBJECT, server=True)
+    cluster = Cluster.combined(
+        tmp_path / "node",
+        1,
+        **{
+            "ssl.keystore.type": "PEM",
+            # A properties value continued over lines, as Kafka's PEM configs are written.
+            "ssl.keystore.certificate.chain": "\\\n".join(
+                server.certificate_pem.strip().splitlines()
+            ),
+            "ssl.keystore.key": "\\\n".join(server.key_pem.strip().splitlines()),
+            "bootstrap.scram.credentials": BOOTSTRAP_USERS,
+        },
+    )
+    cluster.name_listeners("SASL_SSL")
+    cluster.start_all()
+    try:
+        cluster.wait_for("broker unfenced", cluster.brokers_unfenced, timeout=30)
+        settings = {
+            **confluent(cluster),
+            "security.protocol": "SASL_SSL",
+            "ssl.ca.location": str(authority.certificate_path),
+        }
+        admin = AdminClient(settings)
+        admin.create_topics([NewTopic("over-tls", 1, 1)])["over-tls"].result(20)
+        producer = Producer(settings)
+        producer.produce("over-tls", b"secret record")
+        assert producer.flush(20) == 0
+        consumer = Consumer({**settings, "group.id": "tls", "auto.offset.reset": "earliest"})
+        consumer.subscribe(["over-tls"])
+        try:
+            deadline = time.monotonic() + 20
+            message = None
+            while message is None and time.monotonic() < deadline:
+                polled = consumer.poll(1.0)
+                if polled is not None and polled.error() is None:
+                    message = polled
+            assert message is not None and message.value() == b"secret record"
+        finally:
+            consumer.close()
+        errors: list[Any] = []
+        wrong = Producer({**settings, "sasl.password": "wrong", "error_cb": errors.append})
+        wrong.produce("over-tls", b"intruder")
+        wrong.flush(5)
+        assert any("Authentication failed" in str(error) for error in errors), errors
     finally:
         cluster.stop_all()
