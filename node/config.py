@@ -661,6 +661,15 @@ class NodeConfig(BaseModel):
                     raise ValueError(f"{key}: listener {name}: {error}") from None
 
     @model_validator(mode="after")
+    def _check_sasl(self) -> Self:
+        if self.controller_security_protocol.sasl:
+            raise ValueError(
+                "controller.listener.names: the controller listener cannot be SASL "
+                f"({self.controller_security_protocol}); use PLAINTEXT or SSL"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _check_roles(self) -> Self:
         voter_ids = {voter.node_id for voter in self.controller_quorum_voters}
         if Role.CONTROLLER in self.process_roles:
