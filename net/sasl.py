@@ -1,4 +1,5 @@
-"""The server side of SASL authentication (Kafka's SaslServerAuthenticator), as a state machine.
+"""SASL authentication: the server side (Kafka's SaslServerAuthenticator) as a state machine,
+and the client side our own connections use (`SaslClientCredentials`).
 
 One `SaslAuthenticator` per connection of a SASL listener. It is pure: the connection hands it
 each request received before authentication completes, and it answers with a `SaslStep`: the
@@ -24,6 +25,8 @@ user's stored SCRAM credential; PLAIN (RFC 4616) verifies the password against t
 credentials: it derives the salted password with the credential's salt and iterations (the
 SHA-512 one when the user has both) and compares the stored key, so one set of credentials in
 the metadata log serves every mechanism. A user without SCRAM credentials cannot log in.
+PLAIN's derivation (a PBKDF2 of the credential's iterations) runs on the caller's thread: a few
+milliseconds on the event loop per PLAIN login.
 """
 
 from __future__ import annotations
@@ -139,13 +142,13 @@ class _State(Enum):
 
 @dataclass(frozen=True, slots=True)
 class SaslStep:
-    """What the connection does with one request: send `response` (None: nothing), then close
-    if `close` (after the failed-authentication delay if `failed`). `user` is set on the step
-    that completes authentication."""
+    """What the connection does with one request: send `response` (None: nothing); if
+    `close`, authentication failed: the response waits out the failed-authentication delay and
+    the connection is closed after it, as Kafka's Selector does. `user` is set on the step that
+    completes authentication."""
 
     response: SaslHandshakeResponse | SaslAuthenticateResponse | None = None
     close: bool = False
-    failed: bool = False
     user: str | None = None
     # Why it failed, for the server's log: never a secret.
     reason: str | None = None
@@ -304,7 +307,6 @@ class SaslAuthenticator:
                     response_type, ErrorCode.sasl_authentication_failed, message, b""
                 ),
                 close=True,
-                failed=True,
                 reason=failure.args[-1],
             )
         response = _authenticate_response(response_type, ErrorCode.none, None, server_token)
@@ -320,7 +322,7 @@ class SaslAuthenticator:
 
     def _illegal(self) -> SaslStep:
         self._state = _State.FAILED
-        return SaslStep(close=True, failed=True)
+        return SaslStep(close=True)
 
 
 def _authenticate_response(

@@ -30,12 +30,12 @@ in the listen backlog; closing them at once never leaves a client hanging); and
 request bytes are in flight on the listener (Kafka's request memory pool), one request allowed
 to overshoot so that a request larger than the bound is still served.
 
-On a SASL listener (`ListenerSecurity.sasl`) each connection authenticates
-first: until its `net.sasl.SaslAuthenticator` completes, ApiVersions is answered and the SASL
-APIs go to the authenticator; any other request closes the connection. A failed
-authentication is answered (or not) and the connection closed after
-its `failed_authentication_delay_ms` (Kafka's `connection.failed.authentication.delay.ms`), reading
-nothing more meanwhile. The connection's principal is then User:<name>.
+On a SASL listener (`ListenerSecurity.sasl`) each connection authenticates first: until its
+`net.sasl.SaslAuthenticator` completes, ApiVersions is answered and the SASL APIs go to the
+authenticator; any other request closes the connection. A failed authentication is answered
+(or not) and the connection closed after `failed_authentication_delay_ms` (Kafka's
+`connection.failed.authentication.delay.ms`), reading nothing more meanwhile. The connection's
+principal is then User:<name>.
 """
 
 import asyncio
