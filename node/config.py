@@ -879,10 +879,15 @@ class NodeConfig(BaseModel):
             assert field.alias is not None
             value = getattr(self, name)
             sensitive = field.alias in _SENSITIVE_KEYS
+            text = _kafka_spelling(field.alias, value, field.annotation)
+            if field.alias in ("listeners", "advertised.listeners") and value is not None:
+                text = f"{self._listener_name}://{value}"
+            elif field.alias == "admin.listener" and value is not None and self._admin_tls:
+                text = f"https://{value}"
             entries.append(
                 BrokerConfigEntry(
                     field.alias,
-                    _kafka_spelling(field.alias, value, field.annotation),
+                    text,
                     ConfigSource.STATIC_BROKER_CONFIG
                     if name in self.model_fields_set
                     else ConfigSource.DEFAULT_CONFIG,

@@ -151,3 +151,22 @@ def test_missing_or_incomplete_tls_keys_are_named_at_start(
             + f"ssl.keystore.key={server.key_pem.strip().replace(chr(10), '')}\n"
             + "ssl.client.auth=required\n",
         )
+
+
+def test_describe_configs_spells_the_listener_and_hides_the_key(
+    tmp_path: Path, server_keys: tuple[CertificateAuthority, KeyPair]
+) -> None:
+    _authority, server = server_keys
+    config = load(
+        tmp_path,
+        COMMON
+        + "listeners=SSL://127.0.0.1:9092\ncontroller.listener=127.0.0.1:9193\n"
+        + "admin.listener=https://127.0.0.1:9292\n"
+        + f"ssl.keystore.certificate.chain={server.certificate_pem.strip().replace(chr(10), '')}\n"
+        + f"ssl.keystore.key={server.key_pem.strip().replace(chr(10), '')}\n",
+    )
+    entries = {entry.name: entry for entry in config.broker_config_entries()}
+    assert entries["listeners"].value == "SSL://127.0.0.1:9092"
+    assert entries["admin.listener"].value == "https://127.0.0.1:9292"
+    assert entries["ssl.keystore.key"].sensitive
+    assert config.admin_ssl_context() is not None
