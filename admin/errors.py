@@ -17,7 +17,9 @@ class ApiError(Exception):
 
 
 # Kafka errors that mean the request itself is wrong (400) unless listed elsewhere.
-_NOT_FOUND = frozenset({ErrorCode.unknown_topic_or_partition, ErrorCode.unknown_topic_id})
+_NOT_FOUND = frozenset(
+    {ErrorCode.unknown_topic_or_partition, ErrorCode.unknown_topic_id, ErrorCode.resource_not_found}
+)
 _CONFLICT = frozenset({ErrorCode.topic_already_exists})
 _UNAVAILABLE = frozenset(
     {

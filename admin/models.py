@@ -89,6 +89,21 @@ class Topic(BaseModel):
     partitions: list[Partition]
 
 
+class ScramCredential(BaseModel):
+    """One SCRAM credential of a user: never its salt nor its keys."""
+
+    mechanism: str = Field(description="SCRAM-SHA-256 or SCRAM-SHA-512")
+    iterations: int
+
+
+class User(BaseModel):
+    """A SASL user: the SCRAM credentials it can authenticate with (PLAIN verifies against
+    them too)."""
+
+    name: str
+    credentials: list[ScramCredential]
+
+
 class Metadata(BaseModel):
     """The metadata image of the node that answers, as of `metadata_offset`."""
 
@@ -553,3 +568,16 @@ class AclFilter(BaseModel):
     host: str | None = None
     operation: AclOperationName | None = None
     permission: AclPermission | None = None
+
+
+class CreateUser(BaseModel):
+    """POST /v1/users: set (add or replace) `name`'s credential for `mechanism`. The password
+    is salted here and only the salted form travels to the controller, which keeps the
+    derived keys."""
+
+    model_config = _REQUEST
+
+    name: str = Field(min_length=1, max_length=255)
+    mechanism: Literal["SCRAM-SHA-256", "SCRAM-SHA-512"]
+    password: str = Field(min_length=1, repr=False)
+    iterations: int = Field(default=4096, ge=4096, le=16384)

@@ -16,6 +16,7 @@ from admin.handlers import (
     reassignments,
     rebalance,
     topics,
+    users,
 )
 from admin.models import (
     TOPIC_NAME_PATTERN,
@@ -26,6 +27,7 @@ from admin.models import (
     Broker,
     Cluster,
     CreateTopic,
+    CreateUser,
     Election,
     ElectionResults,
     Event,
@@ -43,6 +45,7 @@ from admin.models import (
     ReplicaLog,
     StartReassignments,
     Topic,
+    User,
 )
 from admin.openapi import PathParam, Route, openapi_document
 
@@ -55,6 +58,7 @@ async def openapi(request: web.Request) -> web.Response:
 
 
 _NAME = PathParam("name", {"type": "string", "pattern": TOPIC_NAME_PATTERN}, "the topic's name")
+_USER = PathParam("name", {"type": "string", "minLength": 1}, "the user's name")
 _BROKER = PathParam("id", {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}, "the broker id")
 _PARTITION = PathParam(
     "p", {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}, "the partition index"
@@ -114,6 +118,36 @@ ROUTES: tuple[Route, ...] = (
         errors=(404,),
     ),
     Route("GET", "/v1/topics", topics.topics, "every topic", Topic, response_is_list=True),
+    Route(
+        "GET",
+        "/v1/users",
+        users.users,
+        "every SASL user with its SCRAM credentials (mechanisms and iterations, never keys)",
+        User,
+        response_is_list=True,
+    ),
+    Route(
+        "POST",
+        "/v1/users",
+        users.create_user,
+        "add or replace a user's SCRAM credential for one mechanism",
+        User,
+        status=201,
+        body=CreateUser,
+        errors=(503,),
+        mutation=True,
+    ),
+    Route(
+        "DELETE",
+        "/v1/users/{name}",
+        users.delete_user,
+        "delete a user's SCRAM credentials: every mechanism, or the one `?mechanism=` names",
+        None,
+        status=204,
+        params=(_USER,),
+        errors=(400, 404, 503),
+        mutation=True,
+    ),
     Route(
         "POST",
         "/v1/topics",

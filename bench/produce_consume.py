@@ -18,6 +18,9 @@ With `--security ssl`, each setup runs twice in the same invocation, on PLAINTEX
 listeners (client certificates required; replication and the quorum on TLS too): the JSON
 line gives the produce and consume throughput of each, their ratio SSL / PLAINTEXT, and the
 TLS handshake time of a client (TCP connect plus handshake, p50/p99 over 200 connections).
+With `--security sasl_plaintext`, the same on PLAINTEXT and on SASL_PLAINTEXT listeners
+(SCRAM-SHA-512 for the clients and for replication); `bench.sasl_auth` measures the
+authentication itself.
 """
 
 from __future__ import annotations
@@ -62,8 +65,20 @@ def percentile(values: list[float], fraction: float) -> float:
 ClientConfig = dict[str, str | int | float | bool]
 
 
-def client_config(cluster: Cluster, tls: TlsFiles | None) -> ClientConfig:
+# The SCRAM user of the SASL runs: clients and replication authenticate as it.
+_SASL_USER = "bench"
+_SASL_PASSWORD = "bench-secret"
+
+
+def client_config(cluster: Cluster, tls: TlsFiles | None, sasl: bool = False) -> ClientConfig:
     config: ClientConfig = {"bootstrap.servers": cluster.bootstrap}
+    if sasl:
+        config |= {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": _SASL_USER,
+            "sasl.password": _SASL_PASSWORD,
+        }
     if tls is not None:
         config |= {
             "security.protocol": "SSL",
@@ -193,24 +208,40 @@ def handshake_ms(cluster: Cluster, tls: TlsFiles, connections: int = 200) -> dic
     return {"p50": percentile(times, 0.5), "p99": percentile(times, 0.99)}
 
 
-def start(nodes: int, root: Path, tls: TlsFiles | None) -> Cluster:
+def start(nodes: int, root: Path, tls: TlsFiles | None, sasl: bool = False) -> Cluster:
     """`nodes` combined nodes; with `tls`, every listener is SSL with client certificates
-    required (Kafka's `listeners=CLIENT://...,CONTROLLER://...`)."""
+    required (Kafka's `listeners=CLIENT://...,CONTROLLER://...`); with `sasl`, the Kafka
+    listener is SASL_PLAINTEXT with one SCRAM-SHA-512 user."""
     extra = {} if tls is None else tls.node_properties()
+    if sasl:
+        extra |= {
+            "bootstrap.scram.credentials": (
+                f"SCRAM-SHA-512=[name={_SASL_USER},password={_SASL_PASSWORD}]"
+            ),
+            "inter.broker.sasl.username": _SASL_USER,
+            "inter.broker.sasl.password": _SASL_PASSWORD,
+        }
     cluster = Cluster.combined(root, nodes, **extra)
     if tls is not None:
         cluster.name_listeners("CLIENT", controller="CONTROLLER")
+    elif sasl:
+        cluster.name_listeners("SASL_PLAINTEXT")
     cluster.start_all()
     return cluster
 
 
 def run(
-    nodes: int, acks: str, args: argparse.Namespace, root: Path, tls: TlsFiles | None = None
+    nodes: int,
+    acks: str,
+    args: argparse.Namespace,
+    root: Path,
+    tls: TlsFiles | None = None,
+    sasl: bool = False,
 ) -> dict[str, Any]:
-    cluster = start(nodes, root, tls)
+    cluster = start(nodes, root, tls, sasl)
     try:
         cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, 60.0)
-        client = client_config(cluster, tls)
+        client = client_config(cluster, tls, sasl)
         admin = AdminClient(client)
         topics = ["throughput", *(f"latency-{rate}" for rate in args.rates)]
         for topic in topics:
@@ -230,7 +261,7 @@ def run(
         ]
         return {
             "bench": "produce_consume",
-            "security": "SSL" if tls is not None else "PLAINTEXT",
+            "security": "SSL" if tls is not None else "SASL_PLAINTEXT" if sasl else "PLAINTEXT",
             **({} if tls is None else {"tls_handshake_ms": handshake_ms(cluster, tls)}),
             "nodes": nodes,
             "replication_factor": nodes,
@@ -258,9 +289,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--security",
-        choices=["plaintext", "ssl"],
+        choices=["plaintext", "ssl", "sasl_plaintext"],
         default="plaintext",
-        help="ssl: run each setup on PLAINTEXT and on SSL and compare",
+        help="ssl, sasl_plaintext: run each setup on PLAINTEXT and on that protocol, compare",
     )
     args = parser.parse_args()
     for nodes, acks in ((1, "1"), (3, "all")):
@@ -270,13 +301,19 @@ def main() -> None:
                 tls = TlsFiles.create(Path(directory) / "certificates")
                 secured = run(nodes, acks, args, Path(directory) / "ssl", tls)
                 result = compare(result, secured)
+            elif args.security == "sasl_plaintext":
+                secured = run(nodes, acks, args, Path(directory) / "sasl", sasl=True)
+                result = compare(result, secured, "sasl_plaintext")
         print(json.dumps(result), flush=True)
 
 
-def compare(plaintext: dict[str, Any], secured: dict[str, Any]) -> dict[str, Any]:
-    """One setup's PLAINTEXT and SSL runs, with SSL's throughput as a ratio of PLAINTEXT's."""
+def compare(
+    plaintext: dict[str, Any], secured: dict[str, Any], security: str = "ssl"
+) -> dict[str, Any]:
+    """One setup's PLAINTEXT and `security` runs, with the latter's throughput as a ratio of
+    PLAINTEXT's."""
     return {
-        "bench": "produce_consume_ssl",
+        "bench": f"produce_consume_{security}",
         "nodes": plaintext["nodes"],
         "acks": plaintext["acks"],
         "count": plaintext["count"],
@@ -287,9 +324,13 @@ def compare(plaintext: dict[str, Any], secured: dict[str, Any]) -> dict[str, Any
         "consume_ratio": round(
             secured["consume"]["msgs_per_s"] / plaintext["consume"]["msgs_per_s"], 3
         ),
-        "tls_handshake_ms": secured["tls_handshake_ms"],
+        **(
+            {"tls_handshake_ms": secured["tls_handshake_ms"]}
+            if "tls_handshake_ms" in secured
+            else {}
+        ),
         "plaintext": plaintext,
-        "ssl": secured,
+        security: secured,
     }
 
 

@@ -37,6 +37,7 @@ from controller.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
 from controller.client import ControllerClient, NoControllerError
 from controller.image import MetadataImage
 from controller.records import ConfigResourceType
+from controller.scram import describe_scram_credentials
 from net import messages
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
@@ -53,6 +54,7 @@ _FORWARDED = frozenset(
         ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         ApiKey.LIST_PARTITION_REASSIGNMENTS,
         ApiKey.UNREGISTER_BROKER,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     }
 )
 _ForwardedRequest: TypeAlias = (
@@ -67,6 +69,7 @@ _ForwardedRequest: TypeAlias = (
     | messages.UnregisterBrokerRequest
     | messages.CreateAclsRequest
     | messages.DeleteAclsRequest
+    | messages.AlterUserScramCredentialsRequest
 )
 
 # The cluster operation each forwarded cluster-wide API needs (Kafka's ControllerApis).
@@ -119,6 +122,8 @@ def _topic_api_refusal(version: int, request: _ForwardedRequest, error: ErrorCod
         return wire.unregister_broker_error(version, error)
     if isinstance(request, messages.AlterConfigsRequest):
         return wire.alter_configs_error(version, request, error)
+    if isinstance(request, messages.AlterUserScramCredentialsRequest):
+        return wire.alter_scram_credentials_error(version, request, error)
     return wire.elect_leaders_response(version, (), error)
 
 
@@ -180,6 +185,13 @@ class BrokerApis:
                 min_version=acl_wire.ACL_VERSIONS[0],
                 max_version=acl_wire.ACL_VERSIONS[1],
             )
+        # Answered from the metadata image, as Kafka's brokers answer it from their cache.
+        registry.register(
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+            self._on_describe_user_scram_credentials,
+            min_version=0,
+            max_version=0,
+        )
         for served in wire.SERVED:
             if served.api_key in _FORWARDED:
                 registry.register(
@@ -223,6 +235,14 @@ class BrokerApis:
         return MetadataAccess(
             partial(authorizer.allows, context),
             partial(authorizer.authorized_operations, context),
+        )
+
+    def _on_describe_user_scram_credentials(
+        self, context: RequestContext, request: messages.DescribeUserScramCredentialsRequest
+    ) -> messages.DescribeUserScramCredentialsResponse:
+        users = None if request.users is None else [user.name for user in request.users]
+        return wire.describe_scram_credentials_response(
+            context.header.api_version, describe_scram_credentials(self._image(), users)
         )
 
     def _on_describe_cluster(

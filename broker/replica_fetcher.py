@@ -36,6 +36,7 @@ from broker.replication_quota import ReplicationQuota
 from net.client import NodeConnection, RequestTimedOutError
 from net.protocol import ProtocolError, make_entity
 from net.record_batch import RecordBatchError
+from net.sasl import SaslClientCredentials
 from net.tasks import start_essential
 from storage.errors import StorageError
 
@@ -65,6 +66,7 @@ class ReplicaFetcher:
         address: tuple[str, int],
         quota: ReplicationQuota | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslClientCredentials | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.quota = ReplicationQuota() if quota is None else quota
@@ -75,6 +77,7 @@ class ReplicaFetcher:
             address[1],
             client_id=f"replica-fetcher-{broker_id}",
             request_timeout=30,
+            sasl=sasl,
             ssl_context=ssl_context,
         )
         self._changed = asyncio.Event()
@@ -296,8 +299,11 @@ class ReplicaFetcherManager:
         address_of: Callable[[int], tuple[str, int] | None],
         quota: ReplicationQuota | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        *,
+        sasl: SaslClientCredentials | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self._sasl = sasl
         self._address_of = address_of
         # TLS to the leaders when the listener brokers replicate on has it.
         self._ssl_context = ssl_context
@@ -318,7 +324,12 @@ class ReplicaFetcherManager:
             if address is None:
                 return
             fetcher = self._fetchers[leader_id] = ReplicaFetcher(
-                self.broker_id, leader_id, address, self._quota, self._ssl_context
+                self.broker_id,
+                leader_id,
+                address,
+                self._quota,
+                self._ssl_context,
+                self._sasl,
             )
             fetcher.start()
         fetcher.add(partition)

@@ -69,6 +69,7 @@ from net.record_batch import (
     RecordBatchError,
     RecordError,
 )
+from net.sasl import SaslClientCredentials
 from net.tasks import report_fatal, start_essential
 from storage.errors import (
     InvalidTimestampError,
@@ -172,6 +173,7 @@ class ReplicaManager:
         fenced_until_registered: bool = False,
         throttle: ThrottleSettings = NO_THROTTLE,
         rack_aware_replica_selector: bool = False,
+        sasl: SaslClientCredentials | None = None,
         fetcher_ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         """`log_config`: the broker's storage settings, which the configuration of each
@@ -194,7 +196,8 @@ class ReplicaManager:
 
         With `rack_aware_replica_selector` (Kafka's RackAwareReplicaSelector, KIP-392), the
         leader answers a consumer's fetch that names its rack with a follower of that rack to
-        fetch from instead (`preferred_read_replica`)."""
+        fetch from instead (`preferred_read_replica`). `sasl`: the credentials the replica
+        fetchers authenticate with on a SASL listener."""
         self._rack_aware = rack_aware_replica_selector
         # The offset of this broker's registration record (its broker epoch): None while the
         # broker has not registered, -1 when nothing fences the replicas.
@@ -229,7 +232,11 @@ class ReplicaManager:
         }
         self.quotas = throttle.quotas()
         self._fetchers = ReplicaFetcherManager(
-            broker_id, self._client_address, self.quotas.follower, fetcher_ssl_context
+            broker_id,
+            self._client_address,
+            self.quotas.follower,
+            fetcher_ssl_context,
+            sasl=sasl,
         )
         # Called with a hosted partition whose leadership (or leader epoch) changed, and
         # whether this broker leads it now (a deleted replica leads nothing).

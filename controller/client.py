@@ -384,3 +384,31 @@ def list_partition_reassignments_request(
 def unregister_broker_request(broker_id: int) -> messages.UnregisterBrokerRequest:
     """UnregisterBroker: remove `broker_id` from the cluster."""
     return _request(messages.UNREGISTER_BROKER_REQUESTS, broker_id=i32(broker_id))
+
+
+def alter_scram_credentials_request(
+    upsertions: Sequence[tuple[str, int, int, bytes, bytes]] = (),
+    deletions: Sequence[tuple[str, int]] = (),
+) -> messages.AlterUserScramCredentialsRequest:
+    """AlterUserScramCredentials: upsertions as (name, mechanism id, iterations, salt, salted
+    password), deletions as (name, mechanism id). Never a password: the caller salts it."""
+    key = messages.ALTER_USER_SCRAM_CREDENTIALS_REQUESTS
+    return _request(
+        key,
+        deletions=tuple(
+            _entity(key, "deletions", name=name, mechanism=mechanism)
+            for name, mechanism in deletions
+        ),
+        upsertions=tuple(
+            _entity(
+                key,
+                "upsertions",
+                name=name,
+                mechanism=mechanism,
+                iterations=iterations,
+                salt=salt,
+                salted_password=salted_password,
+            )
+            for name, mechanism, iterations, salt, salted_password in upsertions
+        ),
+    )

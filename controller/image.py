@@ -49,10 +49,13 @@ from controller.records import (
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
+    ScramMechanism,
     TopicRecord,
     UncleanRecoveryRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
     decode_record,
     encode_record,
 )
@@ -173,6 +176,10 @@ class MetadataImage:
     features: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     next_producer_id: int = -1
     acls: AclIndex = field(default_factory=lambda: EMPTY_INDEX)
+    # The SCRAM credentials by (user name, mechanism): salt, iterations, stored and server key.
+    scram_credentials: Mapping[tuple[str, ScramMechanism], UserScramCredentialRecord] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
     _topic_config_memo: _TopicConfigMemo = field(
         default_factory=_TopicConfigMemo, compare=False, repr=False
     )
@@ -205,6 +212,12 @@ class MetadataImage:
             return broker_defaults
         return self._topic_config_memo.get(name, overrides, broker_defaults)
 
+    def scram_credential(
+        self, name: str, mechanism: ScramMechanism
+    ) -> UserScramCredentialRecord | None:
+        """User `name`'s SCRAM credential for `mechanism`, if it has one."""
+        return self.scram_credentials.get((name, mechanism))
+
     def to_records(self) -> list[MetadataRecord]:
         """The records that recreate this image from the empty one, for a snapshot.
 
@@ -233,6 +246,7 @@ class MetadataImage:
             AccessControlEntryRecord.of(acl_id, self.acls.acls[acl_id])
             for acl_id in sorted(self.acls.acls)
         )
+        records.extend(self.scram_credentials[key] for key in sorted(self.scram_credentials))
         return records
 
     @classmethod
@@ -267,6 +281,9 @@ class MetadataDelta:
         self._features: dict[str, int] | None = None
         self._next_producer_id = base.next_producer_id
         self._acls: dict[UUID, AclBinding] | None = None
+        self._scram_credentials: (
+            dict[tuple[str, ScramMechanism], UserScramCredentialRecord] | None
+        ) = None
 
     def replay(self, record: MetadataRecord) -> None:
         """Applies one record; `MetadataReplayError` if it contradicts the image."""
@@ -276,10 +293,12 @@ class MetadataDelta:
             case UnregisterBrokerRecord():
                 self._broker(record.broker_id, record.broker_epoch)
                 del self._brokers_for_write()[record.broker_id]
-            case FenceBrokerRecord():
-                self._change_broker(record.broker_id, record.broker_epoch, fenced=True)
-            case UnfenceBrokerRecord():
-                self._change_broker(record.broker_id, record.broker_epoch, fenced=False)
+            case FenceBrokerRecord() | UnfenceBrokerRecord():
+                self._change_broker(
+                    record.broker_id,
+                    record.broker_epoch,
+                    fenced=isinstance(record, FenceBrokerRecord),
+                )
             case BrokerRegistrationChangeRecord():
                 registration = self._broker(record.broker_id, record.broker_epoch)
                 self._brokers_for_write()[record.broker_id] = replace(
@@ -311,6 +330,8 @@ class MetadataDelta:
                 self._next_producer_id = record.next_producer_id
             case AccessControlEntryRecord() | RemoveAccessControlEntryRecord():
                 self._replay_acl(record)
+            case UserScramCredentialRecord() | RemoveUserScramCredentialRecord():
+                self._replay_scram_credential(record)
             case NoOpRecord() | UncleanRecoveryRecord():
                 pass
 
@@ -344,8 +365,27 @@ class MetadataDelta:
             features=base.features if self._features is None else MappingProxyType(self._features),
             next_producer_id=self._next_producer_id,
             acls=base.acls if self._acls is None else AclIndex(MappingProxyType(self._acls)),
+            scram_credentials=base.scram_credentials
+            if self._scram_credentials is None
+            else MappingProxyType(self._scram_credentials),
             _topic_config_memo=base._topic_config_memo,
         )
+
+    def _replay_scram_credential(
+        self, record: UserScramCredentialRecord | RemoveUserScramCredentialRecord
+    ) -> None:
+        credentials = self._scram_credentials_for_write()
+        if isinstance(record, UserScramCredentialRecord):
+            credentials[record.name, record.mechanism] = record
+        else:
+            credentials.pop((record.name, record.mechanism), None)
+
+    def _scram_credentials_for_write(
+        self,
+    ) -> dict[tuple[str, ScramMechanism], UserScramCredentialRecord]:
+        if self._scram_credentials is None:
+            self._scram_credentials = dict(self._base.scram_credentials)
+        return self._scram_credentials
 
     def _brokers_for_write(self) -> dict[int, BrokerRegistration]:
         if self._brokers is None:
@@ -538,6 +578,16 @@ def _log_applied(record: MetadataRecord, entry: Entry, delta: MetadataDelta) -> 
             )
         case PartitionRecord() | NoOpRecord():
             pass
+        case UserScramCredentialRecord() | RemoveUserScramCredentialRecord():
+            # Never the salt nor the keys.
+            log.info(
+                "metadata_applied",
+                record=type(record).__name__,
+                offset=entry.offset,
+                epoch=entry.epoch,
+                user=record.name,
+                mechanism=record.mechanism.mechanism_name,
+            )
         case _:
             log.info(
                 "metadata_applied",

@@ -90,8 +90,15 @@ from controller.reassignment import (
     complete_ready,
     list_reassignments,
 )
-from controller.records import MetadataRecord, NoOpRecord, ReplicaLogState, encode_record
+from controller.records import (
+    MetadataRecord,
+    NoOpRecord,
+    ReplicaLogState,
+    UserScramCredentialRecord,
+    encode_record,
+)
 from controller.replica_log_inspector import ReplicaLogInspector
+from controller.scram import ScramResult, alter_scram_credentials
 from controller.topics import (
     AlterConfigsResult,
     CreatePartitionsResult,
@@ -121,6 +128,7 @@ from net.manual_recovery import (
 )
 from net.manual_recovery import ElectRecoveredLeaderRequest, ElectRecoveredLeaderResponse
 from net.protocol import NO_THROTTLE
+from net.sasl import SaslClientCredentials
 from net.tasks import start_essential
 
 log = structlog.get_logger(__name__)
@@ -171,6 +179,11 @@ class ControllerConfig:
     # The authorizer's settings; None: no authorizer (CreateAcls and DeleteAcls are then
     # refused with SECURITY_DISABLED, as Kafka refuses them).
     authorizer: AuthorizerSettings | None = None
+    # The SCRAM credentials of a new cluster (`bootstrap.scram.credentials`), written by an
+    # active controller that finds no SCRAM credential in the metadata.
+    bootstrap_scram_credentials: tuple[UserScramCredentialRecord, ...] = ()
+    # How it authenticates to the brokers' listener when that is SASL (None: it is not).
+    broker_listener_sasl: SaslClientCredentials | None = None
 
 
 @dataclass(slots=True)
@@ -222,6 +235,7 @@ class QuorumController:
             config.broker_listener,
             config.unclean_recovery_timeout_ms / 1000,
             config.broker_ssl_context,
+            config.broker_listener_sasl,
         )
 
     # -- wiring ------------------------------------------------------------------------------
@@ -242,6 +256,7 @@ class QuorumController:
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self._on_list_partition_reassignments,
             ApiKey.UNREGISTER_BROKER: self._on_unregister_broker,
             ApiKey.ALTER_CONFIGS: self._on_alter_configs,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self._on_alter_user_scram_credentials,
         }
         # The brokers' own APIs need CLUSTER_ACTION on the cluster, as in Kafka's ControllerApis.
         cluster_actions: dict[int, Callable[[int, ErrorCode], Any]] = {
@@ -351,6 +366,8 @@ class QuorumController:
         self._recovery = self._spawn(self._run_unclean_recovery(epoch))
         if self._config.max_idle_interval_ms > 0:
             self._noops = self._spawn(self._append_noops_when_idle(epoch))
+        if self._config.bootstrap_scram_credentials and not image.scram_credentials:
+            self._spawn(self._bootstrap_scram_credentials())
 
     def _deactivate(self, reason: str) -> None:
         for task in (self._timers, self._recovery, self._noops):
@@ -1012,6 +1029,39 @@ class QuorumController:
             return change.records, None
 
         await self._write("session_expiry", build)
+
+    async def _on_alter_user_scram_credentials(
+        self, context: RequestContext, request: messages.AlterUserScramCredentialsRequest
+    ) -> messages.AlterUserScramCredentialsResponse:
+        version = context.header.api_version
+        alterations = wire.alter_scram_credentials_request(request)
+
+        def build(
+            active: _Active, next_offset: int
+        ) -> tuple[Sequence[MetadataRecord], list[ScramResult]]:
+            return alter_scram_credentials(active.image, alterations)
+
+        return await self._serve_user(
+            "alter_user_scram_credentials",
+            build,
+            partial(wire.alter_scram_credentials_response, version),
+            partial(wire.alter_scram_credentials_error, version, request),
+            users=sorted({alteration.name for alteration in alterations}),
+        )
+
+    async def _bootstrap_scram_credentials(self) -> None:
+        def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], None]:
+            # Checked again on the working image: a request may have added users meanwhile.
+            if active.image.scram_credentials:
+                return (), None
+            return self._config.bootstrap_scram_credentials, None
+
+        with contextlib.suppress(NotControllerError):
+            await self._write(
+                "bootstrap_scram_credentials",
+                build,
+                users=sorted({record.name for record in self._config.bootstrap_scram_credentials}),
+            )
 
     async def _rebalance_leaders(self) -> None:
         def build(active: _Active, next_offset: int) -> tuple[Sequence[MetadataRecord], None]:

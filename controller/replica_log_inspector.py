@@ -29,6 +29,7 @@ from net.replica_log_info import (
     GetReplicaLogInfoResponse,
     TopicPartitions,
 )
+from net.sasl import SaslClientCredentials
 
 log = structlog.get_logger(__name__)
 
@@ -38,10 +39,15 @@ class ReplicaLogInspector:
     kept while the broker's address stays the same."""
 
     def __init__(
-        self, listener: str, timeout_s: float, ssl_context: ssl.SSLContext | None = None
+        self,
+        listener: str,
+        timeout_s: float,
+        ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslClientCredentials | None = None,
     ) -> None:
         self._listener = listener
         self._ssl_context = ssl_context
+        self._sasl = sasl
         self._timeout_s = timeout_s
         self._connections: dict[int, NodeConnection] = {}
 
@@ -121,6 +127,7 @@ class ReplicaLogInspector:
                 request_timeout=self._timeout_s,
                 connect_timeout=self._timeout_s,
                 ssl_context=self._ssl_context,
+                sasl=self._sasl,
             )
             self._connections[broker_id] = known
         return known

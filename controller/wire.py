@@ -40,6 +40,7 @@ from controller.elections import ElectionResult, ElectionType
 from controller.producer_ids import ProducerIdsOutcome
 from controller.reassignment import OngoingReassignment, ReassignmentRequest, ReassignmentResult
 from controller.records import BrokerEndpoint, BrokerFeature
+from controller.scram import ScramAlteration, ScramDescription, ScramResult
 from controller.topics import (
     AlterConfigsResource,
     AlterConfigsResult,
@@ -76,6 +77,7 @@ SERVED = (
     ServedVersions(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0),
     ServedVersions(ApiKey.UNREGISTER_BROKER, 0, 0),
     ServedVersions(ApiKey.ALTER_CONFIGS, 0, 2),
+    ServedVersions(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0),
     ServedVersions(ApiKey.ALTER_PARTITION, 2, 3),
     ServedVersions(ApiKey.BROKER_REGISTRATION, 0, 4),
     ServedVersions(ApiKey.BROKER_HEARTBEAT, 0, 2),
@@ -654,6 +656,87 @@ def unregister_broker_response(
 
 def unregister_broker_error(version: int, error: ErrorCode) -> messages.UnregisterBrokerResponse:
     return unregister_broker_response(version, UnregistrationOutcome(error))
+
+
+# --- AlterUserScramCredentials and DescribeUserScramCredentials --------------------------------
+
+
+def alter_scram_credentials_request(
+    request: messages.AlterUserScramCredentialsRequest,
+) -> list[ScramAlteration]:
+    """The deletions, then the upsertions, of the request."""
+    return [
+        ScramAlteration(deletion.name, deletion.mechanism) for deletion in request.deletions
+    ] + [
+        ScramAlteration(
+            upsertion.name,
+            upsertion.mechanism,
+            upsertion.iterations,
+            upsertion.salt,
+            upsertion.salted_password,
+        )
+        for upsertion in request.upsertions
+    ]
+
+
+def alter_scram_credentials_response(
+    version: int, results: Sequence[ScramResult]
+) -> messages.AlterUserScramCredentialsResponse:
+    result_type = messages.nested_type(
+        messages.ALTER_USER_SCRAM_CREDENTIALS_RESPONSES, version, "results"
+    )
+    return make_entity(
+        messages.ALTER_USER_SCRAM_CREDENTIALS_RESPONSES[version],
+        throttle_time=NO_THROTTLE,
+        results=tuple(
+            make_entity(
+                result_type, user=result.user, error_code=result.error, error_message=result.message
+            )
+            for result in results
+        ),
+    )
+
+
+def alter_scram_credentials_error(
+    version: int,
+    request: messages.AlterUserScramCredentialsRequest,
+    error: ErrorCode,
+    message: str | None = None,
+) -> messages.AlterUserScramCredentialsResponse:
+    users = dict.fromkeys(
+        [deletion.name for deletion in request.deletions]
+        + [upsertion.name for upsertion in request.upsertions]
+    )
+    return alter_scram_credentials_response(
+        version, [ScramResult(user, error, message) for user in users]
+    )
+
+
+def describe_scram_credentials_response(
+    version: int, descriptions: Sequence[ScramDescription]
+) -> messages.DescribeUserScramCredentialsResponse:
+    responses = messages.DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSES
+    result_type = messages.nested_type(responses, version, "results")
+    info_type = messages.nested_type(responses, version, "results", "credential_infos")
+    return make_entity(
+        responses[version],
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        results=tuple(
+            make_entity(
+                result_type,
+                user=description.user,
+                error_code=description.error,
+                error_message=description.message,
+                credential_infos=tuple(
+                    make_entity(info_type, mechanism=int(mechanism), iterations=iterations)
+                    for mechanism, iterations in description.credentials
+                ),
+            )
+            for description in descriptions
+        ),
+    )
 
 
 # --- AlterConfigs --------------------------------------------------------------------------------

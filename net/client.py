@@ -37,6 +37,7 @@ from net.protocol import (
     response_correlation_id,
     schema_versions,
 )
+from net.sasl import SaslAuthenticationError, SaslClientCredentials
 
 log = structlog.get_logger(__name__)
 
@@ -203,10 +204,13 @@ class NodeConnection:
         reconnect_backoff_max: float = 1.0,
         max_response_size: int = 2**31 - 1,
         ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslClientCredentials | None = None,
     ) -> None:
         self.host = host
         # TLS when given (a listener whose security protocol is SSL): see net.tls.client_context.
         self.ssl_context = ssl_context
+        # SASL when set: each connection authenticates after ApiVersions.
+        self.sasl = sasl
         self.port = port
         self.client_id = client_id
         self.request_timeout = request_timeout
@@ -270,7 +274,13 @@ class NodeConnection:
                 attempt_timeout = min(attempt_timeout, max(0.0, deadline - loop.time()))
             try:
                 await asyncio.wait_for(self._open(), attempt_timeout)
-            except (OSError, TimeoutError, ProtocolError, UnsupportedVersionError) as error:
+            except (
+                OSError,
+                TimeoutError,
+                ProtocolError,
+                UnsupportedVersionError,
+                SaslAuthenticationError,
+            ) as error:
                 self._failed_attempts += 1
                 backoff = min(
                     self.reconnect_backoff * 2 ** (self._failed_attempts - 1),
@@ -304,6 +314,35 @@ class NodeConnection:
         self._protocol = protocol
         self._api_versions = {}
         self._api_versions = await self._negotiate(protocol)
+        if self.sasl is not None:
+            await self._authenticate(protocol, self.sasl)
+
+    async def _authenticate(self, protocol: _ClientProtocol, sasl: SaslClientCredentials) -> None:
+        """SaslHandshake v1, then SaslAuthenticate until the mechanism completes."""
+        handshake_schema = request_schema(ApiKey.SASL_HANDSHAKE, 1)
+        assert handshake_schema is not None
+        handshake: Any = await self._exchange(
+            protocol, make_entity(handshake_schema, mechanism=sasl.mechanism), self.connect_timeout
+        )
+        if handshake.error_code != ErrorCode.none:
+            raise SaslAuthenticationError(
+                f"{self.address} does not take SASL mechanism {sasl.mechanism} "
+                f"({handshake.error_code.name}; it takes {', '.join(handshake.mechanisms)})"
+            )
+        version = self.version_for(ApiKey.SASL_AUTHENTICATE, 0, 2)
+        authenticate_schema = request_schema(ApiKey.SASL_AUTHENTICATE, version)
+        assert authenticate_schema is not None
+        exchange = sasl.exchange()
+        token: bytes | None = exchange.first()
+        while token is not None:
+            response: Any = await self._exchange(
+                protocol, make_entity(authenticate_schema, auth_bytes=token), self.connect_timeout
+            )
+            if response.error_code != ErrorCode.none:
+                raise SaslAuthenticationError(
+                    f"{self.address} refused {sasl.username!r}: {response.error_message}"
+                )
+            token = exchange.next(response.auth_bytes)
 
     async def _negotiate(self, protocol: _ClientProtocol) -> dict[int, tuple[int, int]]:
         version = max(schema_versions(ApiKey.API_VERSIONS))
@@ -479,9 +518,11 @@ class ClusterClient:
         reconnect_backoff: float = 0.05,
         reconnect_backoff_max: float = 1.0,
         ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslClientCredentials | None = None,
     ) -> None:
         self._bootstrap = parse_bootstrap_servers(bootstrap_servers)
         self._connection_options: dict[str, Any] = {
+            "sasl": sasl,
             "client_id": client_id,
             "request_timeout": request_timeout,
             "connect_timeout": connect_timeout,

@@ -22,6 +22,7 @@ from kio.schema.alter_partition import v2 as alter_partition_v2
 from kio.schema.alter_partition import v3 as alter_partition_v3
 from kio.schema.alter_partition_reassignments import v0 as alter_partition_reassignments_v0
 from kio.schema.alter_partition_reassignments import v1 as alter_partition_reassignments_v1
+from kio.schema.alter_user_scram_credentials import v0 as alter_user_scram_credentials_v0
 from kio.schema.broker_heartbeat import v0 as broker_heartbeat_v0
 from kio.schema.broker_heartbeat import v1 as broker_heartbeat_v1
 from kio.schema.broker_heartbeat import v2 as broker_heartbeat_v2
@@ -78,6 +79,7 @@ from kio.schema.describe_log_dirs import v2 as describe_log_dirs_v2
 from kio.schema.describe_log_dirs import v3 as describe_log_dirs_v3
 from kio.schema.describe_log_dirs import v4 as describe_log_dirs_v4
 from kio.schema.describe_producers import v0 as describe_producers_v0
+from kio.schema.describe_user_scram_credentials import v0 as describe_user_scram_credentials_v0
 from kio.schema.elect_leaders import v0 as elect_leaders_v0
 from kio.schema.elect_leaders import v1 as elect_leaders_v1
 from kio.schema.elect_leaders import v2 as elect_leaders_v2
@@ -1117,6 +1119,44 @@ LIST_PARTITION_REASSIGNMENTS_REQUESTS: ByVersion[ListPartitionReassignmentsReque
 
 LIST_PARTITION_REASSIGNMENTS_RESPONSES: ByVersion[ListPartitionReassignmentsResponse] = _by_version(
     list_partition_reassignments_v0.ListPartitionReassignmentsResponse,
+)
+
+
+# AlterUserScramCredentials v0
+
+AlterUserScramCredentialsRequest: TypeAlias = (
+    alter_user_scram_credentials_v0.AlterUserScramCredentialsRequest
+)
+
+AlterUserScramCredentialsResponse: TypeAlias = (
+    alter_user_scram_credentials_v0.AlterUserScramCredentialsResponse
+)
+
+ALTER_USER_SCRAM_CREDENTIALS_REQUESTS: ByVersion[AlterUserScramCredentialsRequest] = _by_version(
+    alter_user_scram_credentials_v0.AlterUserScramCredentialsRequest,
+)
+
+ALTER_USER_SCRAM_CREDENTIALS_RESPONSES: ByVersion[AlterUserScramCredentialsResponse] = _by_version(
+    alter_user_scram_credentials_v0.AlterUserScramCredentialsResponse
+)
+
+
+# DescribeUserScramCredentials v0
+
+DescribeUserScramCredentialsRequest: TypeAlias = (
+    describe_user_scram_credentials_v0.DescribeUserScramCredentialsRequest
+)
+
+DescribeUserScramCredentialsResponse: TypeAlias = (
+    describe_user_scram_credentials_v0.DescribeUserScramCredentialsResponse
+)
+
+DESCRIBE_USER_SCRAM_CREDENTIALS_REQUESTS: ByVersion[DescribeUserScramCredentialsRequest] = (
+    _by_version(describe_user_scram_credentials_v0.DescribeUserScramCredentialsRequest)
+)
+
+DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSES: ByVersion[DescribeUserScramCredentialsResponse] = (
+    _by_version(describe_user_scram_credentials_v0.DescribeUserScramCredentialsResponse)
 )
 
 

@@ -29,6 +29,13 @@ in the listen backlog; closing them at once never leaves a client hanging); and
 `queued.max.request.bytes` stops every connection of the listener from reading while that many
 request bytes are in flight on the listener (Kafka's request memory pool), one request allowed
 to overshoot so that a request larger than the bound is still served.
+
+On a SASL listener (`ListenerSecurity.sasl`) each connection authenticates first: until its
+`net.sasl.SaslAuthenticator` completes, ApiVersions is answered and the SASL APIs go to the
+authenticator; any other request closes the connection. A failed authentication is answered
+(or not) and the connection closed after `failed_authentication_delay_ms` (Kafka's
+`connection.failed.authentication.delay.ms`), reading nothing more meanwhile. The connection's
+principal is then User:<name>.
 """
 
 import asyncio
@@ -45,6 +52,8 @@ from typing import Protocol, Self
 
 import structlog
 from kio.schema.errors import ErrorCode
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, HandlerResult, PreEncodedResponse, RequestContext
@@ -63,6 +72,7 @@ from net.protocol import (
     read_request_header,
     unsupported_version_response,
 )
+from net.sasl import SaslAuthenticator, SaslListenerConfig, SaslStep
 from net.tls import principal_of
 
 log = structlog.get_logger(__name__)
@@ -72,6 +82,10 @@ DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600_000  # Kafka's connections.max.idle.ms
 DEFAULT_MAX_IN_FLIGHT_REQUEST_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_IN_FLIGHT_REQUESTS = 256
 DEFAULT_WRITE_BUFFER_HIGH_WATER = 4 * 1024 * 1024
+# What a client may send on a SASL listener before it authenticated.
+_BEFORE_AUTHENTICATION = frozenset(
+    (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +112,9 @@ class ListenerSecurity:
     name: str = ""
     # TLS on every connection when given (net.tls.server_context); plain TCP otherwise.
     ssl_context: ssl.SSLContext | None = None
+    # SASL when given (SASL_PLAINTEXT, or SASL_SSL with `ssl_context`): each connection
+    # authenticates before anything but ApiVersions is served.
+    sasl: SaslListenerConfig | None = None
 
 
 class RequestMetrics(Protocol):
@@ -119,7 +136,16 @@ class RequestMetrics(Protocol):
 class _InFlight:
     """A request between its arrival and the write of its response, in arrival order."""
 
-    __slots__ = ("api_key", "api_version", "close", "done", "frames", "received", "request_bytes")
+    __slots__ = (
+        "api_key",
+        "api_version",
+        "authentication_failed",
+        "close",
+        "done",
+        "frames",
+        "received",
+        "request_bytes",
+    )
 
     def __init__(self, header: RequestHeader, request_bytes: int) -> None:
         self.api_key = header.api_key
@@ -129,6 +155,9 @@ class _InFlight:
         self.done = False
         # Set when the request can only be refused by closing the connection.
         self.close = False
+        # Set when authentication failed: its frames are written, after the failed
+        # authentication delay, and the connection closed.
+        self.authentication_failed = False
         self.frames: Sequence[Buffer] = ()
 
     def complete(self, frames: Sequence[Buffer]) -> None:
@@ -167,6 +196,8 @@ class _Connection(asyncio.Protocol):
         self._last_activity = self._loop.time()
         self._idle_timer: asyncio.TimerHandle | None = None
         self.closed: asyncio.Future[None] = self._loop.create_future()
+        sasl = server.listener.sasl
+        self._sasl: SaslAuthenticator | None = None if sasl is None else sasl.authenticator()
 
     # asyncio.Protocol callbacks
 
@@ -295,6 +326,18 @@ class _Connection(asyncio.Protocol):
         except InvalidRequestError as error:
             self._reject("malformed request header", detail=str(error))
             return
+        sasl = self._sasl
+        authenticating = sasl is not None and not sasl.complete
+        if authenticating and header.api_key not in _BEFORE_AUTHENTICATION:
+            assert sasl is not None
+            log.info(
+                "kafka_request_before_authentication",
+                peer=self._peer,
+                api_key=header.api_key,
+                api_version=header.api_version,
+            )
+            self._sasl_step(_InFlight(header, len(frame)), header, sasl.unexpected_request())
+            return
         registration = self._server.registry.lookup(header.api_key, header.api_version)
         if registration is None:
             self._refuse_version(header, frame)
@@ -308,6 +351,15 @@ class _Connection(asyncio.Protocol):
                 api_version=header.api_version,
                 detail=str(error),
             )
+            return
+        if authenticating and header.api_key != ApiKey.API_VERSIONS:
+            assert sasl is not None
+            if header.api_key == ApiKey.SASL_HANDSHAKE:
+                step = sasl.handshake(typing.cast(SaslHandshakeRequest, request).mechanism)
+            else:
+                token = typing.cast(SaslAuthenticateRequest, request).auth_bytes
+                step = sasl.authenticate(header.api_version, token)
+            self._sasl_step(_InFlight(header, len(frame)), header, step)
             return
         in_flight = _InFlight(header, len(frame))
         self._in_flight.append(in_flight)
@@ -332,6 +384,36 @@ class _Connection(asyncio.Protocol):
             task.add_done_callback(self._tasks.discard)
         else:
             self._answer(in_flight, header, outcome)
+
+    def _sasl_step(self, in_flight: _InFlight, header: RequestHeader, step: SaslStep) -> None:
+        """Answers a request as the authenticator said; after a failure, reads no more."""
+        frames = (
+            () if step.response is None else encode_response(header.correlation_id, step.response)
+        )
+        if step.user is not None:
+            self.principal = KafkaPrincipal.user(step.user)
+            log.info(
+                "kafka_connection_authenticated",
+                peer=self._peer,
+                connection_id=self._id,
+                principal=str(self.principal),
+                mechanism=self._sasl.mechanism if self._sasl is not None else None,
+            )
+        if step.close:
+            log.info(
+                "kafka_authentication_failed",
+                peer=self._peer,
+                connection_id=self._id,
+                api_key=header.api_key,
+                mechanism=self._sasl.mechanism if self._sasl is not None else None,
+                reason=step.reason,
+            )
+            in_flight.authentication_failed = True
+            self._draining = True
+        in_flight.complete(frames)
+        self._in_flight.append(in_flight)
+        self._hold(in_flight.request_bytes)
+        self._schedule_flush()
 
     def _refuse_version(self, header: RequestHeader, frame: memoryview) -> None:
         in_flight = _InFlight(header, len(frame))
@@ -428,11 +510,15 @@ class _Connection(asyncio.Protocol):
         metrics = self._server.metrics
         out: list[Buffer] = []
         close = False
+        refusal: Sequence[Buffer] | None = None
         while self._in_flight and self._in_flight[0].done:
             in_flight = self._in_flight.popleft()
             self._release(in_flight.request_bytes)
             if in_flight.close:
                 close = True
+                break
+            if in_flight.authentication_failed:
+                refusal = in_flight.frames
                 break
             frames = in_flight.frames
             out.extend(frames)
@@ -457,10 +543,29 @@ class _Connection(asyncio.Protocol):
         if close:
             self._close("request could not be answered")
             return
+        if refusal is not None:
+            self._close_after_failed_authentication(transport, refusal)
+            return
         if not self._in_flight and self._draining:
             self._close("drained")
             return
         self._process_buffer()
+
+    def _close_after_failed_authentication(
+        self, transport: asyncio.Transport, frames: Sequence[Buffer]
+    ) -> None:
+        # As Kafka's Selector: the answer waits out the delay too, so a client guessing
+        # passwords gets one answer per delay; nothing is read meanwhile.
+        self._closing = True
+
+        def finish() -> None:
+            if not transport.is_closing():
+                transport.writelines(frames)
+                transport.close()
+
+        sasl = self._server.listener.sasl
+        delay_ms = 0 if sasl is None else sasl.failed_authentication_delay_ms
+        self._loop.call_later(delay_ms / 1000, finish)
 
     # flow control and lifecycle
 
@@ -544,6 +649,7 @@ class _Connection(asyncio.Protocol):
 class KafkaServer:
     """Serves the Kafka protocol on one listener, dispatching requests through `registry`."""
 
+    # One keyword argument per listener setting, each with Kafka's default.
     def __init__(
         self,
         registry: ApiRegistry,

@@ -11,6 +11,8 @@
     kraft rebalance [--execute] [--throttle BYTES] | kraft events
     kraft acls list|add|delete [--resource-type T] [--resource-name N] [--pattern-type P]
                [--principal User:NAME] [--host H] [--operation OP] [--permission ALLOW|DENY]
+    kraft users list|add NAME [--mechanism M] [--password P] [--iterations N]
+                |delete NAME [--mechanism M]
 
 `rebalance` is a dry run unless `--execute`, which starts the moves and waits until no
 reassignment remains and the preferred leaders lead; `brokers remove` drains the broker, waits
@@ -26,11 +28,13 @@ stderr); 2 a bad command line; 3 the admin API could not be reached.
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -524,8 +528,41 @@ def _brokers(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[
     return {"removed": broker}, lambda answer: f"broker {answer['removed']} drained and removed"
 
 
+def render_users(users: Sequence[dict[str, Any]]) -> str:
+    return table(
+        [
+            [user["name"], credential["mechanism"], credential["iterations"]]
+            for user in users
+            for credential in user["credentials"]
+        ],
+        ("USER", "MECHANISM", "ITERATIONS"),
+    )
+
+
+def _users(api: AdminApi, args: argparse.Namespace) -> tuple[object, Callable[[Any], str]]:
+    action = args.users_action
+    if action == "list":
+        return api.call("GET", "/v1/users"), render_users
+    if action == "add":
+        # Prompted when not given, so that it stays out of the shell's history.
+        password = args.password or getpass.getpass(f"password of {args.name}: ")
+        body = {
+            "name": args.name,
+            "mechanism": args.mechanism,
+            "password": password,
+            "iterations": args.iterations,
+        }
+        return api.call("POST", "/v1/users", body), lambda user: render_users([user])
+    path = f"/v1/users/{urllib.parse.quote(args.name, safe='')}"
+    if args.mechanism:
+        path += f"?mechanism={args.mechanism}"
+    api.call("DELETE", path)
+    return {"deleted": args.name}, lambda answer: f"deleted {answer['deleted']}"
+
+
 COMMANDS: dict[str, Handler] = {
     "topics": _topics,
+    "users": _users,
     "brokers": _brokers,
     "quorum": lambda api, _: (api.call("GET", "/v1/quorum"), render_quorum),
     "partitions": _partitions,
@@ -584,6 +621,24 @@ def add_admin_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     alter.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     alter.add_argument("--delete", action="append", default=[], metavar="KEY")
     alter.add_argument("--partitions", type=int, help="grow the topic to this many partitions")
+
+    users = commands.add_parser("users", help="list, add, delete SASL users (SCRAM)")
+    users_actions = users.add_subparsers(dest="users_action", required=True)
+    users_actions.add_parser("list", parents=[common])
+    add = users_actions.add_parser("add", parents=[common])
+    add.add_argument("name")
+    add.add_argument(
+        "--mechanism", choices=("SCRAM-SHA-256", "SCRAM-SHA-512"), default="SCRAM-SHA-512"
+    )
+    add.add_argument("--password", help="prompted for when not given")
+    add.add_argument("--iterations", type=int, default=4096, help="4096..16384")
+    delete = users_actions.add_parser("delete", parents=[common])
+    delete.add_argument("name")
+    delete.add_argument(
+        "--mechanism",
+        choices=("SCRAM-SHA-256", "SCRAM-SHA-512"),
+        help="delete only this credential (default: every one)",
+    )
 
     waiting = argparse.ArgumentParser(add_help=False)
     waiting.add_argument(

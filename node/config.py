@@ -20,6 +20,7 @@ import re
 import ssl
 import typing
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
@@ -32,7 +33,9 @@ from pydantic import (
     Field,
     ModelWrapValidatorHandler,
     PrivateAttr,
+    SecretStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -40,6 +43,19 @@ from broker.configs import BrokerConfigEntry
 from controller.acls import STANDARD_AUTHORIZER, AuthorizerSettings, parse_super_users
 from controller.topic_config import ConfigSource, ConfigType, UncleanRecoveryStrategy
 from net.record_batch import TimestampType
+from net.sasl import (
+    DEFAULT_FAILED_AUTHENTICATION_DELAY_MS,
+    DEFAULT_SCRAM_ITERATIONS,
+    MAX_SCRAM_ITERATIONS,
+    MIN_SCRAM_ITERATIONS,
+    SCRAM_MECHANISMS,
+    SCRAM_SHA_256,
+    SCRAM_SHA_512,
+    SUPPORTED_MECHANISMS,
+    CredentialLookup,
+    SaslClientCredentials,
+    SaslListenerConfig,
+)
 from net.server import ConnectionLimits
 from net.tls import (
     ClientAuth,
@@ -84,6 +100,10 @@ class SecurityProtocol(StrEnum):
     @property
     def tls(self) -> bool:
         return self in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL)
+
+    @property
+    def sasl(self) -> bool:
+        return self in (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
 
 
 class Endpoint(BaseModel):
@@ -272,6 +292,49 @@ def _parse_connection_overrides(value: object) -> object:
             raise ValueError(f"expected ip-address:count, got {item!r}")
         overrides[str(parsed)] = int(count)
     return overrides
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapScramCredential:
+    """A SCRAM user of a new cluster: its password lives only in the node's configuration."""
+
+    mechanism: str
+    name: str
+    password: SecretStr
+    iterations: int = DEFAULT_SCRAM_ITERATIONS
+
+
+_SCRAM_ENTRY = re.compile(r"\s*(?P<mechanism>[A-Z0-9-]+)=\[(?P<fields>[^\]]*)\]\s*")
+
+
+def _parse_scram_credentials(value: object) -> object:
+    """`SCRAM-SHA-512=[name=admin,password=secret,iterations=8192];...`: Kafka's
+    `--add-scram` syntax, ';' between users (salt and salted password are not taken)."""
+    if not isinstance(value, str):
+        return value
+    credentials = []
+    for entry in filter(str.strip, value.split(";")):
+        match = _SCRAM_ENTRY.fullmatch(entry)
+        if match is None or match["mechanism"] not in SCRAM_MECHANISMS:
+            raise ValueError(
+                "expected SCRAM-SHA-256=[name=...,password=...] or SCRAM-SHA-512=[...]"
+            )
+        fields = dict(
+            item.strip().partition("=")[::2] for item in match["fields"].split(",") if item.strip()
+        )
+        if not fields.get("name") or not fields.get("password"):
+            raise ValueError(f"a {match['mechanism']} user needs a name and a password")
+        iterations = int(fields.get("iterations", DEFAULT_SCRAM_ITERATIONS))
+        if not MIN_SCRAM_ITERATIONS <= iterations <= MAX_SCRAM_ITERATIONS:
+            raise ValueError(
+                f"SCRAM iterations must be {MIN_SCRAM_ITERATIONS}..{MAX_SCRAM_ITERATIONS}"
+            )
+        credentials.append(
+            BootstrapScramCredential(
+                match["mechanism"], fields["name"], SecretStr(fields["password"]), iterations
+            )
+        )
+    return tuple(credentials)
 
 
 Listener = Annotated[Endpoint, BeforeValidator(_parse_listener)]
@@ -519,6 +582,43 @@ class NodeConfig(BaseModel):
         BeforeValidator(_parse_connection_overrides),
     ] = Field(default_factory=dict, alias="max.connections.per.ip.overrides")
     queued_max_request_bytes: OptionalLong = Field(default=None, alias="queued.max.request.bytes")
+    # Kafka's key, for a SASL listener (SASL_PLAINTEXT or SASL_SSL); Kafka's default (GSSAPI)
+    # is not supported, and PLAIN, which sends the password, must be enabled explicitly.
+    sasl_enabled_mechanisms: Annotated[list[str], BeforeValidator(_parse_list)] = Field(
+        default_factory=lambda: [SCRAM_SHA_256, SCRAM_SHA_512], alias="sasl.enabled.mechanisms"
+    )
+    connection_failed_authentication_delay_ms: int = Field(
+        default=DEFAULT_FAILED_AUTHENTICATION_DELAY_MS,
+        alias="connection.failed.authentication.delay.ms",
+        ge=0,
+    )
+    # How this node authenticates to the brokers' SASL listener (replica fetchers, the
+    # controller's unclean-recovery questions): Kafka's mechanism key, and a user name and
+    # password instead of `listener.name.<name>.<mechanism>.sasl.jaas.config`.
+    sasl_mechanism_inter_broker_protocol: str = Field(
+        default=SCRAM_SHA_512, alias="sasl.mechanism.inter.broker.protocol"
+    )
+    inter_broker_sasl_username: str | None = Field(default=None, alias="inter.broker.sasl.username")
+    inter_broker_sasl_password: SecretStr | None = Field(
+        default=None, alias="inter.broker.sasl.password"
+    )
+    # The SCRAM users a new cluster starts with, as `kafka-storage format --add-scram` takes
+    # them: `SCRAM-SHA-512=[name=admin,password=secret]`, several separated by ';'. The
+    # active controller writes them when the metadata holds no SCRAM credential at all.
+    bootstrap_scram_credentials: Annotated[
+        tuple[BootstrapScramCredential, ...], BeforeValidator(_parse_scram_credentials)
+    ] = Field(default=(), alias="bootstrap.scram.credentials", repr=False)
+
+    @field_validator("sasl_enabled_mechanisms")
+    @classmethod
+    def _check_mechanisms(cls, mechanisms: list[str]) -> list[str]:
+        unknown = [name for name in mechanisms if name not in SUPPORTED_MECHANISMS]
+        if unknown or not mechanisms:
+            raise ValueError(
+                f"supported SASL mechanisms are {', '.join(SUPPORTED_MECHANISMS)}, not "
+                f"{', '.join(unknown) or 'none'}"
+            )
+        return mechanisms
 
     # The Kafka listener's name (`listeners=NAME://...`); the Endpoint fields keep the address.
     _listener_name: str = PrivateAttr(default=SecurityProtocol.PLAINTEXT.value)
@@ -589,6 +689,15 @@ class NodeConfig(BaseModel):
                     server_context(self.tls_settings())
                 except TlsConfigError as error:
                     raise ValueError(f"{key}: listener {name}: {error}") from None
+
+    @model_validator(mode="after")
+    def _check_sasl(self) -> Self:
+        if self.controller_security_protocol.sasl:
+            raise ValueError(
+                "controller.listener.names: the controller listener cannot be SASL "
+                f"({self.controller_security_protocol}); use PLAINTEXT or SSL"
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_roles(self) -> Self:
@@ -738,6 +847,32 @@ class NodeConfig(BaseModel):
             queued_max_request_bytes=self.queued_max_request_bytes,
         )
 
+    def inter_broker_sasl(self) -> SaslClientCredentials | None:
+        """The credentials of this node's own connections to a SASL listener; None when the
+        listener is not SASL or no user is configured."""
+        if (
+            not self.listener_security_protocol.sasl
+            or self.inter_broker_sasl_username is None
+            or self.inter_broker_sasl_password is None
+        ):
+            return None
+        return SaslClientCredentials(
+            self.sasl_mechanism_inter_broker_protocol,
+            self.inter_broker_sasl_username,
+            self.inter_broker_sasl_password.get_secret_value(),
+        )
+
+    def sasl_listener(self, credentials: CredentialLookup) -> SaslListenerConfig | None:
+        """The SASL settings of the client listener, None unless it is SASL_PLAINTEXT or
+        SASL_SSL."""
+        if not self.listener_security_protocol.sasl:
+            return None
+        return SaslListenerConfig(
+            tuple(self.sasl_enabled_mechanisms),
+            credentials,
+            self.connection_failed_authentication_delay_ms,
+        )
+
     def log_config(self) -> LogConfig:
         """The storage defaults these broker-level `log.*` settings describe."""
         return LogConfig(
@@ -800,7 +935,14 @@ class NodeConfig(BaseModel):
 
 
 _SENSITIVE_KEYS = frozenset(
-    {"admin.token", "ssl.keystore.key", "ssl.key.password", "ssl.keystore.password"}
+    {
+        "admin.token",
+        "ssl.keystore.key",
+        "ssl.key.password",
+        "ssl.keystore.password",
+        "bootstrap.scram.credentials",
+        "inter.broker.sasl.password",
+    }
 )
 
 

@@ -46,6 +46,7 @@ from broker.replica_admin_apis import ReplicaAdminApis
 from broker.replica_log_info import ReplicaLogInfoApi
 from broker.replica_manager import ReplicaManager
 from broker.replication_quota import ThrottleSettings
+from broker.scram_credentials import credential_lookup
 from controller.acls import Authorizer
 from controller.broker_lifecycle import LifecycleConfig
 from controller.client import ControllerClient, NoControllerError, create_topics_request
@@ -54,14 +55,16 @@ from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_change import PartitionDefaults
 from controller.partition_change import TopicPartition as ControllerTopicPartition
 from controller.quorum_controller import ControllerConfig, QuorumController
-from controller.records import ReplicaLogState
+from controller.records import ReplicaLogState, ScramMechanism
 from controller.replica_log_inspector import ReplicaLogInspector
+from controller.scram import record_from_password
 from controller.topic_config import TopicConfig
 from controller.topics import OFFSETS_TOPIC, TopicDefaults
 from kraft.driver import RaftDriver
 from kraft.messages import QuorumView, ReplicaView
 from kraft.raft import RaftConfig
 from net.api_registry import ApiRegistry
+from net.sasl import register_sasl_apis
 from net.server import KafkaServer, ListenerSecurity, RequestMetrics
 from net.tasks import set_fatal_handler, start_essential
 from node.config import NodeConfig, Role
@@ -205,6 +208,16 @@ def controller_config(
         broker_ssl_context=config.inter_broker_ssl_context(),
         max_idle_interval_ms=config.metadata_max_idle_interval_ms,
         authorizer=config.authorizer_settings(),
+        broker_listener_sasl=config.inter_broker_sasl(),
+        bootstrap_scram_credentials=tuple(
+            record_from_password(
+                credential.name,
+                ScramMechanism[credential.mechanism.replace("-", "_")],
+                credential.password.get_secret_value(),
+                credential.iterations,
+            )
+            for credential in config.bootstrap_scram_credentials
+        ),
     )
 
 
@@ -226,6 +239,7 @@ class NodeStatusView:
         # An operator looking at a recovery waits no longer than the controller would.
         self._recovery_timeout_s = config.unclean_recovery_timeout_ms / 1000
         self._inter_broker_ssl_context = config.inter_broker_ssl_context()
+        self._inter_broker_sasl = config.inter_broker_sasl()
         self._driver = driver
         self._replayer = replayer
         self._events = events
@@ -304,7 +318,10 @@ class NodeStatusView:
         self, image: MetadataImage, asked: Mapping[int, Sequence[ControllerTopicPartition]]
     ) -> dict[ControllerTopicPartition, list[ReplicaLogState]]:
         inspector = ReplicaLogInspector(
-            CLIENT_LISTENER, self._recovery_timeout_s, self._inter_broker_ssl_context
+            CLIENT_LISTENER,
+            self._recovery_timeout_s,
+            self._inter_broker_ssl_context,
+            self._inter_broker_sasl,
         )
         try:
             return await inspector.inspect(image, asked)
@@ -439,6 +456,7 @@ class BrokerRole:
             ),
             rack_aware_replica_selector=config.replica_selector_class is not None,
             fetcher_ssl_context=config.inter_broker_ssl_context(),
+            sasl=config.inter_broker_sasl(),
         )
         self._offsets_topic_segment_bytes = config.offsets_topic_segment_bytes
         self._controlled_shutdown_timeout_ms = config.controlled_shutdown_timeout_ms
@@ -475,6 +493,7 @@ class BrokerRole:
             authorizer=self.authorizer,
         ).register(registry)
         DataApis(self.replicas, self.authorizer).register(registry)
+        register_sasl_apis(registry)
         ReplicaAdminApis(self.replicas, self.authorizer).register(registry)
         ReplicaLogInfoApi(self.replicas, lambda: self.lifecycle.broker_epoch).register(registry)
         GroupApis(self.groups, lambda: replayer.image, self.authorizer).register(registry)
@@ -490,7 +509,11 @@ class BrokerRole:
             connections_max_idle_ms=config.connections_max_idle_ms,
             limits=config.connection_limits(),
             metrics=request_metrics,
-            listener=ListenerSecurity(config.listener_name, config.kafka_ssl_context()),
+            listener=ListenerSecurity(
+                config.listener_name,
+                config.kafka_ssl_context(),
+                config.sasl_listener(credential_lookup(lambda: replayer.image)),
+            ),
         )
 
     def _on_registered(self, broker_epoch: int) -> None:

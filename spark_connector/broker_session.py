@@ -94,6 +94,7 @@ class BrokerSession:
                 client_id=self._settings.client_id,
                 request_timeout=self._settings.request_timeout_ms / 1000,
                 ssl_context=None if tls is None else client_context(tls),
+                sasl=self._settings.sasl,
             )
             await cluster.bootstrap()
             self._cluster = cluster

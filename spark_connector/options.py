@@ -17,6 +17,7 @@ from typing import Any, Literal
 from net.client import parse_bootstrap_servers
 from net.producer import ProducerConfig
 from net.record_batch import Compression
+from net.sasl import SaslClientCredentials, parse_jaas_config
 from net.tls import Pem, TlsConfigError, TlsSettings, client_context
 from spark_connector.planning import TopicPartition
 
@@ -44,8 +45,10 @@ _WRITE_CLIENT_KEYS = {
     "kraft.buffer.memory": str(32 * 1024 * 1024),
     "kraft.enable.idempotence": "true",
 }
-# Spark's Kafka security options (`kafka.security.protocol`, `kafka.ssl.*`) under `kraft.`:
-# TLS with PEM keys and certificates, inline or in files.
+# Spark's Kafka security options (`kafka.security.protocol`, `kafka.ssl.*`, `kafka.sasl.*`)
+# under `kraft.`: TLS with PEM keys and certificates, inline or in files; SASL with the mechanism
+# and the user from a JAAS config (ScramLoginModule or PlainLoginModule) or from username and
+# password.
 _SECURITY_KEYS = {
     "kraft.security.protocol": "PLAINTEXT",
     "kraft.ssl.truststore.type": "PEM",
@@ -57,7 +60,12 @@ _SECURITY_KEYS = {
     "kraft.ssl.keystore.key": "",
     "kraft.ssl.key.password": "",
     "kraft.ssl.endpoint.identification.algorithm": "https",
+    "kraft.sasl.mechanism": "",
+    "kraft.sasl.jaas.config": "",
+    "kraft.sasl.username": "",
+    "kraft.sasl.password": "",
 }
+_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _SUBSCRIPTIONS = ("subscribe", "subscribePattern", "assign")
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$")
 _DURATION_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
@@ -121,6 +129,7 @@ class ClientSettings:
     max_partition_fetch_bytes: int
     # TLS to the brokers (kraft.security.protocol=SSL); None: PLAINTEXT.
     tls: TlsSettings | None = None
+    sasl: SaslClientCredentials | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +156,7 @@ class WriteOptions:
     producer: ProducerConfig = field(default_factory=ProducerConfig)
     # TLS to the brokers (kraft.security.protocol=SSL); None: PLAINTEXT.
     tls: TlsSettings | None = None
+    sasl: SaslClientCredentials | None = None
 
 
 class _Options:
@@ -219,6 +229,37 @@ class _Options:
             raise OptionError(f"option {_BOOTSTRAP}: {error}") from None
         return value
 
+    def security_protocol(self) -> str:
+        protocol = self.text("kraft.security.protocol", "PLAINTEXT").strip().upper()
+        if protocol not in _SECURITY_PROTOCOLS:
+            raise OptionError(
+                f"option kraft.security.protocol must be one of {', '.join(_SECURITY_PROTOCOLS)}, "
+                f"not {protocol!r}"
+            )
+        return protocol
+
+    def sasl(self) -> SaslClientCredentials | None:
+        """The SASL credentials of `kraft.security.protocol=SASL_PLAINTEXT` or SASL_SSL, else
+        None."""
+        if self.security_protocol() not in ("SASL_PLAINTEXT", "SASL_SSL"):
+            return None
+        mechanism = self.text("kraft.sasl.mechanism", "").strip().upper()
+        jaas = self.get("kraft.sasl.jaas.config")
+        try:
+            if jaas is not None:
+                username, password = parse_jaas_config(jaas)
+            else:
+                username = self.text("kraft.sasl.username", "")
+                password = self.text("kraft.sasl.password", "")
+                if not username or not password:
+                    raise ValueError(
+                        "SASL needs kraft.sasl.jaas.config or kraft.sasl.username and "
+                        "kraft.sasl.password"
+                    )
+            return SaslClientCredentials(mechanism, username, password)
+        except ValueError as error:
+            raise OptionError(f"option kraft.sasl.*: {error}") from None
+
     def check_client_keys(self, allowed: Mapping[str, str]) -> None:
         known = {key.lower() for key in allowed} | {_BOOTSTRAP}
         unknown = sorted(
@@ -278,6 +319,7 @@ def parse_read_options(raw: Mapping[str, str], *, streaming: bool) -> ReadOption
             fetch_max_wait_ms=_client_integer(options, "kraft.fetch.max.wait.ms"),
             max_partition_fetch_bytes=_client_integer(options, "kraft.max.partition.fetch.bytes"),
             tls=_tls(options),
+            sasl=options.sasl(),
         ),
     )
 
@@ -444,19 +486,15 @@ def parse_write_options(raw: Mapping[str, str]) -> WriteOptions:
             idempotent=idempotent,
         ),
         tls=_tls(options),
+        sasl=options.sasl(),
     )
 
 
 def _tls(options: _Options) -> TlsSettings | None:
     """The TLS settings of `kraft.security.protocol=SSL` from the `kraft.ssl.*` options (PEM);
     None for PLAINTEXT."""
-    protocol = options.text("kraft.security.protocol", "PLAINTEXT").strip().upper()
-    if protocol == "PLAINTEXT":
+    if options.security_protocol() not in ("SSL", "SASL_SSL"):
         return None
-    if protocol != "SSL":
-        raise OptionError(
-            f"option kraft.security.protocol must be PLAINTEXT or SSL, not {protocol!r}"
-        )
     for name in ("kraft.ssl.truststore.type", "kraft.ssl.keystore.type"):
         if options.text(name, "PEM").strip().upper() != "PEM":
             raise OptionError(f"option {name} must be PEM (the only store type supported)")

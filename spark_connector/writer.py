@@ -97,6 +97,7 @@ async def _produce(options: WriteOptions, batches: Iterator[pa.RecordBatch]) -> 
         options.bootstrap_servers,
         client_id=options.client_id,
         ssl_context=None if options.tls is None else client_context(options.tls),
+        sasl=options.sasl,
     )
     producer = Producer(cluster, options.producer)
     try:

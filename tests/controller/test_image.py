@@ -32,9 +32,12 @@ from controller.records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
+    ScramMechanism,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
     encode_record,
 )
 from kraft.messages import Entry, EntryKind, SnapshotId
@@ -347,3 +350,21 @@ def test_broker_registration_round_trips_through_its_record() -> None:
     record = _register(4)
     assert BrokerRegistration.from_record(record).to_record() == record
     assert _replay([NoOpRecord()]) == MetadataImage(end_offset=1, epoch=1)
+
+
+def test_scram_credentials_are_set_replaced_removed_and_kept_in_snapshots() -> None:
+    sha256, sha512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
+    first = UserScramCredentialRecord("alice", sha256, b"s1", b"k1", b"v1", 4096)
+    second = UserScramCredentialRecord("alice", sha256, b"s2", b"k2", b"v2", 8192)
+    other = UserScramCredentialRecord("alice", sha512, b"s3", b"k3", b"v3", 4096)
+    image = MetadataImage.from_records([first, other, second])
+    assert image.scram_credential("alice", sha256) == second
+    assert image.scram_credential("alice", sha512) == other
+    assert MetadataImage.from_records(image.to_records()) == image
+    delta = MetadataDelta(image)
+    delta.replay(RemoveUserScramCredentialRecord("alice", sha256))
+    after = delta.apply(10, 1)
+    assert after.scram_credential("alice", sha256) is None
+    assert after.scram_credential("alice", sha512) == other
+    # The image it came from is unchanged.
+    assert image.scram_credential("alice", sha256) == second

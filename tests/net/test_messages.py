@@ -19,6 +19,12 @@ _CATALOGUE: list[
     tuple[int, tuple[int, int], Mapping[int, type[Payload]], Mapping[int, type[Payload]] | None]
 ] = [
     (ApiKey.PRODUCE, data_apis.PRODUCE_VERSIONS, messages.PRODUCE_RESPONSES, None),
+    (
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+        (0, 0),
+        messages.DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSES,
+        messages.DESCRIBE_USER_SCRAM_CREDENTIALS_REQUESTS,
+    ),
     (ApiKey.FETCH, data_apis.FETCH_VERSIONS, messages.FETCH_RESPONSES, None),
     (
         ApiKey.LIST_OFFSETS,
@@ -167,6 +173,10 @@ _CONTROLLER_CATALOGUE: dict[
     ApiKey.ALTER_CONFIGS: (
         messages.ALTER_CONFIGS_RESPONSES,
         messages.ALTER_CONFIGS_REQUESTS,
+    ),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (
+        messages.ALTER_USER_SCRAM_CREDENTIALS_RESPONSES,
+        messages.ALTER_USER_SCRAM_CREDENTIALS_REQUESTS,
     ),
     ApiKey.ALTER_PARTITION: (
         messages.ALTER_PARTITION_RESPONSES,

@@ -5,9 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
+from net.sasl import SaslClientCredentials
 from net.server import ConnectionLimits
-from node.config import ConfigError, Endpoint, Role, load_config, parse_properties
+from node.config import (
+    ConfigError,
+    Endpoint,
+    NodeConfig,
+    Role,
+    load_config,
+    parse_properties,
+)
 
 BASE = """\
 # a combined node
@@ -196,3 +205,53 @@ def test_the_replica_selector_is_kafkas_rack_aware_one_or_none(tmp_path: Path) -
         environment={},
     )
     assert (config.replica_selector_class, config.broker_rack) == (rack_aware, "eu-1a")
+
+
+def test_sasl_keys_are_parsed_and_checked() -> None:
+    base = {
+        "node.id": "1",
+        "process.roles": "broker,controller",
+        "controller.quorum.voters": "1@127.0.0.1:9093",
+        "controller.listener": "127.0.0.1:9093",
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:9092",
+        "log.dirs": "/tmp/x",
+        "cluster.id": "c",
+    }
+    config = NodeConfig.model_validate(
+        {
+            **base,
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+            "bootstrap.scram.credentials": (
+                "SCRAM-SHA-512=[name=admin,password=s3cret];"
+                "SCRAM-SHA-256=[name=bob,password=x,iterations=8192]"
+            ),
+            "inter.broker.sasl.username": "admin",
+            "inter.broker.sasl.password": "s3cret",
+        }
+    )
+    assert [(c.mechanism, c.name, c.iterations) for c in config.bootstrap_scram_credentials] == [
+        ("SCRAM-SHA-512", "admin", 4096),
+        ("SCRAM-SHA-256", "bob", 8192),
+    ]
+    assert "s3cret" not in repr(config)
+    assert config.inter_broker_sasl() == SaslClientCredentials("SCRAM-SHA-512", "admin", "s3cret")
+    listener = config.sasl_listener(lambda user, mechanism: None)
+    assert listener is not None and tuple(listener.enabled_mechanisms) == ("PLAIN", "SCRAM-SHA-512")
+    entries = {entry.name: entry for entry in config.broker_config_entries()}
+    assert entries["bootstrap.scram.credentials"].sensitive
+    assert entries["inter.broker.sasl.password"].sensitive
+    for bad in (
+        {"sasl.enabled.mechanisms": "GSSAPI"},
+        {"bootstrap.scram.credentials": "SCRAM-SHA-1=[name=a,password=b]"},
+        {"bootstrap.scram.credentials": "SCRAM-SHA-512=[name=a]"},
+        {"bootstrap.scram.credentials": "SCRAM-SHA-512=[name=a,password=b,iterations=10]"},
+        {
+            "controller.listener.names": "CONTROLLER",
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            "listener.security.protocol.map": (
+                "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
+            ),
+        },
+    ):
+        with pytest.raises(ValidationError):
+            NodeConfig.model_validate({**base, **bad})

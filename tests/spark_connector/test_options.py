@@ -7,6 +7,7 @@ import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from net.record_batch import Compression
+from net.sasl import SaslClientCredentials
 from spark_connector.options import (
     EARLIEST,
     LATEST,
@@ -149,3 +150,33 @@ def test_bad_write_options_are_named(options: dict[str, str], named: str) -> Non
 def test_arrow_schema_is_the_one_spark_checks_against(include_headers: bool) -> None:
     spark_form = to_arrow_schema(row_schema(include_headers), timezone="UTC")
     assert arrow_schema(include_headers).equals(spark_form, check_metadata=True)
+
+
+def test_sasl_options_give_the_connections_credentials() -> None:
+    base = {"kraft.bootstrap.servers": "h:1", "subscribe": "t"}
+    assert parse_read_options(base, streaming=False).client.sasl is None
+    jaas = {
+        **base,
+        "kraft.security.protocol": "SASL_PLAINTEXT",
+        "kraft.sasl.mechanism": "SCRAM-SHA-256",
+        "kraft.sasl.jaas.config": 'x.ScramLoginModule required username="u" password="p";',
+    }
+    assert parse_read_options(jaas, streaming=False).client.sasl == SaslClientCredentials(
+        "SCRAM-SHA-256", "u", "p"
+    )
+    pair = {
+        "kraft.bootstrap.servers": "h:1",
+        "kraft.security.protocol": "sasl_plaintext",
+        "kraft.sasl.mechanism": "plain",
+        "kraft.sasl.username": "u",
+        "kraft.sasl.password": "p",
+    }
+    assert parse_write_options(pair).sasl == SaslClientCredentials("PLAIN", "u", "p")
+    assert "p" not in repr(parse_write_options(pair).sasl).replace("PLAIN", "")
+    for bad in (
+        {**base, "kraft.security.protocol": "KERBEROS"},
+        {**base, "kraft.security.protocol": "SASL_PLAINTEXT", "kraft.sasl.mechanism": "PLAIN"},
+        {**jaas, "kraft.sasl.mechanism": "GSSAPI"},
+    ):
+        with pytest.raises(OptionError, match=r"kraft\.s"):
+            parse_read_options(bad, streaming=False)

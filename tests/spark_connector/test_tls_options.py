@@ -78,7 +78,7 @@ async def test_ssl_options_connect_to_a_listener_that_requires_client_certificat
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"kraft.security.protocol": "SASL_SSL"}, r"kraft\.security\.protocol"),
+        ({"kraft.security.protocol": "KERBEROS"}, r"kraft\.security\.protocol"),
         (
             {"kraft.security.protocol": "SSL", "kraft.ssl.truststore.type": "JKS"},
             r"kraft\.ssl\.truststore\.type must be PEM",

@@ -1,0 +1,23 @@
+"""The SCRAM credentials a SASL listener verifies: the users' records in the metadata image."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from controller.image import MetadataImage
+from controller.records import ScramMechanism
+from net.sasl import CredentialLookup, ScramCredential
+
+
+def credential_lookup(image: Callable[[], MetadataImage]) -> CredentialLookup:
+    """Looks a user's credential up in the current image, so that a credential altered or
+    deleted in the metadata log counts from the next authentication on."""
+
+    def lookup(user: str, mechanism_name: str) -> ScramCredential | None:
+        mechanism = ScramMechanism.from_mechanism_name(mechanism_name)
+        record = None if mechanism is None else image().scram_credential(user, mechanism)
+        if record is None:
+            return None
+        return ScramCredential(record.salt, record.stored_key, record.server_key, record.iterations)
+
+    return lookup
