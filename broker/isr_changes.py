@@ -11,7 +11,8 @@ does, only a refusal that proves the change was not made (INELIGIBLE_REPLICA,
 OPERATION_NOT_ATTEMPTED) clears it early. Any other outcome may hide a committed change (an
 answer lost to a timeout; INVALID_UPDATE_VERSION to a resend of a change already made), so the
 change stays pending, and the high watermark keeps counting a joining replica, until the
-metadata log settles it; an unanswered request is sent again meanwhile.
+metadata log settles it; an unanswered request, or one a controller behind this leader's epochs
+answered NOT_CONTROLLER, is sent again meanwhile.
 """
 
 from __future__ import annotations
@@ -88,7 +89,6 @@ class IsrChangeSender:
                 response: alter_partition_v3.AlterPartitionResponse = await self._client.send(
                     self._request(partition, state, members)
                 )
-                break
             except NoControllerError as unanswered:
                 log.warning(
                     "isr_change_unanswered",
@@ -98,18 +98,27 @@ class IsrChangeSender:
                     error=str(unanswered),
                 )
                 await asyncio.sleep(self._retry_backoff_s)
-        error = ErrorCode(response.error_code)
-        if error is ErrorCode.none and response.topics and response.topics[0].partitions:
-            error = ErrorCode(response.topics[0].partitions[0].error_code)
-        log.info(
-            "isr_change_answered",
-            topic=partition.topic,
-            partition=partition.partition_id,
-            new_isr=list(new_isr),
-            leader_epoch=state.leader_epoch,
-            partition_epoch=state.partition_epoch,
-            error=error.name,
-        )
+                continue
+            error = ErrorCode(response.error_code)
+            if error is ErrorCode.none and response.topics and response.topics[0].partitions:
+                error = ErrorCode(response.topics[0].partitions[0].error_code)
+            log.info(
+                "isr_change_answered",
+                topic=partition.topic,
+                partition=partition.partition_id,
+                new_isr=list(new_isr),
+                leader_epoch=state.leader_epoch,
+                partition_epoch=state.partition_epoch,
+                error=error.name,
+            )
+            if error is not ErrorCode.not_controller:
+                break
+            # A controller whose image is behind this leader's epochs answers NOT_CONTROLLER for
+            # the partition (a newly active one still replaying, or a deposed one): nobody
+            # decided, and no metadata record will settle the change, so it is asked again, as
+            # Kafka's AlterPartitionManager retries it. A resend of a change that did commit
+            # meanwhile is settled by the metadata log first (the check above).
+            await asyncio.sleep(self._retry_backoff_s)
         if error in _NOT_MADE and partition.pending_isr == new_isr:
             partition.pending_isr = None
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kio.schema.alter_partition import v3 as alter_partition_v3
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import Records
 
@@ -20,6 +22,7 @@ from broker.replica_manager import CONSUMER_REPLICA_ID, FetchPartition
 from controller.client import ControllerClient, NoControllerError
 from controller.image import MetadataImage
 from controller.partition_state import PartitionState
+from net.protocol import make_entity
 from tests.broker.replicas import (
     TOPIC,
     Broker,
@@ -215,6 +218,76 @@ async def test_an_unanswered_isr_expansion_stays_pending_and_is_asked_again(
     assert result.error is ErrorCode.none
     await asyncio.sleep(0.05)
     assert len(controller.received) == asked
+    await sender.stop()
+
+
+class LaggingController(ControllerClient):
+    """An active controller whose image is still behind the leader's epochs: it answers each
+    AlterPartition NOT_CONTROLLER for the partition `behind` times, then refuses it as
+    ineligible (a member restarted meanwhile)."""
+
+    def __init__(self, behind: int) -> None:
+        super().__init__({}, client_id="test")
+        self.behind = behind
+        self.received = 0
+
+    async def send(self, request: Any, *, deadline_s: float = 30.0, patient: bool = False) -> Any:
+        self.received += 1
+        error = (
+            ErrorCode.not_controller
+            if self.received <= self.behind
+            else ErrorCode.ineligible_replica
+        )
+        asked = request.topics[0]
+        return make_entity(
+            alter_partition_v3.AlterPartitionResponse,
+            throttle_time=datetime.timedelta(0),
+            error_code=ErrorCode.none,
+            topics=(
+                make_entity(
+                    alter_partition_v3.response.TopicData,
+                    topic_id=asked.topic_id,
+                    partitions=(
+                        make_entity(
+                            alter_partition_v3.response.PartitionData,
+                            partition_index=asked.partitions[0].partition_index,
+                            error_code=error,
+                            leader_id=-1,
+                            leader_epoch=-1,
+                            isr=(),
+                            leader_recovery_state=0,
+                            partition_epoch=-1,
+                        ),
+                    ),
+                ),
+            ),
+        )
+
+
+async def test_an_isr_change_answered_not_controller_for_its_partition_is_asked_again(
+    brokers: MakeBrokers,
+) -> None:
+    # No record will ever settle a change that no controller decided: without asking again
+    # the leader would hold it pending, and propose nothing else, for ever (fault seed 5).
+    controller = LaggingController(behind=2)
+    sender = IsrChangeSender(
+        controller, 1, lambda: 10, lambda broker_id: 10 * broker_id, retry_backoff_s=0.01
+    )
+    (leader,) = brokers(1, isr_changes=sender)
+    (joining,) = brokers(2)
+    state = PartitionState(replicas=(1, 2), isr=(1,), leader=1)
+    for broker in (leader, joining):
+        broker.apply(image({0: state}, min_isr=1))
+    await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"r0"))])
+    await replicate(leader, joining)
+    await replicate(leader, joining)
+    assert leader.partition().pending_isr == (1, 2)
+    for _ in range(100):
+        if leader.partition().pending_isr is None:
+            break
+        await asyncio.sleep(0.01)
+    assert controller.received == 3
+    assert leader.partition().pending_isr is None
     await sender.stop()
 
 
