@@ -9,8 +9,8 @@ fields a version lacks), so the served ranges below are the single list of what 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple, TypeAlias
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple, TypeAlias, TypeVar
 from uuid import UUID
 
 from kio.schema.alter_partition import v2 as alter_partition_v2
@@ -21,6 +21,7 @@ from kio.schema.broker_registration import v4 as broker_registration_v4
 from kio.schema.delete_topics import v6 as delete_topics_v6
 from kio.schema.elect_leaders import v0 as elect_leaders_v0
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import Payload
 
 from controller.alter_partition import (
     AlterPartitionBatch,
@@ -492,11 +493,32 @@ def incremental_alter_configs_request(
 def incremental_alter_configs_response(
     version: int, results: Sequence[AlterConfigsResult]
 ) -> messages.IncrementalAlterConfigsResponse:
-    result_type = messages.nested_type(
-        messages.INCREMENTAL_ALTER_CONFIGS_RESPONSES, version, "responses"
+    return _config_results(messages.INCREMENTAL_ALTER_CONFIGS_RESPONSES, version, results)
+
+
+def incremental_alter_configs_error(
+    version: int,
+    request: messages.IncrementalAlterConfigsRequest,
+    error: ErrorCode,
+    message: str | None = None,
+) -> messages.IncrementalAlterConfigsResponse:
+    return incremental_alter_configs_response(
+        version, _refused_resources(request.resources, error, message)
     )
+
+
+_ConfigsResponse = TypeVar("_ConfigsResponse", bound=Payload)
+
+
+def _config_results(
+    responses: messages.ByVersion[_ConfigsResponse],
+    version: int,
+    results: Sequence[AlterConfigsResult],
+) -> _ConfigsResponse:
+    """The answer of (Incremental)AlterConfigs, whose responses have the same shape."""
+    result_type = messages.nested_type(responses, version, "responses")
     return make_entity(
-        messages.INCREMENTAL_ALTER_CONFIGS_RESPONSES[version],
+        responses[version],
         throttle_time=NO_THROTTLE,
         responses=tuple(
             make_entity(
@@ -511,19 +533,14 @@ def incremental_alter_configs_response(
     )
 
 
-def incremental_alter_configs_error(
-    version: int,
-    request: messages.IncrementalAlterConfigsRequest,
-    error: ErrorCode,
-    message: str | None = None,
-) -> messages.IncrementalAlterConfigsResponse:
-    return incremental_alter_configs_response(
-        version,
-        [
-            AlterConfigsResult(resource.resource_type, resource.resource_name, error, message)
-            for resource in request.resources
-        ],
-    )
+def _refused_resources(
+    resources: Iterable[Any], error: ErrorCode, message: str | None
+) -> list[AlterConfigsResult]:
+    """Every resource of an (Incremental)AlterConfigs request refused with `error`."""
+    return [
+        AlterConfigsResult(resource.resource_type, resource.resource_name, error, message)
+        for resource in resources
+    ]
 
 
 # --- AlterPartitionReassignments, ListPartitionReassignments -------------------------------------
@@ -765,21 +782,7 @@ def alter_configs_request(request: messages.AlterConfigsRequest) -> list[AlterCo
 def alter_configs_response(
     version: int, results: Sequence[AlterConfigsResult]
 ) -> messages.AlterConfigsResponse:
-    result_type = messages.nested_type(messages.ALTER_CONFIGS_RESPONSES, version, "responses")
-    return make_entity(
-        messages.ALTER_CONFIGS_RESPONSES[version],
-        throttle_time=NO_THROTTLE,
-        responses=tuple(
-            make_entity(
-                result_type,
-                error_code=result.error_code,
-                error_message=result.error_message,
-                resource_type=result.resource_type,
-                resource_name=result.resource_name,
-            )
-            for result in results
-        ),
-    )
+    return _config_results(messages.ALTER_CONFIGS_RESPONSES, version, results)
 
 
 def alter_configs_error(
@@ -788,10 +791,4 @@ def alter_configs_error(
     error: ErrorCode,
     message: str | None = None,
 ) -> messages.AlterConfigsResponse:
-    return alter_configs_response(
-        version,
-        [
-            AlterConfigsResult(resource.resource_type, resource.resource_name, error, message)
-            for resource in request.resources
-        ],
-    )
+    return alter_configs_response(version, _refused_resources(request.resources, error, message))
