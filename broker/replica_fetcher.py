@@ -131,7 +131,11 @@ class ReplicaFetcher:
                     for key in self.partitions
                     if key in self._delayed_until
                 ]
-                if any(partition.follower_throttled for partition in self.partitions.values()):
+                # A scan of every partition only while a follower rate is set: without one
+                # nothing is held back, and the fetch loop stays O(1) here.
+                if self.quota.throttling and any(
+                    partition.follower_throttled for partition in self.partitions.values()
+                ):
                     backoffs.append(time.monotonic() + THROTTLE_RECHECK_S)
                 self._changed.clear()
                 with contextlib.suppress(TimeoutError):
