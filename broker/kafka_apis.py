@@ -226,6 +226,7 @@ class BrokerApis:
             request,
             creating,
             access,
+            context.listener,
         )
 
     def _metadata_access(self, context: RequestContext) -> MetadataAccess | None:
@@ -261,6 +262,7 @@ class BrokerApis:
             cluster_operations=CLUSTER_AUTHORIZED_OPERATIONS
             if authorizer is None
             else authorizer.authorized_operations(context, ResourceType.CLUSTER, CLUSTER_NAME),
+            listener=context.listener,
         )
 
     def _on_describe_configs(

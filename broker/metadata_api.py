@@ -2,8 +2,9 @@
 
 Pure: a function of the image, this broker's id and the request. As Kafka's KRaft brokers:
 
-- The brokers listed are the registered, unfenced ones with their advertised listener (a
-  fenced broker cannot serve, so clients are not sent there).
+- The brokers listed are the registered, unfenced ones, each with its advertised endpoint of
+  the listener the request came in on (a fenced broker cannot serve, so clients are not sent
+  there; a broker without that listener is left out, as Kafka does).
 - The controller id is this broker: clients send admin requests (CreateTopics, ...) to the
   controller id, and every broker forwards them to the active controller.
 - Per partition: leader (LEADER_NOT_AVAILABLE while it has none), leader epoch, replicas, ISR,
@@ -60,8 +61,8 @@ def _operations_bitfield(*codes: int) -> int:
 # DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12).
 TOPIC_AUTHORIZED_OPERATIONS = _operations_bitfield(3, 4, 5, 6, 7, 8, 10, 11)
 CLUSTER_AUTHORIZED_OPERATIONS = _operations_bitfield(5, 7, 8, 9, 10, 11, 12)
-# The listener name that clients are given (the only one there is, for now).
-CLIENT_LISTENER = "PLAINTEXT"
+# The name of the listener of a bare configuration (`listeners=PLAINTEXT://...`), Kafka's.
+DEFAULT_LISTENER = "PLAINTEXT"
 
 # The Metadata versions whose topics may be asked by id.
 _TopicAskedById: TypeAlias = (
@@ -91,14 +92,14 @@ class MetadataAccess:
     operations: Callable[[ResourceType, str], int]
 
 
-def _live_brokers(image: MetadataImage) -> list[tuple[int, str, int, str | None]]:
-    """(id, host, port, rack) of each unfenced broker with a client listener."""
+def _live_brokers(image: MetadataImage, listener: str) -> list[tuple[int, str, int, str | None]]:
+    """(id, host, port, rack) of each unfenced broker with the listener named `listener`."""
     live = []
     for broker_id, broker in sorted(image.brokers.items()):
         if broker.fenced:
             continue
         for endpoint in broker.listeners:
-            if endpoint.name == CLIENT_LISTENER:
+            if endpoint.name == listener:
                 live.append((broker_id, endpoint.host, endpoint.port, broker.rack))
                 break
     return live
@@ -140,15 +141,16 @@ def metadata_response(
     request: messages.MetadataRequest,
     creating: Collection[str] = (),
     access: MetadataAccess | None = None,
+    listener: str = DEFAULT_LISTENER,
 ) -> messages.MetadataResponse:
     """The MetadataResponse of `version` to `request`, naming the cluster `cluster_id` (v2+;
     librdkafka's DescribeCluster reads it from there); `creating`: the topics asked for that
-    are being created for it."""
+    are being created for it; `listener`: the listener the request came in on."""
     schema = messages.METADATA_RESPONSES[version]
     broker_type = field_entity_type(schema, "brokers")
     topic_type = field_entity_type(schema, "topics")
     partition_type = field_entity_type(topic_type, "partitions")
-    live = _live_brokers(image)
+    live = _live_brokers(image, listener)
     live_ids = {broker[0] for broker in live}
     # The versions without these fields (v0-v7; v11+ for the cluster's) never ask.
     include_topic_operations = getattr(request, "include_topic_authorized_operations", False)
@@ -262,10 +264,12 @@ def describe_cluster_response(
     *,
     include_cluster_authorized_operations: bool = False,
     cluster_operations: int = CLUSTER_AUTHORIZED_OPERATIONS,
+    listener: str = DEFAULT_LISTENER,
 ) -> messages.DescribeClusterResponse:
-    """DescribeClusterResponse: the live brokers, with this broker as the controller, and the
-    cluster's authorized operations when asked for (`cluster_operations`: every one unless an
-    authorizer says otherwise)."""
+    """DescribeClusterResponse: the live brokers (their endpoints of `listener`, the one the
+    request came in on), with this broker as the controller, and the cluster's authorized
+    operations when asked for (`cluster_operations`: every one unless an authorizer says
+    otherwise)."""
     schema = messages.DESCRIBE_CLUSTER_RESPONSES[version]
     broker_type = field_entity_type(schema, "brokers")
     return make_entity(
@@ -278,7 +282,7 @@ def describe_cluster_response(
         controller_id=broker_id,
         brokers=tuple(
             make_entity(broker_type, broker_id=node_id, host=host, port=port, rack=rack)
-            for node_id, host, port, rack in _live_brokers(image)
+            for node_id, host, port, rack in _live_brokers(image, listener)
         ),
         cluster_authorized_operations=cluster_operations
         if include_cluster_authorized_operations

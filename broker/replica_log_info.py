@@ -7,7 +7,8 @@ end offset; a partition this broker does not host is UNKNOWN_TOPIC_OR_PARTITION,
 offline log directory KAFKA_STORAGE_ERROR (its log cannot be trusted). The answer carries the
 broker epoch of this incarnation, so the controller never elects from an answer given by an
 earlier one. As in Kafka, at most 1,000 partitions are answered, with `truncated` set when
-more were asked.
+more were asked. With an authorizer, only a sender with CLUSTER_ACTION on the cluster (the
+controllers) is answered; any other gets CLUSTER_AUTHORIZATION_FAILED for every partition.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i32Timedelta, i64
 
 from broker.replica_manager import ReplicaManager
+from controller.acls import AclOperation, Authorizer
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 from net.protocol import NO_THROTTLE
@@ -37,9 +39,15 @@ NO_EPOCH = -1
 class ReplicaLogInfoApi:
     """Answers GetReplicaLogInfo from `replicas`; `broker_epoch` gives this incarnation's."""
 
-    def __init__(self, replicas: ReplicaManager, broker_epoch: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        replicas: ReplicaManager,
+        broker_epoch: Callable[[], int],
+        authorizer: Authorizer | None = None,
+    ) -> None:
         self._replicas = replicas
         self._broker_epoch = broker_epoch
+        self._authorizer = authorizer
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(
@@ -53,9 +61,17 @@ class ReplicaLogInfoApi:
         self, context: RequestContext, request: GetReplicaLogInfoRequest
     ) -> GetReplicaLogInfoResponse:
         asked = list(_asked(request))
+        authorizer = self._authorizer
+        refused = authorizer is not None and not authorizer.allows_cluster(
+            context, AclOperation.CLUSTER_ACTION
+        )
         answered: dict[UUID | None, list[PartitionLogInfo]] = {}
         for topic_id, partition_id in asked[:MAX_PARTITIONS]:
-            info = self.partition_log_info(topic_id, partition_id)
+            info = (
+                _error(partition_id, ErrorCode.cluster_authorization_failed)
+                if refused
+                else self.partition_log_info(topic_id, partition_id)
+            )
             answered.setdefault(topic_id, []).append(info)
         return GetReplicaLogInfoResponse(
             throttle_time=i32Timedelta.parse(NO_THROTTLE),

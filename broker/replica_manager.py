@@ -50,7 +50,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.configs import topic_log_config
 from broker.isr_changes import IsrChangeSender
-from broker.metadata_api import CLIENT_LISTENER
+from broker.metadata_api import DEFAULT_LISTENER
 from broker.offsets import OffsetAnswer
 from broker.partition import LeaderAppend, NotLeaderError, Partition
 from broker.producer_state import ActiveProducer, ProducerStateError
@@ -175,6 +175,7 @@ class ReplicaManager:
         rack_aware_replica_selector: bool = False,
         sasl: SaslClientCredentials | None = None,
         fetcher_ssl_context: ssl.SSLContext | None = None,
+        replication_listener: str = DEFAULT_LISTENER,
     ) -> None:
         """`log_config`: the broker's storage settings, which the configuration of each
         topic (its overrides on top of `topic_defaults`) then sets for its replicas.
@@ -196,8 +197,10 @@ class ReplicaManager:
 
         With `rack_aware_replica_selector` (Kafka's RackAwareReplicaSelector, KIP-392), the
         leader answers a consumer's fetch that names its rack with a follower of that rack to
-        fetch from instead (`preferred_read_replica`). `sasl`: the credentials the replica
-        fetchers authenticate with on a SASL listener."""
+        fetch from instead (`preferred_read_replica`). The replica fetchers connect to the
+        leaders' listener named `replication_listener` (Kafka's inter.broker.listener.name),
+        with `fetcher_ssl_context` on TLS, authenticating with `sasl` on SASL."""
+        self._replication_listener = replication_listener
         self._rack_aware = rack_aware_replica_selector
         # The offset of this broker's registration record (its broker epoch): None while the
         # broker has not registered, -1 when nothing fences the replicas.
@@ -553,7 +556,7 @@ class ReplicaManager:
         if broker is None:
             return None
         for endpoint in broker.listeners:
-            if endpoint.name == CLIENT_LISTENER:
+            if endpoint.name == self._replication_listener:
                 return endpoint.host, endpoint.port
         return None
 

@@ -28,6 +28,7 @@ from uuid import UUID
 
 import structlog
 
+from net.api_keys import ApiKey
 from net.api_registry import RequestContext
 
 log = structlog.get_logger(__name__)
@@ -449,6 +450,18 @@ class Authorizer:
     def allows_cluster(self, context: RequestContext, operation: AclOperation) -> bool:
         """Whether the sender may do `operation` on the cluster."""
         return self.allows(context, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+    def allows_quorum_request(self, context: RequestContext) -> bool:
+        """Whether the sender may send a request of the metadata quorum, as Kafka's
+        ControllerApis asks: DESCRIBE on the cluster for DescribeQuorum, CLUSTER_ACTION for
+        the voters' and observers' own (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
+        FetchSnapshot)."""
+        operation = (
+            AclOperation.DESCRIBE
+            if context.header.api_key == ApiKey.DESCRIBE_QUORUM
+            else AclOperation.CLUSTER_ACTION
+        )
+        return self.allows_cluster(context, operation)
 
     def allows_any(
         self, context: RequestContext, operation: AclOperation, resource_type: ResourceType

@@ -29,6 +29,7 @@ from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutErro
 from net.manual_recovery import ElectRecoveredLeaderRequest
 from net.messages import ByVersion
 from net.protocol import make_entity
+from net.sasl import SaslClientCredentials
 
 log = structlog.get_logger(__name__)
 
@@ -71,7 +72,9 @@ class ControllerClient:
         client_id: str,
         request_timeout: float = 5.0,
         ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslClientCredentials | None = None,
     ) -> None:
+        """`ssl_context` and `sasl`: the security of the controller listener."""
         self._connections = {
             voter: NodeConnection(
                 host,
@@ -79,6 +82,7 @@ class ControllerClient:
                 client_id=client_id,
                 request_timeout=request_timeout,
                 ssl_context=ssl_context,
+                sasl=sasl,
             )
             for voter, (host, port) in sorted(voters.items())
         }

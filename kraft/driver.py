@@ -29,7 +29,7 @@ import contextlib
 import random
 import ssl
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -79,6 +79,7 @@ from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 from net.client import KafkaConnectionError, NodeConnection, RequestTimedOutError
 from net.protocol import ProtocolError, error_response
+from net.sasl import SaslClientCredentials
 from net.server import (
     DEFAULT_CONNECTIONS_MAX_IDLE_MS,
     DEFAULT_MAX_REQUEST_SIZE,
@@ -187,15 +188,23 @@ class RaftDriver:
         connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
         listener: ListenerSecurity | None = None,
         client_ssl_context: ssl.SSLContext | None = None,
+        client_sasl: SaslClientCredentials | None = None,
+        authorize: Callable[[RequestContext], bool] | None = None,
     ) -> None:
         """`max_request_size` and `connections_max_idle_ms` apply to the controller listener,
         which also serves the APIs of `api_registry` (the controller's) besides the quorum's
-        own."""
+        own. `client_ssl_context` and `client_sasl`: the security of this node's connections
+        to the other voters. `authorize`, when given, says whether the sender of a quorum
+        request (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, DescribeQuorum)
+        may send it; one it refuses is answered CLUSTER_AUTHORIZATION_FAILED and never reaches
+        the state machine."""
         self._max_request_size = max_request_size
         self._connections_max_idle_ms = connections_max_idle_ms
         # The controller listener's name and TLS, and TLS on the connections to the voters.
         self._listener_security = listener or ListenerSecurity()
         self._client_ssl_context = client_ssl_context
+        self._client_sasl = client_sasl
+        self._authorize = authorize
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.voters = dict(voters)
@@ -282,6 +291,7 @@ class RaftDriver:
                         client_id=f"kraft-{self.node_id}",
                         request_timeout=self.config.request_timeout_ms / 1000,
                         ssl_context=self._client_ssl_context,
+                        sasl=self._client_sasl,
                     )
         log.info(
             "raft_started",
@@ -608,7 +618,25 @@ class RaftDriver:
         node.receive(answer, to, self._now_ms())
         self._process()
 
+    def _refusal(self, context: RequestContext) -> Any | None:
+        """CLUSTER_AUTHORIZATION_FAILED for a sender `authorize` refuses, else None."""
+        if self._authorize is None or self._authorize(context):
+            return None
+        header = context.header
+        log.info(
+            "raft_request_unauthorized",
+            peer=context.peer,
+            principal=str(context.principal),
+            api_key=header.api_key,
+        )
+        return error_response(
+            header.api_key, header.api_version, ErrorCode.cluster_authorization_failed
+        )
+
     async def _on_request(self, context: RequestContext, request: Any) -> WireResponse | Any:
+        refusal = self._refusal(context)
+        if refusal is not None:
+            return refusal
         wire_request: WireRequest = request
         message, sender = request_from_wire(wire_request)
         assert self._loop is not None
@@ -631,6 +659,9 @@ class RaftDriver:
 
     async def _on_describe_quorum(self, context: RequestContext, request: Any) -> Any:
         """DescribeQuorum: the leader's view; other nodes answer NOT_LEADER_OR_FOLLOWER."""
+        refusal = self._refusal(context)
+        if refusal is not None:
+            return refusal
         view = self.quorum_view()
         if self.is_leader:
             return describe_quorum_response(view)

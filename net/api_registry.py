@@ -48,8 +48,8 @@ class RequestContext(NamedTuple):
     request_bytes: int
     # Who sent it, as the connection's authentication established it.
     principal: KafkaPrincipal = ANONYMOUS
-    # The name of the listener the connection came in on ("" where listeners have no names).
-    listener: str = ""
+    # The name of the listener the connection came in on (Kafka's default name: PLAINTEXT).
+    listener: str = "PLAINTEXT"
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ import hmac
 import re
 import secrets
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, auto
 
@@ -101,6 +101,18 @@ def scram_credential(mechanism: str, password: str, iterations: int) -> ScramCre
         password, iteration_count=iterations
     )
     return ScramCredential(salt, stored_key, server_key, iterations)
+
+
+def known_users_first(
+    known: Mapping[tuple[str, str], ScramCredential], then: CredentialLookup
+) -> CredentialLookup:
+    """Looks a credential up in `known` ((user, mechanism) -> credential), then in `then`."""
+
+    def lookup(user: str, mechanism: str) -> ScramCredential | None:
+        credential = known.get((user, mechanism))
+        return credential if credential is not None else then(user, mechanism)
+
+    return lookup
 
 
 def password_matches(mechanism: str, credential: ScramCredential, password: str) -> bool:

@@ -108,13 +108,16 @@ class ConnectionLimits:
 class ListenerSecurity:
     """Who a listener is and how its connections are secured."""
 
-    # The listener's name (Kafka's `listeners=NAME://...`), "" where listeners have none.
-    name: str = ""
+    # The listener's name (Kafka's `listeners=NAME://...`); Kafka's default is PLAINTEXT.
+    name: str = "PLAINTEXT"
     # TLS on every connection when given (net.tls.server_context); plain TCP otherwise.
     ssl_context: ssl.SSLContext | None = None
     # SASL when given (SASL_PLAINTEXT, or SASL_SSL with `ssl_context`): each connection
     # authenticates before anything but ApiVersions is served.
     sasl: SaslListenerConfig | None = None
+    # How long a new TLS connection may take to complete its handshake before it is dropped
+    # (a peer that opens the port and says nothing holds no connection for long).
+    ssl_handshake_timeout: float = 10.0
 
 
 class RequestMetrics(Protocol):
@@ -748,6 +751,9 @@ class KafkaServer:
             reuse_address=True,
             start_serving=serving,
             ssl=self.listener.ssl_context,
+            ssl_handshake_timeout=self.listener.ssl_handshake_timeout
+            if self.listener.ssl_context is not None
+            else None,
         )
         if serving:
             log.info("kafka_server_listening", host=self.host, port=self.port, tls=self.tls)

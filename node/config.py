@@ -56,7 +56,7 @@ from net.sasl import (
     SaslClientCredentials,
     SaslListenerConfig,
 )
-from net.server import ConnectionLimits
+from net.server import ConnectionLimits, ListenerSecurity
 from net.tls import (
     ClientAuth,
     Pem,
@@ -150,30 +150,47 @@ def _split_listener(value: str) -> tuple[str, str]:
     return name.upper(), address
 
 
-def _parse_listener(value: object) -> object:
-    """`NAME://host:port` (one listener) into an Endpoint (NodeConfig keeps the name); an empty
-    host, as Kafka allows (`PLAINTEXT://:9092`), listens on every interface."""
+class ListenerAddress(BaseModel):
+    """A named Kafka listener: `NAME://host:port`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    endpoint: Endpoint
+
+    def __str__(self) -> str:
+        return f"{self.name}://{self.endpoint}"
+
+
+def _parse_listeners(value: object) -> object:
+    """`NAME://host:port,...` into ListenerAddresses with distinct names; an empty host, as
+    Kafka allows (`PLAINTEXT://:9092`), listens on every interface."""
     if not isinstance(value, str):
         return value
-    _name, address = _split_listener(value)
-    if "," in address:
-        raise ValueError("only one Kafka listener is supported (the controller has its own)")
-    if address.startswith(":"):
-        address = "0.0.0.0" + address
-    return _endpoint(address, "the listener")
+    addresses = []
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        name, address = _split_listener(item)
+        if address.startswith(":"):
+            address = "0.0.0.0" + address
+        addresses.append(ListenerAddress(name=name, endpoint=_endpoint(address, name)))
+    names = [address.name for address in addresses]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"the listener name {', '.join(repeated)} repeats")
+    return tuple(addresses)
 
 
-def _resolve_controller_listener(data: dict[str, Any]) -> str | None:
+def _resolve_controller_listener(data: dict[str, Any]) -> None:
     """Moves the controller listener out of `listeners` (Kafka's
     `listeners=CLIENT://:9092,CONTROLLER://:9093` with `controller.listener.names=CONTROLLER`)
-    into `controller.listener`, leaving the Kafka listener; returns that listener's name."""
+    into `controller.listener`, leaving the Kafka listeners."""
     raw = data.get("listeners")
     if not isinstance(raw, str):
-        return None
+        return
     controller_names = _parse_list(data.get("controller.listener.names", ""))
     assert isinstance(controller_names, list)
     controller_names = [str(name).upper() for name in controller_names]
-    kafka: list[tuple[str, str]] = []
+    kafka: list[str] = []
     seen: set[str] = set()
     for item in filter(None, (part.strip() for part in raw.split(","))):
         name, address = _split_listener(item)
@@ -181,7 +198,7 @@ def _resolve_controller_listener(data: dict[str, Any]) -> str | None:
             raise ValueError(f"listeners: the listener name {name} repeats")
         seen.add(name)
         if name not in controller_names:
-            kafka.append((name, item))
+            kafka.append(item)
         elif "controller.listener" in data:
             raise ValueError(
                 f"listeners names the controller listener {name} and controller.listener is "
@@ -191,16 +208,10 @@ def _resolve_controller_listener(data: dict[str, Any]) -> str | None:
             data["controller.listener"] = (
                 "0.0.0.0" + address if address.startswith(":") else address
             )
-    if len(kafka) > 1:
-        raise ValueError(
-            "listeners: one Kafka listener is supported besides the controller's, got "
-            + ", ".join(name for name, _ in kafka)
-        )
-    if not kafka:
+    if kafka:
+        data["listeners"] = ",".join(kafka)
+    else:
         del data["listeners"]
-        return None
-    data["listeners"] = kafka[0][1]
-    return kafka[0][0]
 
 
 def _parse_protocol_map(value: object) -> object:
@@ -294,6 +305,108 @@ def _parse_connection_overrides(value: object) -> object:
     return overrides
 
 
+def check_mechanism_names(mechanisms: list[str]) -> list[str]:
+    """`mechanisms` when each is supported; ValueError naming the others."""
+    unknown = [name for name in mechanisms if name not in SUPPORTED_MECHANISMS]
+    if unknown or not mechanisms:
+        raise ValueError(
+            f"supported SASL mechanisms are {', '.join(SUPPORTED_MECHANISMS)}, not "
+            f"{', '.join(unknown) or 'none'}"
+        )
+    return mechanisms
+
+
+# Kafka's per-listener keys: `listener.name.<lower-case name>.<key>` overrides `<key>` for that
+# listener. The keys that can be overridden here: TLS and the SASL mechanisms.
+_LISTENER_PREFIX = "listener.name."
+
+
+class ListenerOverrides(BaseModel):
+    """The settings of one listener given with Kafka's `listener.name.<name>.` prefix; None:
+    the global key's value."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ssl_keystore_type: Literal["PEM"] | None = Field(default=None, alias="ssl.keystore.type")
+    ssl_keystore_certificate_chain: str | None = Field(
+        default=None, alias="ssl.keystore.certificate.chain", min_length=1
+    )
+    ssl_keystore_key: str | None = Field(default=None, alias="ssl.keystore.key", min_length=1)
+    ssl_keystore_location: Path | None = Field(default=None, alias="ssl.keystore.location")
+    ssl_key_password: str | None = Field(default=None, alias="ssl.key.password", min_length=1)
+    ssl_truststore_type: Literal["PEM"] | None = Field(default=None, alias="ssl.truststore.type")
+    ssl_truststore_certificates: str | None = Field(
+        default=None, alias="ssl.truststore.certificates", min_length=1
+    )
+    ssl_truststore_location: Path | None = Field(default=None, alias="ssl.truststore.location")
+    ssl_client_auth: ClientAuth | None = Field(default=None, alias="ssl.client.auth")
+    sasl_enabled_mechanisms: Annotated[list[str] | None, BeforeValidator(_parse_list)] = Field(
+        default=None, alias="sasl.enabled.mechanisms"
+    )
+
+    @field_validator("sasl_enabled_mechanisms")
+    @classmethod
+    def _check_mechanisms(cls, mechanisms: list[str] | None) -> list[str] | None:
+        return None if mechanisms is None else check_mechanism_names(mechanisms)
+
+    @property
+    def sets_keystore(self) -> bool:
+        return any(
+            value is not None
+            for value in (
+                self.ssl_keystore_certificate_chain,
+                self.ssl_keystore_key,
+                self.ssl_keystore_location,
+            )
+        )
+
+    @property
+    def sets_truststore(self) -> bool:
+        return (
+            self.ssl_truststore_certificates is not None or self.ssl_truststore_location is not None
+        )
+
+
+_OVERRIDABLE_KEYS = frozenset(
+    field.alias for field in ListenerOverrides.model_fields.values() if field.alias is not None
+)
+
+
+def listener_override_key(key: str) -> tuple[str, str] | None:
+    """(listener name upper-cased, key) of a `listener.name.<name>.<key>` key this node
+    takes; None for any other key."""
+    if not key.startswith(_LISTENER_PREFIX):
+        return None
+    name, _, suffix = key[len(_LISTENER_PREFIX) :].partition(".")
+    if not _LISTENER_NAME.match(name) or suffix not in _OVERRIDABLE_KEYS:
+        return None
+    return name.upper(), suffix
+
+
+def _take_listener_overrides(data: dict[str, Any]) -> dict[str, ListenerOverrides]:
+    """Removes the `listener.name.<name>.*` keys from `data`, validated per listener."""
+    given: dict[str, dict[str, Any]] = {}
+    for key in [key for key in data if isinstance(key, str) and key.startswith(_LISTENER_PREFIX)]:
+        parsed = listener_override_key(key)
+        if parsed is None:
+            raise ValueError(
+                f"{key}: unknown configuration key (listener.name.<name>. takes "
+                f"{', '.join(sorted(_OVERRIDABLE_KEYS))})"
+            )
+        given.setdefault(parsed[0], {})[parsed[1]] = data.pop(key)
+    overrides = {}
+    for name, values in given.items():
+        try:
+            overrides[name] = ListenerOverrides.model_validate(values)
+        except ValidationError as error:
+            detail = error.errors()[0]
+            message = str(detail["msg"]).removeprefix("Value error, ")
+            raise ValueError(
+                f"{_LISTENER_PREFIX}{name.lower()}.{detail['loc'][0]}: {message}"
+            ) from None
+    return overrides
+
+
 @dataclass(frozen=True, slots=True)
 class BootstrapScramCredential:
     """A SCRAM user of a new cluster: its password lives only in the node's configuration."""
@@ -337,7 +450,7 @@ def _parse_scram_credentials(value: object) -> object:
     return tuple(credentials)
 
 
-Listener = Annotated[Endpoint, BeforeValidator(_parse_listener)]
+Listeners = Annotated[tuple[ListenerAddress, ...], BeforeValidator(_parse_listeners)]
 OptionalLong = Annotated[Annotated[int, Field(ge=0)] | None, BeforeValidator(_parse_optional_long)]
 
 
@@ -354,8 +467,10 @@ class NodeConfig(BaseModel):
     controller_quorum_voters: Annotated[list[Voter], BeforeValidator(_parse_voters)] = Field(
         alias="controller.quorum.voters", min_length=1
     )
-    listeners: Listener | None = Field(default=None, alias="listeners")
-    advertised_listeners: Listener | None = Field(default=None, alias="advertised.listeners")
+    # The Kafka listeners (the controller's, named in controller.listener.names, is moved to
+    # controller.listener) and where each is advertised.
+    listeners: Listeners = Field(default=(), alias="listeners")
+    advertised_listeners: Listeners = Field(default=(), alias="advertised.listeners")
     controller_listener: Annotated[Endpoint | None, BeforeValidator(_parse_host_port)] = Field(
         default=None, alias="controller.listener"
     )
@@ -384,8 +499,7 @@ class NodeConfig(BaseModel):
     )
 
     # Kafka's keys: which listeners of `listeners` are the controller's (the first is the one
-    # this node's controller clients use), and the listener brokers replicate on (the Kafka
-    # listener, the only one there is besides the controller's).
+    # this node's controller clients use), and the listener brokers replicate on.
     controller_listener_names: Annotated[
         list[Annotated[str, AfterValidator(str.upper)]], BeforeValidator(_parse_list)
     ] = Field(default_factory=list, alias="controller.listener.names")
@@ -413,6 +527,9 @@ class NodeConfig(BaseModel):
     )
     ssl_truststore_location: Path | None = Field(default=None, alias="ssl.truststore.location")
     ssl_client_auth: ClientAuth = Field(default=ClientAuth.NONE, alias="ssl.client.auth")
+    # Not a Kafka key (Kafka bounds a handshake by connections.max.idle.ms): how long a TLS
+    # listener waits for a new connection's handshake before it drops the connection.
+    ssl_handshake_timeout_ms: int = Field(default=10_000, alias="ssl.handshake.timeout.ms", ge=1)
     # Only Kafka's default rule: the principal is the certificate subject, RFC 2253.
     ssl_principal_mapping_rules: Literal["DEFAULT"] = Field(
         default="DEFAULT", alias="ssl.principal.mapping.rules"
@@ -598,6 +715,11 @@ class NodeConfig(BaseModel):
     sasl_mechanism_inter_broker_protocol: str = Field(
         default=SCRAM_SHA_512, alias="sasl.mechanism.inter.broker.protocol"
     )
+    # Kafka's key: the mechanism of this node's connections to a SASL controller listener
+    # (with the inter-broker user and password).
+    sasl_mechanism_controller_protocol: str = Field(
+        default=SCRAM_SHA_512, alias="sasl.mechanism.controller.protocol"
+    )
     inter_broker_sasl_username: str | None = Field(default=None, alias="inter.broker.sasl.username")
     inter_broker_sasl_password: SecretStr | None = Field(
         default=None, alias="inter.broker.sasl.password"
@@ -612,16 +734,10 @@ class NodeConfig(BaseModel):
     @field_validator("sasl_enabled_mechanisms")
     @classmethod
     def _check_mechanisms(cls, mechanisms: list[str]) -> list[str]:
-        unknown = [name for name in mechanisms if name not in SUPPORTED_MECHANISMS]
-        if unknown or not mechanisms:
-            raise ValueError(
-                f"supported SASL mechanisms are {', '.join(SUPPORTED_MECHANISMS)}, not "
-                f"{', '.join(unknown) or 'none'}"
-            )
-        return mechanisms
+        return check_mechanism_names(mechanisms)
 
-    # The Kafka listener's name (`listeners=NAME://...`); the Endpoint fields keep the address.
-    _listener_name: str = PrivateAttr(default=SecurityProtocol.PLAINTEXT.value)
+    # Each listener's `listener.name.<name>.*` keys, by upper-cased listener name.
+    _listener_overrides: dict[str, ListenerOverrides] = PrivateAttr(default_factory=dict)
     # `admin.listener=https://...`: the admin API serves TLS with the node's ssl.* keys.
     _admin_tls: bool = PrivateAttr(default=False)
 
@@ -630,35 +746,37 @@ class NodeConfig(BaseModel):
     def _resolve_listeners(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
         """Kafka's named listeners: `listeners` may name the controller listener too (one of
         `controller.listener.names`, instead of `controller.listener`); every name has a
-        security protocol; a TLS listener's keys load."""
+        security protocol; a TLS listener's keys load; `listener.name.<name>.*` keys override
+        the global ones for their listener."""
         if not isinstance(data, dict):
             return handler(data)
         data = dict(data)
-        kafka_name = _resolve_controller_listener(data)
+        overrides = _take_listener_overrides(data)
+        _resolve_controller_listener(data)
         config = handler(data)
-        if kafka_name is not None:
-            config._listener_name = kafka_name
+        config._listener_overrides = overrides
         admin = data.get("admin.listener")
         config._admin_tls = isinstance(admin, str) and admin.strip().lower().startswith("https:")
-        config._check_listener_names(data.get("advertised.listeners"))
+        config._check_listener_names()
+        config._check_sasl()
         return config
 
-    def _check_listener_names(self, advertised: object) -> None:
+    def _check_listener_names(self) -> None:
         protocols = self.listener_security_protocol_map
-        names = [("listeners", self._listener_name)] if self.listeners is not None else []
-        if isinstance(advertised, str):
-            advertised_name = _split_listener(advertised)[0]
-            if self.listeners is not None and advertised_name != self._listener_name:
+        names = self.listener_names
+        for listener in self.listeners:
+            if listener.name not in protocols:
                 raise ValueError(
-                    f"advertised.listeners: listener {advertised_name} is not in listeners "
-                    f"(the listener is {self._listener_name})"
+                    f"listeners: listener name {listener.name} is not in "
+                    f"listener.security.protocol.map ({self._protocol_map_text()})"
                 )
-        for key, name in names:
-            if name not in protocols:
+        for advertised in self.advertised_listeners:
+            if advertised.name not in names:
                 raise ValueError(
-                    f"{key}: listener name {name} is not in listener.security.protocol.map "
-                    f"({self._protocol_map_text()})"
+                    f"advertised.listeners: listener {advertised.name} is not in listeners "
+                    f"({', '.join(names) or 'none'})"
                 )
+        self._check_ports()
         if "listener_security_protocol_map" in self.model_fields_set:
             for name in self.controller_listener_names:
                 if name not in protocols:
@@ -666,38 +784,104 @@ class NodeConfig(BaseModel):
                         f"controller.listener.names: listener name {name} is not in "
                         f"listener.security.protocol.map ({self._protocol_map_text()})"
                     )
-        inter_broker = self.inter_broker_listener_name
-        if inter_broker is not None and inter_broker.upper() != self._listener_name:
-            raise ValueError(
-                f"inter.broker.listener.name {inter_broker} is not a listener of listeners "
-                f"(the listener is {self._listener_name})"
-            )
-        checks = [("listeners", self._listener_name, self.listener_security_protocol)]
-        if self._admin_tls:
-            checks.append(("admin.listener", "https", SecurityProtocol.SSL))
-        if self.controller_listener is not None and self.controller_listener_names:
-            checks.append(
-                (
-                    "controller.listener.names",
-                    self.controller_listener_names[0],
-                    self.controller_security_protocol,
+        if self.listeners:
+            self._check_inter_broker_listener()
+        known = set(names) | set(self.controller_listener_names)
+        for name in self._listener_overrides:
+            if name not in known:
+                raise ValueError(
+                    f"{_LISTENER_PREFIX}{name.lower()}.*: there is no listener {name} in "
+                    f"listeners ({', '.join(sorted(known)) or 'none'})"
                 )
+        self._check_tls_keys()
+
+    def _check_tls_keys(self) -> None:
+        checks = [
+            (listener.name, self.security_protocol(listener.name)) for listener in self.listeners
+        ]
+        if self.controller_listener is not None and self.controller_listener_names:
+            checks.append((self.controller_listener_names[0], self.controller_security_protocol))
+        for name, protocol in checks:
+            key = (
+                "controller.listener.names"
+                if name in self.controller_listener_names
+                else "listeners"
             )
-        for key, name, protocol in checks:
             if protocol.tls:
                 try:
-                    server_context(self.tls_settings())
+                    server_context(self.tls_settings(name))
                 except TlsConfigError as error:
                     raise ValueError(f"{key}: listener {name}: {error}") from None
+        if self._admin_tls:
+            try:
+                server_context(self.tls_settings())
+            except TlsConfigError as error:
+                raise ValueError(f"admin.listener: listener https: {error}") from None
 
-    @model_validator(mode="after")
-    def _check_sasl(self) -> Self:
-        if self.controller_security_protocol.sasl:
+    def _check_ports(self) -> None:
+        """As Kafka: no two listeners on one port (port 0, any free one, excepted)."""
+        bound = [(listener.name, listener.endpoint.port) for listener in self.listeners]
+        if self.controller_listener is not None:
+            name = next(iter(self.controller_listener_names), "controller.listener")
+            bound.append((name, self.controller_listener.port))
+        if self.admin_listener is not None:
+            bound.append(("admin.listener", self.admin_listener.port))
+        seen: dict[int, str] = {}
+        for name, port in bound:
+            if port and port in seen:
+                raise ValueError(
+                    f"listeners: {seen[port]} and {name} both use port {port}; each listener "
+                    "needs a port of its own"
+                )
+            seen[port] = name
+
+    def _check_inter_broker_listener(self) -> None:
+        name = self.inter_broker_listener
+        if self.inter_broker_listener_name is not None and name not in self.listener_names:
             raise ValueError(
-                "controller.listener.names: the controller listener cannot be SASL "
-                f"({self.controller_security_protocol}); use PLAINTEXT or SSL"
+                f"inter.broker.listener.name {self.inter_broker_listener_name} is not a "
+                f"listener of listeners ({', '.join(self.listener_names)})"
             )
-        return self
+        if name not in self.listener_names:
+            raise ValueError(
+                "inter.broker.listener.name is required with several listeners and none named "
+                f"PLAINTEXT (Kafka's default): listeners are {', '.join(self.listener_names)}"
+            )
+
+    def _check_sasl(self) -> None:
+        """The inter-broker and controller mechanisms are enabled on the listener they are
+        used on, as Kafka checks; a SASL controller listener needs this node's credentials,
+        with which brokers and voters authenticate to it."""
+        uses = []
+        if self.listeners and self.security_protocol(self.inter_broker_listener).sasl:
+            uses.append(
+                (
+                    "sasl.mechanism.inter.broker.protocol",
+                    self.sasl_mechanism_inter_broker_protocol,
+                    self.inter_broker_listener,
+                )
+            )
+        if self.controller_security_protocol.sasl:
+            if self.inter_broker_sasl_username is None or self.inter_broker_sasl_password is None:
+                raise ValueError(
+                    "controller.listener.names: the SASL controller listener "
+                    f"{self.controller_listener_names[0]} needs inter.broker.sasl.username and "
+                    "inter.broker.sasl.password (how nodes authenticate to the controllers)"
+                )
+            uses.append(
+                (
+                    "sasl.mechanism.controller.protocol",
+                    self.sasl_mechanism_controller_protocol,
+                    self.controller_listener_names[0],
+                )
+            )
+        for key, mechanism, name in uses:
+            enabled = self.sasl_mechanisms(name)
+            if mechanism not in enabled:
+                raise ValueError(
+                    f"{key}: {mechanism} is not enabled on listener {name} "
+                    f"(sasl.enabled.mechanisms: {','.join(enabled)})"
+                )
 
     @model_validator(mode="after")
     def _check_roles(self) -> Self:
@@ -715,7 +899,7 @@ class NodeConfig(BaseModel):
                 f"node.id {self.node_id} is in controller.quorum.voters but process.roles "
                 "lacks controller"
             )
-        if Role.BROKER in self.process_roles and self.listeners is None:
+        if Role.BROKER in self.process_roles and not self.listeners:
             raise ValueError("listeners is required for the broker role")
         if self.broker_heartbeat_interval_ms >= self.broker_session_timeout_ms:
             raise ValueError("broker.heartbeat.interval.ms must be below broker.session.timeout.ms")
@@ -738,36 +922,86 @@ class NodeConfig(BaseModel):
         return ",".join(f"{n}:{p}" for n, p in self.listener_security_protocol_map.items())
 
     @property
-    def listener_name(self) -> str:
-        """The Kafka listener's name (`listeners=NAME://host:port`)."""
-        return self._listener_name
+    def listener_names(self) -> list[str]:
+        """The Kafka listeners' names, in `listeners` order."""
+        return [listener.name for listener in self.listeners]
+
+    def security_protocol(self, name: str) -> SecurityProtocol:
+        """The security protocol of the listener `name` (PLAINTEXT for a controller listener
+        the map does not name, as in Kafka)."""
+        return self.listener_security_protocol_map.get(name, SecurityProtocol.PLAINTEXT)
 
     @property
-    def listener_security_protocol(self) -> SecurityProtocol:
-        """The security protocol of the Kafka listener."""
-        return self.listener_security_protocol_map[self._listener_name]
+    def inter_broker_listener(self) -> str:
+        """The listener brokers replicate on: `inter.broker.listener.name`, else the only
+        Kafka listener, else (Kafka's default) the one named PLAINTEXT."""
+        if self.inter_broker_listener_name is not None:
+            return self.inter_broker_listener_name.upper()
+        if len(self.listeners) == 1:
+            return self.listeners[0].name
+        return SecurityProtocol.PLAINTEXT.value
 
-    def tls_settings(self) -> TlsSettings:
-        """The TLS settings of the Kafka listener, from the `ssl.*` keys."""
+    def advertised_listener(self, name: str) -> Endpoint:
+        """Where clients of the listener `name` are told to connect: its entry in
+        advertised.listeners, else its address in listeners."""
+        for advertised in self.advertised_listeners:
+            if advertised.name == name:
+                return advertised.endpoint
+        for listener in self.listeners:
+            if listener.name == name:
+                return listener.endpoint
+        raise KeyError(name)
+
+    def tls_settings(self, name: str | None = None) -> TlsSettings:
+        """The TLS settings of the listener `name` (the global `ssl.*` keys without one): its
+        `listener.name.<name>.ssl.*` keys override the global ones, the key pair and the
+        trusted certificates each as a whole."""
+        overrides = self._listener_overrides.get(name or "", ListenerOverrides())
+        keys = overrides if overrides.sets_keystore else self
+        trust = overrides if overrides.sets_truststore else self
         chain: Pem | None = None
         key: Pem | None = None
-        if self.ssl_keystore_location is not None:
-            chain = key = Pem(path=self.ssl_keystore_location)
-        if self.ssl_keystore_certificate_chain is not None:
-            chain = Pem(text=self.ssl_keystore_certificate_chain)
-        if self.ssl_keystore_key is not None:
-            key = Pem(text=self.ssl_keystore_key)
+        if keys.ssl_keystore_location is not None:
+            chain = key = Pem(path=keys.ssl_keystore_location)
+        if keys.ssl_keystore_certificate_chain is not None:
+            chain = Pem(text=keys.ssl_keystore_certificate_chain)
+        if keys.ssl_keystore_key is not None:
+            key = Pem(text=keys.ssl_keystore_key)
         trusted: Pem | None = None
-        if self.ssl_truststore_location is not None:
-            trusted = Pem(path=self.ssl_truststore_location)
-        if self.ssl_truststore_certificates is not None:
-            trusted = Pem(text=self.ssl_truststore_certificates)
+        if trust.ssl_truststore_location is not None:
+            trusted = Pem(path=trust.ssl_truststore_location)
+        if trust.ssl_truststore_certificates is not None:
+            trusted = Pem(text=trust.ssl_truststore_certificates)
         return TlsSettings(
             certificate_chain=chain,
             private_key=key,
-            key_password=self.ssl_key_password,
+            key_password=overrides.ssl_key_password or self.ssl_key_password,
             trusted_certificates=trusted,
-            client_auth=self.ssl_client_auth,
+            client_auth=overrides.ssl_client_auth or self.ssl_client_auth,
+        )
+
+    def sasl_mechanisms(self, name: str) -> list[str]:
+        """The SASL mechanisms the listener `name` enables."""
+        overrides = self._listener_overrides.get(name)
+        if overrides is not None and overrides.sasl_enabled_mechanisms is not None:
+            return overrides.sasl_enabled_mechanisms
+        return self.sasl_enabled_mechanisms
+
+    def listener_security(self, name: str, credentials: CredentialLookup) -> ListenerSecurity:
+        """How the listener `name` secures its connections: TLS, SASL (verifying with
+        `credentials`), and the bound on a TLS handshake."""
+        protocol = self.security_protocol(name)
+        return ListenerSecurity(
+            name,
+            server_context(self.tls_settings(name)) if protocol.tls else None,
+            SaslListenerConfig(
+                tuple(self.sasl_mechanisms(name)),
+                credentials,
+                self.connection_failed_authentication_delay_ms,
+            )
+            if protocol.sasl
+            else None,
+            ssl_handshake_timeout=self.ssl_handshake_timeout_ms / 1000,
         )
 
     @property
@@ -777,33 +1011,37 @@ class NodeConfig(BaseModel):
         is not set and does not name it."""
         if not self.controller_listener_names:
             return SecurityProtocol.PLAINTEXT
-        name = self.controller_listener_names[0]
-        return self.listener_security_protocol_map.get(name, SecurityProtocol.PLAINTEXT)
+        return self.security_protocol(self.controller_listener_names[0])
 
-    def controller_ssl_context(self) -> ssl.SSLContext | None:
-        """The TLS context of the controller listener; None when its protocol has no TLS."""
-        if not self.controller_security_protocol.tls:
-            return None
-        return server_context(self.tls_settings())
+    def controller_listener_security(self, credentials: CredentialLookup) -> ListenerSecurity:
+        """How the controller listener secures its connections (see `listener_security`)."""
+        return self.listener_security(next(iter(self.controller_listener_names), ""), credentials)
 
-    def _client_context(self, protocol: SecurityProtocol) -> ssl.SSLContext | None:
+    def _client_context(
+        self, name: str | None, protocol: SecurityProtocol
+    ) -> ssl.SSLContext | None:
         if not protocol.tls:
             return None
         settings = dataclasses.replace(
-            self.tls_settings(),
+            self.tls_settings(name),
             check_hostname=self.ssl_endpoint_identification_algorithm == "https",
         )
         return client_context(settings)
 
     def controller_client_ssl_context(self) -> ssl.SSLContext | None:
         """TLS for this node's connections to the controllers (the controller listener's
-        protocol, with this node's keys as its client certificate)."""
-        return self._client_context(self.controller_security_protocol)
+        protocol and keys, this node's key pair as its client certificate)."""
+        name = next(iter(self.controller_listener_names), None)
+        return self._client_context(name, self.controller_security_protocol)
 
     def inter_broker_ssl_context(self) -> ssl.SSLContext | None:
-        """TLS for this node's connections to other brokers' listener (replica fetchers, the
-        controller's log inspection), with this node's keys as its client certificate."""
-        return self._client_context(self.listener_security_protocol)
+        """TLS for this node's connections to other brokers' inter-broker listener (replica
+        fetchers, the controller's log inspection), this node's key pair as its client
+        certificate."""
+        if not self.listeners:
+            return None
+        name = self.inter_broker_listener
+        return self._client_context(name, self.security_protocol(name))
 
     def admin_ssl_context(self) -> ssl.SSLContext | None:
         """The TLS context of the admin API (`admin.listener=https://...`), else None."""
@@ -814,18 +1052,7 @@ class NodeConfig(BaseModel):
 
     def admin_peer_ssl_context(self) -> ssl.SSLContext | None:
         """TLS for asking other nodes' admin APIs (`admin.listener=https://...`), else None."""
-        return self._client_context(SecurityProtocol.SSL) if self._admin_tls else None
-
-    def kafka_ssl_context(self) -> ssl.SSLContext | None:
-        """The TLS context of the Kafka listener; None when its protocol has no TLS."""
-        if not self.listener_security_protocol.tls:
-            return None
-        return server_context(self.tls_settings())
-
-    @property
-    def advertised_listener(self) -> Endpoint | None:
-        """Where clients are told to connect: advertised.listeners, else listeners."""
-        return self.advertised_listeners or self.listeners
+        return self._client_context(None, SecurityProtocol.SSL) if self._admin_tls else None
 
     @property
     def all_log_dirs(self) -> list[Path]:
@@ -839,7 +1066,7 @@ class NodeConfig(BaseModel):
         return self.metadata_log_dir or self.log_dirs[0]
 
     def connection_limits(self) -> ConnectionLimits:
-        """What the Kafka listener admits."""
+        """What each Kafka listener admits."""
         return ConnectionLimits(
             max_connections=self.max_connections,
             max_connections_per_ip=self.max_connections_per_ip,
@@ -847,31 +1074,29 @@ class NodeConfig(BaseModel):
             queued_max_request_bytes=self.queued_max_request_bytes,
         )
 
-    def inter_broker_sasl(self) -> SaslClientCredentials | None:
-        """The credentials of this node's own connections to a SASL listener; None when the
-        listener is not SASL or no user is configured."""
-        if (
-            not self.listener_security_protocol.sasl
-            or self.inter_broker_sasl_username is None
-            or self.inter_broker_sasl_password is None
-        ):
+    def _sasl_credentials(self, mechanism: str) -> SaslClientCredentials | None:
+        if self.inter_broker_sasl_username is None or self.inter_broker_sasl_password is None:
             return None
         return SaslClientCredentials(
-            self.sasl_mechanism_inter_broker_protocol,
+            mechanism,
             self.inter_broker_sasl_username,
             self.inter_broker_sasl_password.get_secret_value(),
         )
 
-    def sasl_listener(self, credentials: CredentialLookup) -> SaslListenerConfig | None:
-        """The SASL settings of the client listener, None unless it is SASL_PLAINTEXT or
-        SASL_SSL."""
-        if not self.listener_security_protocol.sasl:
+    def inter_broker_sasl(self) -> SaslClientCredentials | None:
+        """The credentials of this node's own connections to the inter-broker listener; None
+        when that listener is not SASL or no user is configured."""
+        if not self.listeners or not self.security_protocol(self.inter_broker_listener).sasl:
             return None
-        return SaslListenerConfig(
-            tuple(self.sasl_enabled_mechanisms),
-            credentials,
-            self.connection_failed_authentication_delay_ms,
-        )
+        return self._sasl_credentials(self.sasl_mechanism_inter_broker_protocol)
+
+    def controller_sasl(self) -> SaslClientCredentials | None:
+        """The credentials of this node's connections to the controllers (Kafka's
+        `sasl.mechanism.controller.protocol`, the inter-broker user); None when the
+        controller listener is not SASL."""
+        if not self.controller_security_protocol.sasl:
+            return None
+        return self._sasl_credentials(self.sasl_mechanism_controller_protocol)
 
     def log_config(self) -> LogConfig:
         """The storage defaults these broker-level `log.*` settings describe."""
@@ -916,9 +1141,7 @@ class NodeConfig(BaseModel):
             value = getattr(self, name)
             sensitive = field.alias in _SENSITIVE_KEYS
             text = _kafka_spelling(field.alias, value, field.annotation)
-            if field.alias in ("listeners", "advertised.listeners") and value is not None:
-                text = f"{self._listener_name}://{value}"
-            elif field.alias == "admin.listener" and value is not None and self._admin_tls:
+            if field.alias == "admin.listener" and value is not None and self._admin_tls:
                 text = f"https://{value}"
             entries.append(
                 BrokerConfigEntry(
@@ -954,9 +1177,9 @@ def _kafka_spelling(key: str, value: object, annotation: object) -> str | None:
     if isinstance(value, StrEnum):
         return value.value
     if isinstance(value, Endpoint):
-        if key in ("listeners", "advertised.listeners"):
-            return f"PLAINTEXT://{value}"
         return f"http://{value}" if key == "admin.listener" else str(value)
+    if isinstance(value, tuple) and key in ("listeners", "advertised.listeners"):
+        return ",".join(str(listener) for listener in value) or None
     if isinstance(value, frozenset):
         return ";".join(sorted(value))
     if isinstance(value, dict):
@@ -988,6 +1211,11 @@ KNOWN_KEYS = frozenset(
 )
 
 
+def is_known_key(key: str) -> bool:
+    """Whether `key` is a key this node takes (one of KNOWN_KEYS, or a listener's override)."""
+    return key in KNOWN_KEYS or listener_override_key(key) is not None
+
+
 def environment_values(environment: Mapping[str, str]) -> dict[str, str]:
     """Configuration keys set through `KRAFT_*` variables."""
     values = {}
@@ -995,7 +1223,7 @@ def environment_values(environment: Mapping[str, str]) -> dict[str, str]:
         key = environment_key(name)
         if key is None:
             continue
-        if key not in KNOWN_KEYS:
+        if not is_known_key(key):
             raise ConfigError(f"environment variable {name}: unknown configuration key {key!r}")
         values[key] = value
     return values
@@ -1029,7 +1257,7 @@ def load_config(
         values.update(parse_properties(text, str(config_file)))
     values.update(environment_values(os.environ if environment is None else environment))
     values.update(parse_overrides(overrides))
-    unknown = sorted(set(values) - KNOWN_KEYS)
+    unknown = sorted(key for key in values if not is_known_key(key))
     if unknown:
         raise ConfigError(f"unknown configuration key(s): {', '.join(unknown)}")
     try:

@@ -13,7 +13,7 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -40,7 +40,6 @@ from broker.isr_changes import IsrChangeSender
 from broker.kafka_apis import BrokerApis
 from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager
 from broker.log_maintenance import LogMaintenance, MaintenanceConfig
-from broker.metadata_api import CLIENT_LISTENER
 from broker.producer_ids import InitProducerIdApi, ProducerIdBlocks
 from broker.replica_admin_apis import ReplicaAdminApis
 from broker.replica_log_info import ReplicaLogInfoApi
@@ -64,8 +63,16 @@ from kraft.driver import RaftDriver
 from kraft.messages import QuorumView, ReplicaView
 from kraft.raft import RaftConfig
 from net.api_registry import ApiRegistry
-from net.sasl import register_sasl_apis
-from net.server import KafkaServer, ListenerSecurity, RequestMetrics
+from net.sasl import (
+    DEFAULT_SCRAM_ITERATIONS,
+    SCRAM_MECHANISMS,
+    CredentialLookup,
+    ScramCredential,
+    known_users_first,
+    register_sasl_apis,
+    scram_credential,
+)
+from net.server import KafkaServer, RequestMetrics
 from net.tasks import set_fatal_handler, start_essential
 from node.config import NodeConfig, Role
 from node.meta_properties import ensure_formatted
@@ -204,7 +211,7 @@ def controller_config(
         auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
         leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_seconds * 1000,
         unclean_recovery_timeout_ms=config.unclean_recovery_timeout_ms,
-        broker_listener=CLIENT_LISTENER,
+        broker_listener=config.inter_broker_listener,
         broker_ssl_context=config.inter_broker_ssl_context(),
         max_idle_interval_ms=config.metadata_max_idle_interval_ms,
         authorizer=config.authorizer_settings(),
@@ -240,6 +247,7 @@ class NodeStatusView:
         self._recovery_timeout_s = config.unclean_recovery_timeout_ms / 1000
         self._inter_broker_ssl_context = config.inter_broker_ssl_context()
         self._inter_broker_sasl = config.inter_broker_sasl()
+        self._inter_broker_listener = config.inter_broker_listener
         self._driver = driver
         self._replayer = replayer
         self._events = events
@@ -318,7 +326,7 @@ class NodeStatusView:
         self, image: MetadataImage, asked: Mapping[int, Sequence[ControllerTopicPartition]]
     ) -> dict[ControllerTopicPartition, list[ReplicaLogState]]:
         inspector = ReplicaLogInspector(
-            CLIENT_LISTENER,
+            self._inter_broker_listener,
             self._recovery_timeout_s,
             self._inter_broker_ssl_context,
             self._inter_broker_sasl,
@@ -339,7 +347,30 @@ def controller_client(config: NodeConfig, client_id: str) -> ControllerClient:
         client_id=client_id,
         request_timeout=config.controller_quorum_request_timeout_ms / 1000,
         ssl_context=config.controller_client_ssl_context(),
+        sasl=config.controller_sasl(),
     )
+
+
+def controller_credentials(
+    config: NodeConfig, image: Callable[[], MetadataImage]
+) -> CredentialLookup:
+    """What a SASL controller listener verifies: first the users of this node's configuration
+    (the nodes' own, `inter.broker.sasl.*`, and `bootstrap.scram.credentials`), so that voters
+    and brokers authenticate before any metadata is replayed (a new cluster's log holds no
+    credential until a controller is elected), then the users of the metadata log."""
+    known: dict[tuple[str, str], ScramCredential] = {}
+    if config.inter_broker_sasl_username is not None and config.inter_broker_sasl_password:
+        for mechanism in SCRAM_MECHANISMS:
+            known[(config.inter_broker_sasl_username, mechanism)] = scram_credential(
+                mechanism,
+                config.inter_broker_sasl_password.get_secret_value(),
+                DEFAULT_SCRAM_ITERATIONS,
+            )
+    for user in config.bootstrap_scram_credentials:
+        known[(user.name, user.mechanism)] = scram_credential(
+            user.mechanism, user.password.get_secret_value(), user.iterations
+        )
+    return known_users_first(known, credential_lookup(image))
 
 
 def quorum_state(driver: RaftDriver) -> QuorumState:
@@ -376,15 +407,19 @@ def quorum_model(view: QuorumView) -> Quorum:
 
 
 def broker_listeners(config: NodeConfig) -> list[tuple[str, str, int]]:
-    """What the broker registers: its client listener and, so that other nodes' admin APIs can
-    ask it for its partitions' log views, its admin listener (Metadata never shows that one)."""
-    advertised = config.advertised_listener
-    assert advertised is not None
-    listeners = [(CLIENT_LISTENER, advertised.host, advertised.port)]
+    """What the broker registers, as Kafka: each Kafka listener under its name with its
+    advertised endpoint and, so that other nodes' admin APIs can ask it for its partitions'
+    log views, its admin listener (Metadata never shows that one)."""
+    listeners = []
+    for listener in config.listeners:
+        advertised = config.advertised_listener(listener.name)
+        listeners.append((listener.name, advertised.host, advertised.port))
     admin = config.admin_listener
     if admin is not None:
-        # A wildcard bind address is no address to call: use the advertised client host.
-        host = advertised.host if admin.host in ("", "0.0.0.0", "::") else admin.host
+        # A wildcard bind address is no address to call: use the inter-broker listener's
+        # advertised host.
+        inter_broker = config.advertised_listener(config.inter_broker_listener)
+        host = inter_broker.host if admin.host in ("", "0.0.0.0", "::") else admin.host
         listeners.append((ADMIN_LISTENER, host, admin.port))
     return listeners
 
@@ -404,10 +439,6 @@ class BrokerRole:
         self._replayer = replayer
         self._node_id = config.node_id
         self._topic_defaults = broker_topic_config(config)
-        listener = config.listeners
-        advertised = config.advertised_listener
-        assert listener is not None and advertised is not None
-        self._listener = listener
         self._controller = controller_client(config, f"broker-{config.node_id}")
         # Forwarded admin requests wait for slow answers: on their own connections, as Kafka's
         # forwarding channel is, so that a timed-out heartbeat, which closes its connection,
@@ -457,6 +488,7 @@ class BrokerRole:
             rack_aware_replica_selector=config.replica_selector_class is not None,
             fetcher_ssl_context=config.inter_broker_ssl_context(),
             sasl=config.inter_broker_sasl(),
+            replication_listener=config.inter_broker_listener,
         )
         self._offsets_topic_segment_bytes = config.offsets_topic_segment_bytes
         self._controlled_shutdown_timeout_ms = config.controlled_shutdown_timeout_ms
@@ -495,26 +527,30 @@ class BrokerRole:
         DataApis(self.replicas, self.authorizer).register(registry)
         register_sasl_apis(registry)
         ReplicaAdminApis(self.replicas, self.authorizer).register(registry)
-        ReplicaLogInfoApi(self.replicas, lambda: self.lifecycle.broker_epoch).register(registry)
+        ReplicaLogInfoApi(
+            self.replicas, lambda: self.lifecycle.broker_epoch, self.authorizer
+        ).register(registry)
         GroupApis(self.groups, lambda: replayer.image, self.authorizer).register(registry)
         InitProducerIdApi(
             ProducerIdBlocks(self._controller, config.node_id, lambda: self.lifecycle.broker_epoch),
             self.authorizer,
         ).register(registry)
-        self._server = KafkaServer(
-            registry,
-            host=listener.host,
-            port=listener.port,
-            max_request_size=config.socket_request_max_bytes,
-            connections_max_idle_ms=config.connections_max_idle_ms,
-            limits=config.connection_limits(),
-            metrics=request_metrics,
-            listener=ListenerSecurity(
-                config.listener_name,
-                config.kafka_ssl_context(),
-                config.sasl_listener(credential_lookup(lambda: replayer.image)),
-            ),
-        )
+        credentials = credential_lookup(lambda: replayer.image)
+        # One server per Kafka listener, each with its own security, serving the same APIs.
+        self._servers = [
+            KafkaServer(
+                registry,
+                host=listener.endpoint.host,
+                port=listener.endpoint.port,
+                max_request_size=config.socket_request_max_bytes,
+                connections_max_idle_ms=config.connections_max_idle_ms,
+                limits=config.connection_limits(),
+                metrics=request_metrics,
+                listener=config.listener_security(listener.name, credentials),
+            )
+            for listener in config.listeners
+        ]
+        self._listeners = [str(listener) for listener in config.listeners]
 
     def _on_registered(self, broker_epoch: int) -> None:
         self._broker_epochs.add(broker_epoch)
@@ -575,7 +611,8 @@ class BrokerRole:
         this broker replayed from its own log, which may be stale (a restarted broker would
         name itself the leader of partitions it no longer leads), as Kafka's brokers process
         no request before their initial metadata catch-up."""
-        await self._server.start(serving=False)
+        for server in self._servers:
+            await server.start(serving=False)
         self.lifecycle.start()
         self.replicas.start()
         self.maintenance.start()
@@ -583,8 +620,9 @@ class BrokerRole:
 
     async def _serve_once_published(self) -> None:
         await self.replicas.published.wait()
-        await self._server.start_serving()
-        log.info("broker_listening", listener=str(self._listener))
+        for server in self._servers:
+            await server.start_serving()
+        log.info("broker_listening", listeners=self._listeners)
 
     async def stop(self, give_up: asyncio.Event) -> int | None:
         """A controlled shutdown; the broker epoch to write in the clean-shutdown marker (None
@@ -611,7 +649,8 @@ class BrokerRole:
         await self.lifecycle.stop()
         if self._serving is not None:
             self._serving.cancel()
-        await self._server.close(timeout=0.0 if give_up.is_set() else _IN_FLIGHT_GRACE_S)
+        grace = 0.0 if give_up.is_set() else _IN_FLIGHT_GRACE_S
+        await asyncio.gather(*(server.close(timeout=grace) for server in self._servers))
         await self.groups.stop()
         await self.maintenance.stop()
         await self.replicas.stop()
@@ -654,6 +693,14 @@ async def serve(config: NodeConfig) -> None:
     listener = config.controller_listener if is_voter else None
     replayer = MetadataReplayer()
     controller_apis = ApiRegistry()
+    authorizer_settings = config.authorizer_settings()
+    # The quorum's requests are authorized as Kafka's controllers do: CLUSTER_ACTION (DESCRIBE
+    # for DescribeQuorum) on the cluster, from the ACLs this node replayed and super.users.
+    quorum_authorizer = (
+        None
+        if authorizer_settings is None
+        else Authorizer(authorizer_settings, lambda: replayer.image.acls)
+    )
     driver = RaftDriver(
         node_id=config.node_id,
         cluster_id=config.cluster_id,
@@ -669,10 +716,12 @@ async def serve(config: NodeConfig) -> None:
         max_bytes_between_snapshots=config.metadata_log_max_record_bytes_between_snapshots,
         max_request_size=config.socket_request_max_bytes,
         connections_max_idle_ms=config.connections_max_idle_ms,
-        listener=ListenerSecurity(
-            next(iter(config.controller_listener_names), ""), config.controller_ssl_context()
+        listener=config.controller_listener_security(
+            controller_credentials(config, lambda: replayer.image)
         ),
         client_ssl_context=config.controller_client_ssl_context(),
+        client_sasl=config.controller_sasl(),
+        authorize=None if quorum_authorizer is None else quorum_authorizer.allows_quorum_request,
     )
     driver.add_listener(replayer)
     is_broker = Role.BROKER in config.process_roles
@@ -695,6 +744,7 @@ async def serve(config: NodeConfig) -> None:
         lambda: quorum_state(driver),
         lambda: (
             (0 if controller is None else controller.authorization_denials)
+            + (0 if quorum_authorizer is None else quorum_authorizer.denials)
             + (0 if broker is None or broker.authorizer is None else broker.authorizer.denials)
         ),
     )

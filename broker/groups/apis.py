@@ -27,7 +27,6 @@ from broker.groups import wire
 from broker.groups.coordinator import CoordinatorUnavailableError, GroupCoordinator
 from broker.groups.membership import GroupDescription, HeartbeatAnswer, LeaveAnswer, SyncAnswer
 from broker.groups.shard import OffsetToCommit
-from broker.metadata_api import CLIENT_LISTENER
 from controller.acls import AclOperation, Authorizer, ResourceType
 from controller.image import MetadataImage
 from net import messages
@@ -98,12 +97,13 @@ class GroupApis:
             [
                 wire.Coordinator(key, ErrorCode.group_authorization_failed)
                 if refused is ErrorCode.none and self._denied(context, AclOperation.DESCRIBE, key)
-                else self._coordinator_answer(key, refused)
+                else self._coordinator_answer(key, refused, context.listener)
                 for key in keys
             ],
         )
 
-    def _coordinator_answer(self, key: str, refused: ErrorCode) -> wire.Coordinator:
+    def _coordinator_answer(self, key: str, refused: ErrorCode, listener: str) -> wire.Coordinator:
+        """The coordinator of `key`, with its endpoint of `listener` (the client's)."""
         if refused is not ErrorCode.none:
             return wire.Coordinator(key, refused, message="only group coordinators exist here")
         error, node_id = self._coordinator.coordinator_of(key)
@@ -112,7 +112,7 @@ class GroupApis:
         broker = self._image().brokers.get(node_id)
         endpoint = None
         if broker is not None and not broker.fenced:
-            endpoint = next((e for e in broker.listeners if e.name == CLIENT_LISTENER), None)
+            endpoint = next((e for e in broker.listeners if e.name == listener), None)
         if endpoint is None:
             return wire.Coordinator(key, ErrorCode.coordinator_not_available)
         return wire.Coordinator(key, ErrorCode.none, node_id, endpoint.host, endpoint.port)

@@ -75,13 +75,14 @@ def test_the_entrypoint_is_kraft_serve_in_exec_form() -> None:
 
 def test_the_default_configuration_is_a_single_node_cluster_on_the_default_ports() -> None:
     config = image_defaults()
-    assert config.listeners is not None and config.listeners.port == DEFAULT_PORTS["kafka"]
+    (listener,) = config.listeners
+    assert listener.endpoint.port == DEFAULT_PORTS["kafka"]
     assert config.controller_listener is not None
     assert config.controller_listener.port == DEFAULT_PORTS["controller"]
     assert config.admin_listener is not None
     assert config.admin_listener.port == DEFAULT_PORTS["admin"]
     # Reachable from outside the container's network namespace.
-    assert {config.listeners.host, config.controller_listener.host} == {"0.0.0.0"}
+    assert {listener.endpoint.host, config.controller_listener.host} == {"0.0.0.0"}
     assert config.admin_listener.host == "0.0.0.0"
     assert [voter.node_id for voter in config.controller_quorum_voters] == [config.node_id]
 

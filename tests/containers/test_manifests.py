@@ -64,7 +64,7 @@ def test_compose_nodes_form_one_quorum_like_config_local() -> None:
     assert len({config.cluster_id for config in nodes.values()}) == 1
     for node_id, config in by_id.items():
         # On the host network what a node advertises is where it listens.
-        assert config.advertised_listener == config.listeners
+        assert config.advertised_listener("PLAINTEXT") == config.listeners[0].endpoint
         local = load_config(ROOT / "config" / "local" / f"node{node_id}.properties", environment={})
         assert config.listeners == local.listeners
         assert config.controller_listener == local.controller_listener
@@ -145,13 +145,14 @@ def test_each_pod_is_the_node_of_its_ordinal(ordinal: int) -> None:
     assert config.node_id == ordinal
     assert [voter.node_id for voter in config.controller_quorum_voters] == list(range(replicas))
     assert config.controller_listener is not None
-    assert config.advertised_listener is not None and config.listeners is not None
+    (listener,) = config.listeners
+    advertised = config.advertised_listener(listener.name)
     for voter in config.controller_quorum_voters:
         assert voter.endpoint.host == pod_dns(voter.node_id)
         assert voter.endpoint.port == config.controller_listener.port
-    assert config.advertised_listener.host == pod_dns(ordinal)
-    assert config.advertised_listener.port == config.listeners.port
-    assert config.listeners.host == config.controller_listener.host == "0.0.0.0"
+    assert advertised.host == pod_dns(ordinal)
+    assert advertised.port == listener.endpoint.port
+    assert listener.endpoint.host == config.controller_listener.host == "0.0.0.0"
 
 
 def test_the_pods_ports_probes_and_volume_match_their_configuration() -> None:
@@ -159,7 +160,7 @@ def test_the_pods_ports_probes_and_volume_match_their_configuration() -> None:
     assert config.listeners and config.controller_listener and config.admin_listener
     ports = {port["name"]: port["containerPort"] for port in container()["ports"]}
     assert ports == {
-        "kafka": config.listeners.port,
+        "kafka": config.listeners[0].endpoint.port,
         "controller": config.controller_listener.port,
         "admin": config.admin_listener.port,
     }

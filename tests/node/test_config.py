@@ -12,6 +12,7 @@ from net.server import ConnectionLimits
 from node.config import (
     ConfigError,
     Endpoint,
+    ListenerAddress,
     NodeConfig,
     Role,
     load_config,
@@ -45,8 +46,10 @@ def test_a_properties_file_sets_every_kind_of_value(tmp_path: Path) -> None:
     assert config.process_roles == [Role.BROKER, Role.CONTROLLER]
     assert [v.node_id for v in config.controller_quorum_voters] == [1, 2, 3]
     assert config.controller_quorum_voters[2].endpoint == Endpoint(host="127.0.0.1", port=9194)
-    assert config.listeners == Endpoint(host="127.0.0.1", port=9092)
-    assert config.advertised_listener == config.listeners
+    assert config.listeners == (
+        ListenerAddress(name="PLAINTEXT", endpoint=Endpoint(host="127.0.0.1", port=9092)),
+    )
+    assert config.advertised_listener("PLAINTEXT") == Endpoint(host="127.0.0.1", port=9092)
     assert config.admin_listener == Endpoint(host="127.0.0.1", port=9292)
     assert config.log_dirs == [Path("/var/lib/kraft/a"), Path("/var/lib/kraft/b")]
     assert config.min_insync_replicas == 2
@@ -102,7 +105,7 @@ def test_a_whole_configuration_can_come_from_the_environment() -> None:
         "KRAFT_DURABILITY_JOURNAL": "/tmp/journal",
     }
     config = load_config(None, [], environment)
-    assert config.advertised_listener == Endpoint(host="broker-2", port=9092)
+    assert config.advertised_listener("PLAINTEXT") == Endpoint(host="broker-2", port=9092)
 
 
 def test_log_cleaner_and_maintenance_keys_reach_the_log_config(tmp_path: Path) -> None:
@@ -235,7 +238,7 @@ def test_sasl_keys_are_parsed_and_checked() -> None:
     ]
     assert "s3cret" not in repr(config)
     assert config.inter_broker_sasl() == SaslClientCredentials("SCRAM-SHA-512", "admin", "s3cret")
-    listener = config.sasl_listener(lambda user, mechanism: None)
+    listener = config.listener_security("SASL_PLAINTEXT", lambda user, mechanism: None).sasl
     assert listener is not None and tuple(listener.enabled_mechanisms) == ("PLAIN", "SCRAM-SHA-512")
     entries = {entry.name: entry for entry in config.broker_config_entries()}
     assert entries["bootstrap.scram.credentials"].sensitive
@@ -251,6 +254,8 @@ def test_sasl_keys_are_parsed_and_checked() -> None:
             "listener.security.protocol.map": (
                 "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
             ),
+            # Not among the listener's sasl.enabled.mechanisms.
+            "sasl.mechanism.controller.protocol": "SCRAM-SHA-256",
         },
     ):
         with pytest.raises(ValidationError):

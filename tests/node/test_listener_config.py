@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from bench.tls_certificates import SERVER_SUBJECT, CertificateAuthority, KeyPair
-from node.config import ConfigError, Endpoint, NodeConfig, SecurityProtocol, load_config
+from net.sasl import ScramCredential
+from node.config import (
+    ConfigError,
+    Endpoint,
+    ListenerAddress,
+    NodeConfig,
+    SecurityProtocol,
+    load_config,
+)
 
 COMMON = """\
 node.id=1
@@ -26,6 +34,10 @@ LEGACY = COMMON + "listeners=PLAINTEXT://127.0.0.1:9092\ncontroller.listener=127
 def server_keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[CertificateAuthority, KeyPair]:
     authority = CertificateAuthority(tmp_path_factory.mktemp("ca"))
     return authority, authority.issue("server", SERVER_SUBJECT, server=True)
+
+
+def no_users(user: str, mechanism: str) -> ScramCredential | None:
+    return None
 
 
 def load(tmp_path: Path, text: str) -> NodeConfig:
@@ -47,12 +59,16 @@ def tls_keys(keys: tuple[CertificateAuthority, KeyPair]) -> str:
 
 def test_a_bare_configuration_is_plaintext_as_before(tmp_path: Path) -> None:
     config = load(tmp_path, LEGACY)
-    assert config.listeners == Endpoint(host="127.0.0.1", port=9092)
-    assert config.listener_name == "PLAINTEXT"
-    assert config.listener_security_protocol is SecurityProtocol.PLAINTEXT
+    (listener,) = config.listeners
+    assert listener == ListenerAddress(
+        name="PLAINTEXT", endpoint=Endpoint(host="127.0.0.1", port=9092)
+    )
+    assert config.inter_broker_listener == "PLAINTEXT"
+    assert config.security_protocol("PLAINTEXT") is SecurityProtocol.PLAINTEXT
     assert config.controller_security_protocol is SecurityProtocol.PLAINTEXT
-    assert config.kafka_ssl_context() is None
-    assert config.controller_ssl_context() is None
+    security = config.listener_security("PLAINTEXT", no_users)
+    assert security.ssl_context is None and security.sasl is None
+    assert config.controller_listener_security(no_users).ssl_context is None
     assert config.inter_broker_ssl_context() is None
 
 
@@ -69,15 +85,14 @@ def test_kafkas_named_listeners_put_client_and_controller_traffic_on_tls(
         + "ssl.client.auth=required\n"
         + tls_keys(server_keys),
     )
-    assert config.listeners == Endpoint(host="0.0.0.0", port=9092)
+    assert [str(listener) for listener in config.listeners] == ["CLIENT://0.0.0.0:9092"]
     assert config.controller_listener == Endpoint(host="127.0.0.1", port=9193)
-    assert config.listener_name == "CLIENT"
-    assert config.listener_security_protocol is SecurityProtocol.SSL
+    assert config.inter_broker_listener == "CLIENT"
     assert config.controller_security_protocol is SecurityProtocol.SSL
-    server = config.kafka_ssl_context()
+    server = config.listener_security("CLIENT", no_users).ssl_context
     assert server is not None
     assert server.verify_mode == ssl.CERT_REQUIRED
-    assert config.controller_ssl_context() is not None
+    assert config.controller_listener_security(no_users).ssl_context is not None
     client = config.inter_broker_ssl_context()
     assert client is not None
     assert client.check_hostname
@@ -105,7 +120,7 @@ def test_kafkas_named_listeners_put_client_and_controller_traffic_on_tls(
             "listeners=CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9094\n"
             "controller.listener=127.0.0.1:9193\n"
             "listener.security.protocol.map=CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT\n",
-            "one Kafka listener is supported",
+            "inter.broker.listener.name is required with several listeners",
         ),
         (
             "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9193\n"
