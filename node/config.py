@@ -849,11 +849,11 @@ class NodeConfig(BaseModel):
             )
 
     def _check_sasl(self) -> None:
-        """The inter-broker and controller mechanisms are enabled on the listener they are
-        used on, as Kafka checks; a SASL controller listener needs this node's credentials,
+        """The inter-broker (when a user is configured for it) and controller mechanisms are
+        enabled on the listener they are used on, as Kafka checks; a SASL controller listener needs this node's credentials,
         with which brokers and voters authenticate to it."""
         uses = []
-        if self.listeners and self.security_protocol(self.inter_broker_listener).sasl:
+        if self.inter_broker_sasl() is not None and self.listeners:
             uses.append(
                 (
                     "sasl.mechanism.inter.broker.protocol",
@@ -934,7 +934,8 @@ class NodeConfig(BaseModel):
     @property
     def inter_broker_listener(self) -> str:
         """The listener brokers replicate on: `inter.broker.listener.name`, else the only
-        Kafka listener, else (Kafka's default) the one named PLAINTEXT."""
+        Kafka listener, else (Kafka's default) the one named PLAINTEXT. A controller-only
+        node asks brokers on it too (its unclean-recovery questions)."""
         if self.inter_broker_listener_name is not None:
             return self.inter_broker_listener_name.upper()
         if len(self.listeners) == 1:
@@ -1038,8 +1039,6 @@ class NodeConfig(BaseModel):
         """TLS for this node's connections to other brokers' inter-broker listener (replica
         fetchers, the controller's log inspection), this node's key pair as its client
         certificate."""
-        if not self.listeners:
-            return None
         name = self.inter_broker_listener
         return self._client_context(name, self.security_protocol(name))
 
@@ -1086,7 +1085,7 @@ class NodeConfig(BaseModel):
     def inter_broker_sasl(self) -> SaslClientCredentials | None:
         """The credentials of this node's own connections to the inter-broker listener; None
         when that listener is not SASL or no user is configured."""
-        if not self.listeners or not self.security_protocol(self.inter_broker_listener).sasl:
+        if not self.security_protocol(self.inter_broker_listener).sasl:
             return None
         return self._sasl_credentials(self.sasl_mechanism_inter_broker_protocol)
 

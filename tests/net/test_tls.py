@@ -5,6 +5,7 @@ required, and clients the listener refuses (plaintext, untrusted, without a cert
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import ssl
 import struct
@@ -235,3 +236,28 @@ def test_pem_continued_over_properties_lines_is_read_as_kafka_reads_it(
     server_context(
         TlsSettings(certificate_chain=Pem(text=joined), private_key=Pem(text=joined_key))
     )
+
+
+async def test_a_peer_that_never_completes_the_handshake_is_dropped(
+    certificates: Certificates,
+) -> None:
+    """A client that opens the TLS port and says nothing is dropped after the handshake
+    timeout, not after the listener's idle timeout (600 s by default)."""
+    context = server_context(
+        TlsSettings(
+            certificate_chain=Pem(path=certificates.server.certificate_path),
+            private_key=Pem(text=certificates.server.key_pem),
+        )
+    )
+    security = ListenerSecurity("CLIENT", context, ssl_handshake_timeout=0.5)
+    async with KafkaServer(ApiRegistry(), listener=security) as server:
+        loop = asyncio.get_running_loop()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        started = loop.time()
+        try:
+            # EOF (or a reset) once the server gives up on the handshake.
+            with contextlib.suppress(ConnectionResetError):
+                assert await asyncio.wait_for(reader.read(), timeout=30) == b""
+        finally:
+            writer.close()
+        assert loop.time() - started >= 0.4

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.tls_certificates import SERVER_SUBJECT, CertificateAuthority, KeyPair
-from net.sasl import ScramCredential
+from net.sasl import SaslClientCredentials, ScramCredential
 from node.config import (
     ConfigError,
     Endpoint,
@@ -138,6 +138,62 @@ def test_kafkas_named_listeners_put_client_and_controller_traffic_on_tls(
             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT\n",
             "controller.listener.names: listener name CONTROLLER is not in",
         ),
+        (
+            "listeners=CLIENT://127.0.0.1:9092,CLIENT://127.0.0.1:9094\n"
+            "controller.listener=127.0.0.1:9193\nlistener.security.protocol.map=CLIENT:SSL\n",
+            "the listener name CLIENT repeats",
+        ),
+        (
+            "listeners=CLIENT://127.0.0.1:9092,REPLICATION://0.0.0.0:9092\n"
+            "controller.listener=127.0.0.1:9193\ninter.broker.listener.name=REPLICATION\n"
+            "listener.security.protocol.map=CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT\n",
+            "CLIENT and REPLICATION both use port 9092",
+        ),
+        (
+            "listeners=PLAINTEXT://127.0.0.1:9193\ncontroller.listener=127.0.0.1:9193\n",
+            "PLAINTEXT and controller.listener both use port 9193",
+        ),
+        (
+            "listeners=CLIENT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9193\n"
+            "controller.listener.names=CONTROLLER\ninter.broker.listener.name=CONTROLLER\n"
+            "listener.security.protocol.map=CLIENT:PLAINTEXT,CONTROLLER:PLAINTEXT\n",
+            "inter.broker.listener.name CONTROLLER is not a listener of listeners",
+        ),
+        (
+            "listeners=PLAINTEXT://127.0.0.1:9092\ncontroller.listener=127.0.0.1:9193\n"
+            "listener.name.replication.ssl.client.auth=required\n",
+            r"listener\.name\.replication\.\*: there is no listener REPLICATION",
+        ),
+        (
+            "listeners=PLAINTEXT://127.0.0.1:9092\ncontroller.listener=127.0.0.1:9193\n"
+            "listener.name.plaintext.ssl.client.auth=sometimes\n",
+            r"listener\.name\.plaintext\.ssl\.client\.auth: ",
+        ),
+        (
+            "listeners=PLAINTEXT://127.0.0.1:9092\ncontroller.listener=127.0.0.1:9193\n"
+            "listener.name.plaintext.sasl.enabled.mechanisms=GSSAPI\n",
+            r"listener\.name\.plaintext\.sasl\.enabled\.mechanisms: supported SASL",
+        ),
+        (
+            "listeners=PLAINTEXT://127.0.0.1:9092\ncontroller.listener=127.0.0.1:9193\n"
+            "listener.name.plaintext.log.dirs=/tmp\n",
+            r"unknown configuration key.*listener\.name\.plaintext\.log\.dirs",
+        ),
+        (
+            "listeners=CLIENT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9193\n"
+            "controller.listener.names=CONTROLLER\n"
+            "listener.security.protocol.map=CLIENT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT\n",
+            "the SASL controller listener CONTROLLER needs inter.broker.sasl.username",
+        ),
+        (
+            "listeners=CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9094\n"
+            "controller.listener=127.0.0.1:9193\ninter.broker.listener.name=REPLICATION\n"
+            "listener.security.protocol.map=CLIENT:PLAINTEXT,REPLICATION:SASL_PLAINTEXT\n"
+            "listener.name.replication.sasl.enabled.mechanisms=SCRAM-SHA-256\n"
+            "inter.broker.sasl.username=broker\ninter.broker.sasl.password=secret\n",
+            "sasl.mechanism.inter.broker.protocol: SCRAM-SHA-512 is not enabled on listener "
+            "REPLICATION",
+        ),
     ],
 )
 def test_bad_listener_configuration_is_named_at_start(
@@ -185,3 +241,104 @@ def test_describe_configs_spells_the_listener_and_hides_the_key(
     assert entries["admin.listener"].value == "https://127.0.0.1:9292"
     assert entries["ssl.keystore.key"].sensitive
     assert config.admin_ssl_context() is not None
+
+
+THREE_LISTENERS = (
+    COMMON
+    + "listeners=CLIENT://:9092,REPLICATION://10.0.0.1:9093,CONTROLLER://10.0.0.1:9193\n"
+    + "advertised.listeners=CLIENT://broker-1.example:19092\n"
+    + "controller.listener.names=CONTROLLER\n"
+    + "listener.security.protocol.map=CLIENT:SASL_SSL,REPLICATION:SSL,CONTROLLER:SASL_PLAINTEXT\n"
+    + "inter.broker.listener.name=REPLICATION\n"
+    + "inter.broker.sasl.username=broker\ninter.broker.sasl.password=broker-secret\n"
+    + "sasl.mechanism.controller.protocol=SCRAM-SHA-256\n"
+)
+
+
+def test_several_named_listeners_each_with_its_own_protocol(
+    tmp_path: Path, server_keys: tuple[CertificateAuthority, KeyPair]
+) -> None:
+    config = load(tmp_path, THREE_LISTENERS + tls_keys(server_keys))
+    assert [str(listener) for listener in config.listeners] == [
+        "CLIENT://0.0.0.0:9092",
+        "REPLICATION://10.0.0.1:9093",
+    ]
+    assert config.controller_listener == Endpoint(host="10.0.0.1", port=9193)
+    # Advertised per name; a name not advertised is advertised where it listens.
+    assert config.advertised_listener("CLIENT") == Endpoint(host="broker-1.example", port=19092)
+    assert config.advertised_listener("REPLICATION") == Endpoint(host="10.0.0.1", port=9093)
+    assert config.inter_broker_listener == "REPLICATION"
+    client = config.listener_security("CLIENT", no_users)
+    assert client.name == "CLIENT" and client.ssl_context is not None and client.sasl is not None
+    replication = config.listener_security("REPLICATION", no_users)
+    assert replication.ssl_context is not None and replication.sasl is None
+    controller = config.controller_listener_security(no_users)
+    assert controller.ssl_context is None and controller.sasl is not None
+    # Replication is SSL without SASL; the controllers are reached with the node's user.
+    assert config.inter_broker_ssl_context() is not None
+    assert config.inter_broker_sasl() is None
+    assert config.controller_client_ssl_context() is None
+    assert config.controller_sasl() == SaslClientCredentials(
+        "SCRAM-SHA-256", "broker", "broker-secret"
+    )
+    entries = {entry.name: entry for entry in config.broker_config_entries()}
+    assert entries["listeners"].value == "CLIENT://0.0.0.0:9092,REPLICATION://10.0.0.1:9093"
+
+
+def test_listener_overrides_win_over_the_global_keys_for_their_listener(
+    tmp_path: Path, server_keys: tuple[CertificateAuthority, KeyPair]
+) -> None:
+    other = CertificateAuthority(tmp_path / "other", "other CA")
+    config = load(
+        tmp_path,
+        THREE_LISTENERS
+        + tls_keys(server_keys)
+        + "ssl.client.auth=none\n"
+        + "listener.name.replication.ssl.client.auth=required\n"
+        + f"listener.name.replication.ssl.truststore.location={other.certificate_path}\n"
+        + "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512\n"
+        + "listener.name.client.sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN\n",
+    )
+    client = config.listener_security("CLIENT", no_users)
+    replication = config.listener_security("REPLICATION", no_users)
+    assert client.ssl_context is not None and client.ssl_context.verify_mode == ssl.CERT_NONE
+    assert replication.ssl_context is not None
+    assert replication.ssl_context.verify_mode == ssl.CERT_REQUIRED
+    assert config.tls_settings("REPLICATION").trusted_certificates is not None
+    assert config.tls_settings("REPLICATION").trusted_certificates.path == other.certificate_path
+    # The key pair is not overridden: the global one serves.
+    assert (
+        config.tls_settings("REPLICATION").certificate_chain
+        == config.tls_settings("CLIENT").certificate_chain
+    )
+    assert client.sasl is not None
+    assert tuple(client.sasl.enabled_mechanisms) == ("SCRAM-SHA-512", "PLAIN")
+    controller = config.controller_listener_security(no_users).sasl
+    assert controller is not None
+    assert tuple(controller.enabled_mechanisms) == ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def test_listener_overrides_come_from_the_environment_too(tmp_path: Path) -> None:
+    path = tmp_path / "node.properties"
+    path.write_text(LEGACY + "listener.security.protocol.map=PLAINTEXT:SASL_PLAINTEXT\n")
+    config = load_config(
+        path,
+        environment={"KRAFT_LISTENER_NAME_PLAINTEXT_SASL_ENABLED_MECHANISMS": "PLAIN"},
+    )
+    sasl = config.listener_security("PLAINTEXT", no_users).sasl
+    assert sasl is not None and tuple(sasl.enabled_mechanisms) == ("PLAIN",)
+    with pytest.raises(ConfigError, match=r"KRAFT_LISTENER_NAME_PLAINTEXT_NO_SUCH_KEY"):
+        load_config(path, environment={"KRAFT_LISTENER_NAME_PLAINTEXT_NO_SUCH_KEY": "x"})
+
+
+def test_a_tls_listener_bounds_the_handshake(
+    tmp_path: Path, server_keys: tuple[CertificateAuthority, KeyPair]
+) -> None:
+    config = load(
+        tmp_path,
+        COMMON
+        + "listeners=SSL://127.0.0.1:9092\ncontroller.listener=127.0.0.1:9193\n"
+        + "ssl.handshake.timeout.ms=2500\n"
+        + tls_keys(server_keys),
+    )
+    assert config.listener_security("SSL", no_users).ssl_handshake_timeout == 2.5
