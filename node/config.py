@@ -850,8 +850,8 @@ class NodeConfig(BaseModel):
 
     def _check_sasl(self) -> None:
         """The inter-broker (when a user is configured for it) and controller mechanisms are
-        enabled on the listener they are used on, as Kafka checks; a SASL controller listener needs this node's credentials,
-        with which brokers and voters authenticate to it."""
+        enabled on the listener they are used on, as Kafka checks; a SASL controller listener
+        needs this node's credentials, with which brokers and voters authenticate to it."""
         uses = []
         if self.inter_broker_sasl() is not None and self.listeners:
             uses.append(

@@ -693,6 +693,8 @@ async def serve(config: NodeConfig) -> None:
     listener = config.controller_listener if is_voter else None
     replayer = MetadataReplayer()
     controller_apis = ApiRegistry()
+    # ApiVersions lists them, and a SASL controller listener answers them.
+    register_sasl_apis(controller_apis)
     authorizer_settings = config.authorizer_settings()
     # The quorum's requests are authorized as Kafka's controllers do: CLUSTER_ACTION (DESCRIBE
     # for DescribeQuorum) on the cluster, from the ACLs this node replayed and super.users.

@@ -11,6 +11,7 @@ import pytest
 
 from bench.tls_certificates import SERVER_SUBJECT, CertificateAuthority, KeyPair
 from net.sasl import SaslClientCredentials, ScramCredential
+from net.tls import Pem
 from node.config import (
     ConfigError,
     Endpoint,
@@ -304,8 +305,12 @@ def test_listener_overrides_win_over_the_global_keys_for_their_listener(
     assert client.ssl_context is not None and client.ssl_context.verify_mode == ssl.CERT_NONE
     assert replication.ssl_context is not None
     assert replication.ssl_context.verify_mode == ssl.CERT_REQUIRED
-    assert config.tls_settings("REPLICATION").trusted_certificates is not None
-    assert config.tls_settings("REPLICATION").trusted_certificates.path == other.certificate_path
+    assert config.tls_settings("REPLICATION").trusted_certificates == Pem(
+        path=other.certificate_path
+    )
+    assert config.tls_settings("CLIENT").trusted_certificates == Pem(
+        path=server_keys[0].certificate_path
+    )
     # The key pair is not overridden: the global one serves.
     assert (
         config.tls_settings("REPLICATION").certificate_chain
