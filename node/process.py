@@ -351,6 +351,46 @@ def controller_client(config: NodeConfig, client_id: str) -> ControllerClient:
     )
 
 
+class InitialLoad:
+    """Kafka's initial metadata load: done once this node's image reached the high watermark
+    of a known quorum leader; it stays done."""
+
+    def __init__(self, replayer: MetadataReplayer, quorum: Callable[[], QuorumView]) -> None:
+        self._replayer = replayer
+        self._quorum = quorum
+        self._done = False
+
+    def done(self) -> bool:
+        if not self._done:
+            view = self._quorum()
+            self._done = (
+                view.leader_id is not None
+                and view.high_watermark > 0
+                and self._replayer.image.end_offset >= view.high_watermark
+            )
+            if self._done:
+                log.info(
+                    "metadata_initial_load_done",
+                    leader_id=view.leader_id,
+                    leader_epoch=view.leader_epoch,
+                    end_offset=self._replayer.image.end_offset,
+                )
+        return self._done
+
+
+def quorum_request_authorizer(
+    config: NodeConfig, replayer: MetadataReplayer, quorum: Callable[[], QuorumView]
+) -> Authorizer | None:
+    """How the quorum's requests are authorized, as Kafka's controllers do: CLUSTER_ACTION
+    (DESCRIBE for DescribeQuorum) on the cluster; `super.users` always, the ACLs once this
+    node replayed the metadata up to the quorum's high watermark (until then it may not know
+    them all); None without an authorizer."""
+    settings = config.authorizer_settings()
+    if settings is None:
+        return None
+    return Authorizer(settings, lambda: replayer.image.acls, InitialLoad(replayer, quorum).done)
+
+
 def controller_credentials(
     config: NodeConfig, image: Callable[[], MetadataImage]
 ) -> CredentialLookup:
@@ -695,13 +735,11 @@ async def serve(config: NodeConfig) -> None:
     controller_apis = ApiRegistry()
     # ApiVersions lists them, and a SASL controller listener answers them.
     register_sasl_apis(controller_apis)
-    authorizer_settings = config.authorizer_settings()
-    # The quorum's requests are authorized as Kafka's controllers do: CLUSTER_ACTION (DESCRIBE
-    # for DescribeQuorum) on the cluster, from the ACLs this node replayed and super.users.
-    quorum_authorizer = (
-        None
-        if authorizer_settings is None
-        else Authorizer(authorizer_settings, lambda: replayer.image.acls)
+    # The driver, made below, is asked only once it serves requests.
+    quorum_authorizer = quorum_request_authorizer(
+        config,
+        replayer,
+        lambda: driver.quorum_view(),  # noqa: PLW0108
     )
     driver = RaftDriver(
         node_id=config.node_id,

@@ -4,7 +4,10 @@ StandardAuthorizer, driven by confluent-kafka and kafka-python.
 Every PLAINTEXT connection is User:ANONYMOUS, as in Kafka. The cluster starts with
 `super.users=User:ANONYMOUS` (the brokers' own connections, and the operator creating the first
 ACLs), then restarts without it: from then on the ACLs in the metadata log decide, and brokers
-keep registering and replicating because ANONYMOUS holds ALL on the cluster (CLUSTER_ACTION).
+keep replicating because ANONYMOUS holds ALL on the cluster (CLUSTER_ACTION). The controller
+listener is SASL_PLAINTEXT, where the nodes are `User:node`, a super user: a voter restarting
+knows no ACL until it replayed the metadata, so the quorum's own principal must be a super
+user, as in Kafka.
 """
 
 from __future__ import annotations
@@ -53,9 +56,16 @@ from bench.cluster import Cluster, kraft_executable
 from node.admin_cli import AdminApi
 
 ANONYMOUS = "User:ANONYMOUS"
+NODE = "User:node"
 AUTHORIZER = {
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    "super.users": ANONYMOUS,
+    "super.users": f"{ANONYMOUS};{NODE}",
+}
+SASL_CONTROLLER_LISTENER = {
+    "controller.listener.names": "CONTROLLER",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+    "inter.broker.sasl.username": "node",
+    "inter.broker.sasl.password": "node-secret",
 }
 
 
@@ -90,7 +100,10 @@ INITIAL_ACLS = [
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    cluster = Cluster.combined(tmp_path_factory.mktemp("acls"), 2, **AUTHORIZER)
+    cluster = Cluster.combined(
+        tmp_path_factory.mktemp("acls"), 2, **AUTHORIZER, **SASL_CONTROLLER_LISTENER
+    )
+    cluster.name_listeners("PLAINTEXT", "CONTROLLER")
     cluster.start_all()
     try:
         cluster.wait_for("brokers unfenced", lambda: cluster.brokers_unfenced(2), timeout=60)
@@ -105,6 +118,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             lines = node.config_path.read_text().splitlines()
             node.config_path.write_text(
                 "".join(f"{line}\n" for line in lines if not line.startswith("super.users="))
+                + f"super.users={NODE}\n"
             )
             cluster.terminate(node.node_id)
         cluster.start_all()
