@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -59,6 +59,8 @@ class BrokerIdentity:
     previous_broker_epoch: int
     # This process's incarnation: a new one each time the node starts.
     incarnation_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    # Kafka's id of each listener's security protocol, by listener name (0: PLAINTEXT).
+    security_protocols: Mapping[str, int] = field(default_factory=dict)
 
 
 class BrokerLifecycleManager:
@@ -171,6 +173,7 @@ class BrokerLifecycleManager:
                         identity.listeners,
                         rack=identity.rack,
                         previous_broker_epoch=identity.previous_broker_epoch,
+                        security_protocols=identity.security_protocols,
                     )
                 )
             except NoControllerError as error:

@@ -177,8 +177,11 @@ def broker_registration_request(
     *,
     rack: str | None = None,
     previous_broker_epoch: int = -1,
+    security_protocols: Mapping[str, int] | None = None,
 ) -> messages.BrokerRegistrationRequest:
-    """BrokerRegistration with (name, host, port) PLAINTEXT listeners."""
+    """BrokerRegistration with (name, host, port) listeners, each with Kafka's id of its
+    security protocol from `security_protocols` by name (0, PLAINTEXT, for a name it lacks)."""
+    protocols = security_protocols or {}
     key = messages.BROKER_REGISTRATION_REQUESTS
     return _request(
         key,
@@ -186,7 +189,14 @@ def broker_registration_request(
         cluster_id=cluster_id,
         incarnation_id=incarnation_id,
         listeners=tuple(
-            _entity(key, "listeners", name=name, host=host, port=port, security_protocol=0)
+            _entity(
+                key,
+                "listeners",
+                name=name,
+                host=host,
+                port=port,
+                security_protocol=protocols.get(name, 0),
+            )
             for name, host, port in listeners
         ),
         features=(),

@@ -102,6 +102,12 @@ class SecurityProtocol(StrEnum):
         return self in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL)
 
     @property
+    def kafka_id(self) -> int:
+        """Kafka's id of the protocol (SecurityProtocol.id, the order of the members here), as
+        BrokerRegistration carries it."""
+        return list(SecurityProtocol).index(self)
+
+    @property
     def sasl(self) -> bool:
         return self in (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
 

@@ -495,6 +495,10 @@ class BrokerRole:
                 if logs.broker_epoch_at_start is None
                 else logs.broker_epoch_at_start,
                 incarnation_id=incarnation_id or uuid4(),
+                security_protocols={
+                    listener.name: config.security_protocol(listener.name).kafka_id
+                    for listener in config.listeners
+                },
             ),
             lambda: replayer.image.end_offset - 1,
             heartbeat_interval_ms=config.broker_heartbeat_interval_ms,

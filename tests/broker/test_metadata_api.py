@@ -10,7 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.metadata_api import metadata_response, topics_to_create
 from controller.image import MetadataImage
-from controller.records import TopicRecord
+from controller.records import BrokerEndpoint, RegisterBrokerRecord, TopicRecord
 from net.api_keys import ApiKey
 from net.protocol import field_entity_type, make_entity, request_schema
 
@@ -72,3 +72,35 @@ def test_each_topic_asked_gets_its_error(name: str, error: ErrorCode) -> None:
     response: Any = metadata_response(IMAGE, 1, "cluster", 12, request, creating=["orders"])
     assert [(t.name, t.error_code) for t in response.topics] == [(name, error)]
     assert response.cluster_id == "cluster"
+
+
+def test_brokers_are_advertised_with_the_listener_the_request_came_in_on() -> None:
+    """As Kafka: each broker's endpoint of the same listener; a broker without it is left out
+    for that client."""
+
+    def registered(broker_id: int, *listeners: tuple[str, int]) -> RegisterBrokerRecord:
+        return RegisterBrokerRecord(
+            broker_id=broker_id,
+            incarnation_id=UUID(int=broker_id),
+            broker_epoch=broker_id,
+            listeners=tuple(BrokerEndpoint(name, "127.0.0.1", port) for name, port in listeners),
+            fenced=False,
+        )
+
+    image = MetadataImage.from_records(
+        [
+            registered(1, ("CLIENT", 9092), ("REPLICATION", 9093)),
+            registered(2, ("CLIENT", 9192), ("REPLICATION", 9193)),
+            registered(3, ("REPLICATION", 9293)),
+        ]
+    )
+
+    def advertised(listener: str) -> list[tuple[int, int]]:
+        response: Any = metadata_response(
+            image, 1, "cluster", 12, metadata_request(12), listener=listener
+        )
+        return [(broker.node_id, broker.port) for broker in response.brokers]
+
+    assert advertised("CLIENT") == [(1, 9092), (2, 9192)]
+    assert advertised("REPLICATION") == [(1, 9093), (2, 9193), (3, 9293)]
+    assert advertised("PLAINTEXT") == []

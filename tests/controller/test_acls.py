@@ -17,6 +17,7 @@ from controller.acls import (
     AclIndex,
     AclOperation,
     AclPermissionType,
+    Authorizer,
     AuthorizerSettings,
     PatternType,
     ResourceType,
@@ -25,6 +26,10 @@ from controller.acls import (
 )
 from controller.image import MetadataImage
 from controller.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from net.api_keys import ApiKey
+from net.api_registry import RequestContext
+from net.principal import KafkaPrincipal
+from net.protocol import RequestHeader
 
 ALLOW = AclPermissionType.ALLOW
 DENY = AclPermissionType.DENY
@@ -260,3 +265,26 @@ def test_acls_are_replayed_removed_and_kept_in_snapshots() -> None:
     assert dict(image.acls.acls) == {UUID(int=1): reader}
     assert allowed(image.acls, AclOperation.READ)
     assert MetadataImage.from_records(image.to_records()) == image
+
+
+def test_before_the_initial_load_only_super_users_are_allowed() -> None:
+    """Kafka's authorizer before it loaded the metadata: the ACLs it has may be incomplete."""
+    settings = AuthorizerSettings(super_users=parse_super_users("User:node"))
+    acls = index(
+        acl("kafka-cluster", AclOperation.CLUSTER_ACTION, resource_type=ResourceType.CLUSTER)
+    )
+    loaded = False
+    authorizer = Authorizer(settings, lambda: acls, lambda: loaded)
+
+    def vote_from(principal: str) -> bool:
+        header = RequestHeader(ApiKey.VOTE, 0, 1, "peer", 10)
+        context = RequestContext(
+            header, "10.0.0.2:5000", 1, 0.0, 10, principal=KafkaPrincipal.parse(principal)
+        )
+        return authorizer.allows_quorum_request(context)
+
+    assert vote_from("User:node")
+    assert not vote_from("User:alice")
+    loaded = True
+    assert vote_from("User:alice")
+    assert not vote_from("User:bob")

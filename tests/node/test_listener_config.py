@@ -284,6 +284,10 @@ def test_several_named_listeners_each_with_its_own_protocol(
     )
     entries = {entry.name: entry for entry in config.broker_config_entries()}
     assert entries["listeners"].value == "CLIENT://0.0.0.0:9092,REPLICATION://10.0.0.1:9093"
+    # Kafka's SecurityProtocol ids, as BrokerRegistration carries them.
+    assert [config.security_protocol(name).kafka_id for name in config.listener_names] == [3, 1]
+    assert SecurityProtocol.PLAINTEXT.kafka_id == 0
+    assert SecurityProtocol.SASL_PLAINTEXT.kafka_id == 2
 
 
 def test_listener_overrides_win_over_the_global_keys_for_their_listener(
