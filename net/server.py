@@ -756,14 +756,24 @@ class KafkaServer:
             else None,
         )
         if serving:
-            log.info("kafka_server_listening", host=self.host, port=self.port, tls=self.tls)
+            self._log_listening()
 
     async def start_serving(self) -> None:
         """Accept connections on the address `start(serving=False)` bound."""
         if self._server is None:
             raise RuntimeError("server not started")
         await self._server.start_serving()
-        log.info("kafka_server_listening", host=self.host, port=self.port, tls=self.tls)
+        self._log_listening()
+
+    def _log_listening(self) -> None:
+        log.info(
+            "kafka_server_listening",
+            listener=self.listener.name,
+            host=self.host,
+            port=self.port,
+            tls=self.tls,
+            sasl=self.listener.sasl is not None,
+        )
 
     async def close(self, timeout: float = 30.0) -> None:
         """Stop accepting, let in-flight requests finish for up to `timeout` seconds, close all.
