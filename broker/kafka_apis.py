@@ -80,6 +80,7 @@ _CLUSTER_OPERATIONS: dict[int, AclOperation] = {
     ApiKey.UNREGISTER_BROKER: AclOperation.ALTER,
     ApiKey.CREATE_ACLS: AclOperation.ALTER,
     ApiKey.DELETE_ACLS: AclOperation.ALTER,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: AclOperation.ALTER,
 }
 
 # The topic APIs authorized per topic: the operation, and the response's list of topics.
@@ -240,9 +241,16 @@ class BrokerApis:
     def _on_describe_user_scram_credentials(
         self, context: RequestContext, request: messages.DescribeUserScramCredentialsRequest
     ) -> messages.DescribeUserScramCredentialsResponse:
+        version = context.header.api_version
+        authorizer = self._authorizer
+        # As Kafka: DESCRIBE on the cluster, or the whole request is refused.
+        if authorizer is not None and not authorizer.allows_cluster(context, AclOperation.DESCRIBE):
+            return wire.describe_scram_credentials_response(
+                version, (), ErrorCode.cluster_authorization_failed
+            )
         users = None if request.users is None else [user.name for user in request.users]
         return wire.describe_scram_credentials_response(
-            context.header.api_version, describe_scram_credentials(self._image(), users)
+            version, describe_scram_credentials(self._image(), users)
         )
 
     def _on_describe_cluster(
@@ -298,25 +306,6 @@ class BrokerApis:
             version, (acl for _, acl in self._image().acls.matching(acl_filter))
         )
 
-    def _forbidden(self, context: RequestContext, request: _ForwardedRequest) -> ErrorCode | None:
-        """The authorization error refusing a forwarded request, if its sender may not make it.
-
-        Checked here, on the broker the client talks to, as the controller sees the broker's
-        connection and not the client's (Kafka forwards the principal in an envelope). An
-        AlterConfigs naming several resources is refused whole when any of them is not
-        authorized.
-        """
-        authorizer = self._authorizer
-        if authorizer is None:
-            return None
-        api_key = context.header.api_key
-        operation = _CLUSTER_OPERATIONS.get(api_key)
-        if operation is not None:
-            if authorizer.allows_cluster(context, operation):
-                return None
-            return ErrorCode.cluster_authorization_failed
-        return self._forbidden_configs(context, authorizer, request)
-
     def _topic_name(self, item: object) -> str | None:
         """The name of a topic a request names, by name or (DeleteTopics v6) by id."""
         if isinstance(item, str):
@@ -327,49 +316,77 @@ class BrokerApis:
         topic = self._image().topics.get(getattr(item, "topic_id", None) or _NO_TOPIC_ID)
         return None if topic is None else topic.name
 
-    async def _forward_per_topic(
+    async def _forward_per_item(
         self,
-        context: RequestContext,
+        version: int,
         request: _ForwardedRequest,
-        operation: AclOperation,
-        response_field: str,
+        fields: tuple[str, str],
+        refusal: Callable[[Any], ErrorCode | None],
     ) -> Payload:
-        """A topic API with an authorizer, answered per topic as Kafka does: the topics the
-        sender may not `operation` are TOPIC_AUTHORIZATION_FAILED, the others are forwarded.
-        A topic named by an id that does not exist is the controller's to answer."""
-        authorizer = self._authorizer
-        assert authorizer is not None
-        version = context.header.api_version
-        request_field = "topic_names" if hasattr(request, "topic_names") else "topics"
+        """A request answered per item as Kafka does: the items (topics, config resources) that
+        `refusal` refuses are answered with its error, the others are forwarded. `fields` names
+        the request's and the response's lists of items."""
+        request_field, response_field = fields
         items: tuple[object, ...] = getattr(request, request_field)
-        denied: list[object] = []
-        if not (
-            operation is AclOperation.CREATE
-            and authorizer.allows_cluster(context, AclOperation.CREATE)
-        ):
-            denied = [
-                item
-                for item in items
-                if (name := self._topic_name(item)) is not None
-                and not authorizer.allows(context, operation, ResourceType.TOPIC, name)
-            ]
-        if not denied:
+        refused_by_error: dict[ErrorCode, list[object]] = {}
+        allowed: list[object] = []
+        for item in items:
+            error = refusal(item)
+            if error is None:
+                allowed.append(item)
+            else:
+                refused_by_error.setdefault(error, []).append(item)
+        if not refused_by_error:
             return await self._send(version, request)
-        refused = _refusal(
-            version,
-            _with_items(request, request_field, tuple(denied)),
-            ErrorCode.topic_authorization_failed,
-        )
-        allowed = tuple(item for item in items if item not in denied)
-        if not allowed:
-            return refused
-        answered = await self._send(version, _with_items(request, request_field, allowed))
+        refusals = [
+            _refusal(version, _with_items(request, request_field, tuple(refused)), error)
+            for error, refused in refused_by_error.items()
+        ]
+        if allowed:
+            answered = await self._send(
+                version, _with_items(request, request_field, tuple(allowed))
+            )
+        else:
+            answered, refusals = refusals[0], refusals[1:]
         merged: Payload = _with_items(
             answered,
             response_field,
-            getattr(answered, response_field) + getattr(refused, response_field),
+            getattr(answered, response_field)
+            + tuple(item for refused in refusals for item in getattr(refused, response_field)),
         )
         return merged
+
+    def _topic_refusal(
+        self, context: RequestContext, operation: AclOperation, item: object
+    ) -> ErrorCode | None:
+        """TOPIC_AUTHORIZATION_FAILED for a topic item the sender may not `operation`; CREATE
+        on the cluster covers every topic a CreateTopics names. A topic named by an id that
+        does not exist is the controller's to answer."""
+        authorizer = self._authorizer
+        assert authorizer is not None
+        if operation is AclOperation.CREATE and authorizer.allows_cluster(
+            context, AclOperation.CREATE
+        ):
+            return None
+        name = self._topic_name(item)
+        if name is None or authorizer.allows(context, operation, ResourceType.TOPIC, name):
+            return None
+        return ErrorCode.topic_authorization_failed
+
+    def _alter_config_refusal(self, context: RequestContext, resource: Any) -> ErrorCode | None:
+        """(Incremental)AlterConfigs: ALTER_CONFIGS on the topic, or on the cluster for a
+        broker or broker logger resource (Kafka's ControllerApis)."""
+        authorizer = self._authorizer
+        assert authorizer is not None
+        if int(resource.resource_type) == ConfigResourceType.TOPIC:
+            if authorizer.allows(
+                context, AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, resource.resource_name
+            ):
+                return None
+            return ErrorCode.topic_authorization_failed
+        if authorizer.allows_cluster(context, AclOperation.ALTER_CONFIGS):
+            return None
+        return ErrorCode.cluster_authorization_failed
 
     def _config_refusal(
         self, context: RequestContext, resource_type: int, name: str
@@ -385,34 +402,39 @@ class BrokerApis:
             return None
         return ErrorCode.cluster_authorization_failed
 
-    @staticmethod
-    def _forbidden_configs(
-        context: RequestContext, authorizer: Authorizer, request: _ForwardedRequest
-    ) -> ErrorCode | None:
-        if not isinstance(
+    async def _forward(self, context: RequestContext, request: _ForwardedRequest) -> Payload:
+        """Forwards `request` to the active controller once authorized here, on the broker the
+        client talks to: the controller sees the broker's connection, not the client's."""
+        version = context.header.api_version
+        authorizer = self._authorizer
+        if authorizer is None:
+            return await self._send(version, request)
+        api_key = context.header.api_key
+        operation = _CLUSTER_OPERATIONS.get(api_key)
+        if operation is not None:
+            if not authorizer.allows_cluster(context, operation):
+                return _refusal(version, request, ErrorCode.cluster_authorization_failed)
+            return await self._send(version, request)
+        per_topic = _PER_TOPIC.get(api_key)
+        if per_topic is not None:
+            topic_operation, response_field = per_topic
+            request_field = "topic_names" if hasattr(request, "topic_names") else "topics"
+            return await self._forward_per_item(
+                version,
+                request,
+                (request_field, response_field),
+                partial(self._topic_refusal, context, topic_operation),
+            )
+        if isinstance(
             request, messages.IncrementalAlterConfigsRequest | messages.AlterConfigsRequest
         ):
-            return None
-        for resource in request.resources:
-            if int(resource.resource_type) == ConfigResourceType.TOPIC:
-                if not authorizer.allows(
-                    context, AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, resource.resource_name
-                ):
-                    return ErrorCode.topic_authorization_failed
-            elif not authorizer.allows(
-                context, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME
-            ):
-                return ErrorCode.cluster_authorization_failed
-        return None
-
-    async def _forward(self, context: RequestContext, request: _ForwardedRequest) -> Payload:
-        per_topic = _PER_TOPIC.get(context.header.api_key)
-        if self._authorizer is not None and per_topic is not None:
-            return await self._forward_per_topic(context, request, *per_topic)
-        forbidden = self._forbidden(context, request)
-        if forbidden is not None:
-            return _refusal(context.header.api_version, request, forbidden)
-        return await self._send(context.header.api_version, request)
+            return await self._forward_per_item(
+                version,
+                request,
+                ("resources", "responses"),
+                partial(self._alter_config_refusal, context),
+            )
+        return await self._send(version, request)
 
     async def _send(self, version: int, request: _ForwardedRequest) -> Payload:
         try:

@@ -730,15 +730,18 @@ def alter_scram_credentials_error(
 
 
 def describe_scram_credentials_response(
-    version: int, descriptions: Sequence[ScramDescription]
+    version: int,
+    descriptions: Sequence[ScramDescription],
+    error: ErrorCode = ErrorCode.none,
 ) -> messages.DescribeUserScramCredentialsResponse:
+    """The descriptions of the users' credentials; or, with an `error`, none and the error."""
     responses = messages.DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSES
     result_type = messages.nested_type(responses, version, "results")
     info_type = messages.nested_type(responses, version, "results", "credential_infos")
     return make_entity(
         responses[version],
         throttle_time=NO_THROTTLE,
-        error_code=ErrorCode.none,
+        error_code=error,
         error_message=None,
         results=tuple(
             make_entity(
