@@ -114,6 +114,18 @@ def password_matches(mechanism: str, credential: ScramCredential, password: str)
     return hmac.compare_digest(stored_key, credential.stored_key)
 
 
+def password_check(credentials: CredentialLookup, user: str, password: str) -> Callable[[], bool]:
+    """Whether `password` is `user`'s, as a check to run off the event loop (it derives the
+    salted password): against the user's SCRAM-SHA-512 credential, else its SCRAM-SHA-256 one;
+    a user without credentials never matches. PLAIN logins and the admin API's HTTP Basic
+    authentication both check passwords this way."""
+    for mechanism in (SCRAM_SHA_512, SCRAM_SHA_256):
+        credential = credentials(user, mechanism)
+        if credential is not None:
+            return partial(password_matches, mechanism, credential, password)
+    return lambda: False
+
+
 @dataclass(frozen=True, slots=True)
 class SaslListenerConfig:
     """What a SASL listener needs: its mechanisms (Kafka's `sasl.enabled.mechanisms`), the
@@ -201,11 +213,7 @@ class _PlainExchange:
                 "different from username"
             )
         self.user = user
-        for mechanism in (SCRAM_SHA_512, SCRAM_SHA_256):
-            credential = self._credentials(user, mechanism)
-            if credential is not None:
-                return partial(password_matches, mechanism, credential, password)
-        return lambda: False
+        return password_check(self._credentials, user, password)
 
 
 class _ScramExchange(_Exchange):
