@@ -716,6 +716,8 @@ async def serve(config: NodeConfig) -> None:
             token=config.admin_token,
             metrics=node_metrics,
             peer_ssl=config.admin_peer_ssl_context(),
+            tls=config.admin_ssl_context() is not None,
+            authorizer=config.authorizer_settings(),
         )
         # An idle keep-alive connection is closed after connections.max.idle.ms, as on the
         # Kafka and controller listeners.
