@@ -24,8 +24,9 @@ http://127.0.0.1:9292, or `KRAFT_ADMIN_URL`), `--cafile PEM` (or `KRAFT_ADMIN_CA
 https listener signed by a private CA, credentials: `--token` (or `KRAFT_ADMIN_TOKEN`, the
 node's `admin.token`) or `--user NAME` (or `KRAFT_ADMIN_USER`) with the password from
 `KRAFT_ADMIN_PASSWORD`, `--password` / `--admin-password`, or a prompt (HTTP Basic, https
-only: a password is never sent to an http:// URL), and `--json` for the API's JSON as it is. Exit status: 0 done; 1 the API refused or failed (its error on
-stderr); 2 a bad command line; 3 the admin API could not be reached.
+only: a password is never sent to an http:// URL), and `--json` for the API's JSON as it is.
+Exit status: 0 done; 1 the API refused or failed (its error on stderr, with what to do about a
+401 or 403); 2 a bad command line; 3 the admin API could not be reached (TLS failures included).
 """
 
 from __future__ import annotations
