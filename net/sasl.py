@@ -98,10 +98,12 @@ class ScramCredential:
 CredentialLookup = Callable[[str, str], ScramCredential | None]
 
 
-def scram_credential(mechanism: str, password: str, iterations: int) -> ScramCredential:
-    """A new credential of `mechanism` for `password`, with a fresh random salt."""
+def scram_credential(
+    mechanism: str, password: str, iterations: int, salt: bytes | None = None
+) -> ScramCredential:
+    """A new credential of `mechanism` for `password`, with `salt` or a fresh random one."""
     salt, stored_key, server_key, iterations = scramp.ScramMechanism(mechanism).make_auth_info(
-        password, iteration_count=iterations
+        password, iteration_count=iterations, salt=salt
     )
     return ScramCredential(salt, stored_key, server_key, iterations)
 

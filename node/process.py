@@ -55,9 +55,8 @@ from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_change import PartitionDefaults
 from controller.partition_change import TopicPartition as ControllerTopicPartition
 from controller.quorum_controller import ControllerConfig, QuorumController
-from controller.records import ReplicaLogState, ScramMechanism
+from controller.records import ReplicaLogState
 from controller.replica_log_inspector import ReplicaLogInspector
-from controller.scram import record_from_password
 from controller.topic_config import TopicConfig
 from controller.topics import OFFSETS_TOPIC, TopicDefaults
 from kraft.driver import RaftDriver
@@ -67,6 +66,7 @@ from net.api_registry import ApiRegistry
 from net.sasl import register_sasl_apis
 from net.server import KafkaServer, ListenerSecurity, RequestMetrics
 from net.tasks import set_fatal_handler, start_essential
+from node.bootstrap_records import read_bootstrap_records
 from node.config import NodeConfig, Role
 from node.meta_properties import ensure_formatted
 from storage import durability
@@ -209,15 +209,11 @@ def controller_config(
         max_idle_interval_ms=config.metadata_max_idle_interval_ms,
         authorizer=config.authorizer_settings(),
         broker_listener_sasl=config.inter_broker_sasl(),
+        # `bootstrap.scram.credentials`, then what `kraft format --add-scram` left.
         bootstrap_scram_credentials=tuple(
-            record_from_password(
-                credential.name,
-                ScramMechanism[credential.mechanism.replace("-", "_")],
-                credential.password.get_secret_value(),
-                credential.iterations,
-            )
-            for credential in config.bootstrap_scram_credentials
-        ),
+            credential.record() for credential in config.bootstrap_scram_credentials
+        )
+        + read_bootstrap_records(config.metadata_log_directory),
     )
 
 
