@@ -97,37 +97,6 @@ def _with_items(message: Any, field: str, items: tuple[object, ...]) -> Any:
     return dataclasses.replace(message, **{field: items})
 
 
-def _refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payload:
-    """The response to a forwarded `request` refusing every item of it with `error`."""
-    if isinstance(request, messages.CreateAclsRequest):
-        return acl_wire.create_acls_error(version, request, error, None)
-    if isinstance(request, messages.DeleteAclsRequest):
-        return acl_wire.delete_acls_error(version, request, error, None)
-    return _topic_api_refusal(version, request, error)
-
-
-def _topic_api_refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payload:
-    if isinstance(request, messages.CreateTopicsRequest):
-        return wire.create_topics_error(version, request, error)
-    if isinstance(request, messages.DeleteTopicsRequest):
-        return wire.delete_topics_error(version, request, error)
-    if isinstance(request, messages.CreatePartitionsRequest):
-        return wire.create_partitions_error(version, request, error)
-    if isinstance(request, messages.IncrementalAlterConfigsRequest):
-        return wire.incremental_alter_configs_error(version, request, error)
-    if isinstance(request, messages.AlterPartitionReassignmentsRequest):
-        return wire.alter_reassignments_error(version, error)
-    if isinstance(request, messages.ListPartitionReassignmentsRequest):
-        return wire.list_reassignments_error(version, error)
-    if isinstance(request, messages.UnregisterBrokerRequest):
-        return wire.unregister_broker_error(version, error)
-    if isinstance(request, messages.AlterConfigsRequest):
-        return wire.alter_configs_error(version, request, error)
-    if isinstance(request, messages.AlterUserScramCredentialsRequest):
-        return wire.alter_scram_credentials_error(version, request, error)
-    return wire.elect_leaders_response(version, (), error)
-
-
 class BrokerApis:
     """The handlers of the client listener; `image` gives the current metadata image;
     `auto_creation` creates the topics Metadata requests ask for (None: topics are not created
@@ -339,7 +308,9 @@ class BrokerApis:
         if not refused_by_error:
             return await self._send(version, request)
         refusals = [
-            _refusal(version, _with_items(request, request_field, tuple(refused)), error)
+            wire.forwarded_refusal(
+                version, _with_items(request, request_field, tuple(refused)), error
+            )
             for error, refused in refused_by_error.items()
         ]
         if allowed:
@@ -413,7 +384,9 @@ class BrokerApis:
         operation = _CLUSTER_OPERATIONS.get(api_key)
         if operation is not None:
             if not authorizer.allows_cluster(context, operation):
-                return _refusal(version, request, ErrorCode.cluster_authorization_failed)
+                return wire.forwarded_refusal(
+                    version, request, ErrorCode.cluster_authorization_failed
+                )
             return await self._send(version, request)
         per_topic = _PER_TOPIC.get(api_key)
         if per_topic is not None:
@@ -443,5 +416,5 @@ class BrokerApis:
                 request, deadline_s=self._forward_timeout_s, patient=True
             )
         except NoControllerError:
-            return _refusal(version, request, ErrorCode.request_timed_out)
+            return wire.forwarded_refusal(version, request, ErrorCode.request_timed_out)
         return response

@@ -151,6 +151,12 @@ _REASSIGNMENT_LOGS = {
 }
 
 
+def _recovery_refusal(error: ErrorCode) -> ElectRecoveredLeaderResponse:
+    return ElectRecoveredLeaderResponse(
+        throttle_time=i32Timedelta.parse(NO_THROTTLE), error_code=error, error_message=None
+    )
+
+
 class NotControllerError(Exception):
     """This node is not the active controller (or stopped being it before the commit)."""
 
@@ -257,41 +263,39 @@ class QuorumController:
             ApiKey.UNREGISTER_BROKER: self._on_unregister_broker,
             ApiKey.ALTER_CONFIGS: self._on_alter_configs,
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self._on_alter_user_scram_credentials,
+            ApiKey.CREATE_ACLS: self._on_create_acls,
+            ApiKey.DELETE_ACLS: self._on_delete_acls,
+            ApiKey.ELECT_RECOVERED_LEADER: self._on_elect_recovered_leader,
         }
         # The brokers' own APIs need CLUSTER_ACTION on the cluster, as in Kafka's ControllerApis.
-        cluster_actions: dict[int, Callable[[int, ErrorCode], Any]] = {
-            ApiKey.BROKER_REGISTRATION: wire.registration_error,
-            ApiKey.BROKER_HEARTBEAT: wire.heartbeat_error,
-            ApiKey.ALTER_PARTITION: wire.alter_partition_error,
-            ApiKey.ALLOCATE_PRODUCER_IDS: wire.producer_ids_error,
+        # So do the admin APIs: only nodes send them here (brokers forwarding their clients'
+        # requests, after authorizing them with the client's principal, and the admin API), as
+        # no Envelope carries the client's principal to authorize them again here.
+        refusals: dict[int, Callable[[int, Any, ErrorCode], Any]] = {
+            ApiKey.BROKER_REGISTRATION: lambda v, _, e: wire.registration_error(v, e),
+            ApiKey.BROKER_HEARTBEAT: lambda v, _, e: wire.heartbeat_error(v, e),
+            ApiKey.ALTER_PARTITION: lambda v, _, e: wire.alter_partition_error(v, e),
+            ApiKey.ALLOCATE_PRODUCER_IDS: lambda v, _, e: wire.producer_ids_error(v, e),
+            ApiKey.ELECT_RECOVERED_LEADER: lambda _v, _r, e: _recovery_refusal(e),
         }
-        for served in wire.SERVED:
-            handler = handlers[served.api_key]
-            refuse = cluster_actions.get(served.api_key)
-            if self._authorizer is not None and refuse is not None:
+        versions = [
+            (served.api_key, served.min_version, served.max_version) for served in wire.SERVED
+        ]
+        versions += [
+            (ApiKey.CREATE_ACLS, *acl_wire.ACL_VERSIONS),
+            (ApiKey.DELETE_ACLS, *acl_wire.ACL_VERSIONS),
+            (
+                ApiKey.ELECT_RECOVERED_LEADER,
+                MANUAL_RECOVERY_VERSIONS[0],
+                MANUAL_RECOVERY_VERSIONS[-1],
+            ),
+        ]
+        for api_key, min_version, max_version in versions:
+            handler = handlers[api_key]
+            if self._authorizer is not None:
+                refuse = refusals.get(api_key, wire.forwarded_refusal)
                 handler = self._cluster_action_only(self._authorizer, handler, refuse)
-            registry.register(
-                served.api_key,
-                handler,
-                min_version=served.min_version,
-                max_version=served.max_version,
-            )
-        for api_key, handler in (
-            (ApiKey.CREATE_ACLS, self._on_create_acls),
-            (ApiKey.DELETE_ACLS, self._on_delete_acls),
-        ):
-            registry.register(
-                api_key,
-                handler,
-                min_version=acl_wire.ACL_VERSIONS[0],
-                max_version=acl_wire.ACL_VERSIONS[1],
-            )
-        registry.register(
-            ApiKey.ELECT_RECOVERED_LEADER,
-            self._on_elect_recovered_leader,
-            min_version=MANUAL_RECOVERY_VERSIONS[0],
-            max_version=MANUAL_RECOVERY_VERSIONS[-1],
-        )
+            registry.register(api_key, handler, min_version=min_version, max_version=max_version)
 
     @property
     def authorization_denials(self) -> int:
@@ -300,14 +304,16 @@ class QuorumController:
 
     @staticmethod
     def _cluster_action_only(
-        authorizer: Authorizer, handler: Handler, refuse: Callable[[int, ErrorCode], Any]
+        authorizer: Authorizer, handler: Handler, refuse: Callable[[int, Any, ErrorCode], Any]
     ) -> Handler:
         """`handler` for senders with CLUSTER_ACTION on the cluster; CLUSTER_AUTHORIZATION_FAILED
-        (`refuse`) for the others."""
+        (`refuse(version, request, error)`) for the others."""
 
         async def authorized(context: RequestContext, request: Any) -> Any:
             if not authorizer.allows_cluster(context, AclOperation.CLUSTER_ACTION):
-                return refuse(context.header.api_version, ErrorCode.cluster_authorization_failed)
+                return refuse(
+                    context.header.api_version, request, ErrorCode.cluster_authorization_failed
+                )
             result = handler(context, request)
             return await result if inspect.isawaitable(result) else result
 
