@@ -34,7 +34,6 @@ from node.bootstrap_records import write_bootstrap_records
 from node.config import ConfigError, NodeConfig, load_config
 from node.logging_setup import configure_logging
 from node.meta_properties import LogDirectoryError, ensure_formatted, read_meta_properties
-from node.process import serve
 from storage.errors import StorageError
 
 log = structlog.get_logger(__name__)
@@ -113,6 +112,10 @@ def serve_command(config_file: Path, overrides: Sequence[str]) -> int:
     try:
         config = load_config(config_file, overrides)
         configure_logging(config.node_id)
+        # Imported here: the node (most of the product) takes seconds to import, which the
+        # operator commands sharing this entry point should not pay.
+        from node.process import serve  # noqa: PLC0415
+
         uvloop.run(serve(config))
     except ConfigError as error:
         print(f"kraft serve: {error}", file=sys.stderr)
