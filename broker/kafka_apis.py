@@ -11,12 +11,12 @@ controller answers in time, those requests get REQUEST_TIMED_OUT.
 
 from __future__ import annotations
 
-import dataclasses
-import uuid
 from collections.abc import Callable
 from functools import partial
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
+import structlog
+from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Payload
 
@@ -33,7 +33,7 @@ from broker.metadata_api import (
     topics_to_create,
 )
 from controller import acl_wire, wire
-from controller.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
+from controller.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType, client_host
 from controller.client import ControllerClient, NoControllerError
 from controller.image import MetadataImage
 from controller.records import ConfigResourceType
@@ -41,6 +41,9 @@ from controller.scram import describe_scram_credentials
 from net import messages
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
+from net.envelope import EnvelopeError, seal, unseal_response
+
+log = structlog.get_logger(__name__)
 
 # The controller APIs forwarded to the active controller.
 _FORWARDED = frozenset(
@@ -71,30 +74,6 @@ _ForwardedRequest: TypeAlias = (
     | messages.DeleteAclsRequest
     | messages.AlterUserScramCredentialsRequest
 )
-
-# The cluster operation each forwarded cluster-wide API needs (Kafka's ControllerApis).
-_CLUSTER_OPERATIONS: dict[int, AclOperation] = {
-    ApiKey.ELECT_LEADERS: AclOperation.ALTER,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: AclOperation.ALTER,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: AclOperation.DESCRIBE,
-    ApiKey.UNREGISTER_BROKER: AclOperation.ALTER,
-    ApiKey.CREATE_ACLS: AclOperation.ALTER,
-    ApiKey.DELETE_ACLS: AclOperation.ALTER,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: AclOperation.ALTER,
-}
-
-# The topic APIs authorized per topic: the operation, and the response's list of topics.
-_PER_TOPIC: dict[int, tuple[AclOperation, str]] = {
-    ApiKey.CREATE_TOPICS: (AclOperation.CREATE, "topics"),
-    ApiKey.DELETE_TOPICS: (AclOperation.DELETE, "responses"),
-    ApiKey.CREATE_PARTITIONS: (AclOperation.ALTER, "results"),
-}
-_NO_TOPIC_ID = uuid.UUID(int=0)
-
-
-def _with_items(message: Any, field: str, items: tuple[object, ...]) -> Any:
-    """`message` (a kio request or response) with its list `field` replaced by `items`."""
-    return dataclasses.replace(message, **{field: items})
 
 
 class BrokerApis:
@@ -275,90 +254,6 @@ class BrokerApis:
             version, (acl for _, acl in self._image().acls.matching(acl_filter))
         )
 
-    def _topic_name(self, item: object) -> str | None:
-        """The name of a topic a request names, by name or (DeleteTopics v6) by id."""
-        if isinstance(item, str):
-            return item
-        name = getattr(item, "name", None)
-        if name is not None:
-            return str(name)
-        topic = self._image().topics.get(getattr(item, "topic_id", None) or _NO_TOPIC_ID)
-        return None if topic is None else topic.name
-
-    async def _forward_per_item(
-        self,
-        version: int,
-        request: _ForwardedRequest,
-        fields: tuple[str, str],
-        refusal: Callable[[Any], ErrorCode | None],
-    ) -> Payload:
-        """A request answered per item as Kafka does: the items (topics, config resources) that
-        `refusal` refuses are answered with its error, the others are forwarded. `fields` names
-        the request's and the response's lists of items."""
-        request_field, response_field = fields
-        items: tuple[object, ...] = getattr(request, request_field)
-        refused_by_error: dict[ErrorCode, list[object]] = {}
-        allowed: list[object] = []
-        for item in items:
-            error = refusal(item)
-            if error is None:
-                allowed.append(item)
-            else:
-                refused_by_error.setdefault(error, []).append(item)
-        if not refused_by_error:
-            return await self._send(version, request)
-        refusals = [
-            wire.forwarded_refusal(
-                version, _with_items(request, request_field, tuple(refused)), error
-            )
-            for error, refused in refused_by_error.items()
-        ]
-        if allowed:
-            answered = await self._send(
-                version, _with_items(request, request_field, tuple(allowed))
-            )
-        else:
-            answered, refusals = refusals[0], refusals[1:]
-        merged: Payload = _with_items(
-            answered,
-            response_field,
-            getattr(answered, response_field)
-            + tuple(item for refused in refusals for item in getattr(refused, response_field)),
-        )
-        return merged
-
-    def _topic_refusal(
-        self, context: RequestContext, operation: AclOperation, item: object
-    ) -> ErrorCode | None:
-        """TOPIC_AUTHORIZATION_FAILED for a topic item the sender may not `operation`; CREATE
-        on the cluster covers every topic a CreateTopics names. A topic named by an id that
-        does not exist is the controller's to answer."""
-        authorizer = self._authorizer
-        assert authorizer is not None
-        if operation is AclOperation.CREATE and authorizer.allows_cluster(
-            context, AclOperation.CREATE
-        ):
-            return None
-        name = self._topic_name(item)
-        if name is None or authorizer.allows(context, operation, ResourceType.TOPIC, name):
-            return None
-        return ErrorCode.topic_authorization_failed
-
-    def _alter_config_refusal(self, context: RequestContext, resource: Any) -> ErrorCode | None:
-        """(Incremental)AlterConfigs: ALTER_CONFIGS on the topic, or on the cluster for a
-        broker or broker logger resource (Kafka's ControllerApis)."""
-        authorizer = self._authorizer
-        assert authorizer is not None
-        if int(resource.resource_type) == ConfigResourceType.TOPIC:
-            if authorizer.allows(
-                context, AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, resource.resource_name
-            ):
-                return None
-            return ErrorCode.topic_authorization_failed
-        if authorizer.allows_cluster(context, AclOperation.ALTER_CONFIGS):
-            return None
-        return ErrorCode.cluster_authorization_failed
-
     def _config_refusal(
         self, context: RequestContext, resource_type: int, name: str
     ) -> ErrorCode | None:
@@ -374,46 +269,35 @@ class BrokerApis:
         return ErrorCode.cluster_authorization_failed
 
     async def _forward(self, context: RequestContext, request: _ForwardedRequest) -> Payload:
-        """Forwards `request` to the active controller once authorized here, on the broker the
-        client talks to: the controller sees the broker's connection, not the client's."""
+        """Forwards `request` to the active controller. With an authorizer, in an Envelope
+        with the client's principal and address: the controller authorizes it as the
+        client's (Kafka's forwarding, KIP-590)."""
         version = context.header.api_version
-        authorizer = self._authorizer
-        if authorizer is None:
-            return await self._send(version, request)
-        api_key = context.header.api_key
-        operation = _CLUSTER_OPERATIONS.get(api_key)
-        if operation is not None:
-            if not authorizer.allows_cluster(context, operation):
-                return wire.forwarded_refusal(
-                    version, request, ErrorCode.cluster_authorization_failed
-                )
-            return await self._send(version, request)
-        per_topic = _PER_TOPIC.get(api_key)
-        if per_topic is not None:
-            topic_operation, response_field = per_topic
-            request_field = "topic_names" if hasattr(request, "topic_names") else "topics"
-            return await self._forward_per_item(
-                version,
-                request,
-                (request_field, response_field),
-                partial(self._topic_refusal, context, topic_operation),
+        if self._authorizer is None:
+            return await self._send(version, request, request)
+        envelope = seal(
+            request, context.header.client_id, context.principal, client_host(context.peer)
+        )
+        answer = await self._send(version, request, envelope)
+        if not isinstance(answer, EnvelopeResponse):
+            return answer
+        if answer.error_code != ErrorCode.none:
+            return wire.forwarded_refusal(version, request, answer.error_code)
+        try:
+            return unseal_response(answer, request)
+        except EnvelopeError as error:
+            log.warning(
+                "forwarded_response_malformed", api_key=request.__api_key__, error=str(error)
             )
-        if isinstance(
-            request, messages.IncrementalAlterConfigsRequest | messages.AlterConfigsRequest
-        ):
-            return await self._forward_per_item(
-                version,
-                request,
-                ("resources", "responses"),
-                partial(self._alter_config_refusal, context),
-            )
-        return await self._send(version, request)
+            return wire.forwarded_refusal(version, request, ErrorCode.unknown_server_error)
 
-    async def _send(self, version: int, request: _ForwardedRequest) -> Payload:
+    async def _send(self, version: int, request: _ForwardedRequest, sent: Payload) -> Payload:
+        """The controller's answer to `sent` (`request`, or its envelope); `request` refused
+        REQUEST_TIMED_OUT when no controller answers in time."""
         try:
             # The controller answers with the response of the request's own API and version.
             response: Payload = await self._controller.send(
-                request, deadline_s=self._forward_timeout_s, patient=True
+                sent, deadline_s=self._forward_timeout_s, patient=True
             )
         except NoControllerError:
             return wire.forwarded_refusal(version, request, ErrorCode.request_timed_out)

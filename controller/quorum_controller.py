@@ -44,6 +44,7 @@ import asyncio
 import contextlib
 import inspect
 import ssl
+import typing
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -51,8 +52,11 @@ from typing import Any, TypeVar
 from uuid import uuid4
 
 import structlog
+from kio.schema.envelope.v0.request import EnvelopeRequest
+from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
+from kio.static.protocol import Payload
 
 from controller import acl_wire, wire
 from controller.acl_changes import (
@@ -62,6 +66,7 @@ from controller.acl_changes import (
     delete_acls,
 )
 from controller.acls import AclOperation, Authorizer, AuthorizerSettings
+from controller.admin_authorization import AUTHORIZED_APIS, AdminRequestAuthorization
 from controller.alter_partition import AlterPartitionBatchOutcome, alter_partitions
 from controller.broker_lifecycle import (
     BrokerLifecycle,
@@ -72,6 +77,7 @@ from controller.broker_lifecycle import (
     TopicPartitionEvent,
     UnregistrationOutcome,
 )
+from controller.client import is_not_controller
 from controller.elections import (
     ElectionResult,
     ElectionType,
@@ -123,6 +129,7 @@ from kraft.messages import Entry, SnapshotId
 from net import messages
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, Handler, RequestContext
+from net.envelope import EnvelopeError, envelope_error, open_envelope, sealed_response
 from net.manual_recovery import (
     VERSIONS as MANUAL_RECOVERY_VERSIONS,
 )
@@ -229,6 +236,8 @@ class QuorumController:
             else Authorizer(config.authorizer, lambda: replayer.image.acls)
         )
         self._active: _Active | None = None
+        # The admin handlers an Envelope may carry, with their versions (`register_apis`).
+        self._enveloped: dict[int, tuple[Handler, int, int]] = {}
         self._activated = asyncio.Event()
         self._committed = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -290,12 +299,67 @@ class QuorumController:
                 MANUAL_RECOVERY_VERSIONS[-1],
             ),
         ]
+        # What an Envelope may carry, unwrapped: the client's principal is authorized instead.
+        self._enveloped = {
+            api_key: (handlers[api_key], min_version, max_version)
+            for api_key, min_version, max_version in versions
+            if api_key in AUTHORIZED_APIS
+        }
+        handlers[ApiKey.ENVELOPE] = self._on_envelope
+        refusals[ApiKey.ENVELOPE] = lambda _v, _r, e: envelope_error(e)
+        versions.append((ApiKey.ENVELOPE, 0, 0))
         for api_key, min_version, max_version in versions:
             handler = handlers[api_key]
             if self._authorizer is not None:
                 refuse = refusals.get(api_key, wire.forwarded_refusal)
                 handler = self._cluster_action_only(self._authorizer, handler, refuse)
             registry.register(api_key, handler, min_version=min_version, max_version=max_version)
+
+    async def _on_envelope(
+        self, context: RequestContext, request: EnvelopeRequest
+    ) -> EnvelopeResponse:
+        """A forwarded admin request (its sender, a broker, holds CLUSTER_ACTION): answered as
+        if its client had sent it here, authorized with the client's principal and address."""
+        try:
+            opened = open_envelope(request)
+        except EnvelopeError as error:
+            log.info("envelope_refused", peer=context.peer, error=str(error))
+            return envelope_error(ErrorCode.invalid_request)
+        served = self._enveloped.get(opened.header.api_key)
+        if served is None or not served[1] <= opened.header.api_version <= served[2]:
+            log.info(
+                "envelope_refused",
+                peer=context.peer,
+                api_key=opened.header.api_key,
+                api_version=opened.header.api_version,
+                error="not a forwardable admin request",
+            )
+            return envelope_error(ErrorCode.invalid_request)
+        handler = served[0]
+        inner = context._replace(
+            header=opened.header,
+            peer=opened.peer,
+            request_bytes=len(request.request_data),
+            principal=opened.principal,
+        )
+
+        async def handle(handled: RequestContext, body: Any) -> Payload:
+            result = handler(handled, body)
+            answered = await result if inspect.isawaitable(result) else result
+            # The admin handlers always answer with a kio response.
+            return typing.cast(Payload, answered)
+
+        if self._authorizer is None:
+            response = await handle(inner, opened.request)
+        else:
+            authorization = AdminRequestAuthorization(
+                self._authorizer, lambda: self._replayer.image
+            )
+            response = await authorization.authorized(inner, opened.request, handle)
+        if is_not_controller(response):
+            # So that the forwarding broker asks the new active controller.
+            return envelope_error(ErrorCode.not_controller)
+        return sealed_response(opened.header, response)
 
     @property
     def authorization_denials(self) -> int:
