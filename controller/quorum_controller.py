@@ -345,19 +345,24 @@ class QuorumController:
 
         async def handle(handled: RequestContext, body: Any) -> Payload:
             result = handler(handled, body)
-            answered = await result if inspect.isawaitable(result) else result
             # The admin handlers always answer with a kio response.
-            return typing.cast(Payload, answered)
+            answered = typing.cast(Payload, await result if inspect.isawaitable(result) else result)
+            if is_not_controller(answered):
+                # Not the active controller: the whole envelope is, so that the forwarding
+                # broker asks the new one (an answer merged with authorization errors would
+                # hide it).
+                raise NotControllerError
+            return answered
 
-        if self._authorizer is None:
-            response = await handle(inner, opened.request)
-        else:
-            authorization = AdminRequestAuthorization(
-                self._authorizer, lambda: self._replayer.image
-            )
-            response = await authorization.authorized(inner, opened.request, handle)
-        if is_not_controller(response):
-            # So that the forwarding broker asks the new active controller.
+        try:
+            if self._authorizer is None:
+                response = await handle(inner, opened.request)
+            else:
+                authorization = AdminRequestAuthorization(
+                    self._authorizer, lambda: self._replayer.image
+                )
+                response = await authorization.authorized(inner, opened.request, handle)
+        except NotControllerError:
             return envelope_error(ErrorCode.not_controller)
         return sealed_response(opened.header, response)
 
