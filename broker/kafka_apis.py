@@ -5,8 +5,10 @@ create the topics it names, `auto.create.topics.enable`), DescribeCluster and De
 Forwarded to the active controller, as KRaft brokers do (KIP-590), so that a Kafka admin client
 may talk to any broker and the answer is the controller's: CreateTopics, DeleteTopics,
 CreatePartitions, IncrementalAlterConfigs, AlterConfigs, ElectLeaders,
-AlterPartitionReassignments, ListPartitionReassignments and UnregisterBroker. When no
-controller answers in time, those requests get REQUEST_TIMED_OUT.
+AlterPartitionReassignments, ListPartitionReassignments, UnregisterBroker,
+AlterUserScramCredentials, CreateAcls and DeleteAcls. With an authorizer they travel in an
+Envelope with the client's principal, and the controller authorizes them as the client's. When
+no controller answers in time, those requests get REQUEST_TIMED_OUT.
 """
 
 from __future__ import annotations

@@ -39,6 +39,8 @@ from kio.static.primitive import i16, i32, i32Timedelta
 from bench.cluster import Cluster, kraft_executable
 from bench.tls_certificates import TlsFiles
 from net.client import NodeConnection
+from net.envelope import seal
+from net.principal import KafkaPrincipal
 from node.cli import main
 
 pytestmark = pytest.mark.timeout(120)
@@ -330,7 +332,7 @@ def test_the_controller_refuses_admin_requests_from_a_peer_without_cluster_actio
     secure: Secure,
 ) -> None:
     """A client that reaches the controller listener (TLS, no certificate: ANONYMOUS) cannot
-    create topics there behind the brokers' backs."""
+    create topics there behind the brokers' backs, directly or in an Envelope."""
     host, port = secure.cluster.voters()[1]
     request = CreateTopicsRequest(
         topics=(
@@ -346,13 +348,19 @@ def test_the_controller_refuses_admin_requests_from_a_peer_without_cluster_actio
         validate_only=False,
     )
 
-    async def ask() -> Any:
+    # Nor pass itself off as a forwarding broker acting for a super user.
+    impersonating = seal(request, None, KafkaPrincipal.user("admin"), "127.0.0.1")
+
+    async def ask() -> tuple[Any, Any]:
         connection = NodeConnection(host, port, ssl_context=secure.trusting)
         try:
-            return await connection.send(request, timeout=15)
+            direct = await connection.send(request, timeout=15)
+            return direct, await connection.send(impersonating, timeout=15)
         finally:
             await connection.close()
 
-    response = asyncio.run(ask())
-    assert response.topics[0].error_code == ErrorCode.cluster_authorization_failed
+    direct, enveloped = asyncio.run(ask())
+    assert direct.topics[0].error_code == ErrorCode.cluster_authorization_failed
+    assert enveloped.error_code == ErrorCode.cluster_authorization_failed
+    assert enveloped.response_data is None
     assert secure.call("GET", "/v1/topics/sneaky", ADMIN)[0] == 404
