@@ -28,7 +28,15 @@ from aiohttp.typedefs import Handler
 from admin.auth import AdminAuth
 from admin.errors import ApiError
 from admin.handlers import rebalance
-from admin.handlers.common import CONTEXT, PEER_SCHEME, SESSION, AdminContext, error_response
+from admin.handlers.common import (
+    AUTH,
+    CALLER,
+    CONTEXT,
+    PEER_SCHEME,
+    SESSION,
+    AdminContext,
+    error_response,
+)
 from admin.metrics import CONTENT_TYPE_LATEST, NodeMetrics
 from admin.openapi import Route
 from admin.routes import OPENAPI_DOCUMENT, ROUTES, document
@@ -80,11 +88,6 @@ def create_app(
 
         app.router.add_get("/metrics", scrape)
     return app
-
-
-# The guard of the application, and the caller of a request it let through.
-AUTH = web.AppKey("admin_auth", AdminAuth)
-CALLER = "admin_caller"
 
 
 def _guarded(route: Route, guard: AdminAuth) -> Handler:

@@ -15,8 +15,9 @@ Authorization: each route declares what its Kafka counterpart needs (`Access`, i
 table): creating a topic CREATE on the cluster or the topic, deleting it DELETE, its configs
 ALTER_CONFIGS, its partitions ALTER; ACLs, users, elections, reassignments, rebalances and
 brokers ALTER on the cluster; reads DESCRIBE (on the topic for a topic's own resources, on the
-cluster otherwise). With an authorizer (`authorizer.class.name`) those are decided by the same
-ACLs and `super.users` as the Kafka listener (the anonymous caller included: `User:ANONYMOUS`);
+cluster otherwise; the topic listing shows the topics the caller may DESCRIBE). With an
+authorizer (`authorizer.class.name`) those are decided by the same ACLs and `super.users` as
+the Kafka listener (the anonymous caller included: `User:ANONYMOUS`);
 a refusal is 401 for an anonymous caller (so it knows to authenticate) and 403 naming the
 operation and resource otherwise. Without an authorizer, mutations need a token or a user when
 `admin.token` is set (as before), and reads are open. Health and the OpenAPI document are always
@@ -106,6 +107,12 @@ async def move_replicas(request: web.Request) -> Sequence[Permission]:
     return needed
 
 
+async def listing(_: web.Request) -> Sequence[Permission]:
+    """Nothing of the caller: the handler lists only what it may DESCRIBE (as Metadata lists
+    only the topics a client may describe)."""
+    return ()
+
+
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who sent a request: `principal` (`User:name`, ANONYMOUS without credentials),
@@ -178,19 +185,15 @@ class AdminAuth:
         403 otherwise."""
         if access is None or caller.operator:
             return
-        authorizer = self._authorizer
-        if authorizer is None:
+        if self._authorizer is None:
             if mutation and self._token is not None and not caller.authenticated:
                 raise ApiError(
                     401, "unauthorized", "this request needs credentials (Bearer or Basic)"
                 )
             return
-        host = request.remote or ""
         for permission in await access(request):
             if not any(
-                authorizer.allows_principal(
-                    caller.principal, host, permission.operation, kind, name
-                )
+                self.allows(request, caller, permission.operation, kind, name)
                 for kind, name in permission.resources
             ):
                 if not caller.authenticated:
@@ -205,6 +208,22 @@ class AdminAuth:
                     "forbidden",
                     f"{caller.principal} is not authorized: this request needs {permission}",
                 )
+
+    def allows(
+        self,
+        request: web.Request,
+        caller: Caller,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+    ) -> bool:
+        """Whether `caller` may do `operation` on the resource: always without an authorizer
+        or with the admin token."""
+        if self._authorizer is None or caller.operator:
+            return True
+        return self._authorizer.allows_principal(
+            caller.principal, request.remote or "", operation, resource_type, name
+        )
 
 
 def _basic_credentials(value: str) -> tuple[str, str]:

@@ -129,7 +129,15 @@ ROUTES: tuple[Route, ...] = (
         params=(_BROKER,),
         errors=(404,),
     ),
-    Route("GET", "/v1/topics", topics.topics, "every topic", Topic, response_is_list=True),
+    Route(
+        "GET",
+        "/v1/topics",
+        topics.topics,
+        "every topic (with an authorizer: every one the caller may DESCRIBE)",
+        Topic,
+        response_is_list=True,
+        access=auth.listing,
+    ),
     Route(
         "GET",
         "/v1/users",

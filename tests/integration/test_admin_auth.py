@@ -240,6 +240,13 @@ def test_a_mutation_without_the_acl_is_403_and_changes_nothing_until_the_acl_exi
     )
     assert status == 201, topic
     assert secure.call("GET", "/v1/topics/alice-orders", ALICE)[0] == 200
+    # Listings show what the caller may DESCRIBE, as Metadata does.
+    admin_only = {"name": "admin-only", "partitions": 1}
+    assert secure.call("POST", "/v1/topics", ADMIN, admin_only)[0] == 201
+    listed = {topic["name"] for topic in secure.call("GET", "/v1/topics", ALICE)[1]}
+    assert "alice-orders" in listed and all(name.startswith("alice-") for name in listed)
+    assert "admin-only" in {t["name"] for t in secure.call("GET", "/v1/topics", ADMIN)[1]}
+    assert secure.call("GET", "/v1/topics", None)[:2] == (200, [])
     # DELETE is still not hers.
     status, error, _ = secure.call("DELETE", "/v1/topics/alice-orders", ALICE)
     assert status == 403 and "DELETE on TOPIC 'alice-orders'" in error["message"]
