@@ -7,14 +7,14 @@ IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments, UnregisterBr
 ones Kafka admin clients send, so the two can never disagree; a manual unclean recovery sends
 our own ElectRecoveredLeader. The handlers live in `admin.handlers`, one module per resource;
 every route is declared once in the table of `admin.routes`, which builds both the router and
-the OpenAPI document (`/v1/openapi.json`). Here: the bearer-token guard of mutations, the
-middleware that turns every failure into JSON `{"error", "message"}` with the HTTP status,
-`/metrics`, and the background tasks that finish started rebalances.
+the OpenAPI document (`/v1/openapi.json`). Here: the guard that authenticates each request and
+checks what its route needs (`admin.auth`), the middleware that turns every failure into JSON
+`{"error", "message"}` with the HTTP status, `/metrics`, and the background tasks that finish
+started rebalances.
 """
 
 from __future__ import annotations
 
-import hmac
 import ssl
 import time
 from collections.abc import AsyncIterator
@@ -25,13 +25,24 @@ import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from admin.auth import AdminAuth
 from admin.errors import ApiError
 from admin.handlers import rebalance
-from admin.handlers.common import CONTEXT, PEER_SCHEME, SESSION, AdminContext, error_response
+from admin.handlers.common import (
+    AUTH,
+    CALLER,
+    CONTEXT,
+    PEER_SCHEME,
+    SESSION,
+    AdminContext,
+    error_response,
+)
 from admin.metrics import CONTENT_TYPE_LATEST, NodeMetrics
 from admin.openapi import Route
 from admin.routes import OPENAPI_DOCUMENT, ROUTES, document
 from admin.status import NodeStatus
+from broker.scram_credentials import user_password_check
+from controller.acls import Authorizer, AuthorizerSettings
 
 log = structlog.get_logger(__name__)
 
@@ -42,19 +53,31 @@ def create_app(
     token: str | None = None,
     metrics: NodeMetrics | None = None,
     peer_ssl: ssl.SSLContext | None = None,
+    tls: bool = False,
+    authorizer: AuthorizerSettings | None = None,
 ) -> web.Application:
-    """The admin application over `status`; mutations need `Bearer token` when one is set.
-    With `metrics`, `GET /metrics` serves them in Prometheus text format (outside `/v1` and the
-    OpenAPI document, as scrapers expect). With `peer_ssl`, other nodes' admin APIs are asked
-    over https with that context."""
+    """The admin application over `status`. Callers authenticate with `Bearer token` (when
+    one is set) or, when it serves https (`tls`), HTTP Basic as a SASL user; with `authorizer`
+    the node's ACLs decide what each may do (`admin.auth`). With `metrics`, `GET /metrics`
+    serves them in Prometheus text format (outside `/v1` and the OpenAPI document, as scrapers
+    expect). With `peer_ssl`, other nodes' admin APIs are asked over https with that context."""
     app = web.Application(middlewares=[_json_errors])
     app[CONTEXT] = AdminContext(status)
     app[OPENAPI_DOCUMENT] = document()
     app[PEER_SCHEME] = "http" if peer_ssl is None else "https"
+    guard = AdminAuth(
+        token=token,
+        password_check=partial(user_password_check, status.metadata_image),
+        tls=tls,
+        authorizer=None
+        if authorizer is None
+        else Authorizer(authorizer, lambda: status.metadata_image().acls),
+    )
+    app[AUTH] = guard
     app.cleanup_ctx.append(partial(_open_session, peer_ssl=peer_ssl))
     app.cleanup_ctx.append(rebalance.finishing_tasks)
     for route in ROUTES:
-        app.router.add_route(route.method, route.router_path, _guarded(route, token))
+        app.router.add_route(route.method, route.router_path, _guarded(route, guard))
     if metrics is not None:
         exposition = metrics
 
@@ -67,16 +90,15 @@ def create_app(
     return app
 
 
-def _guarded(route: Route, token: str | None) -> Handler:
-    """The route's handler, refusing a mutation without `Bearer token` when one is set."""
-    if not route.mutation or token is None:
+def _guarded(route: Route, guard: AdminAuth) -> Handler:
+    """The route's handler behind authentication and the route's access check."""
+    if route.access is None:
         return route.handler
-    expected = f"Bearer {token}".encode()
 
     async def handler(request: web.Request) -> web.StreamResponse:
-        given = request.headers.get("Authorization", "").encode()
-        if not hmac.compare_digest(given, expected):
-            raise ApiError(401, "unauthorized", "this request needs 'Authorization: Bearer'")
+        caller = await guard.caller(request)
+        request[CALLER] = caller
+        await guard.authorize(request, caller, route.access, route.mutation)
         return await route.handler(request)
 
     return handler
@@ -92,7 +114,7 @@ async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResp
         error = refused.error
         response = error_response(refused.status, refused.error, refused.message)
         if refused.status == 401:
-            response.headers["WWW-Authenticate"] = "Bearer"
+            response.headers["WWW-Authenticate"] = request.app[AUTH].challenge
     except web.HTTPException as refused:
         if refused.status < 400:
             raise
@@ -105,10 +127,13 @@ async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResp
         response = error_response(500, error, repr(failure))
     if request.method != "GET":
         # One event per mutation with its outcome.
+        caller = request.get(CALLER)
         log.info(
             "admin_request",
             method=request.method,
             path=request.path,
+            principal=None if caller is None else caller.principal,
+            operator=None if caller is None else caller.operator,
             status=response.status,
             error=error,
             duration_ms=round((time.monotonic() - started) * 1000, 1),

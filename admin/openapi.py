@@ -16,7 +16,9 @@ from aiohttp import web
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
+from admin.auth import Access, on_cluster
 from admin.models import ErrorResponse
+from controller.acls import AclOperation
 
 HandlerFn = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -25,7 +27,10 @@ _REF_TEMPLATE = "#/components/schemas/{model}"
 # What each error status means on any route that lists it.
 ERROR_DESCRIPTIONS = {
     400: "bad input: the message names the field",
-    401: "a mutation without `Authorization: Bearer <admin.token>`",
+    401: "no or wrong credentials (`Authorization: Basic` over https, or `Bearer <admin.token>`)"
+    ", or anonymous callers lack the ACL this request needs",
+    403: "authenticated but not authorized (the message names the operation and resource), "
+    "or Basic credentials over plain http",
     404: "no such resource",
     409: "conflicts with the current state (exists already, nothing to do)",
     503: "no active controller, or the node is not ready",
@@ -45,6 +50,10 @@ class PathParam:
         return self.schema.get("type") == "integer"
 
 
+# What a read needs unless its route says otherwise.
+DESCRIBE_CLUSTER = on_cluster(AclOperation.DESCRIBE)
+
+
 @dataclass(frozen=True)
 class Route:
     """One operation of the admin API: the handler and everything the document says of it."""
@@ -60,6 +69,8 @@ class Route:
     params: Sequence[PathParam] = ()
     errors: Sequence[int] = ()
     mutation: bool = False
+    # What the caller needs (`admin.auth`); None: open to anyone (health, this document).
+    access: Access | None = DESCRIBE_CLUSTER
 
     @property
     def router_path(self) -> str:
@@ -71,15 +82,15 @@ class Route:
         return path
 
     def all_errors(self) -> list[int]:
-        """The error statuses: the route's own, 400 for a body, 401 for a mutation, 404 for
-        path parameters (a value that names nothing, or does not match)."""
+        """The error statuses: the route's own, 400 for a body, 401 and 403 unless the route is
+        open, 404 for path parameters (a value that names nothing, or does not match)."""
         statuses = set(self.errors)
         if self.body is not None:
             statuses.add(400)
         if self.params:
             statuses.add(404)
-        if self.mutation:
-            statuses.add(401)
+        if self.access is not None:
+            statuses.update((401, 403))
         return sorted(statuses)
 
 
@@ -135,8 +146,8 @@ def openapi_document(
                 "required": True,
                 "content": {"application/json": {"schema": refs[(route.body, "validation")]}},
             }
-        if route.mutation:
-            operation["security"] = [{"bearer": []}]
+        if route.access is not None:
+            operation["security"] = [{"basic": []}, {"bearer": []}]
         paths.setdefault(route.path, {})[route.method.lower()] = operation
     return {
         "openapi": "3.1.0",
@@ -145,11 +156,17 @@ def openapi_document(
         "components": {
             "schemas": definitions.get("$defs", {}),
             "securitySchemes": {
+                "basic": {
+                    "type": "http",
+                    "scheme": "basic",
+                    "description": "a SASL user's name and password (its SCRAM credential), "
+                    "over https only; its ACLs decide when an authorizer is configured",
+                },
                 "bearer": {
                     "type": "http",
                     "scheme": "bearer",
-                    "description": "the node's `admin.token`; required by mutations when set",
-                }
+                    "description": "the node's `admin.token`: every operation",
+                },
             },
         },
     }

@@ -7,6 +7,8 @@ from typing import Any
 
 from aiohttp import web
 
+from admin import auth
+from admin.auth import on_cluster, on_topic
 from admin.handlers import (
     acls,
     brokers,
@@ -48,6 +50,7 @@ from admin.models import (
     User,
 )
 from admin.openapi import PathParam, Route, openapi_document
+from controller.acls import AclOperation
 
 # The document the `/v1/openapi.json` route answers with, built once per application.
 OPENAPI_DOCUMENT = web.AppKey("openapi_document", dict)
@@ -56,6 +59,12 @@ OPENAPI_DOCUMENT = web.AppKey("openapi_document", dict)
 async def openapi(request: web.Request) -> web.Response:
     return web.json_response(request.app[OPENAPI_DOCUMENT])
 
+
+# What the Kafka counterparts of the routes need (Kafka's ControllerApis and KafkaApis): the
+# ACL and user APIs, ElectLeaders, reassignments and UnregisterBroker ALTER on the cluster; a
+# throttle set with a move is IncrementalAlterConfigs on the cluster (ALTER_CONFIGS).
+_ALTER_CLUSTER = on_cluster(AclOperation.ALTER)
+_DESCRIBE_TOPIC = on_topic(AclOperation.DESCRIBE)
 
 _NAME = PathParam("name", {"type": "string", "pattern": TOPIC_NAME_PATTERN}, "the topic's name")
 _USER = PathParam("name", {"type": "string", "minLength": 1}, "the user's name")
@@ -76,6 +85,7 @@ ROUTES: tuple[Route, ...] = (
         body=Acl,
         errors=(503,),
         mutation=True,
+        access=_ALTER_CLUSTER,
     ),
     Route(
         "DELETE",
@@ -87,8 +97,9 @@ ROUTES: tuple[Route, ...] = (
         body=AclFilter,
         errors=(503,),
         mutation=True,
+        access=_ALTER_CLUSTER,
     ),
-    Route("GET", "/v1/health/live", cluster.live, "the process is up", Health),
+    Route("GET", "/v1/health/live", cluster.live, "the process is up", Health, access=None),
     Route(
         "GET",
         "/v1/health/ready",
@@ -96,6 +107,7 @@ ROUTES: tuple[Route, ...] = (
         "ready: a quorum leader is known",
         Health,
         errors=(503,),
+        access=None,
     ),
     Route("GET", "/v1/cluster", cluster.cluster, "the cluster", Cluster),
     Route("GET", "/v1/quorum", cluster.quorum, "the controller quorum", Quorum, errors=(404,)),
@@ -117,7 +129,15 @@ ROUTES: tuple[Route, ...] = (
         params=(_BROKER,),
         errors=(404,),
     ),
-    Route("GET", "/v1/topics", topics.topics, "every topic", Topic, response_is_list=True),
+    Route(
+        "GET",
+        "/v1/topics",
+        topics.topics,
+        "every topic (with an authorizer: every one the caller may DESCRIBE)",
+        Topic,
+        response_is_list=True,
+        access=auth.listing,
+    ),
     Route(
         "GET",
         "/v1/users",
@@ -136,6 +156,7 @@ ROUTES: tuple[Route, ...] = (
         body=CreateUser,
         errors=(503,),
         mutation=True,
+        access=_ALTER_CLUSTER,
     ),
     Route(
         "DELETE",
@@ -147,6 +168,7 @@ ROUTES: tuple[Route, ...] = (
         params=(_USER,),
         errors=(400, 404, 503),
         mutation=True,
+        access=_ALTER_CLUSTER,
     ),
     Route(
         "POST",
@@ -158,6 +180,7 @@ ROUTES: tuple[Route, ...] = (
         body=CreateTopic,
         errors=(404, 409, 503),
         mutation=True,
+        access=auth.create_topic,
     ),
     Route(
         "GET",
@@ -167,6 +190,7 @@ ROUTES: tuple[Route, ...] = (
         Topic,
         params=(_NAME,),
         errors=(404,),
+        access=_DESCRIBE_TOPIC,
     ),
     Route(
         "DELETE",
@@ -178,6 +202,7 @@ ROUTES: tuple[Route, ...] = (
         params=(_NAME,),
         errors=(400, 404, 503),
         mutation=True,
+        access=on_topic(AclOperation.DELETE),
     ),
     Route(
         "POST",
@@ -189,6 +214,7 @@ ROUTES: tuple[Route, ...] = (
         params=(_NAME,),
         errors=(404, 409, 503),
         mutation=True,
+        access=on_topic(AclOperation.ALTER),
     ),
     Route(
         "PATCH",
@@ -200,6 +226,7 @@ ROUTES: tuple[Route, ...] = (
         params=(_NAME,),
         errors=(503,),
         mutation=True,
+        access=on_topic(AclOperation.ALTER_CONFIGS),
     ),
     Route(
         "GET",
@@ -209,6 +236,7 @@ ROUTES: tuple[Route, ...] = (
         PartitionDetail,
         params=(_NAME, _PARTITION),
         errors=(404,),
+        access=_DESCRIBE_TOPIC,
     ),
     Route(
         "GET",
@@ -218,6 +246,7 @@ ROUTES: tuple[Route, ...] = (
         ReplicaLog,
         params=(_NAME, _PARTITION),
         errors=(404,),
+        access=_DESCRIBE_TOPIC,
     ),
     Route(
         "GET",
@@ -228,6 +257,7 @@ ROUTES: tuple[Route, ...] = (
         PartitionRecovery,
         params=(_NAME, _PARTITION),
         errors=(404,),
+        access=_DESCRIBE_TOPIC,
     ),
     Route(
         "POST",
@@ -239,6 +269,7 @@ ROUTES: tuple[Route, ...] = (
         body=RecoveryElection,
         errors=(400, 404, 409, 503),
         mutation=True,
+        access=_ALTER_CLUSTER,
     ),
     Route(
         "POST",
@@ -249,6 +280,7 @@ ROUTES: tuple[Route, ...] = (
         body=Election,
         errors=(409, 503),
         mutation=True,
+        access=_ALTER_CLUSTER,
     ),
     Route(
         "GET",
@@ -278,6 +310,7 @@ ROUTES: tuple[Route, ...] = (
         body=StartReassignments,
         errors=(404, 409, 503),
         mutation=True,
+        access=auth.move_replicas,
     ),
     Route(
         "DELETE",
@@ -288,6 +321,7 @@ ROUTES: tuple[Route, ...] = (
         params=(_NAME, _PARTITION),
         errors=(503,),
         mutation=True,
+        access=_ALTER_CLUSTER,
     ),
     Route(
         "POST",
@@ -299,6 +333,7 @@ ROUTES: tuple[Route, ...] = (
         body=Rebalance,
         errors=(409, 503),
         mutation=True,
+        access=auth.move_replicas,
     ),
     Route(
         "POST",
@@ -310,6 +345,7 @@ ROUTES: tuple[Route, ...] = (
         params=(_BROKER,),
         errors=(409, 503),
         mutation=True,
+        access=_ALTER_CLUSTER,
     ),
     Route(
         "DELETE",
@@ -321,8 +357,9 @@ ROUTES: tuple[Route, ...] = (
         params=(_BROKER,),
         errors=(409, 503),
         mutation=True,
+        access=_ALTER_CLUSTER,
     ),
-    Route("GET", "/v1/openapi.json", openapi, "this document", None),
+    Route("GET", "/v1/openapi.json", openapi, "this document", None, access=None),
 )
 
 

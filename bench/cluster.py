@@ -103,11 +103,14 @@ class Node:
     journal: Path | None = None
     # Set when the node's admin.listener is https://: the context that trusts its certificate.
     admin_tls: ssl.SSLContext | None = None
+    # Sent with every admin request, e.g. `Authorization` when the node has an authorizer.
+    admin_headers: dict[str, str] = field(default_factory=dict)
 
     def get(self, path: str, timeout: float = 1.0) -> Any:
         scheme = "http" if self.admin_tls is None else "https"
         url = f"{scheme}://{self.host}:{self.admin_port}{path}"
-        with urllib.request.urlopen(url, timeout=timeout, context=self.admin_tls) as response:
+        request = urllib.request.Request(url, headers=self.admin_headers)
+        with urllib.request.urlopen(request, timeout=timeout, context=self.admin_tls) as response:
             return json.loads(response.read())
 
     def quorum(self) -> dict[str, Any] | None:

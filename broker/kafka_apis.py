@@ -5,18 +5,20 @@ create the topics it names, `auto.create.topics.enable`), DescribeCluster and De
 Forwarded to the active controller, as KRaft brokers do (KIP-590), so that a Kafka admin client
 may talk to any broker and the answer is the controller's: CreateTopics, DeleteTopics,
 CreatePartitions, IncrementalAlterConfigs, AlterConfigs, ElectLeaders,
-AlterPartitionReassignments, ListPartitionReassignments and UnregisterBroker. When no
-controller answers in time, those requests get REQUEST_TIMED_OUT.
+AlterPartitionReassignments, ListPartitionReassignments, UnregisterBroker,
+AlterUserScramCredentials, CreateAcls and DeleteAcls. With an authorizer they travel in an
+Envelope with the client's principal, and the controller authorizes them as the client's. When
+no controller answers in time, those requests get REQUEST_TIMED_OUT.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import uuid
 from collections.abc import Callable
 from functools import partial
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
+import structlog
+from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Payload
 
@@ -33,7 +35,7 @@ from broker.metadata_api import (
     topics_to_create,
 )
 from controller import acl_wire, wire
-from controller.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
+from controller.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType, client_host
 from controller.client import ControllerClient, NoControllerError
 from controller.image import MetadataImage
 from controller.records import ConfigResourceType
@@ -41,6 +43,9 @@ from controller.scram import describe_scram_credentials
 from net import messages
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
+from net.envelope import EnvelopeError, seal, unseal_response
+
+log = structlog.get_logger(__name__)
 
 # The controller APIs forwarded to the active controller.
 _FORWARDED = frozenset(
@@ -71,60 +76,6 @@ _ForwardedRequest: TypeAlias = (
     | messages.DeleteAclsRequest
     | messages.AlterUserScramCredentialsRequest
 )
-
-# The cluster operation each forwarded cluster-wide API needs (Kafka's ControllerApis).
-_CLUSTER_OPERATIONS: dict[int, AclOperation] = {
-    ApiKey.ELECT_LEADERS: AclOperation.ALTER,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: AclOperation.ALTER,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: AclOperation.DESCRIBE,
-    ApiKey.UNREGISTER_BROKER: AclOperation.ALTER,
-    ApiKey.CREATE_ACLS: AclOperation.ALTER,
-    ApiKey.DELETE_ACLS: AclOperation.ALTER,
-}
-
-# The topic APIs authorized per topic: the operation, and the response's list of topics.
-_PER_TOPIC: dict[int, tuple[AclOperation, str]] = {
-    ApiKey.CREATE_TOPICS: (AclOperation.CREATE, "topics"),
-    ApiKey.DELETE_TOPICS: (AclOperation.DELETE, "responses"),
-    ApiKey.CREATE_PARTITIONS: (AclOperation.ALTER, "results"),
-}
-_NO_TOPIC_ID = uuid.UUID(int=0)
-
-
-def _with_items(message: Any, field: str, items: tuple[object, ...]) -> Any:
-    """`message` (a kio request or response) with its list `field` replaced by `items`."""
-    return dataclasses.replace(message, **{field: items})
-
-
-def _refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payload:
-    """The response to a forwarded `request` refusing every item of it with `error`."""
-    if isinstance(request, messages.CreateAclsRequest):
-        return acl_wire.create_acls_error(version, request, error, None)
-    if isinstance(request, messages.DeleteAclsRequest):
-        return acl_wire.delete_acls_error(version, request, error, None)
-    return _topic_api_refusal(version, request, error)
-
-
-def _topic_api_refusal(version: int, request: _ForwardedRequest, error: ErrorCode) -> Payload:
-    if isinstance(request, messages.CreateTopicsRequest):
-        return wire.create_topics_error(version, request, error)
-    if isinstance(request, messages.DeleteTopicsRequest):
-        return wire.delete_topics_error(version, request, error)
-    if isinstance(request, messages.CreatePartitionsRequest):
-        return wire.create_partitions_error(version, request, error)
-    if isinstance(request, messages.IncrementalAlterConfigsRequest):
-        return wire.incremental_alter_configs_error(version, request, error)
-    if isinstance(request, messages.AlterPartitionReassignmentsRequest):
-        return wire.alter_reassignments_error(version, error)
-    if isinstance(request, messages.ListPartitionReassignmentsRequest):
-        return wire.list_reassignments_error(version, error)
-    if isinstance(request, messages.UnregisterBrokerRequest):
-        return wire.unregister_broker_error(version, error)
-    if isinstance(request, messages.AlterConfigsRequest):
-        return wire.alter_configs_error(version, request, error)
-    if isinstance(request, messages.AlterUserScramCredentialsRequest):
-        return wire.alter_scram_credentials_error(version, request, error)
-    return wire.elect_leaders_response(version, (), error)
 
 
 class BrokerApis:
@@ -241,9 +192,16 @@ class BrokerApis:
     def _on_describe_user_scram_credentials(
         self, context: RequestContext, request: messages.DescribeUserScramCredentialsRequest
     ) -> messages.DescribeUserScramCredentialsResponse:
+        version = context.header.api_version
+        authorizer = self._authorizer
+        # As Kafka: DESCRIBE on the cluster, or the whole request is refused.
+        if authorizer is not None and not authorizer.allows_cluster(context, AclOperation.DESCRIBE):
+            return wire.describe_scram_credentials_response(
+                version, (), ErrorCode.cluster_authorization_failed
+            )
         users = None if request.users is None else [user.name for user in request.users]
         return wire.describe_scram_credentials_response(
-            context.header.api_version, describe_scram_credentials(self._image(), users)
+            version, describe_scram_credentials(self._image(), users)
         )
 
     def _on_describe_cluster(
@@ -300,79 +258,6 @@ class BrokerApis:
             version, (acl for _, acl in self._image().acls.matching(acl_filter))
         )
 
-    def _forbidden(self, context: RequestContext, request: _ForwardedRequest) -> ErrorCode | None:
-        """The authorization error refusing a forwarded request, if its sender may not make it.
-
-        Checked here, on the broker the client talks to, as the controller sees the broker's
-        connection and not the client's (Kafka forwards the principal in an envelope). An
-        AlterConfigs naming several resources is refused whole when any of them is not
-        authorized.
-        """
-        authorizer = self._authorizer
-        if authorizer is None:
-            return None
-        api_key = context.header.api_key
-        operation = _CLUSTER_OPERATIONS.get(api_key)
-        if operation is not None:
-            if authorizer.allows_cluster(context, operation):
-                return None
-            return ErrorCode.cluster_authorization_failed
-        return self._forbidden_configs(context, authorizer, request)
-
-    def _topic_name(self, item: object) -> str | None:
-        """The name of a topic a request names, by name or (DeleteTopics v6) by id."""
-        if isinstance(item, str):
-            return item
-        name = getattr(item, "name", None)
-        if name is not None:
-            return str(name)
-        topic = self._image().topics.get(getattr(item, "topic_id", None) or _NO_TOPIC_ID)
-        return None if topic is None else topic.name
-
-    async def _forward_per_topic(
-        self,
-        context: RequestContext,
-        request: _ForwardedRequest,
-        operation: AclOperation,
-        response_field: str,
-    ) -> Payload:
-        """A topic API with an authorizer, answered per topic as Kafka does: the topics the
-        sender may not `operation` are TOPIC_AUTHORIZATION_FAILED, the others are forwarded.
-        A topic named by an id that does not exist is the controller's to answer."""
-        authorizer = self._authorizer
-        assert authorizer is not None
-        version = context.header.api_version
-        request_field = "topic_names" if hasattr(request, "topic_names") else "topics"
-        items: tuple[object, ...] = getattr(request, request_field)
-        denied: list[object] = []
-        if not (
-            operation is AclOperation.CREATE
-            and authorizer.allows_cluster(context, AclOperation.CREATE)
-        ):
-            denied = [
-                item
-                for item in items
-                if (name := self._topic_name(item)) is not None
-                and not authorizer.allows(context, operation, ResourceType.TOPIC, name)
-            ]
-        if not denied:
-            return await self._send(version, request)
-        refused = _refusal(
-            version,
-            _with_items(request, request_field, tuple(denied)),
-            ErrorCode.topic_authorization_failed,
-        )
-        allowed = tuple(item for item in items if item not in denied)
-        if not allowed:
-            return refused
-        answered = await self._send(version, _with_items(request, request_field, allowed))
-        merged: Payload = _with_items(
-            answered,
-            response_field,
-            getattr(answered, response_field) + getattr(refused, response_field),
-        )
-        return merged
-
     def _config_refusal(
         self, context: RequestContext, resource_type: int, name: str
     ) -> ErrorCode | None:
@@ -387,41 +272,37 @@ class BrokerApis:
             return None
         return ErrorCode.cluster_authorization_failed
 
-    @staticmethod
-    def _forbidden_configs(
-        context: RequestContext, authorizer: Authorizer, request: _ForwardedRequest
-    ) -> ErrorCode | None:
-        if not isinstance(
-            request, messages.IncrementalAlterConfigsRequest | messages.AlterConfigsRequest
-        ):
-            return None
-        for resource in request.resources:
-            if int(resource.resource_type) == ConfigResourceType.TOPIC:
-                if not authorizer.allows(
-                    context, AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, resource.resource_name
-                ):
-                    return ErrorCode.topic_authorization_failed
-            elif not authorizer.allows(
-                context, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME
-            ):
-                return ErrorCode.cluster_authorization_failed
-        return None
-
     async def _forward(self, context: RequestContext, request: _ForwardedRequest) -> Payload:
-        per_topic = _PER_TOPIC.get(context.header.api_key)
-        if self._authorizer is not None and per_topic is not None:
-            return await self._forward_per_topic(context, request, *per_topic)
-        forbidden = self._forbidden(context, request)
-        if forbidden is not None:
-            return _refusal(context.header.api_version, request, forbidden)
-        return await self._send(context.header.api_version, request)
+        """Forwards `request` to the active controller. With an authorizer, in an Envelope
+        with the client's principal and address: the controller authorizes it as the
+        client's (Kafka's forwarding, KIP-590)."""
+        version = context.header.api_version
+        if self._authorizer is None:
+            return await self._send(version, request, request)
+        envelope = seal(
+            request, context.header.client_id, context.principal, client_host(context.peer)
+        )
+        answer = await self._send(version, request, envelope)
+        if not isinstance(answer, EnvelopeResponse):
+            return answer
+        if answer.error_code != ErrorCode.none:
+            return wire.forwarded_refusal(version, request, answer.error_code)
+        try:
+            return unseal_response(answer, request)
+        except EnvelopeError as error:
+            log.warning(
+                "forwarded_response_malformed", api_key=request.__api_key__, error=str(error)
+            )
+            return wire.forwarded_refusal(version, request, ErrorCode.unknown_server_error)
 
-    async def _send(self, version: int, request: _ForwardedRequest) -> Payload:
+    async def _send(self, version: int, request: _ForwardedRequest, sent: Payload) -> Payload:
+        """The controller's answer to `sent` (`request`, or its envelope); `request` refused
+        REQUEST_TIMED_OUT when no controller answers in time."""
         try:
             # The controller answers with the response of the request's own API and version.
             response: Payload = await self._controller.send(
-                request, deadline_s=self._forward_timeout_s, patient=True
+                sent, deadline_s=self._forward_timeout_s, patient=True
             )
         except NoControllerError:
-            return _refusal(version, request, ErrorCode.request_timed_out)
+            return wire.forwarded_refusal(version, request, ErrorCode.request_timed_out)
         return response

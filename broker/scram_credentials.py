@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from controller.image import MetadataImage
 from controller.records import ScramMechanism
-from net.sasl import CredentialLookup, ScramCredential
+from net.sasl import CredentialLookup, ScramCredential, password_check
 
 
 def credential_lookup(image: Callable[[], MetadataImage]) -> CredentialLookup:
@@ -21,3 +21,12 @@ def credential_lookup(image: Callable[[], MetadataImage]) -> CredentialLookup:
         return ScramCredential(record.salt, record.stored_key, record.server_key, record.iterations)
 
     return lookup
+
+
+def user_password_check(
+    image: Callable[[], MetadataImage], user: str, password: str
+) -> Callable[[], bool]:
+    """Whether `password` is `user`'s by the credentials of the current image, as a check to
+    run in a thread (it derives the salted password): HTTP Basic on the admin API checks it as
+    PLAIN does."""
+    return password_check(credential_lookup(image), user, password)

@@ -436,8 +436,27 @@ class Authorizer:
         resource_name: str,
     ) -> bool:
         """Whether the sender of the request may do `operation` on the resource."""
-        principal = str(context.principal)
-        host = client_host(context.peer)
+        return self.allows_principal(
+            str(context.principal),
+            client_host(context.peer),
+            operation,
+            resource_type,
+            resource_name,
+            api_key=context.header.api_key,
+        )
+
+    def allows_principal(
+        self,
+        principal: str,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        resource_name: str,
+        *,
+        api_key: int | None = None,
+    ) -> bool:
+        """Whether `principal` (`User:alice`) connecting from `host` may do `operation` on
+        the resource; `api_key`, when the request is a Kafka one, is logged with a denial."""
         if principal in self.settings.super_users or (
             self._loaded()
             and self._acls().authorize(
@@ -453,7 +472,7 @@ class Authorizer:
             operation=operation.name,
             resource_type=resource_type.name,
             resource_name=resource_name,
-            api_key=context.header.api_key,
+            api_key=api_key,
         )
         return False
 

@@ -44,6 +44,7 @@ import asyncio
 import contextlib
 import inspect
 import ssl
+import typing
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -51,8 +52,11 @@ from typing import Any, TypeVar
 from uuid import uuid4
 
 import structlog
+from kio.schema.envelope.v0.request import EnvelopeRequest
+from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
+from kio.static.protocol import Payload
 
 from controller import acl_wire, wire
 from controller.acl_changes import (
@@ -62,6 +66,7 @@ from controller.acl_changes import (
     delete_acls,
 )
 from controller.acls import AclOperation, Authorizer, AuthorizerSettings
+from controller.admin_authorization import AUTHORIZED_APIS, AdminRequestAuthorization
 from controller.alter_partition import AlterPartitionBatchOutcome, alter_partitions
 from controller.broker_lifecycle import (
     BrokerLifecycle,
@@ -72,6 +77,7 @@ from controller.broker_lifecycle import (
     TopicPartitionEvent,
     UnregistrationOutcome,
 )
+from controller.client import is_not_controller
 from controller.elections import (
     ElectionResult,
     ElectionType,
@@ -123,6 +129,7 @@ from kraft.messages import Entry, SnapshotId
 from net import messages
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, Handler, RequestContext
+from net.envelope import EnvelopeError, envelope_error, open_envelope, sealed_response
 from net.manual_recovery import (
     VERSIONS as MANUAL_RECOVERY_VERSIONS,
 )
@@ -149,6 +156,12 @@ _REASSIGNMENT_LOGS = {
     ChangeCause.REASSIGNMENT_STARTED: "reassignment_started",
     ChangeCause.REASSIGNMENT_CANCELLED: "reassignment_cancelled",
 }
+
+
+def _recovery_refusal(error: ErrorCode) -> ElectRecoveredLeaderResponse:
+    return ElectRecoveredLeaderResponse(
+        throttle_time=i32Timedelta.parse(NO_THROTTLE), error_code=error, error_message=None
+    )
 
 
 class NotControllerError(Exception):
@@ -223,6 +236,8 @@ class QuorumController:
             else Authorizer(config.authorizer, lambda: replayer.image.acls)
         )
         self._active: _Active | None = None
+        # The admin handlers an Envelope may carry, with their versions (`register_apis`).
+        self._enveloped: dict[int, tuple[Handler, int, int]] = {}
         self._activated = asyncio.Event()
         self._committed = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -257,41 +272,99 @@ class QuorumController:
             ApiKey.UNREGISTER_BROKER: self._on_unregister_broker,
             ApiKey.ALTER_CONFIGS: self._on_alter_configs,
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self._on_alter_user_scram_credentials,
+            ApiKey.CREATE_ACLS: self._on_create_acls,
+            ApiKey.DELETE_ACLS: self._on_delete_acls,
+            ApiKey.ELECT_RECOVERED_LEADER: self._on_elect_recovered_leader,
         }
         # The brokers' own APIs need CLUSTER_ACTION on the cluster, as in Kafka's ControllerApis.
-        cluster_actions: dict[int, Callable[[int, ErrorCode], Any]] = {
-            ApiKey.BROKER_REGISTRATION: wire.registration_error,
-            ApiKey.BROKER_HEARTBEAT: wire.heartbeat_error,
-            ApiKey.ALTER_PARTITION: wire.alter_partition_error,
-            ApiKey.ALLOCATE_PRODUCER_IDS: wire.producer_ids_error,
+        # So do the admin APIs: only nodes send them here (brokers forwarding their clients'
+        # requests, after authorizing them with the client's principal, and the admin API), as
+        # no Envelope carries the client's principal to authorize them again here.
+        refusals: dict[int, Callable[[int, Any, ErrorCode], Any]] = {
+            ApiKey.BROKER_REGISTRATION: lambda v, _, e: wire.registration_error(v, e),
+            ApiKey.BROKER_HEARTBEAT: lambda v, _, e: wire.heartbeat_error(v, e),
+            ApiKey.ALTER_PARTITION: lambda v, _, e: wire.alter_partition_error(v, e),
+            ApiKey.ALLOCATE_PRODUCER_IDS: lambda v, _, e: wire.producer_ids_error(v, e),
+            ApiKey.ELECT_RECOVERED_LEADER: lambda _v, _r, e: _recovery_refusal(e),
         }
-        for served in wire.SERVED:
-            handler = handlers[served.api_key]
-            refuse = cluster_actions.get(served.api_key)
-            if self._authorizer is not None and refuse is not None:
+        versions = [
+            (served.api_key, served.min_version, served.max_version) for served in wire.SERVED
+        ]
+        versions += [
+            (ApiKey.CREATE_ACLS, *acl_wire.ACL_VERSIONS),
+            (ApiKey.DELETE_ACLS, *acl_wire.ACL_VERSIONS),
+            (
+                ApiKey.ELECT_RECOVERED_LEADER,
+                MANUAL_RECOVERY_VERSIONS[0],
+                MANUAL_RECOVERY_VERSIONS[-1],
+            ),
+        ]
+        # What an Envelope may carry, unwrapped: the client's principal is authorized instead.
+        self._enveloped = {
+            api_key: (handlers[api_key], min_version, max_version)
+            for api_key, min_version, max_version in versions
+            if api_key in AUTHORIZED_APIS
+        }
+        handlers[ApiKey.ENVELOPE] = self._on_envelope
+        refusals[ApiKey.ENVELOPE] = lambda _v, _r, e: envelope_error(e)
+        versions.append((ApiKey.ENVELOPE, 0, 0))
+        for api_key, min_version, max_version in versions:
+            handler = handlers[api_key]
+            if self._authorizer is not None:
+                refuse = refusals.get(api_key, wire.forwarded_refusal)
                 handler = self._cluster_action_only(self._authorizer, handler, refuse)
-            registry.register(
-                served.api_key,
-                handler,
-                min_version=served.min_version,
-                max_version=served.max_version,
+            registry.register(api_key, handler, min_version=min_version, max_version=max_version)
+
+    async def _on_envelope(
+        self, context: RequestContext, request: EnvelopeRequest
+    ) -> EnvelopeResponse:
+        """A forwarded admin request (its sender, a broker, holds CLUSTER_ACTION): answered as
+        if its client had sent it here, authorized with the client's principal and address."""
+        try:
+            opened = open_envelope(request)
+        except EnvelopeError as error:
+            log.info("envelope_refused", peer=context.peer, error=str(error))
+            return envelope_error(ErrorCode.invalid_request)
+        served = self._enveloped.get(opened.header.api_key)
+        if served is None or not served[1] <= opened.header.api_version <= served[2]:
+            log.info(
+                "envelope_refused",
+                peer=context.peer,
+                api_key=opened.header.api_key,
+                api_version=opened.header.api_version,
+                error="not a forwardable admin request",
             )
-        for api_key, handler in (
-            (ApiKey.CREATE_ACLS, self._on_create_acls),
-            (ApiKey.DELETE_ACLS, self._on_delete_acls),
-        ):
-            registry.register(
-                api_key,
-                handler,
-                min_version=acl_wire.ACL_VERSIONS[0],
-                max_version=acl_wire.ACL_VERSIONS[1],
-            )
-        registry.register(
-            ApiKey.ELECT_RECOVERED_LEADER,
-            self._on_elect_recovered_leader,
-            min_version=MANUAL_RECOVERY_VERSIONS[0],
-            max_version=MANUAL_RECOVERY_VERSIONS[-1],
+            return envelope_error(ErrorCode.invalid_request)
+        handler = served[0]
+        inner = context._replace(
+            header=opened.header,
+            peer=opened.peer,
+            request_bytes=len(request.request_data),
+            principal=opened.principal,
         )
+
+        async def handle(handled: RequestContext, body: Any) -> Payload:
+            result = handler(handled, body)
+            # The admin handlers always answer with a kio response.
+            answered = typing.cast(Payload, await result if inspect.isawaitable(result) else result)
+            if is_not_controller(answered):
+                # Not the active controller: the whole envelope is, so that the forwarding
+                # broker asks the new one (an answer merged with authorization errors would
+                # hide it).
+                raise NotControllerError
+            return answered
+
+        try:
+            if self._authorizer is None:
+                response = await handle(inner, opened.request)
+            else:
+                authorization = AdminRequestAuthorization(
+                    self._authorizer, lambda: self._replayer.image
+                )
+                response = await authorization.authorized(inner, opened.request, handle)
+        except NotControllerError:
+            return envelope_error(ErrorCode.not_controller)
+        return sealed_response(opened.header, response)
 
     @property
     def authorization_denials(self) -> int:
@@ -300,14 +373,16 @@ class QuorumController:
 
     @staticmethod
     def _cluster_action_only(
-        authorizer: Authorizer, handler: Handler, refuse: Callable[[int, ErrorCode], Any]
+        authorizer: Authorizer, handler: Handler, refuse: Callable[[int, Any, ErrorCode], Any]
     ) -> Handler:
         """`handler` for senders with CLUSTER_ACTION on the cluster; CLUSTER_AUTHORIZATION_FAILED
-        (`refuse`) for the others."""
+        (`refuse(version, request, error)`) for the others."""
 
         async def authorized(context: RequestContext, request: Any) -> Any:
             if not authorizer.allows_cluster(context, AclOperation.CLUSTER_ACTION):
-                return refuse(context.header.api_version, ErrorCode.cluster_authorization_failed)
+                return refuse(
+                    context.header.api_version, request, ErrorCode.cluster_authorization_failed
+                )
             result = handler(context, request)
             return await result if inspect.isawaitable(result) else result
 

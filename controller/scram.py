@@ -1,14 +1,23 @@
 """SCRAM credentials as the controller writes them: from a password (bootstrap) or from the
 salted password an AlterUserScramCredentials request carries, to the record that keeps only
-the salt, the iterations and the RFC 5802 stored and server keys."""
+the salt, the iterations and the RFC 5802 stored and server keys.
+
+The credentials of a new cluster are written in Kafka's `kafka-storage format --add-scram`
+syntax (`parse_add_scram`), whether they come from `kraft format --add-scram` or from the
+`bootstrap.scram.credentials` key: `SCRAM-SHA-256=[name=alice,password=alice-secret]`, with
+`iterations=N`, `salt=BASE64` (with the password) or `salt=BASE64,saltedpassword=BASE64`
+(instead of it); values may be double-quoted."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
+import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
@@ -19,16 +28,25 @@ from controller.records import (
     ScramMechanism,
     UserScramCredentialRecord,
 )
-from net.sasl import MAX_SCRAM_ITERATIONS, MIN_SCRAM_ITERATIONS, scram_credential
+from net.sasl import (
+    DEFAULT_SCRAM_ITERATIONS,
+    MAX_SCRAM_ITERATIONS,
+    MIN_SCRAM_ITERATIONS,
+    scram_credential,
+)
 
 _HASHES = {ScramMechanism.SCRAM_SHA_256: "sha256", ScramMechanism.SCRAM_SHA_512: "sha512"}
 
 
 def record_from_password(
-    name: str, mechanism: ScramMechanism, password: str, iterations: int
+    name: str,
+    mechanism: ScramMechanism,
+    password: str,
+    iterations: int,
+    salt: bytes | None = None,
 ) -> UserScramCredentialRecord:
-    """The credential record of `name` for `password`, with a fresh random salt."""
-    credential = scram_credential(mechanism.mechanism_name, password, iterations)
+    """The credential record of `name` for `password`, with `salt` or a fresh random one."""
+    credential = scram_credential(mechanism.mechanism_name, password, iterations, salt)
     return UserScramCredentialRecord(
         name,
         mechanism,
@@ -37,6 +55,105 @@ def record_from_password(
         credential.server_key,
         credential.iterations,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ScramBootstrapCredential:
+    """A SCRAM user of a new cluster, as `--add-scram` gives it: a password (with a salt or
+    not), or a salt and a salted password. Never shown: its repr holds the name only."""
+
+    mechanism: ScramMechanism
+    name: str
+    iterations: int = DEFAULT_SCRAM_ITERATIONS
+    password: str | None = field(default=None, repr=False)
+    salt: bytes | None = field(default=None, repr=False)
+    salted_password: bytes | None = field(default=None, repr=False)
+
+    def record(self) -> UserScramCredentialRecord:
+        """The credential record (stored and server keys; the secrets stay here)."""
+        if self.salted_password is not None:
+            assert self.salt is not None
+            return record_from_salted_password(
+                self.name, self.mechanism, self.salt, self.salted_password, self.iterations
+            )
+        assert self.password is not None
+        return record_from_password(
+            self.name, self.mechanism, self.password, self.iterations, self.salt
+        )
+
+
+_ADD_SCRAM_ENTRY = re.compile(r"\s*(?P<mechanism>[A-Z0-9-]+)=\[(?P<fields>[^\]]*)\]\s*")
+_ADD_SCRAM_KEYS = frozenset({"name", "password", "iterations", "salt", "saltedpassword"})
+
+
+def parse_add_scram(text: str) -> tuple[ScramBootstrapCredential, ...]:
+    """The credentials of `--add-scram` entries (several separated by ';'); ValueError saying
+    what is wrong with one (never quoting a secret)."""
+    credentials = []
+    for entry in filter(str.strip, text.split(";")):
+        match = _ADD_SCRAM_ENTRY.fullmatch(entry)
+        mechanism = (
+            None if match is None else ScramMechanism.from_mechanism_name(match["mechanism"])
+        )
+        if match is None or mechanism is None:
+            raise ValueError(
+                "expected SCRAM-SHA-256=[name=...,password=...] or SCRAM-SHA-512=[...]"
+            )
+        fields: dict[str, str] = {}
+        for item in match["fields"].split(","):
+            if not item.strip():
+                continue
+            key, separator, value = item.partition("=")
+            key = key.strip().lower()
+            if not separator or key not in _ADD_SCRAM_KEYS:
+                raise ValueError(
+                    f"{match['mechanism']}: unknown field {key!r}; expected name, password, "
+                    "iterations, salt, saltedpassword"
+                )
+            fields[key] = value.strip().removeprefix('"').removesuffix('"')
+        credentials.append(_bootstrap_credential(mechanism, fields))
+    return tuple(credentials)
+
+
+def _bootstrap_credential(
+    mechanism: ScramMechanism, fields: dict[str, str]
+) -> ScramBootstrapCredential:
+    label = mechanism.mechanism_name
+    name = fields.get("name")
+    if not name:
+        raise ValueError(f"a {label} user needs a name")
+    try:
+        iterations = int(fields.get("iterations", DEFAULT_SCRAM_ITERATIONS))
+    except ValueError:
+        raise ValueError(f"{label} user {name}: iterations must be a number") from None
+    if not MIN_SCRAM_ITERATIONS <= iterations <= MAX_SCRAM_ITERATIONS:
+        raise ValueError(
+            f"{label} user {name}: SCRAM iterations must be "
+            f"{MIN_SCRAM_ITERATIONS}..{MAX_SCRAM_ITERATIONS}"
+        )
+    salt = _base64_field(fields, "salt", label, name)
+    salted_password = _base64_field(fields, "saltedpassword", label, name)
+    password = fields.get("password")
+    if (password is None) == (salted_password is None):
+        raise ValueError(f"{label} user {name} needs a password or a saltedpassword (not both)")
+    if salted_password is not None and salt is None:
+        raise ValueError(f"{label} user {name}: a saltedpassword needs its salt")
+    if password == "":
+        raise ValueError(f"{label} user {name}: the password is empty")
+    return ScramBootstrapCredential(mechanism, name, iterations, password, salt, salted_password)
+
+
+def _base64_field(fields: dict[str, str], key: str, label: str, name: str) -> bytes | None:
+    value = fields.get(key)
+    if value is None:
+        return None
+    try:
+        decoded = base64.b64decode(value, validate=True)
+    except binascii.Error:
+        raise ValueError(f"{label} user {name}: {key} must be base64") from None
+    if not decoded:
+        raise ValueError(f"{label} user {name}: {key} is empty")
+    return decoded
 
 
 def record_from_salted_password(

@@ -9,7 +9,7 @@ fields a version lacks), so the served ranges below are the single list of what 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, TypeAlias, TypeVar
 from uuid import UUID
 
@@ -23,6 +23,7 @@ from kio.schema.elect_leaders import v0 as elect_leaders_v0
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Payload
 
+from controller import acl_wire
 from controller.alter_partition import (
     AlterPartitionBatch,
     AlterPartitionBatchOutcome,
@@ -730,15 +731,18 @@ def alter_scram_credentials_error(
 
 
 def describe_scram_credentials_response(
-    version: int, descriptions: Sequence[ScramDescription]
+    version: int,
+    descriptions: Sequence[ScramDescription],
+    error: ErrorCode = ErrorCode.none,
 ) -> messages.DescribeUserScramCredentialsResponse:
+    """The descriptions of the users' credentials; or, with an `error`, none and the error."""
     responses = messages.DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSES
     result_type = messages.nested_type(responses, version, "results")
     info_type = messages.nested_type(responses, version, "results", "credential_infos")
     return make_entity(
         responses[version],
         throttle_time=NO_THROTTLE,
-        error_code=ErrorCode.none,
+        error_code=error,
         error_message=None,
         results=tuple(
             make_entity(
@@ -792,3 +796,31 @@ def alter_configs_error(
     message: str | None = None,
 ) -> messages.AlterConfigsResponse:
     return alter_configs_response(version, _refused_resources(request.resources, error, message))
+
+
+# --- refusing a forwarded admin request whole ----------------------------------------------------
+
+
+# By API key: each forwarded admin API's whole refusal.
+_FORWARDED_REFUSALS: dict[int, Callable[[int, Any, ErrorCode], Payload]] = {
+    ApiKey.CREATE_ACLS: lambda v, r, e: acl_wire.create_acls_error(v, r, e, None),
+    ApiKey.DELETE_ACLS: lambda v, r, e: acl_wire.delete_acls_error(v, r, e, None),
+    ApiKey.CREATE_TOPICS: create_topics_error,
+    ApiKey.DELETE_TOPICS: delete_topics_error,
+    ApiKey.CREATE_PARTITIONS: create_partitions_error,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs_error,
+    ApiKey.ALTER_CONFIGS: alter_configs_error,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: lambda v, _, e: alter_reassignments_error(v, e),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: lambda v, _, e: list_reassignments_error(v, e),
+    ApiKey.UNREGISTER_BROKER: lambda v, _, e: unregister_broker_error(v, e),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_scram_credentials_error,
+    ApiKey.ELECT_LEADERS: lambda v, _, e: elect_leaders_response(v, (), e),
+}
+
+
+def forwarded_refusal(version: int, request: Any, error: ErrorCode) -> Payload:
+    """The response to an admin request a broker forwards to the controller (CreateTopics,
+    DeleteTopics, CreatePartitions, (Incremental)AlterConfigs, ElectLeaders, the reassignment
+    APIs, UnregisterBroker, AlterUserScramCredentials, CreateAcls, DeleteAcls) refusing every
+    item of it with `error`."""
+    return _FORWARDED_REFUSALS[int(request.__api_key__)](version, request, error)

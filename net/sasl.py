@@ -25,8 +25,10 @@ user's stored SCRAM credential; PLAIN (RFC 4616) verifies the password against t
 credentials: it derives the salted password with the credential's salt and iterations (the
 SHA-512 one when the user has both) and compares the stored key, so one set of credentials in
 the metadata log serves every mechanism. A user without SCRAM credentials cannot log in.
-PLAIN's derivation (a PBKDF2 of the credential's iterations) runs on the caller's thread: a few
-milliseconds on the event loop per PLAIN login.
+PLAIN's derivation (a PBKDF2 of the credential's iterations, milliseconds of CPU) is not run by
+the state machine: the step of a PLAIN token carries it as `password_check`, which the caller
+runs off the event loop (in a thread) and hands back to `password_checked`. SCRAM's server side
+costs two HMACs and a hash per login (the client does the PBKDF2), cheap enough for the loop.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, auto
+from functools import partial
 
 import scramp
 from kio.schema.errors import ErrorCode
@@ -95,10 +98,12 @@ class ScramCredential:
 CredentialLookup = Callable[[str, str], ScramCredential | None]
 
 
-def scram_credential(mechanism: str, password: str, iterations: int) -> ScramCredential:
-    """A new credential of `mechanism` for `password`, with a fresh random salt."""
+def scram_credential(
+    mechanism: str, password: str, iterations: int, salt: bytes | None = None
+) -> ScramCredential:
+    """A new credential of `mechanism` for `password`, with `salt` or a fresh random one."""
     salt, stored_key, server_key, iterations = scramp.ScramMechanism(mechanism).make_auth_info(
-        password, iteration_count=iterations
+        password, iteration_count=iterations, salt=salt
     )
     return ScramCredential(salt, stored_key, server_key, iterations)
 
@@ -121,6 +126,18 @@ def password_matches(mechanism: str, credential: ScramCredential, password: str)
         password, iteration_count=credential.iterations, salt=credential.salt
     )
     return hmac.compare_digest(stored_key, credential.stored_key)
+
+
+def password_check(credentials: CredentialLookup, user: str, password: str) -> Callable[[], bool]:
+    """Whether `password` is `user`'s, as a check to run off the event loop (it derives the
+    salted password): against the user's SCRAM-SHA-512 credential, else its SCRAM-SHA-256 one;
+    a user without credentials never matches. PLAIN logins and the admin API's HTTP Basic
+    authentication both check passwords this way."""
+    for mechanism in (SCRAM_SHA_512, SCRAM_SHA_256):
+        credential = credentials(user, mechanism)
+        if credential is not None:
+            return partial(password_matches, mechanism, credential, password)
+    return lambda: False
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +165,8 @@ class SaslListenerConfig:
 class _State(Enum):
     HANDSHAKE = auto()
     AUTHENTICATE = auto()
+    # A PLAIN password is being checked off the event loop.
+    CHECKING_PASSWORD = auto()
     COMPLETE = auto()
     FAILED = auto()
 
@@ -164,6 +183,9 @@ class SaslStep:
     user: str | None = None
     # Why it failed, for the server's log: never a secret.
     reason: str | None = None
+    # Set instead of everything else when a PLAIN password must be checked: the caller runs it
+    # in a thread (it derives a PBKDF2) and hands its result to `password_checked`.
+    password_check: Callable[[], bool] | None = None
 
 
 class _Exchange:
@@ -181,11 +203,17 @@ class _AuthenticationError(Exception):
     pass
 
 
-class _PlainExchange(_Exchange):
+class _PlainExchange:
+    """PLAIN's server side: one token, checked by a password derivation."""
+
     def __init__(self, credentials: CredentialLookup) -> None:
         self._credentials = credentials
+        self.user: str | None = None
 
-    def step(self, token: bytes) -> tuple[bytes, bool]:
+    def password_check(self, token: bytes) -> Callable[[], bool]:
+        """The check of the client's one PLAIN token, to run off the event loop (it derives
+        the salted password); `_AuthenticationError` if the token is malformed. The user is set
+        before the check, which tells whether the password is theirs."""
         try:
             authorization_id, user, password = token.decode("utf-8").split("\0")
         except ValueError:
@@ -198,14 +226,8 @@ class _PlainExchange(_Exchange):
                 "Authentication failed: Client requested an authorization id that is "
                 "different from username"
             )
-        for mechanism in (SCRAM_SHA_512, SCRAM_SHA_256):
-            credential = self._credentials(user, mechanism)
-            if credential is not None:
-                if not password_matches(mechanism, credential, password):
-                    break
-                self.user = user
-                return b"", True
-        raise _AuthenticationError("Authentication failed: Invalid username or password")
+        self.user = user
+        return password_check(self._credentials, user, password)
 
 
 class _ScramExchange(_Exchange):
@@ -274,9 +296,11 @@ class SaslAuthenticator:
         self._enabled = tuple(enabled_mechanisms)
         self._credentials = credentials
         self._state = _State.HANDSHAKE
-        self._exchange: _Exchange | None = None
+        self._exchange: _Exchange | _PlainExchange | None = None
         self.mechanism: str | None = None
         self.user: str | None = None
+        # The SaslAuthenticate version being answered.
+        self._version = 0
 
     @property
     def complete(self) -> bool:
@@ -305,28 +329,57 @@ class SaslAuthenticator:
         return SaslStep(SaslHandshakeResponse(error_code=ErrorCode.none, mechanisms=self._enabled))
 
     def authenticate(self, version: int, auth_bytes: bytes) -> SaslStep:
-        """A SaslAuthenticate of `version` (0-2) carrying the client's token."""
+        """A SaslAuthenticate of `version` (0-2) carrying the client's token. For PLAIN, the
+        step is a `password_check` whose result goes to `password_checked`."""
         if self._state is not _State.AUTHENTICATE or self._exchange is None:
             return self._illegal()
-        response_type = _AUTHENTICATE_RESPONSES[version]
+        self._version = version
         try:
+            if isinstance(self._exchange, _PlainExchange):
+                check = self._exchange.password_check(auth_bytes)
+                self._state = _State.CHECKING_PASSWORD
+                return SaslStep(password_check=check)
             server_token, done = self._exchange.step(auth_bytes)
         except _AuthenticationError as failure:
-            self._state = _State.FAILED
-            message = failure.args[0]
-            return SaslStep(
-                _authenticate_response(
-                    response_type, ErrorCode.sasl_authentication_failed, message, b""
-                ),
-                close=True,
-                reason=failure.args[-1],
-            )
-        response = _authenticate_response(response_type, ErrorCode.none, None, server_token)
+            return self._failed(failure.args[0], failure.args[-1])
+        response = _authenticate_response(
+            _AUTHENTICATE_RESPONSES[version], ErrorCode.none, None, server_token
+        )
         if not done:
             return SaslStep(response)
+        return self._completed(response)
+
+    def password_checked(self, matches: bool) -> SaslStep:
+        """The answer to the PLAIN token once its `password_check` ran: whether it matched."""
+        if self._state is not _State.CHECKING_PASSWORD:
+            return self._illegal()
+        if not matches:
+            message = "Authentication failed: Invalid username or password"
+            return self._failed(message, message)
+        return self._completed(
+            _authenticate_response(
+                _AUTHENTICATE_RESPONSES[self._version], ErrorCode.none, None, b""
+            )
+        )
+
+    def _completed(self, response: SaslAuthenticateResponse) -> SaslStep:
+        assert self._exchange is not None
         self._state = _State.COMPLETE
         self.user = self._exchange.user
         return SaslStep(response, user=self.user)
+
+    def _failed(self, message: str, reason: str) -> SaslStep:
+        self._state = _State.FAILED
+        return SaslStep(
+            _authenticate_response(
+                _AUTHENTICATE_RESPONSES[self._version],
+                ErrorCode.sasl_authentication_failed,
+                message,
+                b"",
+            ),
+            close=True,
+            reason=reason,
+        )
 
     def unexpected_request(self) -> SaslStep:
         """Any request but ApiVersions and the SASL APIs before authentication completed."""

@@ -45,7 +45,7 @@ import itertools
 import ssl
 import time
 import typing
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Protocol, Self
@@ -339,7 +339,10 @@ class _Connection(asyncio.Protocol):
                 api_key=header.api_key,
                 api_version=header.api_version,
             )
-            self._sasl_step(_InFlight(header, len(frame)), header, sasl.unexpected_request())
+            in_flight = _InFlight(header, len(frame))
+            self._in_flight.append(in_flight)
+            self._hold(in_flight.request_bytes)
+            self._sasl_step(in_flight, header, sasl.unexpected_request())
             return
         registration = self._server.registry.lookup(header.api_key, header.api_version)
         if registration is None:
@@ -362,7 +365,17 @@ class _Connection(asyncio.Protocol):
             else:
                 token = typing.cast(SaslAuthenticateRequest, request).auth_bytes
                 step = sasl.authenticate(header.api_version, token)
-            self._sasl_step(_InFlight(header, len(frame)), header, step)
+            in_flight = _InFlight(header, len(frame))
+            self._in_flight.append(in_flight)
+            self._hold(in_flight.request_bytes)
+            if step.password_check is not None:
+                task = self._loop.create_task(
+                    self._check_password(in_flight, header, sasl, step.password_check)
+                )
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            else:
+                self._sasl_step(in_flight, header, step)
             return
         in_flight = _InFlight(header, len(frame))
         self._in_flight.append(in_flight)
@@ -388,8 +401,21 @@ class _Connection(asyncio.Protocol):
         else:
             self._answer(in_flight, header, outcome)
 
+    async def _check_password(
+        self,
+        in_flight: _InFlight,
+        header: RequestHeader,
+        sasl: SaslAuthenticator,
+        check: Callable[[], bool],
+    ) -> None:
+        """Runs a PLAIN password check in a thread (a PBKDF2 would stall every connection of
+        the loop), then answers as the authenticator says."""
+        matches = await asyncio.to_thread(check)
+        self._sasl_step(in_flight, header, sasl.password_checked(matches))
+
     def _sasl_step(self, in_flight: _InFlight, header: RequestHeader, step: SaslStep) -> None:
-        """Answers a request as the authenticator said; after a failure, reads no more."""
+        """Answers a request (queued in arrival order) as the authenticator said; after a
+        failure, reads no more."""
         frames = (
             () if step.response is None else encode_response(header.correlation_id, step.response)
         )
@@ -414,8 +440,6 @@ class _Connection(asyncio.Protocol):
             in_flight.authentication_failed = True
             self._draining = True
         in_flight.complete(frames)
-        self._in_flight.append(in_flight)
-        self._hold(in_flight.request_bytes)
         self._schedule_flush()
 
     def _refuse_version(self, header: RequestHeader, frame: memoryview) -> None:

@@ -19,18 +19,24 @@ reassignment remains and the preferred leaders lead; `brokers remove` drains the
 until it holds no replica and unregisters it (its node, if running, then stops). Both show their
 progress on stderr and give up after `--timeout` seconds (exit 1; the moves go on).
 
-Every command takes `--admin URL` (default http://127.0.0.1:9292, or `KRAFT_ADMIN_URL`),
-`--token` (or `KRAFT_ADMIN_TOKEN`) for mutations when the node has `admin.token`, and `--json`
-for the API's JSON as it is. Exit status: 0 done; 1 the API refused or failed (its error on
-stderr); 2 a bad command line; 3 the admin API could not be reached.
+Every command takes `--admin URL` / `--admin-url URL` (http:// or https://; default
+http://127.0.0.1:9292, or `KRAFT_ADMIN_URL`), `--cafile PEM` (or `KRAFT_ADMIN_CAFILE`) for an
+https listener signed by a private CA, credentials: `--token` (or `KRAFT_ADMIN_TOKEN`, the
+node's `admin.token`) or `--user NAME` (or `KRAFT_ADMIN_USER`) with the password from
+`KRAFT_ADMIN_PASSWORD`, `--password` / `--admin-password`, or a prompt (HTTP Basic, https
+only: a password is never sent to an http:// URL), and `--json` for the API's JSON as it is.
+Exit status: 0 done; 1 the API refused or failed (its error on stderr, with what to do about a
+401 or 403); 2 a bad command line; 3 the admin API could not be reached (TLS failures included).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import getpass
 import json
 import os
+import ssl
 import sys
 import time
 import urllib.error
@@ -57,11 +63,31 @@ class AdminError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class AdminApi:
-    """A thin JSON client of one node's admin API."""
+    """A thin JSON client of one node's admin API: with `token` it sends `Bearer`, with `user`
+    and `password` HTTP Basic (https only); `cafile` is the CA that signed an https admin
+    listener's certificate (default: the system's)."""
 
     url: str
     token: str | None = None
     timeout_s: float = 30.0
+    user: str | None = None
+    password: str | None = None
+    cafile: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.user is not None and not self.url.lower().startswith("https://"):
+            raise ValueError(
+                f"refusing to send {self.user}'s password to {self.url} in clear: --user needs "
+                "an https:// admin URL (or use --token)"
+            )
+
+    def _authorization(self) -> str | None:
+        if self.token:
+            return f"Bearer {self.token}"
+        if self.user is not None:
+            pair = f"{self.user}:{self.password or ''}".encode()
+            return "Basic " + base64.b64encode(pair).decode()
+        return None
 
     def call(self, method: str, path: str, body: object | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -69,21 +95,45 @@ class AdminApi:
         request.add_header("Accept", "application/json")
         if data is not None:
             request.add_header("Content-Type", "application/json")
-        if self.token:
-            request.add_header("Authorization", f"Bearer {self.token}")
+        authorization = self._authorization()
+        if authorization is not None:
+            request.add_header("Authorization", authorization)
+        context = (
+            ssl.create_default_context(cafile=self.cafile)
+            if self.url.lower().startswith("https://")
+            else None
+        )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+            with urllib.request.urlopen(
+                request, timeout=self.timeout_s, context=context
+            ) as response:
                 payload = response.read()
         except urllib.error.HTTPError as error:
             try:
                 answer = json.loads(error.read())
-                raise AdminError(error.code, answer["error"], answer["message"]) from None
+                message = answer["message"] + _HINTS.get(error.code, "")
+                raise AdminError(error.code, answer["error"], message) from None
             except (ValueError, KeyError, TypeError):
                 raise AdminError(error.code, "http_error", str(error.reason)) from None
         except (urllib.error.URLError, OSError) as error:
             reason = getattr(error, "reason", error)
+            if isinstance(reason, ssl.SSLError):
+                raise AdminError(
+                    0,
+                    "tls_failed",
+                    f"{self.url}: {reason}; pass --cafile with the CA that signed the admin "
+                    "listener's certificate",
+                ) from None
             raise AdminError(0, "unreachable", f"{self.url}: {reason}") from None
         return json.loads(payload) if payload else None
+
+
+# What to do about an authentication (401) or authorization (403) refusal.
+_HINTS = {
+    401: " (authenticate: --user NAME with KRAFT_ADMIN_PASSWORD or --password, over https; "
+    "or --token)",
+    403: " (an operator grants it with `kraft acls add`)",
+}
 
 
 # -- rendering --------------------------------------------------------------------------------
@@ -575,10 +625,11 @@ COMMANDS: dict[str, Handler] = {
 }
 
 
-def _common_options(*, with_defaults: bool) -> argparse.ArgumentParser:
+def _common_options(*, with_defaults: bool, password_flag: bool = True) -> argparse.ArgumentParser:
     """The options every operator command takes. A subcommand of a command that has them
     takes them `with_defaults` False: argparse lets a subparser's defaults overwrite what the
-    command's own options parsed."""
+    command's own options parsed. Without `password_flag` the admin password is only
+    `--admin-password` (`users add` has its own `--password`, the new user's)."""
 
     def default(value: object) -> object:
         return value if with_defaults else argparse.SUPPRESS
@@ -586,13 +637,34 @@ def _common_options(*, with_defaults: bool) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--admin",
+        "--admin-url",
+        dest="admin",
         default=default(os.environ.get("KRAFT_ADMIN_URL", DEFAULT_ADMIN_URL)),
-        help="a node's admin API (default %(default)s, or KRAFT_ADMIN_URL)",
+        help="a node's admin API, http:// or https:// (default %(default)s, or KRAFT_ADMIN_URL)",
     )
     common.add_argument(
         "--token",
         default=default(os.environ.get("KRAFT_ADMIN_TOKEN")),
-        help="the bearer token mutations need when the node sets admin.token",
+        help="the node's admin.token, sent as a bearer token (or KRAFT_ADMIN_TOKEN)",
+    )
+    common.add_argument(
+        "--user",
+        "--admin-user",
+        dest="admin_user",
+        default=default(os.environ.get("KRAFT_ADMIN_USER")),
+        help="a SASL user to authenticate as, with HTTP Basic over https (or KRAFT_ADMIN_USER)",
+    )
+    password_flags = ("--admin-password", "--password") if password_flag else ("--admin-password",)
+    common.add_argument(
+        *password_flags,
+        dest="admin_password",
+        default=default(os.environ.get("KRAFT_ADMIN_PASSWORD")),
+        help="the user's password (better: KRAFT_ADMIN_PASSWORD; prompted for on a terminal)",
+    )
+    common.add_argument(
+        "--cafile",
+        default=default(os.environ.get("KRAFT_ADMIN_CAFILE")),
+        help="PEM file of the CA that signed an https admin listener (or KRAFT_ADMIN_CAFILE)",
     )
     common.add_argument(
         "--json", action="store_true", default=default(False), help="print the API's JSON"
@@ -625,7 +697,9 @@ def add_admin_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     users = commands.add_parser("users", help="list, add, delete SASL users (SCRAM)")
     users_actions = users.add_subparsers(dest="users_action", required=True)
     users_actions.add_parser("list", parents=[common])
-    add = users_actions.add_parser("add", parents=[common])
+    add = users_actions.add_parser(
+        "add", parents=[_common_options(with_defaults=True, password_flag=False)]
+    )
     add.add_argument("name")
     add.add_argument(
         "--mechanism", choices=("SCRAM-SHA-256", "SCRAM-SHA-512"), default="SCRAM-SHA-512"
@@ -727,10 +801,21 @@ def add_admin_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )
 
 
+def _admin_api(args: argparse.Namespace) -> AdminApi:
+    """The client the options describe; the password prompted for when a user is given
+    without one on a terminal."""
+    password = args.admin_password
+    if args.admin_user and password is None and sys.stdin.isatty():
+        password = getpass.getpass(f"admin password of {args.admin_user}: ")
+    return AdminApi(
+        args.admin, args.token, user=args.admin_user, password=password, cafile=args.cafile
+    )
+
+
 def run_admin_command(args: argparse.Namespace) -> int:
     """Run one operator command; its exit status."""
-    api = AdminApi(args.admin, args.token)
     try:
+        api = _admin_api(args)
         answer, render = COMMANDS[args.command](api, args)
     except ValueError as error:
         print(f"kraft {args.command}: {error}", file=sys.stderr)

@@ -2,6 +2,10 @@
 
 - `kraft serve --config FILE [--override key=value ...]` runs one node until SIGTERM/SIGINT;
   a bad configuration or a foreign log directory exits with status 2 before any data is touched.
+- `kraft format --config FILE [--override key=value ...] [--add-scram ENTRY ...]
+  [--ignore-formatted]` formats the node's log directories as `kraft serve` does on first start,
+  without starting it, and leaves the `--add-scram` SCRAM credentials (Kafka's
+  `kafka-storage format` syntax) for the new cluster's first active controller to write.
 - `kraft dev [--nodes 3] [--data-dir DIR] [--base-port 9092]` runs a local cluster of combined
   nodes, one process each, and prints a JSON line with its addresses once it is ready.
 - `kraft topics|brokers|quorum|partitions|elect|reassign|events ...` drive a cluster through a
@@ -22,12 +26,14 @@ from pathlib import Path
 import structlog
 import uvloop
 
+from controller.scram import ScramBootstrapCredential, parse_add_scram
 from net.record_batch import RecordBatchError, validate_batch
 from net.records import decode_batch
 from node import admin_cli, dev_cluster
-from node.config import ConfigError, load_config
+from node.bootstrap_records import write_bootstrap_records
+from node.config import ConfigError, NodeConfig, load_config
 from node.logging_setup import configure_logging
-from node.process import serve
+from node.meta_properties import LogDirectoryError, ensure_formatted, read_meta_properties
 from storage.errors import StorageError
 
 log = structlog.get_logger(__name__)
@@ -106,6 +112,10 @@ def serve_command(config_file: Path, overrides: Sequence[str]) -> int:
     try:
         config = load_config(config_file, overrides)
         configure_logging(config.node_id)
+        # Imported here: the node (most of the product) takes seconds to import, which the
+        # operator commands sharing this entry point should not pay.
+        from node.process import serve  # noqa: PLC0415
+
         uvloop.run(serve(config))
     except ConfigError as error:
         print(f"kraft serve: {error}", file=sys.stderr)
@@ -115,6 +125,60 @@ def serve_command(config_file: Path, overrides: Sequence[str]) -> int:
         log.exception("node_failed", error=str(error))
         print(f"kraft serve: {error}", file=sys.stderr)
         return 1
+    return 0
+
+
+def format_command(
+    config_file: Path, overrides: Sequence[str], add_scram: Sequence[str], ignore_formatted: bool
+) -> int:
+    """Formats the node's log directories and leaves the bootstrap credentials; exit status 2
+    for a bad configuration or entry, 1 for a directory already formatted (unless ignored) or
+    one that cannot be used."""
+    try:
+        config = load_config(config_file, overrides)
+    except ConfigError as error:
+        print(f"kraft format: {error}", file=sys.stderr)
+        return 2
+    try:
+        credentials = [credential for entry in add_scram for credential in parse_add_scram(entry)]
+    except ValueError as error:
+        print(f"kraft format: --add-scram: {error}", file=sys.stderr)
+        return 2
+    try:
+        return _format(config, credentials, ignore_formatted)
+    except (LogDirectoryError, OSError) as error:
+        print(f"kraft format: {error}", file=sys.stderr)
+        return 1
+
+
+def _format(
+    config: NodeConfig, credentials: Sequence[ScramBootstrapCredential], ignore_formatted: bool
+) -> int:
+    formatted = [path for path in config.all_log_dirs if read_meta_properties(path) is not None]
+    if formatted and not ignore_formatted:
+        print(
+            f"kraft format: {', '.join(map(str, formatted))} already formatted "
+            "(--ignore-formatted to leave them as they are)",
+            file=sys.stderr,
+        )
+        return 1
+    metas = ensure_formatted(config.all_log_dirs, config.cluster_id, config.node_id)
+    for meta, directory in zip(metas, config.all_log_dirs, strict=True):
+        state = "already formatted" if directory in formatted else "formatted"
+        print(f"{directory}: {state} (cluster {meta.cluster_id}, node {meta.node_id})")
+    metadata_directory = config.metadata_log_directory
+    if credentials and metadata_directory not in formatted:
+        path = write_bootstrap_records(
+            metadata_directory, [credential.record() for credential in credentials]
+        )
+        users = ", ".join(f"{c.name} ({c.mechanism.mechanism_name})" for c in credentials)
+        print(f"{path}: bootstrap SCRAM credentials of {users}")
+    elif credentials:
+        print(
+            f"kraft format: {metadata_directory} was formatted before: --add-scram ignored "
+            "(add users to a running cluster with `kraft users add`)",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -129,6 +193,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[],
         metavar="KEY=VALUE",
         help="set a configuration key (repeatable; wins over the file and the environment)",
+    )
+    format_parser = commands.add_parser(
+        "format", help="format the log directories of a new node without starting it"
+    )
+    format_parser.add_argument("--config", type=Path, required=True, help="a properties file")
+    format_parser.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="as for serve"
+    )
+    format_parser.add_argument(
+        "--add-scram",
+        action="append",
+        default=[],
+        metavar="ENTRY",
+        help="a SCRAM user of the new cluster, as kafka-storage: "
+        "'SCRAM-SHA-256=[name=alice,password=alice-secret]' (iterations=, salt=, "
+        "saltedpassword= too; repeatable)",
+    )
+    format_parser.add_argument(
+        "--ignore-formatted",
+        action="store_true",
+        help="leave directories formatted before as they are instead of failing",
     )
     dev = commands.add_parser(
         "dev", help="run a local cluster of combined nodes until Ctrl-C (one process each)"
@@ -152,6 +237,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     if arguments.command == "serve":
         return serve_command(arguments.config, arguments.override)
+    if arguments.command == "format":
+        return format_command(
+            arguments.config, arguments.override, arguments.add_scram, arguments.ignore_formatted
+        )
     if arguments.command == "dev":
         return dev_cluster.run(arguments.nodes, arguments.data_dir, arguments.base_port)
     if arguments.command in admin_cli.COMMANDS:

@@ -20,7 +20,6 @@ import re
 import ssl
 import typing
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
@@ -41,14 +40,11 @@ from pydantic import (
 
 from broker.configs import BrokerConfigEntry
 from controller.acls import STANDARD_AUTHORIZER, AuthorizerSettings, parse_super_users
+from controller.scram import ScramBootstrapCredential, parse_add_scram
 from controller.topic_config import ConfigSource, ConfigType, UncleanRecoveryStrategy
 from net.record_batch import TimestampType
 from net.sasl import (
     DEFAULT_FAILED_AUTHENTICATION_DELAY_MS,
-    DEFAULT_SCRAM_ITERATIONS,
-    MAX_SCRAM_ITERATIONS,
-    MIN_SCRAM_ITERATIONS,
-    SCRAM_MECHANISMS,
     SCRAM_SHA_256,
     SCRAM_SHA_512,
     SUPPORTED_MECHANISMS,
@@ -413,47 +409,9 @@ def _take_listener_overrides(data: dict[str, Any]) -> dict[str, ListenerOverride
     return overrides
 
 
-@dataclass(frozen=True, slots=True)
-class BootstrapScramCredential:
-    """A SCRAM user of a new cluster: its password lives only in the node's configuration."""
-
-    mechanism: str
-    name: str
-    password: SecretStr
-    iterations: int = DEFAULT_SCRAM_ITERATIONS
-
-
-_SCRAM_ENTRY = re.compile(r"\s*(?P<mechanism>[A-Z0-9-]+)=\[(?P<fields>[^\]]*)\]\s*")
-
-
 def _parse_scram_credentials(value: object) -> object:
-    """`SCRAM-SHA-512=[name=admin,password=secret,iterations=8192];...`: Kafka's
-    `--add-scram` syntax, ';' between users (salt and salted password are not taken)."""
-    if not isinstance(value, str):
-        return value
-    credentials = []
-    for entry in filter(str.strip, value.split(";")):
-        match = _SCRAM_ENTRY.fullmatch(entry)
-        if match is None or match["mechanism"] not in SCRAM_MECHANISMS:
-            raise ValueError(
-                "expected SCRAM-SHA-256=[name=...,password=...] or SCRAM-SHA-512=[...]"
-            )
-        fields = dict(
-            item.strip().partition("=")[::2] for item in match["fields"].split(",") if item.strip()
-        )
-        if not fields.get("name") or not fields.get("password"):
-            raise ValueError(f"a {match['mechanism']} user needs a name and a password")
-        iterations = int(fields.get("iterations", DEFAULT_SCRAM_ITERATIONS))
-        if not MIN_SCRAM_ITERATIONS <= iterations <= MAX_SCRAM_ITERATIONS:
-            raise ValueError(
-                f"SCRAM iterations must be {MIN_SCRAM_ITERATIONS}..{MAX_SCRAM_ITERATIONS}"
-            )
-        credentials.append(
-            BootstrapScramCredential(
-                match["mechanism"], fields["name"], SecretStr(fields["password"]), iterations
-            )
-        )
-    return tuple(credentials)
+    """`bootstrap.scram.credentials`: Kafka's `--add-scram` syntax, ';' between users."""
+    return parse_add_scram(value) if isinstance(value, str) else value
 
 
 Listeners = Annotated[tuple[ListenerAddress, ...], BeforeValidator(_parse_listeners)]
@@ -734,7 +692,7 @@ class NodeConfig(BaseModel):
     # them: `SCRAM-SHA-512=[name=admin,password=secret]`, several separated by ';'. The
     # active controller writes them when the metadata holds no SCRAM credential at all.
     bootstrap_scram_credentials: Annotated[
-        tuple[BootstrapScramCredential, ...], BeforeValidator(_parse_scram_credentials)
+        tuple[ScramBootstrapCredential, ...], BeforeValidator(_parse_scram_credentials)
     ] = Field(default=(), alias="bootstrap.scram.credentials", repr=False)
 
     @field_validator("sasl_enabled_mechanisms")

@@ -1,5 +1,5 @@
-"""`python -m node.healthcheck [--config FILE]`: exit 0 when the node's admin API answers
-`/v1/health/ready` with 200, else 1 with the reason on one line.
+"""`python -m node.healthcheck [--config FILE] [--cafile PEM]`: exit 0 when the node's admin
+API answers `/v1/health/ready` with 200, else 1 with the reason on one line.
 
 The container image's HEALTHCHECK, run every few seconds for the life of a container. It finds
 `admin.listener` where `kraft serve` does (the properties file, then the `KRAFT_*` environment)
@@ -7,6 +7,13 @@ but reads only that key, through node.properties: validating the whole configura
 import most of the broker, about ten times the cost of the probe itself, and a node whose
 configuration is invalid is not running anyway. A listener bound to a wildcard address is
 probed on loopback. Docker reserves exit status 2, so every failure is 1.
+
+An `https://` admin listener is probed over TLS: the certificate chain is verified against
+`--cafile` (or `KRAFT_HEALTHCHECK_CAFILE`), else the node's own `ssl.truststore.location`, else
+the system's CAs. The host name is not checked: the probe runs beside the node and asks it on
+its own address or loopback, which its certificate (issued for the name clients use) need not
+name. The health endpoints need no credentials (as Kafka operators expect of probes: they tell
+readiness and nothing else), so the probe sends none.
 """
 
 from __future__ import annotations
@@ -14,10 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import ssl
 import sys
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -28,9 +37,15 @@ READY_PATH = "/v1/health/ready"
 _WILDCARDS = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}
 
 
-def admin_listener(config_file: Path | None, environment: Mapping[str, str]) -> tuple[str, int]:
-    """The admin listener's host and port, from the same sources as the node's."""
-    value = None
+TRUSTSTORE_LOCATION = "ssl.truststore.location"
+CAFILE_VARIABLE = "KRAFT_HEALTHCHECK_CAFILE"
+
+
+def _settings(
+    config_file: Path | None, environment: Mapping[str, str], keys: Sequence[str]
+) -> dict[str, str]:
+    """The values of `keys`, from the same sources as the node's (the environment wins)."""
+    values: dict[str, str] = {}
     if config_file is not None:
         try:
             text = config_file.read_text(encoding="utf-8")
@@ -38,10 +53,30 @@ def admin_listener(config_file: Path | None, environment: Mapping[str, str]) -> 
             raise ConfigError(
                 f"cannot read the configuration file {config_file}: {error}"
             ) from None
-        value = parse_properties(text, str(config_file)).get(ADMIN_LISTENER)
+        properties = parse_properties(text, str(config_file))
+        values.update({key: properties[key] for key in keys if key in properties})
     for name, setting in environment.items():
-        if environment_key(name) == ADMIN_LISTENER:
-            value = setting
+        key = environment_key(name)
+        if key is not None and key in keys:
+            values[key] = setting
+    return values
+
+
+@dataclass(frozen=True, slots=True)
+class AdminListener:
+    """Where the node serves its admin API, and whether over TLS."""
+
+    host: str
+    port: int
+    tls: bool = False
+    # The PEM file of the CAs its certificate chains to (`ssl.truststore.location`), if set.
+    truststore: Path | None = None
+
+
+def admin_listener(config_file: Path | None, environment: Mapping[str, str]) -> AdminListener:
+    """The admin listener, from the same sources as the node's."""
+    settings = _settings(config_file, environment, (ADMIN_LISTENER, TRUSTSTORE_LOCATION))
+    value = settings.get(ADMIN_LISTENER)
     if not value:
         raise ConfigError(f"{ADMIN_LISTENER} is not set, so readiness cannot be asked")
     parts = urlsplit(value.strip())
@@ -49,22 +84,36 @@ def admin_listener(config_file: Path | None, environment: Mapping[str, str]) -> 
         port = parts.port
     except ValueError:
         port = None
-    if parts.scheme.lower() != "http" or parts.hostname is None or port is None:
-        raise ConfigError(f"{ADMIN_LISTENER}: expected http://host:port, got {value!r}")
-    return parts.hostname, port
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or parts.hostname is None or port is None:
+        raise ConfigError(
+            f"{ADMIN_LISTENER}: expected http://host:port or https://host:port, got {value!r}"
+        )
+    truststore = settings.get(TRUSTSTORE_LOCATION)
+    return AdminListener(
+        parts.hostname, port, scheme == "https", Path(truststore) if truststore else None
+    )
 
 
-def ready_url(host: str, port: int) -> str:
+def ready_url(host: str, port: int, *, tls: bool = False) -> str:
     """Where a process beside the node asks for its readiness."""
     host = _WILDCARDS.get(host, host)
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{READY_PATH}"
+    return f"{'https' if tls else 'http'}://{shown}:{port}{READY_PATH}"
 
 
-def probe(url: str, timeout: float) -> str | None:
+def probe_context(cafile: Path | None) -> ssl.SSLContext:
+    """TLS to the node beside the probe: the chain verified (against `cafile` when given), the
+    host name not (see the module docstring)."""
+    context = ssl.create_default_context(cafile=None if cafile is None else str(cafile))
+    context.check_hostname = False
+    return context
+
+
+def probe(url: str, timeout: float, context: ssl.SSLContext | None = None) -> str | None:
     """None when the node is ready; otherwise why not, in a sentence."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        with urllib.request.urlopen(url, timeout=timeout, context=context) as response:
             # urlopen raises for every status >= 400; anything else but 200 is not "ready".
             if response.status == 200:
                 return None
@@ -86,19 +135,33 @@ def _reason(body: bytes) -> str:
     return str(document)
 
 
-def check(config_file: Path | None, environment: Mapping[str, str], timeout: float) -> int:
+def check(
+    config_file: Path | None,
+    environment: Mapping[str, str],
+    timeout: float,
+    cafile: Path | None = None,
+) -> int:
     """The exit status for the node configured by `config_file` and `environment`."""
     try:
-        host, port = admin_listener(config_file, environment)
-    except ConfigError as error:
+        listener = admin_listener(config_file, environment)
+        context = None
+        if listener.tls:
+            trusted = cafile or _cafile(environment) or listener.truststore
+            context = probe_context(trusted)
+    except (ConfigError, OSError, ssl.SSLError) as error:
         print(f"unhealthy: {error}")
         return 1
-    reason = probe(ready_url(host, port), timeout)
+    reason = probe(ready_url(listener.host, listener.port, tls=listener.tls), timeout, context)
     if reason is not None:
         print(f"unhealthy: {reason}")
         return 1
     print("ready")
     return 0
+
+
+def _cafile(environment: Mapping[str, str]) -> Path | None:
+    value = environment.get(CAFILE_VARIABLE)
+    return Path(value) if value else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -107,8 +170,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--config", type=Path, help="the node's properties file, if it has one")
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds to wait for an answer")
+    parser.add_argument(
+        "--cafile",
+        type=Path,
+        help="PEM CAs an https admin listener's certificate chains to (default: "
+        f"{CAFILE_VARIABLE}, else the node's {TRUSTSTORE_LOCATION}, else the system's)",
+    )
     arguments = parser.parse_args(argv)
-    return check(arguments.config, os.environ, arguments.timeout)
+    return check(arguments.config, os.environ, arguments.timeout, arguments.cafile)
 
 
 if __name__ == "__main__":

@@ -54,9 +54,8 @@ from controller.image import MetadataImage, MetadataReplayer
 from controller.partition_change import PartitionDefaults
 from controller.partition_change import TopicPartition as ControllerTopicPartition
 from controller.quorum_controller import ControllerConfig, QuorumController
-from controller.records import ReplicaLogState, ScramMechanism
+from controller.records import ReplicaLogState
 from controller.replica_log_inspector import ReplicaLogInspector
-from controller.scram import record_from_password
 from controller.topic_config import TopicConfig
 from controller.topics import OFFSETS_TOPIC, TopicDefaults
 from kraft.driver import RaftDriver
@@ -74,6 +73,7 @@ from net.sasl import (
 )
 from net.server import KafkaServer, RequestMetrics
 from net.tasks import set_fatal_handler, start_essential
+from node.bootstrap_records import read_bootstrap_records
 from node.config import NodeConfig, Role
 from node.meta_properties import ensure_formatted
 from storage import durability
@@ -216,15 +216,11 @@ def controller_config(
         max_idle_interval_ms=config.metadata_max_idle_interval_ms,
         authorizer=config.authorizer_settings(),
         broker_listener_sasl=config.inter_broker_sasl(),
+        # `bootstrap.scram.credentials`, then what `kraft format --add-scram` left.
         bootstrap_scram_credentials=tuple(
-            record_from_password(
-                credential.name,
-                ScramMechanism[credential.mechanism.replace("-", "_")],
-                credential.password.get_secret_value(),
-                credential.iterations,
-            )
-            for credential in config.bootstrap_scram_credentials
-        ),
+            credential.record() for credential in config.bootstrap_scram_credentials
+        )
+        + read_bootstrap_records(config.metadata_log_directory),
     )
 
 
@@ -407,8 +403,9 @@ def controller_credentials(
                 DEFAULT_SCRAM_ITERATIONS,
             )
     for user in config.bootstrap_scram_credentials:
-        known[(user.name, user.mechanism)] = scram_credential(
-            user.mechanism, user.password.get_secret_value(), user.iterations
+        record = user.record()
+        known[(user.name, user.mechanism.mechanism_name)] = ScramCredential(
+            record.salt, record.stored_key, record.server_key, record.iterations
         )
     return known_users_first(known, credential_lookup(image))
 
@@ -810,6 +807,8 @@ async def serve(config: NodeConfig) -> None:
             token=config.admin_token,
             metrics=node_metrics,
             peer_ssl=config.admin_peer_ssl_context(),
+            tls=config.admin_ssl_context() is not None,
+            authorizer=config.authorizer_settings(),
         )
         # An idle keep-alive connection is closed after connections.max.idle.ms, as on the
         # Kafka and controller listeners.

@@ -10,7 +10,18 @@ import re
 
 ENV_PREFIX = "KRAFT_"
 # Environment variables of the process that are not configuration keys.
-PROCESS_ENVIRONMENT = frozenset({"KRAFT_DURABILITY_JOURNAL"})
+PROCESS_ENVIRONMENT = frozenset(
+    {
+        "KRAFT_DURABILITY_JOURNAL",
+        # The operator commands' and the healthcheck's own settings, which a container or a
+        # shell may export beside the node's.
+        "KRAFT_ADMIN_URL",
+        "KRAFT_ADMIN_USER",
+        "KRAFT_ADMIN_PASSWORD",
+        "KRAFT_ADMIN_CAFILE",
+        "KRAFT_HEALTHCHECK_CAFILE",
+    }
+)
 
 
 class ConfigError(ValueError):

@@ -14,9 +14,11 @@ from aiohttp import web
 from kio.static.protocol import Payload
 from pydantic import BaseModel, ValidationError
 
+from admin.auth import AdminAuth, Caller
 from admin.errors import ApiError
 from admin.models import ErrorResponse
 from admin.status import NodeStatus
+from controller.acls import AclOperation, ResourceType
 from controller.client import NoControllerError
 from controller.image import MetadataImage
 
@@ -65,6 +67,9 @@ class AdminContext:
 
 
 CONTEXT = web.AppKey("admin_context", AdminContext)
+# The guard of the application (`admin.auth`), and the request key of the caller it let in.
+AUTH = web.AppKey("admin_auth", AdminAuth)
+CALLER = "admin_caller"
 # The HTTP client that asks other nodes for their replicas' log views.
 SESSION = web.AppKey("leader_log_session", aiohttp.ClientSession)
 # How the other nodes' admin APIs are reached: "https" when they serve TLS (every node's
@@ -108,3 +113,9 @@ async def read_body(request: web.Request, model: type[ModelT]) -> ModelT:
         if any(problem["type"] == "json_invalid" for problem in error.errors()):
             raise ApiError(400, "invalid_json", validation_message(error)) from error
         raise ApiError(400, "invalid_request", validation_message(error)) from error
+
+
+def describable(request: web.Request, resource_type: ResourceType, name: str) -> bool:
+    """Whether the request's caller may DESCRIBE the resource (listings show only those)."""
+    caller: Caller = request[CALLER]
+    return request.app[AUTH].allows(request, caller, AclOperation.DESCRIBE, resource_type, name)

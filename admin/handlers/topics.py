@@ -17,6 +17,7 @@ from admin.handlers.common import (
     SESSION,
     AdminContext,
     context,
+    describable,
     json_response,
     json_response_list,
     read_body,
@@ -30,6 +31,7 @@ from admin.models import (
     ReplicaLog,
     Topic,
 )
+from controller.acls import ResourceType
 from controller.client import (
     create_partitions_request,
     create_topics_request,
@@ -106,12 +108,14 @@ def admin_address(image: MetadataImage, broker_id: int) -> tuple[str, int] | Non
 
 
 async def topics(request: web.Request) -> web.Response:
+    """Every topic the caller may DESCRIBE."""
     current = context(request).image()
     return json_response_list(
         [
             model
             for name in sorted(current.topic_ids)
-            if (model := topic_model(current, name)) is not None
+            if describable(request, ResourceType.TOPIC, name)
+            and (model := topic_model(current, name)) is not None
         ]
     )
 

@@ -50,6 +50,7 @@ ROUTES = [
             PathParam("n", {"type": "integer", "minimum": 0}, "its index"),
         ),
         errors=(404,),
+        access=None,
     ),
 ]
 
@@ -73,15 +74,15 @@ def test_every_route_with_its_responses_and_errors() -> None:
     assert schema["type"] == "array"
     assert resolve(doc, schema["items"]["$ref"])["required"] == ["name"]
     create = doc["paths"]["/v1/things"]["post"]
-    # A body brings 400, a mutation 401, both with the error schema.
-    assert sorted(create["responses"]) == ["201", "400", "401", "409"]
+    # A body brings 400, a route that is not open 401 and 403, all with the error schema.
+    assert sorted(create["responses"]) == ["201", "400", "401", "403", "409"]
     error = resolve(
         doc, create["responses"]["400"]["content"]["application/json"]["schema"]["$ref"]
     )
     assert error["required"] == ["error", "message"]
     body = create["requestBody"]["content"]["application/json"]["schema"]
     assert resolve(doc, body["$ref"])["properties"]["name"]["minLength"] == 1
-    assert create["security"] == [{"bearer": []}]
+    assert create["security"] == [{"basic": []}, {"bearer": []}]
 
 
 def test_path_parameters_and_a_response_without_body() -> None:

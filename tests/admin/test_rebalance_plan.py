@@ -90,10 +90,10 @@ def test_the_document_has_the_reassignment_and_scaling_operations() -> None:
         ]
     }
     assert statuses == {
-        ("get", "/v1/reassignments"): ["200"],
-        ("post", "/v1/reassignments"): ["202", "400", "401", "404", "409", "503"],
-        ("delete", "/v1/reassignments/{name}/{p}"): ["200", "401", "404", "503"],
-        ("post", "/v1/rebalance"): ["200", "400", "401", "409", "503"],
-        ("post", "/v1/brokers/{id}/drain"): ["202", "401", "404", "409", "503"],
-        ("delete", "/v1/brokers/{id}"): ["204", "401", "404", "409", "503"],
+        ("get", "/v1/reassignments"): ["200", "401", "403"],
+        ("post", "/v1/reassignments"): ["202", "400", "401", "403", "404", "409", "503"],
+        ("delete", "/v1/reassignments/{name}/{p}"): ["200", "401", "403", "404", "503"],
+        ("post", "/v1/rebalance"): ["200", "400", "401", "403", "409", "503"],
+        ("post", "/v1/brokers/{id}/drain"): ["202", "401", "403", "404", "409", "503"],
+        ("delete", "/v1/brokers/{id}"): ["204", "401", "403", "404", "409", "503"],
     }

@@ -232,7 +232,10 @@ def test_sasl_keys_are_parsed_and_checked() -> None:
             "inter.broker.sasl.password": "s3cret",
         }
     )
-    assert [(c.mechanism, c.name, c.iterations) for c in config.bootstrap_scram_credentials] == [
+    assert [
+        (c.mechanism.mechanism_name, c.name, c.iterations)
+        for c in config.bootstrap_scram_credentials
+    ] == [
         ("SCRAM-SHA-512", "admin", 4096),
         ("SCRAM-SHA-256", "bob", 8192),
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -18,6 +19,7 @@ from kio.static.protocol import Payload
 from admin.app import create_app
 from admin.models import Quorum, ReplicaLog
 from bench.cluster import free_ports
+from bench.tls_certificates import CertificateAuthority, TlsFiles
 from controller.client import NoControllerError
 from controller.events import MetadataEvent
 from controller.image import MetadataImage
@@ -135,7 +137,10 @@ async def test_no_admin_listener_or_a_bad_one_is_unhealthy(
     path = config_file(tmp_path, "http://127.0.0.1:9292")
     for bad in ("ftp://127.0.0.1:9292", "http://127.0.0.1", "http://127.0.0.1:99999"):
         assert await run_check(path, {"KRAFT_ADMIN_LISTENER": bad}) == 1
-        assert f"admin.listener: expected http://host:port, got {bad!r}" in capsys.readouterr().out
+        assert (
+            f"admin.listener: expected http://host:port or https://host:port, got {bad!r}"
+            in capsys.readouterr().out
+        )
     assert await run_check(tmp_path / "missing.properties") == 1
     assert "cannot read the configuration file" in capsys.readouterr().out
 
@@ -189,3 +194,36 @@ def test_the_probe_does_not_import_the_node() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=True
     )
     assert result.stdout.strip() == "['node', 'node.healthcheck', 'node.properties']"
+
+
+async def test_an_https_admin_listener_is_probed_over_tls_against_the_truststore(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = TlsFiles.create(tmp_path / "tls")
+    status = Status()
+    status.reason = None
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(files.keystore)
+    runner = web.AppRunner(create_app(status, tls=True))
+    await runner.setup()
+    port = free_ports(1)[0]
+    await web.TCPSite(runner, "127.0.0.1", port, ssl_context=server).start()
+    try:
+        # The probe asks a wildcard listener on loopback: the chain is checked, not the name.
+        listener = f"admin.listener=https://0.0.0.0:{port}\n"
+        path = tmp_path / "server.properties"
+        path.write_text(BASE + listener)
+        # Without the node's CA (the system's CAs do not know it): refused.
+        assert await run_check(path) == 1
+        assert "CERTIFICATE_VERIFY_FAILED" in capsys.readouterr().out
+        path.write_text(
+            BASE + listener + f"ssl.truststore.location={files.authority.certificate_path}\n"
+        )
+        assert await run_check(path) == 0
+        assert capsys.readouterr().out == "ready\n"
+        other = CertificateAuthority(tmp_path / "other", "other CA")
+        environment = {"KRAFT_HEALTHCHECK_CAFILE": str(other.certificate_path)}
+        assert await run_check(path, environment) == 1
+        assert "CERTIFICATE_VERIFY_FAILED" in capsys.readouterr().out
+    finally:
+        await runner.cleanup()
