@@ -33,9 +33,10 @@ from kafka.admin import NewTopic as PythonNewTopic
 from kafka.errors import KafkaError
 
 from bench.cluster import Cluster, kraft_executable
-from bench.tls_certificates import SERVER_SUBJECT, CertificateAuthority
+from bench.tls_certificates import SERVER_SUBJECT
 from net.client import ClusterClient, KafkaConnectionError
 from net.sasl import SaslClientCredentials
+from node.certificates import CertificateAuthority
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.tls_certificates import SERVER_SUBJECT, CertificateAuthority, KeyPair
+from bench.tls_certificates import SERVER_SUBJECT
+from node.certificates import CertificateAuthority, KeyPair
 from node.config import ConfigError, Endpoint, NodeConfig, SecurityProtocol, load_config
 
 COMMON = """\
