@@ -28,12 +28,13 @@ class KeyPair:
     def write_keystore(self, path: Path) -> Path:
         """Writes the private key and the certificate into one file, Kafka's PEM keystore
         (`ssl.keystore.location`), readable by its owner only; returns `path`."""
-        _write_private(path, self.key_pem + self.certificate_pem)
+        write_private_file(path, self.key_pem + self.certificate_pem)
         return path
 
 
-def _write_private(path: Path, text: str) -> None:
-    """Writes `text` into a file only its owner may read (0600 from its creation on)."""
+def write_private_file(path: Path, text: str) -> None:
+    """Writes `text` into a file only its owner may read and write (0600 from its creation
+    on: a key or a password is never readable by others, not even for a moment)."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as file:
         file.write(text)
@@ -145,5 +146,5 @@ class CertificateAuthority:
         certificate_path = self.directory / f"{file_name}.crt"
         key_path = self.directory / f"{file_name}.key"
         certificate_path.write_text(certificate_pem)
-        _write_private(key_path, key_pem)
+        write_private_file(key_path, key_pem)
         return KeyPair(certificate_pem, key_pem, certificate_path, key_path)
