@@ -27,8 +27,8 @@ MECHANISM = "SCRAM-SHA-512"
 KAFKA_LISTENER = "SASL_SSL"
 CONTROLLER_LISTENER = "CONTROLLER"
 # The nodes' certificate subject, and so their principal on the controller listener.
-NODE_SUBJECT = {NameOID.COMMON_NAME: "kraft-dev-node"}
-NODE_PRINCIPAL = "User:CN=kraft-dev-node"
+NODE_SUBJECT = {NameOID.COMMON_NAME: "kraft-node"}
+NODE_PRINCIPAL = "User:CN=kraft-node"
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 # A development cluster outlives many restarts: its certificates do not expire under it.
 VALIDITY = datetime.timedelta(days=3650)

@@ -65,7 +65,7 @@ def test_a_secure_node_configuration_is_accepted_and_its_secrets_are_kept(tmp_pa
     assert str(config.listener_security_protocol) == "SASL_SSL"
     assert str(config.controller_security_protocol) == "SSL"
     assert config.authorizer_class_name is not None
-    assert config.super_users == {"User:admin", "User:CN=kraft-dev-node"}
+    assert config.super_users == {"User:admin", "User:CN=kraft-node"}
     assert config.admin_ssl_context() is not None
     assert config.admin_token == security.password
     # A second preparation (a restart) reuses the password and the certificates.
