@@ -96,6 +96,14 @@ def start_dev(
     return process, json.loads(line)
 
 
+def kill_if_running(process: subprocess.Popen[str]) -> None:
+    """Cleans up after a failed test: a `kraft dev` still running is killed (its nodes die
+    with it)."""
+    if process.poll() is None:
+        process.kill()
+        process.wait(10)
+
+
 def base_port_with_free_ranges() -> int:
     """A base port whose three ranges (P, P+100, P+200) are free: below the kernel's ephemeral
     ports, so other tests' nodes do not take them meanwhile."""
@@ -137,9 +145,7 @@ def test_kraft_dev_runs_a_cluster_until_ctrl_c_and_restarts_on_its_data(tmp_path
         for node_id in (1, 2, 3):
             assert (tmp_path / f"node-{node_id}" / CLEAN_SHUTDOWN_MARKER).exists()
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        kill_if_running(process)
 
     # The same command on the same directory brings the same cluster back, data and all.
     process, ready = start_dev(tmp_path, base_port)
@@ -159,9 +165,7 @@ def test_kraft_dev_runs_a_cluster_until_ctrl_c_and_restarts_on_its_data(tmp_path
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        kill_if_running(process)
 
 
 def children_of(pid: int) -> list[int]:
@@ -340,9 +344,7 @@ def test_kraft_dev_secure_serves_sasl_ssl_to_its_printed_client_only(tmp_path: P
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        kill_if_running(process)
 
     # The same command again: the same certificates, password and data.
     process, again = start_dev(tmp_path, base_port, 2, "--secure")
@@ -354,6 +356,4 @@ def test_kraft_dev_secure_serves_sasl_ssl_to_its_printed_client_only(tmp_path: P
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        kill_if_running(process)
