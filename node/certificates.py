@@ -63,17 +63,9 @@ class CertificateAuthority:
         self._validity = validity
         directory.mkdir(parents=True, exist_ok=True)
         self._key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.UTC)
-        subject = _name({NameOID.COMMON_NAME: name})
-        self._subject = subject
+        self._subject = _name({NameOID.COMMON_NAME: name})
         self._certificate = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(subject)
-            .public_key(self._key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + self._validity)
+            self._builder(self._subject, self._key.public_key())
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .add_extension(
                 x509.KeyUsage(
@@ -95,6 +87,22 @@ class CertificateAuthority:
         self.certificate_path = directory / f"{name.replace(' ', '-')}.pem"
         self.certificate_path.write_text(self.certificate_pem)
 
+    def _builder(
+        self, subject: x509.Name, public_key: ec.EllipticCurvePublicKey
+    ) -> x509.CertificateBuilder:
+        """A certificate of `public_key` for `subject`, issued by this CA, valid from a few
+        minutes ago (clocks differ) for the CA's validity."""
+        now = datetime.datetime.now(datetime.UTC)
+        return (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(self._subject)
+            .public_key(public_key)
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + self._validity)
+        )
+
     def issue(
         self,
         file_name: str,
@@ -105,15 +113,8 @@ class CertificateAuthority:
         """A certificate for `subject`: a node's (for 127.0.0.1 and localhost, a server's and a
         client's) or a client's."""
         key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.UTC)
         builder = (
-            x509.CertificateBuilder()
-            .subject_name(_name(subject))
-            .issuer_name(self._subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + self._validity)
+            self._builder(_name(subject), key.public_key())
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(
                 # A node's certificate serves its listeners and is its client certificate
