@@ -20,12 +20,17 @@ line gives the produce and consume throughput of each, their ratio SSL / PLAINTE
 TLS handshake time of a client (TCP connect plus handshake, p50/p99 over 200 connections).
 With `--security sasl_plaintext`, the same on PLAINTEXT and on SASL_PLAINTEXT listeners
 (SCRAM-SHA-512 for the clients and for replication); `bench.sasl_auth` measures the
-authentication itself.
+authentication itself. With `--security sasl_ssl`, on PLAINTEXT and on SASL_SSL listeners
+(SCRAM-SHA-512 over TLS for the clients and replication, the quorum on TLS with the nodes'
+certificates): the ratios, the TLS handshake alone and the time a client takes to be ready to
+send (TCP connect, TLS handshake, ApiVersions, SaslHandshake and the SCRAM exchange; p50/p99
+over 200 connections).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import socket
@@ -39,6 +44,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.cluster import Cluster
 from bench.tls_certificates import TlsFiles
+from net.client import NodeConnection
+from net.sasl import SCRAM_SHA_512, SaslClientCredentials
 from net.tls import Pem, TlsSettings, client_context
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -65,6 +72,14 @@ def percentile(values: list[float], fraction: float) -> float:
 ClientConfig = dict[str, str | int | float | bool]
 
 
+# The security protocol of a run, by (TLS, SASL).
+SECURITY_PROTOCOLS = {
+    (False, False): "PLAINTEXT",
+    (True, False): "SSL",
+    (False, True): "SASL_PLAINTEXT",
+    (True, True): "SASL_SSL",
+}
+
 # The SCRAM user of the SASL runs: clients and replication authenticate as it.
 _SASL_USER = "bench"
 _SASL_PASSWORD = "bench-secret"
@@ -79,7 +94,12 @@ def client_config(cluster: Cluster, tls: TlsFiles | None, sasl: bool = False) ->
             "sasl.username": _SASL_USER,
             "sasl.password": _SASL_PASSWORD,
         }
-    if tls is not None:
+    if tls is not None and sasl:
+        config |= {
+            "security.protocol": "SASL_SSL",
+            "ssl.ca.location": str(tls.authority.certificate_path),
+        }
+    elif tls is not None:
         config |= {
             "security.protocol": "SSL",
             "ssl.ca.location": str(tls.authority.certificate_path),
@@ -186,16 +206,25 @@ def end_to_end(
     }
 
 
-def handshake_ms(cluster: Cluster, tls: TlsFiles, connections: int = 200) -> dict[str, float]:
-    """TCP connect plus TLS handshake to the first node's Kafka listener, as a client with a
-    certificate makes it."""
-    context = client_context(
-        TlsSettings(
-            certificate_chain=Pem(path=tls.client.certificate_path),
-            private_key=Pem(path=tls.client.key_path),
-            trusted_certificates=Pem(path=tls.authority.certificate_path),
-        )
+def _client_tls(tls: TlsFiles, sasl: bool) -> TlsSettings:
+    """A benchmark client's TLS: with SASL it logs in with its password and presents no
+    certificate; without, it presents the client certificate."""
+    trusted = Pem(path=tls.authority.certificate_path)
+    if sasl:
+        return TlsSettings(trusted_certificates=trusted)
+    return TlsSettings(
+        certificate_chain=Pem(path=tls.client.certificate_path),
+        private_key=Pem(path=tls.client.key_path),
+        trusted_certificates=trusted,
     )
+
+
+def handshake_ms(
+    cluster: Cluster, tls: TlsFiles, sasl: bool = False, connections: int = 200
+) -> dict[str, float]:
+    """TCP connect plus TLS handshake to the first node's Kafka listener, as a benchmark
+    client makes it."""
+    context = client_context(_client_tls(tls, sasl))
     node = next(iter(cluster.nodes.values()))
     times: list[float] = []
     for _ in range(connections):
@@ -208,11 +237,44 @@ def handshake_ms(cluster: Cluster, tls: TlsFiles, connections: int = 200) -> dic
     return {"p50": percentile(times, 0.5), "p99": percentile(times, 0.99)}
 
 
+def authenticated_connect_ms(
+    cluster: Cluster, tls: TlsFiles, connections: int = 200
+) -> dict[str, float]:
+    """Until a new connection to the first node's SASL_SSL listener may send requests: TCP
+    connect, TLS handshake, ApiVersions, SaslHandshake and SCRAM-SHA-512's two round trips
+    (our own `net` client, one connection after the other)."""
+    context = client_context(_client_tls(tls, sasl=True))
+    credentials = SaslClientCredentials(SCRAM_SHA_512, _SASL_USER, _SASL_PASSWORD)
+    node = next(iter(cluster.nodes.values()))
+
+    async def measure() -> list[float]:
+        times: list[float] = []
+        for _ in range(connections):
+            connection = NodeConnection(
+                node.host, node.broker_port or 0, ssl_context=context, sasl=credentials
+            )
+            started = time.perf_counter()
+            await connection.connect()
+            times.append((time.perf_counter() - started) * 1000)
+            await connection.close()
+        return times
+
+    times = asyncio.run(measure())
+    return {"p50": percentile(times, 0.5), "p99": percentile(times, 0.99)}
+
+
 def start(nodes: int, root: Path, tls: TlsFiles | None, sasl: bool = False) -> Cluster:
     """`nodes` combined nodes; with `tls`, every listener is SSL with client certificates
     required (Kafka's `listeners=CLIENT://...,CONTROLLER://...`); with `sasl`, the Kafka
-    listener is SASL_PLAINTEXT with one SCRAM-SHA-512 user."""
+    listener is SASL_PLAINTEXT with one SCRAM-SHA-512 user; with both, the Kafka listener is
+    SASL_SSL (clients need no certificate) and the controller's SSL, where the nodes present
+    theirs."""
     extra = {} if tls is None else tls.node_properties()
+    if tls is not None and sasl:
+        extra |= {
+            "listener.security.protocol.map": "CLIENT:SASL_SSL,CONTROLLER:SSL",
+            "ssl.client.auth": "requested",
+        }
     if sasl:
         extra |= {
             "bootstrap.scram.credentials": (
@@ -259,10 +321,15 @@ def run(
         latency = [
             end_to_end(client, f"latency-{rate}", acks, rate, rate * 5) for rate in args.rates
         ]
+        handshakes = {}
+        if tls is not None:
+            handshakes["tls_handshake_ms"] = handshake_ms(cluster, tls, sasl)
+            if sasl:
+                handshakes["tls_scram_connect_ms"] = authenticated_connect_ms(cluster, tls)
         return {
             "bench": "produce_consume",
-            "security": "SSL" if tls is not None else "SASL_PLAINTEXT" if sasl else "PLAINTEXT",
-            **({} if tls is None else {"tls_handshake_ms": handshake_ms(cluster, tls)}),
+            "security": SECURITY_PROTOCOLS[(tls is not None, sasl)],
+            **handshakes,
             "nodes": nodes,
             "replication_factor": nodes,
             "acks": acks,
@@ -289,21 +356,24 @@ def main() -> None:
     )
     parser.add_argument(
         "--security",
-        choices=["plaintext", "ssl", "sasl_plaintext"],
+        choices=["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"],
         default="plaintext",
-        help="ssl, sasl_plaintext: run each setup on PLAINTEXT and on that protocol, compare",
+        help="ssl, sasl_plaintext, sasl_ssl: run each setup on PLAINTEXT and on that protocol, "
+        "compare",
     )
     args = parser.parse_args()
     for nodes, acks in ((1, "1"), (3, "all")):
         with tempfile.TemporaryDirectory(prefix="bench-produce-consume-") as directory:
             result = run(nodes, acks, args, Path(directory) / "plaintext")
-            if args.security == "ssl":
-                tls = TlsFiles.create(Path(directory) / "certificates")
-                secured = run(nodes, acks, args, Path(directory) / "ssl", tls)
-                result = compare(result, secured)
-            elif args.security == "sasl_plaintext":
-                secured = run(nodes, acks, args, Path(directory) / "sasl", sasl=True)
-                result = compare(result, secured, "sasl_plaintext")
+            if args.security != "plaintext":
+                tls = (
+                    TlsFiles.create(Path(directory) / "certificates")
+                    if args.security in ("ssl", "sasl_ssl")
+                    else None
+                )
+                sasl = args.security.startswith("sasl")
+                secured = run(nodes, acks, args, Path(directory) / args.security, tls, sasl)
+                result = compare(result, secured, args.security)
         print(json.dumps(result), flush=True)
 
 
@@ -324,11 +394,11 @@ def compare(
         "consume_ratio": round(
             secured["consume"]["msgs_per_s"] / plaintext["consume"]["msgs_per_s"], 3
         ),
-        **(
-            {"tls_handshake_ms": secured["tls_handshake_ms"]}
-            if "tls_handshake_ms" in secured
-            else {}
-        ),
+        **{
+            key: secured[key]
+            for key in ("tls_handshake_ms", "tls_scram_connect_ms")
+            if key in secured
+        },
         "plaintext": plaintext,
         security: secured,
     }

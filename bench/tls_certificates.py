@@ -1,126 +1,14 @@
-"""Certificates for the TLS tests, made with `cryptography`: a certificate authority, server and
-client certificates it signs, and PEM files of them."""
+"""The TLS benchmarks' and tests' certificates: subjects, and a CA with a node's and a client's
+certificates in files (made by node.certificates, the one certificate factory)."""
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import NameOID
 
-
-@dataclass(frozen=True)
-class KeyPair:
-    """A certificate (PEM) and its private key (PEM), and the files holding them."""
-
-    certificate_pem: str
-    key_pem: str
-    certificate_path: Path
-    key_path: Path
-
-
-def _name(subject: dict[x509.ObjectIdentifier, str]) -> x509.Name:
-    return x509.Name([x509.NameAttribute(oid, value) for oid, value in subject.items()])
-
-
-class CertificateAuthority:
-    """A self-signed CA whose certificates are written under `directory`."""
-
-    def __init__(self, directory: Path, name: str = "kraft test CA") -> None:
-        self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
-        self._key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.UTC)
-        subject = _name({NameOID.COMMON_NAME: name})
-        self._subject = subject
-        self._certificate = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(subject)
-            .public_key(self._key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-            .sign(self._key, hashes.SHA256())
-        )
-        self.certificate_pem = self._certificate.public_bytes(serialization.Encoding.PEM).decode()
-        self.certificate_path = directory / f"{name.replace(' ', '-')}.pem"
-        self.certificate_path.write_text(self.certificate_pem)
-
-    def issue(
-        self,
-        file_name: str,
-        subject: dict[x509.ObjectIdentifier, str],
-        *,
-        server: bool = False,
-    ) -> KeyPair:
-        """A certificate for `subject`: a node's (for 127.0.0.1 and localhost, a server's and a
-        client's) or a client's."""
-        key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.UTC)
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(_name(subject))
-            .issuer_name(self._subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(
-                # A node's certificate serves its listeners and is its client certificate
-                # towards the other nodes.
-                x509.ExtendedKeyUsage(
-                    [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
-                    if server
-                    else [ExtendedKeyUsageOID.CLIENT_AUTH]
-                ),
-                critical=False,
-            )
-        )
-        if server:
-            builder = builder.add_extension(
-                x509.SubjectAlternativeName(
-                    [
-                        x509.DNSName("localhost"),
-                        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                    ]
-                ),
-                critical=False,
-            )
-        certificate = builder.sign(self._key, hashes.SHA256())
-        certificate_pem = certificate.public_bytes(serialization.Encoding.PEM).decode()
-        key_pem = key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        ).decode()
-        certificate_path = self.directory / f"{file_name}.crt"
-        key_path = self.directory / f"{file_name}.key"
-        certificate_path.write_text(certificate_pem)
-        key_path.write_text(key_pem)
-        return KeyPair(certificate_pem, key_pem, certificate_path, key_path)
-
+from node.certificates import CertificateAuthority, KeyPair
 
 SERVER_SUBJECT = {NameOID.COMMON_NAME: "localhost"}
 # Java's X500Principal.getName() writes this subject "CN=alice,OU=eng,O=acme".
@@ -148,8 +36,7 @@ class TlsFiles:
         authority = CertificateAuthority(directory)
         node = authority.issue("node", SERVER_SUBJECT, server=True)
         client = authority.issue("alice", ALICE_SUBJECT)
-        keystore = directory / "node.keystore.pem"
-        keystore.write_text(node.key_pem + node.certificate_pem)
+        keystore = node.write_keystore(directory / "node.keystore.pem")
         return cls(authority, node, client, keystore)
 
     def node_properties(self) -> dict[str, str]:

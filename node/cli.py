@@ -6,8 +6,9 @@
   [--ignore-formatted]` formats the node's log directories as `kraft serve` does on first start,
   without starting it, and leaves the `--add-scram` SCRAM credentials (Kafka's
   `kafka-storage format` syntax) for the new cluster's first active controller to write.
-- `kraft dev [--nodes 3] [--data-dir DIR] [--base-port 9092]` runs a local cluster of combined
-  nodes, one process each, and prints a JSON line with its addresses once it is ready.
+- `kraft dev [--nodes 3] [--data-dir DIR] [--base-port 9092] [--secure]` runs a local cluster
+  of combined nodes, one process each, and prints a JSON line with its addresses once it is
+  ready (with `--secure`: TLS, SCRAM and ACLs on, and the super user's client settings).
 - `kraft topics|brokers|quorum|partitions|elect|reassign|events ...` drive a cluster through a
   node's HTTP admin API (see `node.admin_cli`).
 - `kraft dump-log PATH [--records]` prints the batches of a partition log directory (or of one
@@ -228,6 +229,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=9092,
         help="node i listens on P+i (Kafka), P+100+i (controller), P+200+i (admin)",
     )
+    dev.add_argument(
+        "--secure",
+        action="store_true",
+        help="TLS, SCRAM-SHA-512 and ACLs on (keys and the super user's password in the data "
+        "directory); the JSON line gains the super user's client settings",
+    )
     admin_cli.add_admin_commands(commands)
     dump = commands.add_parser(
         "dump-log", help="print the record batches of a partition log (read-only)"
@@ -242,7 +249,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             arguments.config, arguments.override, arguments.add_scram, arguments.ignore_formatted
         )
     if arguments.command == "dev":
-        return dev_cluster.run(arguments.nodes, arguments.data_dir, arguments.base_port)
+        return dev_cluster.run(
+            arguments.nodes, arguments.data_dir, arguments.base_port, arguments.secure
+        )
     if arguments.command in admin_cli.COMMANDS:
         return admin_cli.run_admin_command(arguments)
     if not arguments.path.exists():

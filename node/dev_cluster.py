@@ -11,6 +11,9 @@ The nodes die with the `kraft dev` that started them even when it is killed outr
 an IDE's stop button): on Linux each gets SIGTERM when it dies, so no orphan keeps the ports.
 A port of the cluster already in use (most likely by the nodes of an earlier `kraft dev`) is
 named, and nothing is started.
+
+With `--secure` (node.dev_security), the cluster runs with TLS, SCRAM and ACLs on, its admin
+APIs are https, and the JSON line gains `client`: the super user's librdkafka settings.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -29,6 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+
+from node.certificates import write_private_file
+from node.dev_security import DevSecurity
 
 CLUSTER_ID = "kraft-dev"
 # What stops `kraft dev` cleanly: Ctrl-C, a kill, a closed terminal.
@@ -47,6 +54,8 @@ class DevNode:
     controller_port: int
     admin_port: int
     data_dir: Path
+    # `kraft dev --secure`: the admin API is https.
+    secure: bool = False
 
     @property
     def config_path(self) -> Path:
@@ -58,10 +67,11 @@ class DevNode:
 
     @property
     def admin_url(self) -> str:
-        return f"http://127.0.0.1:{self.admin_port}"
+        scheme = "https" if self.secure else "http"
+        return f"{scheme}://127.0.0.1:{self.admin_port}"
 
 
-def plan(nodes: int, data_dir: Path, base_port: int) -> list[DevNode]:
+def plan(nodes: int, data_dir: Path, base_port: int, secure: bool = False) -> list[DevNode]:
     """The nodes of a cluster of `nodes`, as DESIGN's `kraft dev` lays them out."""
     if not 1 <= nodes <= 100:
         raise ValueError("--nodes must be between 1 and 100")
@@ -74,17 +84,20 @@ def plan(nodes: int, data_dir: Path, base_port: int) -> list[DevNode]:
             controller_port=base_port + 100 + index,
             admin_port=base_port + 200 + index,
             data_dir=data_dir / f"node-{index + 1}",
+            secure=secure,
         )
         for index in range(nodes)
     ]
 
 
-def node_properties(node: DevNode, cluster: list[DevNode]) -> str:
+def node_properties(
+    node: DevNode, cluster: list[DevNode], security: DevSecurity | None = None
+) -> str:
     """The configuration file of `node`: combined roles, every node a voter, replication as
-    high as the cluster allows (up to 3)."""
+    high as the cluster allows (up to 3); with `security`, TLS, SCRAM and ACLs on."""
     voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in cluster)
     replication = min(3, len(cluster))
-    settings = {
+    settings: dict[str, object] = {
         "node.id": node.node_id,
         "cluster.id": CLUSTER_ID,
         "process.roles": "broker,controller",
@@ -96,29 +109,35 @@ def node_properties(node: DevNode, cluster: list[DevNode]) -> str:
         "default.replication.factor": replication,
         "offsets.topic.replication.factor": replication,
     }
+    if security is not None:
+        del settings["controller.listener"]
+        settings |= security.node_settings(
+            f"127.0.0.1:{node.kafka_port}", f"127.0.0.1:{node.controller_port}"
+        )
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
 
-def ready_line(cluster: list[DevNode]) -> str:
-    """The JSON line printed once the cluster is ready."""
-    return json.dumps(
-        {
-            "bootstrap": ",".join(f"127.0.0.1:{node.kafka_port}" for node in cluster),
-            "admin": [node.admin_url for node in cluster],
-        }
-    )
+def ready_line(cluster: list[DevNode], security: DevSecurity | None = None) -> str:
+    """The JSON line printed once the cluster is ready; a secure cluster's has `client`."""
+    line: dict[str, object] = {
+        "bootstrap": ",".join(f"127.0.0.1:{node.kafka_port}" for node in cluster),
+        "admin": [node.admin_url for node in cluster],
+    }
+    if security is not None:
+        line["client"] = security.client()
+    return json.dumps(line)
 
 
-def _get(url: str) -> object:
-    with urllib.request.urlopen(url, timeout=1.0) as response:
+def _get(url: str, context: ssl.SSLContext | None) -> object:
+    with urllib.request.urlopen(url, timeout=1.0, context=context) as response:
         return json.loads(response.read())
 
 
-def _is_ready(cluster: list[DevNode]) -> bool:
+def _is_ready(cluster: list[DevNode], context: ssl.SSLContext | None) -> bool:
     try:
         for node in cluster:
-            _get(f"{node.admin_url}/v1/health/ready")
-        brokers = _get(f"{cluster[0].admin_url}/v1/brokers")
+            _get(f"{node.admin_url}/v1/health/ready", context)
+        brokers = _get(f"{cluster[0].admin_url}/v1/brokers", context)
     except (OSError, ValueError):  # not listening yet, or 503 (urllib's HTTPError is an OSError)
         return False
     assert isinstance(brokers, list)
@@ -174,10 +193,10 @@ def _raise_stop(signum: int, _frame: FrameType | None) -> None:
     raise _StopRequested(signal.Signals(signum).name)
 
 
-def run(nodes: int, data_dir: Path, base_port: int) -> int:
+def run(nodes: int, data_dir: Path, base_port: int, secure: bool = False) -> int:
     """Run the cluster until SIGINT or SIGTERM; the exit status of `kraft dev`."""
     try:
-        cluster = plan(nodes, data_dir.resolve(), base_port)
+        cluster = plan(nodes, data_dir.resolve(), base_port, secure)
     except ValueError as error:
         print(f"kraft dev: {error}", file=sys.stderr)
         return 2
@@ -191,9 +210,11 @@ def run(nodes: int, data_dir: Path, base_port: int) -> int:
             file=sys.stderr,
         )
         return 1
+    security = DevSecurity.prepare(data_dir.resolve()) if secure else None
     for node in cluster:
         node.data_dir.mkdir(parents=True, exist_ok=True)
-        node.config_path.write_text(node_properties(node, cluster))
+        # A secure node's configuration holds the super user's password.
+        write_private_file(node.config_path, node_properties(node, cluster, security))
     previous = {signum: signal.signal(signum, _raise_stop) for signum in _STOP_SIGNALS}
     processes: dict[int, subprocess.Popen[bytes]] = {}
     try:
@@ -210,7 +231,8 @@ def run(nodes: int, data_dir: Path, base_port: int) -> int:
                     preexec_fn=_dies_with(os.getpid()),  # noqa: PLW1509
                 )
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while not _is_ready(cluster):
+        context = security.admin_context() if security is not None else None
+        while not _is_ready(cluster, context):
             exited = [n for n, p in processes.items() if p.poll() is not None]
             if exited or time.monotonic() > deadline:
                 reason = f"node {exited[0]} exited" if exited else "timed out"
@@ -221,7 +243,7 @@ def run(nodes: int, data_dir: Path, base_port: int) -> int:
                 )
                 return 1
             time.sleep(0.2)
-        print(ready_line(cluster), flush=True)
+        print(ready_line(cluster, security), flush=True)
         while True:
             for node_id, process in list(processes.items()):
                 if process.poll() is not None:

@@ -19,6 +19,10 @@ DOCKERFILE = ROOT / "Dockerfile"
 DEFAULTS = ROOT / "deploy" / "docker" / "server.properties"
 COMPOSE = ROOT / "deploy" / "compose.yaml"
 KUBERNETES = ROOT / "deploy" / "kubernetes" / "kraft.yaml"
+# The secure variants (TLS, SCRAM, ACLs) and the example of the compose variant's secrets.
+SECURE_COMPOSE = ROOT / "deploy" / "compose-secure.yaml"
+SECURE_KUBERNETES = ROOT / "deploy" / "kubernetes" / "kraft-secure.yaml"
+SECURE_ENV_EXAMPLE = ROOT / "deploy" / "secure" / "kraft.env.example"
 # DESIGN.md: node 0 of `kraft dev` listens on P (Kafka), P+100 (controller), P+200 (admin HTTP),
 # P = 9092.
 DEFAULT_PORTS = {"kafka": 9092, "controller": 9192, "admin": 9292}
@@ -85,6 +89,6 @@ def seconds(duration: str) -> float:
     return sum(float(number) * units[unit] for number, unit in parts)
 
 
-def compose() -> dict[str, Any]:
-    document: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())
+def compose(path: Path = COMPOSE) -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load(path.read_text())
     return document

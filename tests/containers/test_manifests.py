@@ -6,6 +6,7 @@ what runs them (ports, probes, volumes, users, grace periods)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -84,39 +85,46 @@ def test_compose_gives_each_node_its_own_volume_for_its_log_directory() -> None:
     assert len(set(mounts.values())) == len(mounts)
 
 
-def kubernetes() -> dict[str, list[dict[str, Any]]]:
+def kubernetes(path: Path = KUBERNETES) -> dict[str, list[dict[str, Any]]]:
     """The manifests by kind."""
     by_kind: dict[str, list[dict[str, Any]]] = {}
-    for document in yaml.safe_load_all(KUBERNETES.read_text()):
+    for document in yaml.safe_load_all(path.read_text()):
         if document is not None:
             by_kind.setdefault(document["kind"], []).append(document)
     return by_kind
 
 
-def statefulset() -> dict[str, Any]:
-    (found,) = kubernetes()["StatefulSet"]
+def statefulset(path: Path = KUBERNETES) -> dict[str, Any]:
+    (found,) = kubernetes(path)["StatefulSet"]
     return found
 
 
-def container() -> dict[str, Any]:
+def container(path: Path = KUBERNETES) -> dict[str, Any]:
     found: dict[str, Any]
-    (found,) = statefulset()["spec"]["template"]["spec"]["containers"]
+    (found,) = statefulset(path)["spec"]["template"]["spec"]["containers"]
     return found
 
 
-def pod_environment(ordinal: int) -> dict[str, str]:
-    """The container's environment in pod `ordinal` as the kubelet makes it: field references
-    resolved, and `$(NAME)` replaced by the value of an earlier variable."""
-    name = f"{statefulset()['metadata']['name']}-{ordinal}"
+def pod_environment(
+    ordinal: int, path: Path = KUBERNETES, secrets: dict[tuple[str, str], str] | None = None
+) -> dict[str, str]:
+    """The container's environment in pod `ordinal` as the kubelet makes it: field and Secret
+    references resolved (`secrets` by Secret name and key), and `$(NAME)` replaced by the value
+    of an earlier variable."""
+    name = f"{statefulset(path)['metadata']['name']}-{ordinal}"
     fields = {
         "metadata.name": name,
         "metadata.namespace": NAMESPACE,
         "metadata.labels['apps.kubernetes.io/pod-index']": str(ordinal),
     }
     environment: dict[str, str] = {}
-    for variable in container()["env"]:
-        if "valueFrom" in variable:
-            value = fields[variable["valueFrom"]["fieldRef"]["fieldPath"]]
+    for variable in container(path)["env"]:
+        source = variable.get("valueFrom", {})
+        if "secretKeyRef" in source:
+            reference = source["secretKeyRef"]
+            value = (secrets or {})[(reference["name"], reference["key"])]
+        elif "fieldRef" in source:
+            value = fields[source["fieldRef"]["fieldPath"]]
         else:
             value = re.sub(
                 r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)",

@@ -212,6 +212,24 @@ def test_produce_without_an_acl_is_topic_authorization_failed_and_writes_nothing
     assert (low, high) == (0, 0)
 
 
+def test_fetch_without_read_is_topic_authorization_failed(cluster: Cluster) -> None:
+    # ord-audit: described (WRITE implies DESCRIBE) but never readable.
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "readers"})
+    try:
+        consumer.assign([TopicPartition("ord-audit", 0, 0)])
+        errors: list[Any] = []
+        for _ in range(40):
+            message = consumer.poll(0.5)
+            if message is not None:
+                error = message.error()
+                assert error is not None, "a record was read without READ"
+                errors.append(error.code())
+                break
+    finally:
+        consumer.close()
+    assert errors == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+
+
 def test_prefixed_deny_overrides_literal_allow(cluster: Cluster) -> None:
     outcomes = produce(cluster, "ord-audit")
     assert {error.code() for error in outcomes} == {KafkaError.TOPIC_AUTHORIZATION_FAILED}

@@ -26,13 +26,14 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32
 
 from bench.cluster import CLUSTER_ID, Cluster, free_ports
-from bench.tls_certificates import SERVER_SUBJECT, CertificateAuthority, KeyPair
+from bench.tls_certificates import SERVER_SUBJECT
 from kraft.messages import FetchRequest, VoteRequest
 from kraft.wire import describe_quorum_request, request_to_wire
 from net.client import ClusterClient, KafkaConnectionError, NodeConnection
 from net.replica_log_info import GetReplicaLogInfoRequest, TopicPartitions
 from net.sasl import SaslClientCredentials
 from net.tls import Pem, TlsSettings, client_context
+from node.certificates import CertificateAuthority, KeyPair
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin import NewTopic as AioNewTopic
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
@@ -33,9 +35,10 @@ from kafka.admin import NewTopic as PythonNewTopic
 from kafka.errors import KafkaError
 
 from bench.cluster import Cluster, kraft_executable
-from bench.tls_certificates import SERVER_SUBJECT, CertificateAuthority
+from bench.tls_certificates import SERVER_SUBJECT
 from net.client import ClusterClient, KafkaConnectionError
 from net.sasl import SaslClientCredentials
+from node.certificates import CertificateAuthority
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -173,6 +176,52 @@ def test_aiokafka_produces_and_consumes_in_a_group(node: Cluster, mechanism: str
             await consumer.stop()
 
     assert asyncio.run(run()) == [f"a{i}".encode() for i in range(5)]
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "PLAIN"])
+def test_aiokafka_administers_topics_and_groups(node: Cluster, mechanism: str) -> None:
+    topic = topic_name()
+    group = f"group-{topic}"
+    settings = python_client(node, mechanism)
+
+    async def committed_by_a_group_member() -> None:
+        producer = AIOKafkaProducer(**settings)
+        await producer.start()
+        try:
+            await producer.send_and_wait(topic, b"one", partition=1)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(topic, group_id=group, auto_offset_reset="earliest", **settings)
+        await consumer.start()
+        try:
+            await asyncio.wait_for(consumer.getone(), 20)
+            await consumer.commit()
+        finally:
+            await consumer.stop()
+
+    async def run() -> tuple[list[str], list[str], dict[Any, Any], list[str]]:
+        admin = AIOKafkaAdminClient(**settings)
+        await admin.start()
+        try:
+            await admin.create_topics([AioNewTopic(topic, 2, 1)])
+            described = [found["topic"] for found in await admin.describe_topics([topic])]
+            await committed_by_a_group_member()
+            groups = [entry[0] for entry in await admin.list_consumer_groups()]
+            offsets = await admin.list_consumer_group_offsets(group)
+            await admin.delete_topics([topic])
+            return described, groups, offsets, await admin.list_topics()
+        finally:
+            await admin.close()
+
+    described, groups, offsets, remaining = asyncio.run(run())
+    assert described == [topic]
+    assert group in groups
+    # The member committed its position in both partitions: past the record, and 0.
+    assert {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()} == {
+        (topic, 0): 0,
+        (topic, 1): 1,
+    }
+    assert topic not in remaining
 
 
 def test_confluent_kafka_scram_sha_512_produces_consumes_and_administers(node: Cluster) -> None:

@@ -19,12 +19,8 @@ from confluent_kafka.admin import AdminClient
 from cryptography.x509.oid import NameOID
 
 from bench.cluster import Cluster
-from bench.tls_certificates import (
-    ALICE_SUBJECT,
-    SERVER_SUBJECT,
-    CertificateAuthority,
-    KeyPair,
-)
+from bench.tls_certificates import ALICE_SUBJECT, SERVER_SUBJECT
+from node.certificates import CertificateAuthority, KeyPair
 
 pytestmark = pytest.mark.timeout(120)
 

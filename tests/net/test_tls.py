@@ -18,13 +18,7 @@ import pytest
 from cryptography.x509.oid import NameOID
 from kio.schema.errors import ErrorCode
 
-from bench.tls_certificates import (
-    ALICE_PRINCIPAL,
-    ALICE_SUBJECT,
-    SERVER_SUBJECT,
-    CertificateAuthority,
-    KeyPair,
-)
+from bench.tls_certificates import ALICE_PRINCIPAL, ALICE_SUBJECT, SERVER_SUBJECT
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, RequestContext
 from net.client import KafkaConnectionError, NodeConnection
@@ -40,6 +34,7 @@ from net.tls import (
     server_context,
     subject_name,
 )
+from node.certificates import CertificateAuthority, KeyPair
 from tests.net.schemas import request_type, response_type
 
 

@@ -19,12 +19,13 @@ from kio.static.protocol import Payload
 from admin.app import create_app
 from admin.models import Quorum, ReplicaLog
 from bench.cluster import free_ports
-from bench.tls_certificates import CertificateAuthority, TlsFiles
+from bench.tls_certificates import TlsFiles
 from controller.client import NoControllerError
 from controller.events import MetadataEvent
 from controller.image import MetadataImage
 from controller.partition_change import PartitionDefaults, TopicPartition
 from controller.records import ReplicaLogState
+from node.certificates import CertificateAuthority
 from node.healthcheck import check, ready_url
 
 BASE = (

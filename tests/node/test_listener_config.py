@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.tls_certificates import SERVER_SUBJECT, CertificateAuthority, KeyPair
+from bench.tls_certificates import SERVER_SUBJECT
 from net.sasl import SaslClientCredentials, ScramCredential
 from net.tls import Pem
+from node.certificates import CertificateAuthority, KeyPair
 from node.config import (
     ConfigError,
     Endpoint,

@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from bench.tls_certificates import (
-    ALICE_SUBJECT,
-    SERVER_SUBJECT,
-    CertificateAuthority,
-    KeyPair,
-)
+from bench.tls_certificates import ALICE_SUBJECT, SERVER_SUBJECT
 from net.api_registry import ApiRegistry
 from net.client import NodeConnection
 from net.server import KafkaServer, ListenerSecurity
 from net.tls import ClientAuth, Pem, TlsSettings, client_context, server_context
+from node.certificates import CertificateAuthority, KeyPair
 from spark_connector.options import OptionError, parse_read_options, parse_write_options
 
 BOOTSTRAP = {"kraft.bootstrap.servers": "127.0.0.1:9092", "subscribe": "t"}
