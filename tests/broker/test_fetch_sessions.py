@@ -343,7 +343,7 @@ def test_the_handler_sends_full_then_only_changes() -> None:
     plan = handler.full({(TOPIC, 0): position(0), (TOPIC, 1): position(0)})
     assert plan.full and plan.epoch == 0 and plan.session_id == 0
     handler.answered(plan, 77)
-    assert not handler.needs_full
+    assert handler.epoch == 1
     plan = handler.incremental(
         {(TOPIC, 0): position(0), (TOPIC, 1): position(5)}, [(TOPIC, 0), (TOPIC, 9)]
     )
