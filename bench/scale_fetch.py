@@ -7,7 +7,8 @@ linger.ms 5, 100-byte lines):
 1. the baseline: `--count` messages into a one-partition topic of replication factor 3 on the
    fresh cluster;
 2. a topic of `--partitions` partitions (RF 3) is created and waited for until every partition
-   has a leader; then `--count` messages into a second one-partition topic beside it;
+   has a leader (`create_s`) and every node hosts its replicas; then `--count` messages into a
+   second one-partition topic beside it;
 3. `--count` messages spread over the `--partitions` partitions (librdkafka's partitioner).
 
 Prints one JSON object: msg/s of each run and the ratios to the baseline, and the fetch
@@ -93,18 +94,34 @@ def create_topic(cluster: Cluster, admin: AdminClient, topic: str, partitions: i
     return time.perf_counter() - started
 
 
+def _metric_lines(cluster: Cluster, node_id: int) -> list[str]:
+    node = cluster.nodes[node_id]
+    url = f"http://{node.host}:{node.admin_port}/metrics"
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return [line for line in response.read().decode().splitlines() if line[:1] != "#"]
+
+
+def hosted_everywhere(cluster: Cluster, topic: str, partitions: int) -> bool:
+    """Every node hosts a replica of each partition of `topic` (their logs are created)."""
+    needle = f'topic="{topic}"'
+    return all(
+        sum(
+            1
+            for line in _metric_lines(cluster, node_id)
+            if line.startswith("kraft_partition_log_end_offset{") and needle in line
+        )
+        == partitions
+        for node_id in cluster.nodes
+    )
+
+
 def fetch_session_metrics(cluster: Cluster) -> dict[int, dict[str, float]]:
-    """Each node's `kraft_fetch_session*` metrics."""
+    """Each node's `kraft_fetch_session*` metrics (none on a broker without sessions)."""
     metrics: dict[int, dict[str, float]] = {}
-    for node_id, node in cluster.nodes.items():
-        url = f"http://{node.host}:{node.admin_port}/metrics"
-        with urllib.request.urlopen(url, timeout=10) as response:
-            text = response.read().decode()
+    for node_id in cluster.nodes:
         metrics[node_id] = {
             name: float(value)
-            for name, _, value in (
-                line.partition(" ") for line in text.splitlines() if not line.startswith("#")
-            )
+            for name, _, value in (line.partition(" ") for line in _metric_lines(cluster, node_id))
             if name.startswith("kraft_fetch_session")
         }
     return metrics
@@ -127,6 +144,10 @@ def measure(
         create_topic(cluster, admin, "baseline", 1)
         baseline = kcat_produce(cluster.bootstrap, "baseline", lines, count, kcat_lib)
         create_s = create_topic(cluster, admin, "idle", partitions)
+        # The steady state: every replica's log exists before the busy partition is measured.
+        cluster.wait_for(
+            "idle replicas hosted", lambda: hosted_everywhere(cluster, "idle", partitions), 300.0
+        )
         create_topic(cluster, admin, "busy", 1)
         beside_idle = kcat_produce(cluster.bootstrap, "busy", lines, count, kcat_lib)
         spread = kcat_produce(cluster.bootstrap, "idle", lines, count, kcat_lib)

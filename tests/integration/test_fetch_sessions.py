@@ -6,19 +6,26 @@ through its own incremental session while more is written."""
 
 from __future__ import annotations
 
+import datetime
+import importlib
 import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
+from uuid import UUID
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
+from kio.schema.errors import ErrorCode
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.cluster import Cluster
+from net.client import NodeConnection
+from net.protocol import make_entity
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -172,3 +179,137 @@ def test_kafka_python_consumes_everything_through_its_session(cluster: Cluster) 
         assert incremental > incremental_before
     finally:
         consumer.close()
+
+
+def fetch_request(
+    version: int,
+    session_id: int,
+    epoch: int,
+    offsets: dict[int, int],
+    topic_id: UUID,
+    forgotten: tuple[int, ...] = (),
+    max_wait_ms: int = 0,
+) -> Any:
+    """A consumer's Fetch of `version` for `offsets` (partition -> fetch offset) of the topic."""
+    schema = importlib.import_module(f"kio.schema.fetch.v{version}")
+    partitions = tuple(
+        make_entity(
+            schema.request.FetchPartition,
+            partition=partition,
+            current_leader_epoch=-1,
+            fetch_offset=offset,
+            last_fetched_epoch=-1,
+            log_start_offset=-1,
+            partition_max_bytes=1 << 20,
+        )
+        for partition, offset in offsets.items()
+    )
+    topic = make_entity(
+        schema.request.FetchTopic, topic=TOPIC, topic_id=topic_id, partitions=partitions
+    )
+    gone = make_entity(
+        schema.request.ForgottenTopic, topic=TOPIC, topic_id=topic_id, partitions=forgotten
+    )
+    return make_entity(
+        schema.FetchRequest,
+        replica_id=-1,
+        replica_state=make_entity(schema.request.ReplicaState, replica_id=-1, replica_epoch=-1)
+        if version >= 15
+        else None,
+        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+        min_bytes=1,
+        max_bytes=10 << 20,
+        isolation_level=0,
+        session_id=session_id,
+        session_epoch=epoch,
+        topics=(topic,) if partitions else (),
+        forgotten_topics_data=(gone,) if forgotten else (),
+        rack_id="",
+    )
+
+
+async def send(connection: NodeConnection, request: Any) -> Any:
+    return await connection.send(request)
+
+
+def answered(response: Any) -> dict[int, Any]:
+    return {p.partition_index: p for topic in response.responses for p in topic.partitions}
+
+
+@pytest.mark.parametrize("version", [7, 12, 13, 16])
+async def test_wire_sessions_answer_only_what_changed(cluster: Cluster, version: int) -> None:
+    described = cluster.nodes[1].get(f"/v1/topics/{TOPIC}", timeout=30)
+    topic_id = UUID(described["topic_id"])
+    by_leader: dict[int, list[int]] = {}
+    for partition in described["partitions"]:
+        by_leader.setdefault(partition["leader"], []).append(partition["partition"])
+    leader, led = max(by_leader.items(), key=lambda item: len(item[1]))
+    quiet, busy = led[0], led[1]
+    connection = NodeConnection("127.0.0.1", cluster.nodes[leader].broker_port or 0)
+    try:
+        full = await send(
+            connection, fetch_request(version, 0, 0, {quiet: 0, busy: 0}, topic_id, max_wait_ms=0)
+        )
+        assert full.error_code == ErrorCode.none
+        session_id = full.session_id
+        assert session_id != 0
+        assert set(answered(full)) == {quiet, busy}
+        high_watermarks = {p: answer.high_watermark for p, answer in answered(full).items()}
+
+        # Caught up on both: nothing changed, so nothing is answered.
+        nothing = await send(
+            connection,
+            fetch_request(version, session_id, 1, dict(high_watermarks), topic_id, max_wait_ms=50),
+        )
+        assert (nothing.error_code, nothing.session_id) == (ErrorCode.none, session_id)
+        assert answered(nothing) == {}
+
+        # A write to one partition: only that one is answered, with its record.
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+        producer.produce(TOPIC, value=b"wire", partition=busy)
+        assert producer.flush(30) == 0
+        acked[busy] += 1
+        changed = await send(
+            connection, fetch_request(version, session_id, 2, {}, topic_id, max_wait_ms=5000)
+        )
+        assert set(answered(changed)) == {busy}
+        assert answered(changed)[busy].high_watermark == high_watermarks[busy] + 1
+        assert answered(changed)[busy].records
+
+        # Forgotten: a write to it no longer reaches this session.
+        producer.produce(TOPIC, value=b"wire", partition=busy)
+        assert producer.flush(30) == 0
+        acked[busy] += 1
+        forgot = await send(
+            connection,
+            fetch_request(version, session_id, 3, {}, topic_id, forgotten=(busy,), max_wait_ms=50),
+        )
+        assert answered(forgot) == {}
+
+        wrong_epoch = await send(
+            connection, fetch_request(version, session_id, 9, {}, topic_id, max_wait_ms=0)
+        )
+        assert wrong_epoch.error_code == ErrorCode.invalid_fetch_session_epoch
+        unknown = await send(
+            connection, fetch_request(version, session_id + 1, 1, {}, topic_id, max_wait_ms=0)
+        )
+        assert unknown.error_code == ErrorCode.fetch_session_id_not_found
+        if version == 12:
+            # A session opened by name cannot go on by topic id.
+            by_id = await send(
+                connection, fetch_request(13, session_id, 4, {}, topic_id, max_wait_ms=0)
+            )
+            assert by_id.error_code == ErrorCode.fetch_session_topic_id_error
+
+        # Epoch -1 closes the session (a sessionless fetch).
+        closing = await send(
+            connection, fetch_request(version, session_id, -1, {quiet: 0}, topic_id, max_wait_ms=0)
+        )
+        assert closing.session_id == 0
+        assert set(answered(closing)) == {quiet}
+        closed = await send(
+            connection, fetch_request(version, session_id, 4, {}, topic_id, max_wait_ms=0)
+        )
+        assert closed.error_code == ErrorCode.fetch_session_id_not_found
+    finally:
+        await connection.close()
