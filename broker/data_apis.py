@@ -18,11 +18,13 @@ import contextlib
 import datetime
 import typing
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TypeAlias, TypeVar
 from uuid import UUID
 
 import structlog
 from kio.schema.errors import ErrorCode
+from kio.schema.fetch import v4 as fetch_v4
 from kio.schema.fetch import v5 as fetch_v5
 from kio.schema.fetch import v6 as fetch_v6
 from kio.schema.fetch import v7 as fetch_v7
@@ -81,17 +83,9 @@ _PRODUCE_RECORD_ERRORS = 8
 
 # The versions of each message that have the field named.
 _FetchWithReplicaState: TypeAlias = fetch_v15.FetchRequest | fetch_v16.FetchRequest
-_FetchWithSession: TypeAlias = (
-    fetch_v7.FetchRequest
-    | fetch_v8.FetchRequest
-    | fetch_v9.FetchRequest
-    | fetch_v10.FetchRequest
-    | fetch_v11.FetchRequest
-    | fetch_v12.FetchRequest
-    | fetch_v13.FetchRequest
-    | fetch_v14.FetchRequest
-    | fetch_v15.FetchRequest
-    | fetch_v16.FetchRequest
+# Fetch v7 on have sessions: every served version but these.
+_FetchWithoutSession: TypeAlias = (
+    fetch_v4.FetchRequest | fetch_v5.FetchRequest | fetch_v6.FetchRequest
 )
 _FetchWithRackId: TypeAlias = (
     fetch_v11.FetchRequest
@@ -468,9 +462,13 @@ class DataApis:
             else request.replica_id
         )
         requested = self._requested_partitions(request, replica_id)
+        if isinstance(request, _FetchWithoutSession):
+            session_id, session_epoch = 0, FINAL_EPOCH
+        else:
+            session_id, session_epoch = request.session_id, request.session_epoch
         session = self.sessions.new_context(
-            request.session_id if isinstance(request, _FetchWithSession) else 0,
-            request.session_epoch if isinstance(request, _FetchWithSession) else FINAL_EPOCH,
+            session_id,
+            session_epoch,
             requested,
             self._forgotten(request),
             uses_topic_ids=isinstance(request, _FetchByTopicId),
@@ -480,28 +478,17 @@ class DataApis:
         if session.error is not ErrorCode.none:
             response = _fetch_response(version, [], session_id=0, error=session.error)
             return PreEncodedResponse(encode_fetch_response(response))
-        max_wait_ms = round(request.max_wait.total_seconds() * 1000)
-        rack = request.rack_id if isinstance(request, _FetchWithRackId) else None
+        wanted = _FetchWanted(
+            replica_id,
+            round(request.max_wait.total_seconds() * 1000),
+            request.min_bytes,
+            request.max_bytes,
+            request.rack_id if isinstance(request, _FetchWithRackId) else None,
+        )
         if session.incremental:
-            answers = await self._fetch_incremental(
-                context,
-                session,
-                replica_id,
-                max_wait_ms,
-                request.min_bytes,
-                request.max_bytes,
-                rack,
-            )
+            answers = await self._fetch_incremental(context, session, wanted)
         else:
-            answers = await self._fetch_named(
-                context,
-                requested,
-                replica_id,
-                max_wait_ms,
-                request.min_bytes,
-                request.max_bytes,
-                rack,
-            )
+            answers = await self._fetch_named(context, requested, wanted)
         answered = session.respond(answers, request.max_bytes, _now_ms())
         if session.session is not None and not session.incremental:
             log.debug(
@@ -549,7 +536,7 @@ class DataApis:
 
     @staticmethod
     def _forgotten(request: messages.FetchRequest) -> list[SessionKey]:
-        if not isinstance(request, _FetchWithSession):
+        if isinstance(request, _FetchWithoutSession):
             return []
         if isinstance(request, _FetchByTopicId):
             return [
@@ -567,62 +554,52 @@ class DataApis:
         self,
         context: RequestContext,
         requested: Sequence[RequestedPartition],
-        replica_id: int,
-        max_wait_ms: int,
-        min_bytes: int,
-        max_bytes: int,
-        rack: str | None,
+        wanted: _FetchWanted,
     ) -> list[tuple[RequestedPartition, FetchResult]]:
         """A sessionless or full fetch: every partition named, read (and waited for) by the
         replica manager."""
-        refused = self._refusals(context, replica_id, requested)
+        refused = self._refusals(context, wanted.replica_id, requested)
         fetched = iter(
             await self._replicas.fetch(
-                replica_id,
-                max_wait_ms,
-                min_bytes,
-                max_bytes,
+                wanted.replica_id,
+                wanted.max_wait_ms,
+                wanted.min_bytes,
+                wanted.max_bytes,
                 [
                     partition.fetch
                     for partition in requested
                     if partition.fetch is not None and partition.key not in refused
                 ],
-                rack,
+                wanted.rack,
             )
         )
         return [(partition, refused.get(partition.key) or next(fetched)) for partition in requested]
 
     async def _fetch_incremental(
-        self,
-        context: RequestContext,
-        session: FetchContext,
-        replica_id: int,
-        max_wait_ms: int,
-        min_bytes: int,
-        max_bytes: int,
-        rack: str | None,
+        self, context: RequestContext, session: FetchContext, wanted: _FetchWanted
     ) -> list[tuple[RequestedPartition, FetchResult]]:
         """An incremental fetch: reads only the session's partitions that may have something
         new, and waits (up to `max_wait_ms`, for `min_bytes`) on a change of any partition,
         reading then only what changed."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + max_wait_ms / 1000
+        deadline = loop.time() + wanted.max_wait_ms / 1000
         answers: dict[SessionKey, tuple[RequestedPartition, FetchResult]] = {}
         while True:
             due = session.to_read(self._changes, _now_ms())
-            refused = self._refusals(context, replica_id, due)
+            refused = self._refusals(context, wanted.replica_id, due)
             readable = [p for p in due if p.fetch is not None and p.key not in refused]
+            rereading = {p.key for p in readable}
             kept = sum(
                 len(result.records or b"")
                 for key, (_, result) in answers.items()
-                if key not in {p.key for p in readable}
+                if key not in rereading
             )
             results = iter(
                 self._replicas.read_now(
-                    replica_id,
-                    max(0, max_bytes - kept),
+                    wanted.replica_id,
+                    max(0, wanted.max_bytes - kept),
                     [p.fetch for p in readable if p.fetch is not None],
-                    rack,
+                    wanted.rack,
                 )
             )
             for partition in due:
@@ -630,7 +607,7 @@ class DataApis:
             size = sum(len(result.records or b"") for _, result in answers.values())
             remaining = deadline - loop.time()
             if (
-                size >= min_bytes
+                size >= wanted.min_bytes
                 or remaining <= 0
                 or any(
                     result.error is not ErrorCode.none
@@ -684,6 +661,18 @@ class DataApis:
             if partition.topic in denied
         )
         return refused
+
+
+@dataclass(frozen=True, slots=True)
+class _FetchWanted:
+    """What a Fetch asks of the read as a whole."""
+
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    # The consumer's rack (Fetch v11+; None before).
+    rack: str | None
 
 
 class _FetchedPartition(typing.Protocol):

@@ -111,7 +111,8 @@ class FetchSession:
     # The key of each partition whose topic is known, by topic name (for the change notices).
     keys: dict[PartitionName, SessionKey] = field(default_factory=dict)
     # Read again on the next fetch whatever the change notices say (new, records left, error).
-    unsettled: set[SessionKey] = field(default_factory=set)
+    # (A dict, for a reading order that does not depend on hashing.)
+    unsettled: dict[SessionKey, None] = field(default_factory=dict)
     # The change number up to which its partitions were read, and when all were last read.
     read_up_to: int = 0
     scanned_ms: int = 0
@@ -127,12 +128,12 @@ class FetchSession:
         else:
             cached.topic = partition.topic
             cached.fetch = partition.fetch
-        self.unsettled.add(partition.key)
+        self.unsettled[partition.key] = None
         if partition.topic is not None:
             self.keys[(partition.topic, partition.key[1])] = partition.key
 
     def forget(self, key: SessionKey) -> None:
-        self.unsettled.discard(key)
+        self.unsettled.pop(key, None)
         cached = self.partitions.pop(key, None)
         if cached is not None and cached.topic is not None:
             self.keys.pop((cached.topic, key[1]), None)
@@ -169,15 +170,18 @@ class FetchContext:
         if not self.incremental or session is None:
             return self.requested
         partitions = session.partitions
-        due: set[SessionKey]
+        due: dict[SessionKey, None]
         if now_ms - session.scanned_ms >= FULL_SCAN_MS:
             session.scanned_ms = now_ms
-            due = set(partitions)
+            due = dict.fromkeys(partitions)
         else:
-            due = set(session.unsettled)
+            due = dict(session.unsettled)
             keys = session.keys
-            due.update(keys[name] for name in changes.since(session.read_up_to) if name in keys)
+            due.update(
+                (keys[name], None) for name in changes.since(session.read_up_to) if name in keys
+            )
         session.read_up_to = changes.sequence
+        # Those that got records last are read after the others (a stable sort otherwise).
         ordered = sorted(due, key=lambda key: partitions[key].served)
         return [_requested(key, partitions[key]) for key in ordered]
 
@@ -233,9 +237,9 @@ def _update_cached(
             session.served_count += 1
             cached.served = session.served_count
         if squeezed or _unsettled(cached, result):
-            session.unsettled.add(requested.key)
+            session.unsettled[requested.key] = None
         else:
-            session.unsettled.discard(requested.key)
+            session.unsettled.pop(requested.key, None)
         yield requested, result, cached
 
 
