@@ -184,7 +184,9 @@ class DataApis:
         self._authorizer = authorizer
         self.sessions = FetchSessionCache() if sessions is None else sessions
         self._changes = PartitionChanges()
-        self._changed = asyncio.Event()
+        # The incremental fetches waiting for a change: their session's partitions (by name)
+        # and the event that wakes them.
+        self._waiting: list[tuple[dict[tuple[str, int], SessionKey], asyncio.Event]] = []
         replicas.change_listeners.append(self._partition_changed)
 
     def register(self, registry: ApiRegistry) -> None:
@@ -584,15 +586,18 @@ class DataApis:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wanted.max_wait_ms / 1000
         answers: dict[SessionKey, tuple[RequestedPartition, FetchResult]] = {}
+        # The bytes of records in `answers`, and whether one of them is to be answered now.
+        size = 0
+        urgent = False
+        assert session.session is not None
+        waiter = (session.session.keys, asyncio.Event())
         while True:
             due = session.to_read(self._changes, _now_ms())
             refused = self._refusals(context, wanted.replica_id, due)
             readable = [p for p in due if p.fetch is not None and p.key not in refused]
-            rereading = {p.key for p in readable}
-            kept = sum(
-                len(result.records or b"")
-                for key, (_, result) in answers.items()
-                if key not in rereading
+            # The room left beside the answers that are not read again.
+            kept = size - sum(
+                _records_size(answers[p.key][1]) for p in readable if p.key in answers
             )
             results = iter(
                 self._replicas.read_now(
@@ -603,29 +608,41 @@ class DataApis:
                 )
             )
             for partition in due:
-                answers[partition.key] = (partition, refused.get(partition.key) or next(results))
-            size = sum(len(result.records or b"") for _, result in answers.values())
-            remaining = deadline - loop.time()
-            if (
-                size >= wanted.min_bytes
-                or remaining <= 0
-                or any(
+                result = refused.get(partition.key) or next(results)
+                previous = answers.get(partition.key)
+                if previous is not None:
+                    size -= _records_size(previous[1])
+                answers[partition.key] = (partition, result)
+                size += _records_size(result)
+                urgent = urgent or (
                     result.error is not ErrorCode.none
                     or result.diverging_epoch is not None
                     or result.preferred_read_replica >= 0
-                    for _, result in answers.values()
                 )
-            ):
+            remaining = deadline - loop.time()
+            if size >= wanted.min_bytes or remaining <= 0 or urgent:
                 self._replicas.count_throttled([result for _, result in answers.values()])
                 return list(answers.values())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), remaining)
+            keys = waiter[0]
+            if any(name in keys for name in self._changes.since(session.session.read_up_to)):
+                # Changed while it was read (the read itself may move a high watermark).
+                continue
+            waiter[1].clear()
+            self._waiting.append(waiter)
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter[1].wait(), remaining)
+            finally:
+                self._waiting.remove(waiter)
 
     def _partition_changed(self, partition: Partition) -> None:
-        self._changes.changed((partition.topic, partition.partition_id))
-        # Wakes the incremental fetches waiting on any change; each reads what changed.
-        self._changed.set()
-        self._changed = asyncio.Event()
+        name = (partition.topic, partition.partition_id)
+        self._changes.changed(name)
+        # Wakes the incremental fetches waiting on a session that holds this partition; each
+        # reads what changed.
+        for keys, event in self._waiting:
+            if name in keys:
+                event.set()
 
     def _refusals(
         self,
@@ -786,6 +803,10 @@ def _fetch_response(
             for (name, topic_id), partitions in by_topic.items()
         ),
     )
+
+
+def _records_size(result: FetchResult) -> int:
+    return 0 if result.records is None else len(result.records)
 
 
 def _now_ms() -> int:
