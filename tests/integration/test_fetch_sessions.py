@@ -30,7 +30,7 @@ from net.protocol import make_entity
 pytestmark = pytest.mark.timeout(240)
 
 TOPIC = "many"
-PARTITIONS = 60
+PARTITIONS = 30
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +110,8 @@ def replicated_everywhere(cluster: Cluster) -> bool:
 
 
 def test_replication_runs_in_incremental_sessions(cluster: Cluster) -> None:
-    produce(cluster, 3000)
-    assert sum(acked.values()) == 3000
+    produce(cluster, 1500)
+    assert sum(acked.values()) == 1500
     cluster.wait_for("every acked message on every replica", lambda: replicated_everywhere(cluster))
     for node_id in cluster.nodes:
         samples = metrics(cluster, node_id)
@@ -126,12 +126,12 @@ def test_a_leader_change_in_the_middle_of_the_sessions_loses_nothing(cluster: Cl
     # Controlled shutdown moves node 3's leaderships to the others, whose fetchers take those
     # partitions into their sessions with the new leader.
     assert cluster.terminate(3) == 0
-    produce(cluster, 1500, start=before)
-    assert sum(acked.values()) == before + 1500
+    produce(cluster, 900, start=before)
+    assert sum(acked.values()) == before + 900
     cluster.wait_for("replicated on nodes 1 and 2", lambda: replicated_everywhere(cluster))
     cluster.start(3)
     cluster.wait_for("node 3 ready", lambda: cluster.ready(3), timeout=60)
-    produce(cluster, 600, start=before + 1500)
+    produce(cluster, 300, start=before + 900)
     cluster.wait_for(
         "every acked message on every replica", lambda: replicated_everywhere(cluster), 60
     )
