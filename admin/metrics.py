@@ -5,8 +5,9 @@ listener's `RequestMetrics`). Everything else is read when scraped (`StateCollec
 replicas this node hosts (high watermark, log end offset, ISR size, and Kafka's per-broker
 under-replicated, under-min-ISR and leader counts for the partitions it leads), the cluster as
 the metadata image says (offline partitions, brokers, fenced brokers) and the node's view of the
-controller quorum (role, epoch, high watermark, lag). Unclean recoveries are counted as the node
-derives their events from the metadata log (`count_event`).
+controller quorum (role, epoch, high watermark, lag), and the broker's KIP-227 fetch sessions
+(Kafka's NumIncrementalFetchSessions, NumIncrementalFetchPartitionsCached, evictions). Unclean
+recoveries are counted as the node derives their events from the metadata log (`count_event`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ from prometheus_client.registry import Collector
 from controller.events import EventType, MetadataEvent
 from controller.image import MetadataImage
 
-__all__ = ["CONTENT_TYPE_LATEST", "NodeMetrics", "QuorumState", "ReplicaState"]
+__all__ = [
+    "CONTENT_TYPE_LATEST",
+    "FetchSessionState",
+    "NodeMetrics",
+    "QuorumState",
+    "ReplicaState",
+]
 
 # Produce and fetch answer in well under a millisecond to a few seconds (long polls).
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
@@ -101,6 +108,48 @@ class RequestStats:
         latency.observe(latency_seconds)
         bytes_in.inc(request_bytes)
         bytes_out.inc(response_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSessionState:
+    """The broker's fetch session cache (KIP-227) as `/metrics` shows it."""
+
+    sessions: int
+    partitions: int
+    evictions: int
+    incremental_fetches: int
+
+
+class _FetchSessionCollector(Collector):
+    """The fetch session cache of a node with the broker role, read at each scrape."""
+
+    def __init__(self, state: Callable[[], FetchSessionState | None]) -> None:
+        self._state = state
+
+    def collect(self) -> Iterator[Metric]:
+        state = self._state()
+        if state is None:
+            return
+        yield GaugeMetricFamily(
+            "kraft_fetch_sessions",
+            "Incremental fetch sessions cached (Kafka's NumIncrementalFetchSessions)",
+            value=state.sessions,
+        )
+        yield GaugeMetricFamily(
+            "kraft_fetch_session_partitions",
+            "Partitions cached over all fetch sessions (NumIncrementalFetchPartitionsCached)",
+            value=state.partitions,
+        )
+        yield CounterMetricFamily(
+            "kraft_fetch_session_evictions",
+            "Fetch sessions evicted from the cache since the node started",
+            value=state.evictions,
+        )
+        yield CounterMetricFamily(
+            "kraft_fetch_session_incremental_fetches",
+            "Fetch requests answered incrementally in a session since the node started",
+            value=state.incremental_fetches,
+        )
 
 
 class StateCollector(Collector):
@@ -249,11 +298,13 @@ class NodeMetrics:
         replicas: Callable[[], Sequence[ReplicaState]],
         quorum: Callable[[], QuorumState | None],
         authorization_denials: Callable[[], int] = lambda: 0,
+        fetch_sessions: Callable[[], FetchSessionState | None] = lambda: None,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.requests = RequestStats(self.registry)
         self.registry.register(StateCollector(image, replicas, quorum))
         self.registry.register(_DenialCollector(authorization_denials))
+        self.registry.register(_FetchSessionCollector(fetch_sessions))
         self._unclean_recoveries = Counter(
             "kraft_unclean_recoveries",
             "Unclean recoveries (potential data-loss events) in the metadata log this node "

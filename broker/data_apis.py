@@ -5,22 +5,26 @@ OffsetForLeaderEpoch v2-v4 gives the end of a leader epoch (librdkafka validates
 with it after a leader change).
 Produce v3-v10 is served (magic v2 batches); v0-v2 are advertised and refused with
 UNSUPPORTED_VERSION, as Kafka 4 does (KAFKA-18659: old librdkafka, kcat included, enables
-compression only when Produce v0 is advertised). Fetch v4-v16 is served without fetch
-sessions: a request asking for one gets session id 0, which clients take as "no session" and
-keep sending full requests. Fetch responses are encoded by `net.fetch_response` with the
-record bytes as the log stores them.
+compression only when Produce v0 is advertised). Fetch v4-v16 is served, with KIP-227 fetch
+sessions from v7 on (`broker.fetch_sessions`): an incremental fetch reads only the partitions
+of its session that may have something new and waits on a change of any of them. Fetch
+responses are encoded by `net.fetch_response` with the record bytes as the log stores them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import typing
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TypeAlias, TypeVar
 from uuid import UUID
 
+import structlog
 from kio.schema.errors import ErrorCode
+from kio.schema.fetch import v4 as fetch_v4
 from kio.schema.fetch import v5 as fetch_v5
 from kio.schema.fetch import v6 as fetch_v6
 from kio.schema.fetch import v7 as fetch_v7
@@ -42,6 +46,15 @@ from kio.schema.list_offsets import v9 as list_offsets_v9
 from kio.schema.list_offsets import v10 as list_offsets_v10
 from kio.static.protocol import Payload
 
+from broker.fetch_session_handler import FINAL_EPOCH
+from broker.fetch_sessions import (
+    FetchContext,
+    FetchSessionCache,
+    PartitionChanges,
+    RequestedPartition,
+    SessionKey,
+)
+from broker.partition import Partition
 from broker.replica_manager import (
     FetchPartition,
     FetchResult,
@@ -57,6 +70,8 @@ from net.fetch_response import encode_fetch_response
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity
 from net.record_batch import NO_TIMESTAMP
 
+log = structlog.get_logger(__name__)
+
 PRODUCE_VERSIONS = (3, 10)
 FETCH_VERSIONS = (4, 16)
 LIST_OFFSETS_VERSIONS = (1, 10)
@@ -68,6 +83,10 @@ _PRODUCE_RECORD_ERRORS = 8
 
 # The versions of each message that have the field named.
 _FetchWithReplicaState: TypeAlias = fetch_v15.FetchRequest | fetch_v16.FetchRequest
+# Fetch v7 on have sessions: every served version but these.
+_FetchWithoutSession: TypeAlias = (
+    fetch_v4.FetchRequest | fetch_v5.FetchRequest | fetch_v6.FetchRequest
+)
 _FetchWithRackId: TypeAlias = (
     fetch_v11.FetchRequest
     | fetch_v12.FetchRequest
@@ -153,10 +172,22 @@ class _OffsetQuery(typing.Protocol):
 class DataApis:
     """Produce and Fetch over `replicas`."""
 
-    def __init__(self, replicas: ReplicaManager, authorizer: Authorizer | None = None) -> None:
+    def __init__(
+        self,
+        replicas: ReplicaManager,
+        authorizer: Authorizer | None = None,
+        sessions: FetchSessionCache | None = None,
+    ) -> None:
+        """`sessions`: the broker's fetch session cache (KIP-227)."""
         self._replicas = replicas
         # None: no authorizer, every request is allowed (one attribute check per request).
         self._authorizer = authorizer
+        self.sessions = FetchSessionCache() if sessions is None else sessions
+        self._changes = PartitionChanges()
+        # The incremental fetches waiting for a change: their session's partitions (by name)
+        # and the event that wakes them.
+        self._waiting: list[tuple[dict[tuple[str, int], SessionKey], asyncio.Event]] = []
+        replicas.change_listeners.append(self._partition_changed)
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(
@@ -432,70 +463,233 @@ class DataApis:
             if isinstance(request, _FetchWithReplicaState)
             else request.replica_id
         )
-        # (topic name or None when the id is unknown, topic id, the kio partitions)
-        topics: list[tuple[str | None, UUID | None, tuple[_FetchedPartition, ...]]]
-        if isinstance(request, _FetchByTopicId):
-            topics = [
-                (
-                    None if topic.topic_id is None else self._replicas.topic_name(topic.topic_id),
-                    topic.topic_id,
-                    topic.partitions,
-                )
-                for topic in request.topics
-            ]
+        requested = self._requested_partitions(request, replica_id)
+        if isinstance(request, _FetchWithoutSession):
+            session_id, session_epoch = 0, FINAL_EPOCH
         else:
-            topics = [(topic.topic, None, topic.partitions) for topic in request.topics]
-        # (topic name or None when the id is unknown, topic id, partition index)
-        asked: list[tuple[str | None, UUID | None, int]] = []
-        known: list[FetchPartition] = []
-        denied: set[str] = set()
-        if self._authorizer is not None:
-            denied = self._fetch_denied(context, replica_id, topics)
-        for name, topic_id, partitions in topics:
-            for partition in partitions:
-                asked.append((name, topic_id, partition.partition))
-                if name is not None and name not in denied:
-                    known.append(_fetch_partition(name, partition, from_follower=replica_id >= 0))
+            session_id, session_epoch = request.session_id, request.session_epoch
+        session = self.sessions.new_context(
+            session_id,
+            session_epoch,
+            requested,
+            self._forgotten(request),
+            uses_topic_ids=isinstance(request, _FetchByTopicId),
+            privileged=replica_id >= 0,
+            now_ms=_now_ms(),
+        )
+        if session.error is not ErrorCode.none:
+            response = _fetch_response(version, [], session_id=0, error=session.error)
+            return PreEncodedResponse(encode_fetch_response(response))
+        wanted = _FetchWanted(
+            replica_id,
+            round(request.max_wait.total_seconds() * 1000),
+            request.min_bytes,
+            request.max_bytes,
+            request.rack_id if isinstance(request, _FetchWithRackId) else None,
+        )
+        if session.incremental:
+            answers = await self._fetch_incremental(context, session, wanted)
+        else:
+            answers = await self._fetch_named(context, requested, wanted)
+        answered = session.respond(answers, request.max_bytes, _now_ms())
+        if session.session is not None and not session.incremental:
+            log.debug(
+                "fetch_session_created",
+                session_id=session.session_id,
+                replica_id=replica_id,
+                partitions=len(requested),
+            )
+        response = _fetch_response(version, answered, session_id=session.session_id)
+        return PreEncodedResponse(encode_fetch_response(response))
+
+    def _requested_partitions(
+        self, request: messages.FetchRequest, replica_id: int
+    ) -> list[RequestedPartition]:
+        """The partitions a Fetch names, keyed as its session knows them (by topic id from
+        v13 on, else by name); a topic id this broker does not know has no name."""
+        from_follower = replica_id >= 0
+        if isinstance(request, _FetchByTopicId):
+            requested: list[RequestedPartition] = []
+            for topic in request.topics:
+                name = None if topic.topic_id is None else self._replicas.topic_name(topic.topic_id)
+                topic_key = topic.topic_id or UUID(int=0)
+                requested.extend(
+                    RequestedPartition(
+                        (topic_key, partition.partition),
+                        name,
+                        topic.topic_id,
+                        None
+                        if name is None
+                        else _fetch_partition(name, partition, from_follower=from_follower),
+                    )
+                    for partition in topic.partitions
+                )
+            return requested
+        return [
+            RequestedPartition(
+                (topic.topic, partition.partition),
+                topic.topic,
+                None,
+                _fetch_partition(topic.topic, partition, from_follower=from_follower),
+            )
+            for topic in request.topics
+            for partition in topic.partitions
+        ]
+
+    @staticmethod
+    def _forgotten(request: messages.FetchRequest) -> list[SessionKey]:
+        if isinstance(request, _FetchWithoutSession):
+            return []
+        if isinstance(request, _FetchByTopicId):
+            return [
+                (topic.topic_id or UUID(int=0), index)
+                for topic in request.forgotten_topics_data
+                for index in topic.partitions
+            ]
+        return [
+            (topic.topic, index)
+            for topic in request.forgotten_topics_data
+            for index in topic.partitions
+        ]
+
+    async def _fetch_named(
+        self,
+        context: RequestContext,
+        requested: Sequence[RequestedPartition],
+        wanted: _FetchWanted,
+    ) -> list[tuple[RequestedPartition, FetchResult]]:
+        """A sessionless or full fetch: every partition named, read (and waited for) by the
+        replica manager."""
+        refused = self._refusals(context, wanted.replica_id, requested)
         fetched = iter(
             await self._replicas.fetch(
-                replica_id,
-                round(request.max_wait.total_seconds() * 1000),
-                request.min_bytes,
-                request.max_bytes,
-                known,
-                request.rack_id if isinstance(request, _FetchWithRackId) else None,
+                wanted.replica_id,
+                wanted.max_wait_ms,
+                wanted.min_bytes,
+                wanted.max_bytes,
+                [
+                    partition.fetch
+                    for partition in requested
+                    if partition.fetch is not None and partition.key not in refused
+                ],
+                wanted.rack,
             )
         )
-        results = [
-            FetchResult(ErrorCode.unknown_topic_id)
-            if name is None
-            else FetchResult(ErrorCode.topic_authorization_failed)
-            if name in denied
-            else next(fetched)
-            for name, _, _ in asked
-        ]
-        return PreEncodedResponse(encode_fetch_response(_fetch_response(version, asked, results)))
+        return [(partition, refused.get(partition.key) or next(fetched)) for partition in requested]
 
-    def _fetch_denied(
+    async def _fetch_incremental(
+        self, context: RequestContext, session: FetchContext, wanted: _FetchWanted
+    ) -> list[tuple[RequestedPartition, FetchResult]]:
+        """An incremental fetch: reads only the session's partitions that may have something
+        new, and waits (up to `max_wait_ms`, for `min_bytes`) on a change of any partition,
+        reading then only what changed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wanted.max_wait_ms / 1000
+        answers: dict[SessionKey, tuple[RequestedPartition, FetchResult]] = {}
+        # The bytes of records in `answers`, and whether one of them is to be answered now.
+        size = 0
+        urgent = False
+        assert session.session is not None
+        waiter = (session.session.keys, asyncio.Event())
+        while True:
+            due = session.to_read(self._changes, _now_ms())
+            refused = self._refusals(context, wanted.replica_id, due)
+            readable = [p for p in due if p.fetch is not None and p.key not in refused]
+            # The room left beside the answers that are not read again.
+            kept = size - sum(
+                _records_size(answers[p.key][1]) for p in readable if p.key in answers
+            )
+            results = iter(
+                self._replicas.read_now(
+                    wanted.replica_id,
+                    max(0, wanted.max_bytes - kept),
+                    [p.fetch for p in readable if p.fetch is not None],
+                    wanted.rack,
+                )
+            )
+            for partition in due:
+                result = refused.get(partition.key) or next(results)
+                previous = answers.get(partition.key)
+                if previous is not None:
+                    size -= _records_size(previous[1])
+                answers[partition.key] = (partition, result)
+                size += _records_size(result)
+                urgent = urgent or (
+                    result.error is not ErrorCode.none
+                    or result.diverging_epoch is not None
+                    or result.preferred_read_replica >= 0
+                )
+            remaining = deadline - loop.time()
+            if size >= wanted.min_bytes or remaining <= 0 or urgent:
+                self._replicas.count_throttled([result for _, result in answers.values()])
+                return list(answers.values())
+            keys = waiter[0]
+            if any(name in keys for name in self._changes.since(session.session.read_up_to)):
+                # Changed while it was read (the read itself may move a high watermark).
+                continue
+            waiter[1].clear()
+            self._waiting.append(waiter)
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter[1].wait(), remaining)
+            finally:
+                self._waiting.remove(waiter)
+
+    def _partition_changed(self, partition: Partition) -> None:
+        name = (partition.topic, partition.partition_id)
+        self._changes.changed(name)
+        # Wakes the incremental fetches waiting on a session that holds this partition; each
+        # reads what changed.
+        for keys, event in self._waiting:
+            if name in keys:
+                event.set()
+
+    def _refusals(
         self,
         context: RequestContext,
         replica_id: int,
-        topics: Sequence[tuple[str | None, UUID | None, object]],
-    ) -> set[str]:
-        """The topics of a fetch its sender may not read: every one for a follower without
-        CLUSTER_ACTION on the cluster, else those without READ (Kafka's rules)."""
-        authorizer = self._authorizer
-        assert authorizer is not None
-        names = {name for name, _, _ in topics if name is not None}
-        if replica_id >= 0:
-            if authorizer.allows_cluster(context, AclOperation.CLUSTER_ACTION):
-                return set()
-            return names
-        return {
-            name
-            for name in names
-            if not authorizer.allows(context, AclOperation.READ, ResourceType.TOPIC, name)
+        partitions: Sequence[RequestedPartition],
+    ) -> dict[SessionKey, FetchResult]:
+        """The answer of each partition that is not read: an unknown topic id, or a topic its
+        sender may not read (every one for a follower without CLUSTER_ACTION on the cluster,
+        else those without READ: Kafka's rules)."""
+        refused = {
+            partition.key: FetchResult(ErrorCode.unknown_topic_id)
+            for partition in partitions
+            if partition.topic is None
         }
+        authorizer = self._authorizer
+        if authorizer is None:
+            return refused
+        names = {partition.topic for partition in partitions if partition.topic is not None}
+        if replica_id >= 0:
+            denied = (
+                set() if authorizer.allows_cluster(context, AclOperation.CLUSTER_ACTION) else names
+            )
+        else:
+            denied = {
+                name
+                for name in names
+                if not authorizer.allows(context, AclOperation.READ, ResourceType.TOPIC, name)
+            }
+        refused.update(
+            (partition.key, FetchResult(ErrorCode.topic_authorization_failed))
+            for partition in partitions
+            if partition.topic in denied
+        )
+        return refused
+
+
+@dataclass(frozen=True, slots=True)
+class _FetchWanted:
+    """What a Fetch asks of the read as a whole."""
+
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    # The consumer's rack (Fetch v11+; None before).
+    rack: str | None
 
 
 class _FetchedPartition(typing.Protocol):
@@ -558,7 +752,11 @@ def _per_partition(
 
 
 def _fetch_response(
-    version: int, asked: list[tuple[str | None, UUID | None, int]], results: list[FetchResult]
+    version: int,
+    answered: Sequence[tuple[RequestedPartition, FetchResult]],
+    *,
+    session_id: int,
+    error: ErrorCode = ErrorCode.none,
 ) -> messages.FetchResponse:
     schema = messages.FETCH_RESPONSES[version]
     topic_type = field_entity_type(schema, "responses")
@@ -568,9 +766,9 @@ def _fetch_response(
         with contextlib.suppress(TypeError):
             nested[field_name] = field_entity_type(partition_type, field_name)
     by_topic: dict[tuple[str | None, UUID | None], list[object]] = {}
-    for (name, topic_id, partition), result in zip(asked, results, strict=True):
+    for requested, result in answered:
         values: dict[str, object] = {
-            "partition_index": partition,
+            "partition_index": requested.key[1],
             "error_code": result.error,
             "high_watermark": result.high_watermark,
             "last_stable_offset": result.high_watermark,
@@ -590,12 +788,14 @@ def _fetch_response(
             values["current_leader"] = nested["current_leader"](
                 leader_id=leader_id, leader_epoch=leader_epoch
             )
-        by_topic.setdefault((name, topic_id), []).append(make_entity(partition_type, **values))
+        by_topic.setdefault((requested.topic, requested.topic_id), []).append(
+            make_entity(partition_type, **values)
+        )
     return make_entity(
         schema,
         throttle_time=NO_THROTTLE,
-        error_code=ErrorCode.none,
-        session_id=0,
+        error_code=error,
+        session_id=session_id,
         responses=tuple(
             make_entity(
                 topic_type, topic=name or "", topic_id=topic_id, partitions=tuple(partitions)
@@ -603,6 +803,14 @@ def _fetch_response(
             for (name, topic_id), partitions in by_topic.items()
         ),
     )
+
+
+def _records_size(result: FetchResult) -> int:
+    return 0 if result.records is None else len(result.records)
+
+
+def _now_ms() -> int:
+    return int(asyncio.get_running_loop().time() * 1000)
 
 
 def _datetime_of(timestamp_ms: int) -> datetime.datetime:

@@ -152,6 +152,8 @@ class Partition:
         # Told when this replica goes offline (the replica manager takes its directory
         # offline with it).
         self.offline_listener: Callable[[Partition, StorageError], None] | None = None
+        # Told of every change `wait_for_change` wakes on (the fetch sessions' change notices).
+        self.change_listener: Callable[[Partition], None] | None = None
 
     # -- role -----------------------------------------------------------------------------------
 
@@ -670,6 +672,8 @@ class Partition:
     def _wake(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
+        if self.change_listener is not None:
+            self.change_listener(self)
 
 
 def _refuse_records_without_keys(

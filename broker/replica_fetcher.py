@@ -13,9 +13,17 @@ another fetcher when its leader changes. Partitions that got records go to the e
 request, so a batch too large for what the response has left is not starved by busier
 partitions before it.
 
+Fetch sessions (KIP-227, `broker.fetch_session_handler`): the first Fetch names every
+partition and opens a session on the leader; the next ones name only the partitions whose fetch
+position changed (those that got an answer, were added or came back from a backoff) and forget
+those that left (removed, backing off, offline), so a fetch over thousands of idle partitions
+costs what changed, on both ends. Any error (a connection, a session the leader lost) makes
+the next Fetch full again.
+
 Replication throttle (Kafka's follower side): while the broker's follower quota is exceeded,
 the partitions it throttles (`Partition.follower_throttled`) are left out of the requests, and
-the records they get count against it.
+the records they get count against it. While a follower rate is set, the fetcher sends full
+sessionless Fetches, which choose the partitions anew each time.
 """
 
 from __future__ import annotations
@@ -25,12 +33,19 @@ import contextlib
 import datetime
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 
 import structlog
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch import v12 as fetch_v12
 
+from broker.fetch_session_handler import (
+    FINAL_EPOCH,
+    FetchPlan,
+    FetchPosition,
+    FetchSessionHandler,
+    PartitionKey,
+)
 from broker.partition import Partition
 from broker.replication_quota import ReplicationQuota
 from net.client import NodeConnection, RequestTimedOutError
@@ -84,6 +99,11 @@ class ReplicaFetcher:
         self._task: asyncio.Task[None] | None = None
         # Partitions backing off after a refusal: the monotonic time they are asked for again.
         self._delayed_until: dict[tuple[str, int], float] = {}
+        self.session = FetchSessionHandler()
+        # Partitions whose fetch position may differ from what the leader's session holds,
+        # and those to take out of it.
+        self._changed_keys: set[PartitionKey] = set()
+        self._leaving: set[PartitionKey] = set()
 
     def start(self) -> None:
         self._task = start_essential(self._run(), f"replica-fetcher-{self.leader_id}")
@@ -101,12 +121,16 @@ class ReplicaFetcher:
         key = (partition.topic, partition.partition_id)
         self.partitions[key] = partition
         self._delayed_until.pop(key, None)
+        self._changed_keys.add(key)
+        self._leaving.discard(key)
         self._changed.set()
 
     def remove(self, partition: Partition) -> None:
         key = (partition.topic, partition.partition_id)
         self.partitions.pop(key, None)
         self._delayed_until.pop(key, None)
+        self._changed_keys.discard(key)
+        self._leaving.add(key)
 
     def due_partitions(self) -> dict[tuple[str, int], Partition]:
         """The partitions to ask for now, in fetch order: all but those backing off, those
@@ -124,41 +148,105 @@ class ReplicaFetcher:
 
     async def _run(self) -> None:
         while True:
-            fetched = self.due_partitions()
-            if not fetched:
-                backoffs = [
-                    self._delayed_until[key]
-                    for key in self.partitions
-                    if key in self._delayed_until
-                ]
-                # A scan of every partition only while a follower rate is set: without one
-                # nothing is held back, and the fetch loop stays O(1) here.
-                if self.quota.throttling and any(
-                    partition.follower_throttled for partition in self.partitions.values()
-                ):
-                    backoffs.append(time.monotonic() + THROTTLE_RECHECK_S)
-                self._changed.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(
-                        self._changed.wait(),
-                        max(0.0, min(backoffs) - time.monotonic()) if backoffs else None,
-                    )
+            plan = self._next_plan()
+            if plan is None:
+                await self._idle()
                 continue
-            epochs = {key: partition.leader_epoch for key, partition in fetched.items()}
+            fetched = dict(self.partitions)
             try:
-                response = await self._connection.send(self._request(fetched))
+                response = await self._connection.send(self._request(plan))
             except (OSError, RequestTimedOutError, ProtocolError) as error:
                 log.info("replica_fetch_failed", leader_id=self.leader_id, error=str(error))
+                self.session.reset()
                 await asyncio.sleep(BACKOFF_S)
                 continue
             # The connection decodes the answer as the response to the request's version.
             assert isinstance(response, fetch_v12.FetchResponse)
+            refusal = ErrorCode(response.error_code)
+            if refusal is not ErrorCode.none:
+                log.info(
+                    "replica_fetch_session_failed",
+                    leader_id=self.leader_id,
+                    session_id=plan.session_id,
+                    session_epoch=plan.epoch,
+                    error=refusal.name,
+                )
+                self.session.reset()
+                continue
+            self._session_answered(plan, response.session_id)
+            epochs: Mapping[PartitionKey, int] = (
+                {key: position.current_leader_epoch for key, position in plan.partitions.items()}
+                if plan.full
+                else _SentEpochs(self.session.sent)
+            )
             self.apply_response(fetched, epochs, response)
+
+    def _next_plan(self) -> FetchPlan | None:
+        """The next Fetch: full without a session (or while a follower rate is set: the
+        throttled partitions are chosen anew each time), else incremental; None when there is
+        nothing to fetch."""
+        if self.quota.throttling or self.session.needs_full:
+            due = self.due_partitions()
+            if not due:
+                return None
+            positions = {key: _position(partition) for key, partition in due.items()}
+            self._changed_keys.clear()
+            self._leaving.clear()
+            if self.quota.throttling:
+                return FetchPlan(self.session.session_id, FINAL_EPOCH, positions)
+            return self.session.full(positions)
+        now = time.monotonic()
+        for key, until in list(self._delayed_until.items()):
+            if until <= now:
+                del self._delayed_until[key]
+                self._changed_keys.add(key)
+        changed = {}
+        for key in self._changed_keys:
+            partition = self.partitions.get(key)
+            if partition is None or key in self._delayed_until or partition.offline:
+                self._leaving.add(key)
+            else:
+                changed[key] = _position(partition)
+        plan = self.session.incremental(changed, self._leaving)
+        self._changed_keys.clear()
+        self._leaving.clear()
+        if not self.session.sent and not plan.partitions:
+            return None
+        return plan
+
+    async def _idle(self) -> None:
+        """Wait until a partition is added, or the first backoff passes."""
+        backoffs = [
+            self._delayed_until[key] for key in self.partitions if key in self._delayed_until
+        ]
+        # A scan of every partition only while a follower rate is set: without one
+        # nothing is held back, and the fetch loop stays O(1) here.
+        if self.quota.throttling and any(
+            partition.follower_throttled for partition in self.partitions.values()
+        ):
+            backoffs.append(time.monotonic() + THROTTLE_RECHECK_S)
+        self._changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                self._changed.wait(),
+                max(0.0, min(backoffs) - time.monotonic()) if backoffs else None,
+            )
+
+    def _session_answered(self, plan: FetchPlan, session_id: int) -> None:
+        opened = plan.full and session_id != self.session.session_id
+        self.session.answered(plan, session_id)
+        if opened and session_id:
+            log.info(
+                "replica_fetch_session_opened",
+                leader_id=self.leader_id,
+                session_id=session_id,
+                partitions=len(plan.partitions),
+            )
 
     def apply_response(
         self,
-        fetched: dict[tuple[str, int], Partition],
-        epochs: dict[tuple[str, int], int],
+        fetched: Mapping[tuple[str, int], Partition],
+        epochs: Mapping[tuple[str, int], int],
         response: fetch_v12.FetchResponse,
     ) -> bool:
         """Apply the answers of a Fetch sent for `fetched` at leader `epochs`; False when a
@@ -174,12 +262,15 @@ class ReplicaFetcher:
                 if (
                     partition is not None
                     and partition is fetched.get(key)
-                    and partition.leader_epoch == epochs[key]
+                    and partition.leader_epoch == epochs.get(key)
                 ):
                     if answer.records and partition.follower_throttled:
                         throttled += len(answer.records)
+                    # Its fetch position may have moved: the next Fetch names it if so.
+                    self._changed_keys.add(key)
                     if not self._apply_answer_safely(partition, answer):
                         self._delayed_until[key] = time.monotonic() + BACKOFF_S
+                        self._leaving.add(key)
                         went_on = False
                     elif answer.records:
                         served.append(key)
@@ -190,21 +281,23 @@ class ReplicaFetcher:
                 self.partitions[key] = self.partitions.pop(key)
         return went_on
 
-    def _request(self, partitions: dict[tuple[str, int], Partition]) -> fetch_v12.FetchRequest:
+    def _request(self, plan: FetchPlan) -> fetch_v12.FetchRequest:
         by_topic: dict[str, list[fetch_v12.request.FetchPartition]] = {}
-        for (topic, partition_id), partition in partitions.items():
-            latest_epoch = partition.latest_epoch
+        for (topic, partition_id), position in plan.partitions.items():
             by_topic.setdefault(topic, []).append(
                 make_entity(
                     fetch_v12.request.FetchPartition,
                     partition=partition_id,
-                    current_leader_epoch=partition.leader_epoch,
-                    fetch_offset=partition.log_end_offset,
-                    last_fetched_epoch=-1 if latest_epoch is None else latest_epoch,
-                    log_start_offset=partition.log_start_offset,
+                    current_leader_epoch=position.current_leader_epoch,
+                    fetch_offset=position.fetch_offset,
+                    last_fetched_epoch=position.last_fetched_epoch,
+                    log_start_offset=position.log_start_offset,
                     partition_max_bytes=PARTITION_MAX_BYTES,
                 )
             )
+        forgotten: dict[str, list[int]] = {}
+        for topic, partition_id in plan.forgotten:
+            forgotten.setdefault(topic, []).append(partition_id)
         return make_entity(
             fetch_v12.FetchRequest,
             replica_id=self.broker_id,
@@ -212,13 +305,18 @@ class ReplicaFetcher:
             min_bytes=1,
             max_bytes=FETCH_MAX_BYTES,
             isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
+            session_id=plan.session_id,
+            session_epoch=plan.epoch,
             topics=tuple(
                 make_entity(fetch_v12.request.FetchTopic, topic=topic, partitions=tuple(items))
                 for topic, items in by_topic.items()
             ),
-            forgotten_topics_data=(),
+            forgotten_topics_data=tuple(
+                make_entity(
+                    fetch_v12.request.ForgottenTopic, topic=topic, partitions=tuple(indexes)
+                )
+                for topic, indexes in forgotten.items()
+            ),
             rack_id="",
         )
 
@@ -291,6 +389,32 @@ class ReplicaFetcher:
             leader_high_watermark=answer.high_watermark,
             log_end_offset=partition.log_end_offset,
         )
+
+
+def _position(partition: Partition) -> FetchPosition:
+    latest_epoch = partition.latest_epoch
+    return FetchPosition(
+        fetch_offset=partition.log_end_offset,
+        current_leader_epoch=partition.leader_epoch,
+        last_fetched_epoch=-1 if latest_epoch is None else latest_epoch,
+        log_start_offset=partition.log_start_offset,
+    )
+
+
+class _SentEpochs(Mapping[PartitionKey, int]):
+    """The leader epoch each partition of the session was last fetched at (a view)."""
+
+    def __init__(self, sent: Mapping[PartitionKey, FetchPosition]) -> None:
+        self._sent = sent
+
+    def __getitem__(self, key: PartitionKey) -> int:
+        return self._sent[key].current_leader_epoch
+
+    def __iter__(self) -> Iterator[PartitionKey]:
+        return iter(self._sent)
+
+    def __len__(self) -> int:
+        return len(self._sent)
 
 
 class ReplicaFetcherManager:

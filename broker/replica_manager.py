@@ -244,6 +244,9 @@ class ReplicaManager:
         # Called with a hosted partition whose leadership (or leader epoch) changed, and
         # whether this broker leads it now (a deleted replica leads nothing).
         self.leadership_listeners: list[Callable[[Partition, bool], None]] = []
+        # Called with a hosted partition whose log end, high watermark, log start or role
+        # changed (what a long-polling fetch wakes on).
+        self.change_listeners: list[Callable[[Partition], None]] = []
 
     # -- RaftListener ---------------------------------------------------------------------------
 
@@ -372,6 +375,7 @@ class ReplicaManager:
                         hold_high_watermark_below_min_isr=self._elr_enabled,
                     )
                     partition.offline_listener = self._replica_went_offline
+                    partition.change_listener = self._partition_changed
                     self.partitions[key] = partition
                 # A log reopened at start-up got the broker's settings.
                 partition.apply_config(config)
@@ -496,6 +500,10 @@ class ReplicaManager:
             directory=None if aside is None else str(aside),
         )
         return True
+
+    def _partition_changed(self, partition: Partition) -> None:
+        for listener in self.change_listeners:
+            listener(partition)
 
     def _replica_went_offline(self, failed: Partition, error: StorageError) -> None:
         """A write to `failed`'s log failed on the disk: its whole log directory goes offline,
@@ -904,9 +912,7 @@ class ReplicaManager:
                     r.diverging_epoch is not None or r.preferred_read_replica >= 0 for r in results
                 )
             ):
-                throttled = sum(len(r.records) for r in results if r.throttled and r.records)
-                if throttled:
-                    self.quotas.leader.record(throttled, _now_ms())
+                self.count_throttled(results)
                 return results
             waiters = [asyncio.ensure_future(p.wait_for_change()) for p in waiting]
             try:
@@ -914,6 +920,24 @@ class ReplicaManager:
             finally:
                 for waiter in waiters:
                     waiter.cancel()
+
+    def count_throttled(self, results: Sequence[FetchResult]) -> None:
+        """Count the records of a fetch's answer its follower's replication quota bounds
+        (once, as the answer goes out)."""
+        throttled = sum(len(r.records) for r in results if r.throttled and r.records)
+        if throttled:
+            self.quotas.leader.record(throttled, _now_ms())
+
+    def read_now(
+        self,
+        replica_id: int,
+        max_bytes: int,
+        requests: Sequence[FetchPartition],
+        client_rack: str | None = None,
+    ) -> list[FetchResult]:
+        """Read each partition as `fetch` does, at once and without waiting; the records of
+        throttled followers are not counted (`count_throttled`)."""
+        return self._read_all(replica_id, max_bytes, requests, client_rack)
 
     def _read_all(
         self,

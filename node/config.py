@@ -519,6 +519,10 @@ class NodeConfig(BaseModel):
     default_replication_factor: int = Field(default=1, alias="default.replication.factor", ge=1)
     min_insync_replicas: int = Field(default=1, alias="min.insync.replicas", ge=1)
     replica_lag_time_max_ms: int = Field(default=30_000, alias="replica.lag.time.max.ms", ge=1)
+    # KIP-227: the fetch sessions the broker caches (Kafka's key and default; 0: none).
+    max_incremental_fetch_session_cache_slots: int = Field(
+        default=1000, alias="max.incremental.fetch.session.cache.slots", ge=0
+    )
     # The replication throttle (Kafka's keys and defaults; Long.MAX_VALUE: no throttle). The
     # rates can also be changed at run time as dynamic broker configs.
     leader_replication_throttled_rate: int = Field(

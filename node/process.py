@@ -23,11 +23,12 @@ from kio.static.protocol import Payload
 
 from admin.app import create_app
 from admin.handlers.common import ADMIN_LISTENER
-from admin.metrics import NodeMetrics, QuorumState, ReplicaState
+from admin.metrics import FetchSessionState, NodeMetrics, QuorumState, ReplicaState
 from admin.models import Quorum, ReplicaLog, ReplicaProgress
 from broker.auto_topic_creation import AutoTopicCreation
 from broker.configs import BrokerSettings
 from broker.data_apis import DataApis
+from broker.fetch_sessions import FetchSessionCache
 from broker.groups.apis import GroupApis
 from broker.groups.coordinator import (
     CoordinatorConfig,
@@ -565,7 +566,8 @@ class BrokerRole:
             auto_creation=self._auto_creation,
             authorizer=self.authorizer,
         ).register(registry)
-        DataApis(self.replicas, self.authorizer).register(registry)
+        self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
+        DataApis(self.replicas, self.authorizer, self.fetch_sessions).register(registry)
         register_sasl_apis(registry)
         ReplicaAdminApis(self.replicas, self.authorizer).register(registry)
         ReplicaLogInfoApi(
@@ -608,6 +610,16 @@ class BrokerRole:
             return False
         self.lifecycle.unregistered()
         return True
+
+    def fetch_session_state(self) -> FetchSessionState:
+        """The fetch session cache as `/metrics` shows it."""
+        cache = self.fetch_sessions
+        return FetchSessionState(
+            sessions=len(cache.sessions),
+            partitions=cache.partition_count,
+            evictions=cache.evictions,
+            incremental_fetches=cache.incremental_fetches,
+        )
 
     def replica_states(self) -> list[ReplicaState]:
         """The hosted replicas as `/metrics` shows them."""
@@ -788,6 +800,7 @@ async def serve(config: NodeConfig) -> None:
             + (0 if quorum_authorizer is None else quorum_authorizer.denials)
             + (0 if broker is None or broker.authorizer is None else broker.authorizer.denials)
         ),
+        lambda: None if broker is None else broker.fetch_session_state(),
     )
     events.listeners.append(node_metrics.count_event)
     if is_broker:

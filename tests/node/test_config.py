@@ -149,6 +149,15 @@ def test_connection_limits_have_kafkas_names_and_defaults(tmp_path: Path) -> Non
     assert limits.per_ip("10.0.0.2") == 0
 
 
+def test_the_fetch_session_cache_size_has_kafkas_name_and_default(tmp_path: Path) -> None:
+    default = load_config(write(tmp_path, BASE), environment={})
+    assert default.max_incremental_fetch_session_cache_slots == 1000
+    config = load_config(
+        write(tmp_path, BASE + "max.incremental.fetch.session.cache.slots=0\n"), environment={}
+    )
+    assert config.max_incremental_fetch_session_cache_slots == 0
+
+
 @pytest.mark.parametrize(
     ("extra", "named"),
     [
@@ -173,6 +182,10 @@ def test_connection_limits_have_kafkas_names_and_defaults(tmp_path: Path) -> Non
         ("max.connections.per.ip.overrides=10.0.0.1\n", "max.connections.per.ip.overrides"),
         ("queued.max.request.bytes=lots\n", "queued.max.request.bytes"),
         ("replica.selector.class=com.example.Nearest\n", "replica.selector.class"),
+        (
+            "max.incremental.fetch.session.cache.slots=-1\n",
+            "max.incremental.fetch.session.cache.slots",
+        ),
     ],
 )
 def test_bad_values_and_unknown_keys_are_named(tmp_path: Path, extra: str, named: str) -> None:
