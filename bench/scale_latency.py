@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import subprocess
 import sys
 import tempfile
@@ -32,10 +33,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import structlog
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.cluster import Cluster
+from net.client import ClusterClient, NodeConnection
+from net.producer import Producer as OurProducer
+from net.producer import ProducerConfig
+from net.records import Record
 
 _VALUE = b"v" * 100
 # The many-clients helper prints this line once its connections and producers are running.
@@ -60,9 +66,7 @@ def paced_latency(
 ) -> dict[str, Any]:
     """Produce `rate` msg/s for `seconds` (after a one-second warm-up not counted) with
     acks=all; librdkafka's latency per message, p50/p99/max in ms."""
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms}
-    )
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms})
     latencies: list[float] = []
     errors = [0]
     counting = [False]
@@ -101,9 +105,9 @@ def paced_latency(
 
 
 def _create(admin: AdminClient, topic: str, partitions: int) -> None:
-    admin.create_topics(
-        [NewTopic(topic, partitions, 3, config={"min.insync.replicas": "2"})]
-    )[topic].result(60)
+    admin.create_topics([NewTopic(topic, partitions, 3, config={"min.insync.replicas": "2"})])[
+        topic
+    ].result(60)
 
 
 def _leaders(admin: AdminClient, topic: str, partitions: int) -> dict[int, int] | None:
@@ -218,15 +222,6 @@ def _memory_per_partition(cluster: Cluster, admin: AdminClient, partitions: int)
 
 async def _load(bootstrap: str, leader: str, connections: int, producers: int) -> None:
     """The many-clients helper: idle connections to `leader`, producers at 10 msg/s each."""
-    import logging
-
-    import structlog
-
-    from net.client import ClusterClient, NodeConnection
-    from net.producer import Producer as OurProducer
-    from net.producer import ProducerConfig
-    from net.records import Record
-
     # Its stdout carries the ready line alone.
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     host, _, port = leader.rpartition(":")
