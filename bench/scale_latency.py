@@ -38,7 +38,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.cluster import Cluster
-from bench.produce_consume import cpu_seconds
+from bench.produce_consume import cpu_seconds, percentile
 from net.client import ClusterClient, NodeConnection
 from net.producer import Producer as OurProducer
 from net.producer import ProducerConfig
@@ -47,11 +47,6 @@ from net.records import Record
 _VALUE = b"v" * 100
 # The many-clients helper prints this line once its connections and producers are running.
 _LOAD_READY = "load-ready"
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))], 3)
 
 
 def rss_kib(pid: int) -> int:
