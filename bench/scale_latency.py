@@ -11,8 +11,9 @@ latency, produce call to delivery report):
 3. `many_clients`: the first row again, alone and then while a helper process holds
    `--connections` mostly idle connections (each exchanged ApiVersions once) to the
    partition's leader and runs `--producers` producers (ours, acks=all, linger 0, 10 msg/s
-   each, one partition each of a topic of that many partitions); the ratio of the p50 and p99
-   with them to without them, and the leader's RSS per idle connection;
+   each, to another one-partition topic, so that the row measures clients, not partitions);
+   the ratio of the p50 and p99 with them to without them, and the leader's RSS per idle
+   connection (before the producers start);
 4. `memory_per_partition`: each node's RSS before and after a topic of `--partitions`
    partitions of replication factor 3 is created and led, per hosted replica.
 
@@ -45,7 +46,9 @@ from net.producer import ProducerConfig
 from net.records import Record
 
 _VALUE = b"v" * 100
-# The many-clients helper prints this line once its connections and producers are running.
+# The many-clients helper prints these lines once its idle connections are open, then once
+# its producers are running too.
+_IDLE_READY = "idle-ready"
 _LOAD_READY = "load-ready"
 
 
@@ -168,8 +171,8 @@ def _many_clients(
 ) -> dict[str, Any]:
     node = cluster.nodes[leader]
     assert node.process is not None and node.broker_port is not None
-    _create(admin, "load", producers)
-    _wait_led(cluster, admin, "load", producers)
+    _create(admin, "load", 1)
+    _wait_led(cluster, admin, "load", 1)
     alone = paced_latency(cluster.bootstrap, "latency", 1000, seconds, 0)
     rss_before = rss_kib(node.process.pid)
     helper = subprocess.Popen(
@@ -188,10 +191,12 @@ def _many_clients(
     )
     try:
         assert helper.stdout is not None
-        line = helper.stdout.readline().strip()
-        if line != _LOAD_READY:
-            raise RuntimeError(f"load helper failed: {line!r}")
-        rss_loaded = rss_kib(node.process.pid)
+        for expected in (_IDLE_READY, _LOAD_READY):
+            line = helper.stdout.readline().strip()
+            if line != expected:
+                raise RuntimeError(f"load helper failed: {line!r}")
+            if expected == _IDLE_READY:
+                rss_idle = rss_kib(node.process.pid)
         loaded = paced_latency(cluster.bootstrap, "latency", 1000, seconds, 0)
     finally:
         helper.kill()
@@ -204,8 +209,7 @@ def _many_clients(
         "loaded": loaded,
         "p50_ratio": round(loaded["p50_ms"] / alone["p50_ms"], 3),
         "p99_ratio": round(loaded["p99_ms"] / alone["p99_ms"], 3),
-        # Includes the producers' own connections and state, so an upper bound.
-        "leader_rss_kib_per_connection": round((rss_loaded - rss_before) / connections, 2),
+        "leader_rss_kib_per_connection": round((rss_idle - rss_before) / connections, 2),
     }
 
 
@@ -225,25 +229,27 @@ def _memory_per_partition(cluster: Cluster, admin: AdminClient, partitions: int)
 
 async def _load(bootstrap: str, leader: str, connections: int, producers: int) -> None:
     """The many-clients helper: idle connections to `leader`, producers at 10 msg/s each."""
-    # Its stdout carries the ready line alone.
+    # Its stdout carries the ready lines alone.
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     host, _, port = leader.rpartition(":")
     idle = [NodeConnection(host, int(port), client_id=f"idle-{i}") for i in range(connections)]
     for start in range(0, connections, 100):
         await asyncio.gather(*(c.connect() for c in idle[start : start + 100]))
+    await asyncio.sleep(1)
+    print(_IDLE_READY, flush=True)
     clients = [ClusterClient(bootstrap, client_id=f"load-{i}") for i in range(producers)]
     ours = [OurProducer(client, ProducerConfig(acks=-1, linger_ms=0)) for client in clients]
     for client, producer in zip(clients, ours, strict=True):
         await client.bootstrap()
         await producer.start()
 
-    async def run(index: int, producer: OurProducer) -> None:
+    async def run(producer: OurProducer) -> None:
         while True:
-            producer.append("load", index, Record(_VALUE))
+            producer.append("load", 0, Record(_VALUE))
             await producer.flush()
             await asyncio.sleep(0.1)
 
-    runners = [asyncio.create_task(run(i, p)) for i, p in enumerate(ours)]
+    runners = [asyncio.create_task(run(producer)) for producer in ours]
     await asyncio.sleep(2)  # every producer has written (metadata, connections) by now
     print(_LOAD_READY, flush=True)
     await asyncio.gather(*runners)
