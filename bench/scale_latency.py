@@ -8,14 +8,15 @@ latency, produce call to delivery report):
 
 1. `paced_1000_linger_0`: 1,000 msg/s paced, linger.ms 0 (about one message per request);
 2. `paced_10000_linger_5`: 10,000 msg/s paced, linger.ms 5;
-3. `many_clients`: the first row again, alone and then while a helper process holds
-   `--connections` mostly idle connections (each exchanged ApiVersions once) to the
-   partition's leader and runs `--producers` producers (ours, acks=all, linger 0, 10 msg/s
-   each, to another one-partition topic, so that the row measures clients, not partitions);
-   the ratio of the p50 and p99 with them to without them, and the leader's RSS per idle
-   connection (before the producers start);
-4. `memory_per_partition`: each node's RSS before and after a topic of `--partitions`
-   partitions of replication factor 3 is created and led, per hosted replica.
+3. `memory_per_partition`: each node's RSS before and after a topic of `--partitions`
+   partitions of replication factor 3 is created and led, per hosted replica (measured first,
+   on the fresh cluster);
+4. `many_clients`: the first row again, alone, then while a helper process holds
+   `--connections` idle connections (each exchanged ApiVersions once) to the partition's
+   leader, then with `--producers` producers added (ours, acks=all, linger 0,
+   `--producer-rate` msg/s each, to another one-partition topic, so that the row measures
+   clients, not partitions); the ratios of the p50 and p99 to those alone, and the leader's
+   RSS per idle connection. The helper runs on the same machine, so its own CPU counts.
 
 Prints one JSON object; `measure(...)` returns it (for `bench.scale`). Every process is
 killed by pid at the end.
@@ -138,6 +139,7 @@ def measure(
     seconds: float = 10.0,
     connections: int = 1000,
     producers: int = 100,
+    producer_rate: float = 1.0,
     partitions: int = 1000,
 ) -> dict[str, Any]:
     """The rows of this bench on a fresh three-node cluster under `root` (see the module
@@ -150,12 +152,13 @@ def measure(
         _create(admin, "latency", 1)
         leader = _wait_led(cluster, admin, "latency", 1)[0]
         result: dict[str, Any] = {"bench": "scale_latency", "nodes": 3, "seconds": seconds}
+        # First, before traffic leaves freed memory the new replicas would reuse.
+        result["memory_per_partition"] = _memory_per_partition(cluster, admin, partitions)
         result["paced_1000_linger_0"] = paced_row(cluster, 1000, seconds, 0)
         result["paced_10000_linger_5"] = paced_row(cluster, 10_000, seconds, 5)
         result["many_clients"] = _many_clients(
-            cluster, admin, leader, seconds, connections, producers
+            cluster, admin, leader, seconds, connections, producers, producer_rate
         )
-        result["memory_per_partition"] = _memory_per_partition(cluster, admin, partitions)
         return result
     finally:
         cluster.stop_all()
@@ -168,6 +171,7 @@ def _many_clients(
     seconds: float,
     connections: int,
     producers: int,
+    producer_rate: float,
 ) -> dict[str, Any]:
     node = cluster.nodes[leader]
     assert node.process is not None and node.broker_port is not None
@@ -185,18 +189,20 @@ def _many_clients(
             f"127.0.0.1:{node.broker_port}",
             str(connections),
             str(producers),
+            str(producer_rate),
         ],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
-        assert helper.stdout is not None
-        for expected in (_IDLE_READY, _LOAD_READY):
-            line = helper.stdout.readline().strip()
-            if line != expected:
-                raise RuntimeError(f"load helper failed: {line!r}")
-            if expected == _IDLE_READY:
-                rss_idle = rss_kib(node.process.pid)
+        assert helper.stdin is not None and helper.stdout is not None
+        _expect(helper.stdout.readline(), _IDLE_READY)
+        rss_idle = rss_kib(node.process.pid)
+        idle = paced_latency(cluster.bootstrap, "latency", 1000, seconds, 0)
+        helper.stdin.write("start\n")
+        helper.stdin.flush()
+        _expect(helper.stdout.readline(), _LOAD_READY)
         loaded = paced_latency(cluster.bootstrap, "latency", 1000, seconds, 0)
     finally:
         helper.kill()
@@ -204,13 +210,21 @@ def _many_clients(
     return {
         "connections": connections,
         "producers": producers,
-        "producer_rate_each": 10,
+        "producer_rate_each": producer_rate,
         "alone": alone,
+        "idle_connections": idle,
         "loaded": loaded,
-        "p50_ratio": round(loaded["p50_ms"] / alone["p50_ms"], 3),
-        "p99_ratio": round(loaded["p99_ms"] / alone["p99_ms"], 3),
+        "idle_p50_ratio": round(idle["p50_ms"] / alone["p50_ms"], 3),
+        "idle_p99_ratio": round(idle["p99_ms"] / alone["p99_ms"], 3),
+        "loaded_p50_ratio": round(loaded["p50_ms"] / alone["p50_ms"], 3),
+        "loaded_p99_ratio": round(loaded["p99_ms"] / alone["p99_ms"], 3),
         "leader_rss_kib_per_connection": round((rss_idle - rss_before) / connections, 2),
     }
+
+
+def _expect(line: str, expected: str) -> None:
+    if line.strip() != expected:
+        raise RuntimeError(f"load helper failed: {line!r}")
 
 
 def _memory_per_partition(cluster: Cluster, admin: AdminClient, partitions: int) -> dict[str, Any]:
@@ -227,8 +241,9 @@ def _memory_per_partition(cluster: Cluster, admin: AdminClient, partitions: int)
     }
 
 
-async def _load(bootstrap: str, leader: str, connections: int, producers: int) -> None:
-    """The many-clients helper: idle connections to `leader`, producers at 10 msg/s each."""
+async def _load(bootstrap: str, leader: str, connections: int, producers: int, rate: float) -> None:
+    """The many-clients helper: idle connections to `leader`; once a line comes on stdin,
+    producers at `rate` msg/s each."""
     # Its stdout carries the ready lines alone.
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     host, _, port = leader.rpartition(":")
@@ -237,6 +252,7 @@ async def _load(bootstrap: str, leader: str, connections: int, producers: int) -
         await asyncio.gather(*(c.connect() for c in idle[start : start + 100]))
     await asyncio.sleep(1)
     print(_IDLE_READY, flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
     clients = [ClusterClient(bootstrap, client_id=f"load-{i}") for i in range(producers)]
     ours = [OurProducer(client, ProducerConfig(acks=-1, linger_ms=0)) for client in clients]
     for client, producer in zip(clients, ours, strict=True):
@@ -247,7 +263,7 @@ async def _load(bootstrap: str, leader: str, connections: int, producers: int) -
         while True:
             producer.append("load", 0, Record(_VALUE))
             await producer.flush()
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(1 / rate)
 
     runners = [asyncio.create_task(run(producer)) for producer in ours]
     await asyncio.sleep(2)  # every producer has written (metadata, connections) by now
@@ -257,13 +273,14 @@ async def _load(bootstrap: str, leader: str, connections: int, producers: int) -
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--load":
-        bootstrap, leader, connections, producers = sys.argv[2:6]
-        asyncio.run(_load(bootstrap, leader, int(connections), int(producers)))
+        bootstrap, leader, connections, producers, rate = sys.argv[2:7]
+        asyncio.run(_load(bootstrap, leader, int(connections), int(producers), float(rate)))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--connections", type=int, default=1000)
     parser.add_argument("--producers", type=int, default=100)
+    parser.add_argument("--producer-rate", type=float, default=1.0, help="msg/s of each")
     parser.add_argument("--partitions", type=int, default=1000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-scale-latency-") as directory:
@@ -272,6 +289,7 @@ def main() -> None:
             seconds=args.seconds,
             connections=args.connections,
             producers=args.producers,
+            producer_rate=args.producer_rate,
             partitions=args.partitions,
         )
     print(json.dumps(result), flush=True)
