@@ -8,15 +8,14 @@ latency, produce call to delivery report):
 
 1. `paced_1000_linger_0`: 1,000 msg/s paced, linger.ms 0 (about one message per request);
 2. `paced_10000_linger_5`: 10,000 msg/s paced, linger.ms 5;
-3. `memory_per_partition`: each node's RSS before and after a topic of `--partitions`
-   partitions of replication factor 3 is created and led, per hosted replica (measured first,
-   on the fresh cluster);
-4. `many_clients`: the first row again, alone, then while a helper process holds
+3. `many_clients`: the first row again, alone, then while a helper process holds
    `--connections` idle connections (each exchanged ApiVersions once) to the partition's
    leader, then with `--producers` producers added (ours, acks=all, linger 0,
    `--producer-rate` msg/s each, to another one-partition topic, so that the row measures
    clients, not partitions); the ratios of the p50 and p99 to those alone, and the leader's
-   RSS per idle connection. The helper runs on the same machine, so its own CPU counts.
+   RSS per idle connection. The helper runs on the same machine, so its own CPU counts;
+4. `memory_per_partition`: on another fresh cluster, each node's RSS before and after a topic
+   of `--partitions` partitions of replication factor 3 is created and led, per replica.
 
 Prints one JSON object; `measure(...)` returns it (for `bench.scale`). Every process is
 killed by pid at the end.
@@ -26,12 +25,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -142,24 +143,33 @@ def measure(
     producer_rate: float = 1.0,
     partitions: int = 1000,
 ) -> dict[str, Any]:
-    """The rows of this bench on a fresh three-node cluster under `root` (see the module
-    docstring); the cluster is killed before it returns."""
-    cluster = Cluster.combined(root, 3, **{"min.insync.replicas": "2"})
-    cluster.start_all()
-    try:
-        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, 60.0)
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    """The rows of this bench (see the module docstring): the latency rows on a fresh
+    three-node cluster under `root / "latency"`, the memory row on another under
+    `root / "memory"` (its idle partitions would slow the latency rows, and traffic before it
+    would leave freed memory its replicas reuse). Both clusters are killed before it
+    returns."""
+    result: dict[str, Any] = {"bench": "scale_latency", "nodes": 3, "seconds": seconds}
+    with _cluster(root / "latency") as (cluster, admin):
         _create(admin, "latency", 1)
         leader = _wait_led(cluster, admin, "latency", 1)[0]
-        result: dict[str, Any] = {"bench": "scale_latency", "nodes": 3, "seconds": seconds}
-        # First, before traffic leaves freed memory the new replicas would reuse.
-        result["memory_per_partition"] = _memory_per_partition(cluster, admin, partitions)
         result["paced_1000_linger_0"] = paced_row(cluster, 1000, seconds, 0)
         result["paced_10000_linger_5"] = paced_row(cluster, 10_000, seconds, 5)
         result["many_clients"] = _many_clients(
             cluster, admin, leader, seconds, connections, producers, producer_rate
         )
-        return result
+    with _cluster(root / "memory") as (cluster, admin):
+        result["memory_per_partition"] = _memory_per_partition(cluster, admin, partitions)
+    return result
+
+
+@contextlib.contextmanager
+def _cluster(root: Path) -> Iterator[tuple[Cluster, AdminClient]]:
+    """Three combined nodes with min.insync.replicas 2, unfenced; killed on exit."""
+    cluster = Cluster.combined(root, 3, **{"min.insync.replicas": "2"})
+    cluster.start_all()
+    try:
+        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, 60.0)
+        yield cluster, AdminClient({"bootstrap.servers": cluster.bootstrap})
     finally:
         cluster.stop_all()
 
