@@ -137,7 +137,9 @@ class Partition:
         self.consumer_fetches_as_follower = 0
         self.consumer_fetches_redirected = 0
         self._hold_high_watermark_below_min_isr = hold_high_watermark_below_min_isr
-        self._changed = asyncio.Event()
+        # Futures of waiters (long-polling fetches, DeleteRecords) woken by the next change;
+        # one fetch over many partitions registers one future with each of them.
+        self._change_waiters: set[asyncio.Future[None]] = set()
         # acks=all produces waiting for the high watermark to reach an offset: a heap of
         # (offset, arrival, future), so an advance releases only the ones it satisfies.
         self._high_watermark_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
@@ -665,13 +667,25 @@ class Partition:
             if not waiter.done():
                 waiter.set_result(None)
 
+    @property
+    def waiting(self) -> int:
+        """How many waiters (long-polling fetches, DeleteRecords) wait for this replica to
+        change."""
+        return len(self._change_waiters)
+
     async def wait_for_change(self) -> None:
         """Until the high watermark, the log end offset or the role changes."""
-        await self._changed.wait()
+        await until_any_changes((self,), None)
 
     def _wake(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
+        # Done in the same loop iteration as the change: a follower's long-polling fetch is
+        # answered on the very next iteration, with no timer in between.
+        waiters = self._change_waiters
+        if waiters:
+            self._change_waiters = set()
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
         if self.change_listener is not None:
             self.change_listener(self)
 
@@ -700,3 +714,26 @@ def _refuse_records_without_keys(
         )
     if refused:
         raise InvalidRecordsError(tuple(refused))
+
+
+async def until_any_changes(partitions: Sequence[Partition], timeout: float | None) -> None:
+    """Until the high watermark, the log end offset or the role of any of `partitions`
+    changes, or `timeout` seconds passed (None: no bound). One future for them all, so a
+    fetch over many partitions costs a set insertion per partition, not a task."""
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[None] = loop.create_future()
+    for partition in partitions:
+        partition._change_waiters.add(waiter)
+    timer = None if timeout is None else loop.call_later(timeout, _set_done, waiter)
+    try:
+        await waiter
+    finally:
+        if timer is not None:
+            timer.cancel()
+        for partition in partitions:
+            partition._change_waiters.discard(waiter)
+
+
+def _set_done(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

@@ -52,7 +52,7 @@ from broker.configs import topic_log_config
 from broker.isr_changes import IsrChangeSender
 from broker.metadata_api import DEFAULT_LISTENER
 from broker.offsets import OffsetAnswer
-from broker.partition import LeaderAppend, NotLeaderError, Partition
+from broker.partition import LeaderAppend, NotLeaderError, Partition, until_any_changes
 from broker.producer_state import ActiveProducer, ProducerStateError
 from broker.replica_fetcher import ReplicaFetcherManager
 from broker.replication_quota import NO_THROTTLE, UNTHROTTLED, ThrottleSettings
@@ -634,10 +634,19 @@ class ReplicaManager:
                     log_append_time_ms=appended.log_append_time_ms,
                 )
             )
-        if waits:
+        if not waits:
+            return results
+        deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+        if len(waits) == 1:
+            # Awaited in this task, not a child one: the answer goes out in the loop
+            # iteration after the high watermark passes it, not two or three later.
+            index, partition, required, epoch = waits[0]
+            results[index] = await self._until_replicated(
+                partition, required, epoch, deadline, results[index]
+            )
+        else:
             # Every partition waits at once, so each sees its own leadership change when it
             # happens, not after the partitions before it in the request are done.
-            deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
             replicated = await asyncio.gather(
                 *(
                     self._until_replicated(partition, required, epoch, deadline, results[index])
@@ -816,8 +825,7 @@ class ReplicaManager:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return ErrorCode.request_timed_out, low_watermark
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(partition.wait_for_change(), remaining)
+            await until_any_changes((partition,), remaining)
 
     def _hosted(self, partition: Partition) -> Partition | None:
         return self.partitions.get((partition.topic, partition.partition_id))
@@ -914,12 +922,7 @@ class ReplicaManager:
             ):
                 self.count_throttled(results)
                 return results
-            waiters = [asyncio.ensure_future(p.wait_for_change()) for p in waiting]
-            try:
-                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for waiter in waiters:
-                    waiter.cancel()
+            await until_any_changes(waiting, remaining)
 
     def count_throttled(self, results: Sequence[FetchResult]) -> None:
         """Count the records of a fetch's answer its follower's replication quota bounds

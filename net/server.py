@@ -501,7 +501,14 @@ class _Connection(asyncio.Protocol):
             self._answer_failure(in_flight, header)
             return
         in_flight.complete(frames)
-        self._schedule_flush()
+        if len(self._in_flight) == 1 and not self._processing:
+            # The only request in flight (a follower's fetch, a producer sending one request
+            # at a time): written now rather than on the next loop iteration, which on a busy
+            # node is a wait as long as everything else queued for it. With more in flight,
+            # responses that complete together still leave in one write.
+            self._flush()
+        else:
+            self._schedule_flush()
 
     def _answer_failure(self, in_flight: _InFlight, header: RequestHeader) -> None:
         """Log the handler's exception; answer UNKNOWN_SERVER_ERROR, or close if impossible."""

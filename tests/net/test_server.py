@@ -6,6 +6,7 @@ import asyncio
 import datetime
 import os
 import random
+import socket
 import struct
 import time
 from collections.abc import AsyncIterator
@@ -652,3 +653,22 @@ def test_the_server_works_the_same_on_uvloop() -> None:
             await assert_serves(server.port)
 
     uvloop.run(scenario())
+
+
+async def test_the_answer_to_the_only_request_in_flight_is_written_when_its_handler_returns(
+    harness: Harness,
+) -> None:
+    # A blocking socket read without the event loop: the test sees what reached the kernel.
+    with socket.create_connection(("127.0.0.1", harness.server.port)) as client:
+        client.sendall(b"".join(encode_request(heartbeat(3, "wait"), 1, "raw")))
+        while not harness.behaviour.started:
+            await asyncio.sleep(0.001)
+        harness.behaviour.release.set()
+        # The handler runs on the next iteration (before this test does) and its answer goes
+        # out then: a follower's fetch or an acks=all produce waits for no further iteration.
+        await asyncio.sleep(0)
+        size = struct.unpack(">i", client.recv(4, socket.MSG_DONTWAIT))[0]
+        frame = client.recv(size, socket.MSG_DONTWAIT)
+    assert struct.unpack_from(">i", frame)[0] == 1
+    response: Any = decode_response(frame, ApiKey.HEARTBEAT, 3)
+    assert response.error_code == ErrorCode.none

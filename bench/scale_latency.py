@@ -1,0 +1,309 @@
+"""Replicated produce latency and many clients, on real `kraft serve` processes (issue 23, d).
+
+    python -m bench.scale_latency [--seconds 10] [--connections 1000] [--producers 100]
+
+Three combined nodes, a one-partition topic of replication factor 3 with min.insync.replicas
+2, 100-byte values, acks=all, measured with confluent-kafka (librdkafka's own per-message
+latency, produce call to delivery report):
+
+1. `paced_1000_linger_0`: 1,000 msg/s paced, linger.ms 0 (about one message per request);
+2. `paced_10000_linger_5`: 10,000 msg/s paced, linger.ms 5;
+3. `many_clients`: the first row again, alone, then while a helper process holds
+   `--connections` idle connections (each exchanged ApiVersions once) to the partition's
+   leader, then with `--producers` producers added (ours, acks=all, linger 0,
+   `--producer-rate` msg/s each, to another one-partition topic, so that the row measures
+   clients, not partitions); the ratios of the p50 and p99 to those alone, and the leader's
+   RSS per idle connection. The helper runs on the same machine, so its own CPU counts;
+4. `memory_per_partition`: on another fresh cluster, each node's RSS before and after a topic
+   of `--partitions` partitions of replication factor 3 is created and led, per replica.
+
+Prints one JSON object; `measure(...)` returns it (for `bench.scale`). Every process is
+killed by pid at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import structlog
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench.cluster import Cluster
+from bench.produce_consume import cpu_seconds, percentile
+from net.client import ClusterClient, NodeConnection
+from net.producer import Producer as OurProducer
+from net.producer import ProducerConfig
+from net.records import Record
+
+_VALUE = b"v" * 100
+# The many-clients helper prints these lines once its idle connections are open, then once
+# its producers are running too.
+_IDLE_READY = "idle-ready"
+_LOAD_READY = "load-ready"
+
+
+def rss_kib(pid: int) -> int:
+    """The resident set size of process `pid`, in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def paced_latency(
+    bootstrap: str, topic: str, rate: int, seconds: float, linger_ms: float
+) -> dict[str, Any]:
+    """Produce `rate` msg/s for `seconds` (after a one-second warm-up not counted) with
+    acks=all; librdkafka's latency per message, p50/p99/max in ms."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms})
+    latencies: list[float] = []
+    errors = [0]
+    counting = [False]
+
+    def delivered(error: Any, message: Any) -> None:
+        if error is not None:
+            errors[0] += 1
+        elif counting[0]:
+            latencies.append(message.latency() * 1000)
+
+    producer.list_topics(topic, timeout=10)
+    interval = 1 / rate
+    start = time.perf_counter()
+    warm_until = start + 1.0
+    end = warm_until + seconds
+    next_at = start
+    while next_at < end:
+        next_at += interval
+        while (wait := next_at - time.perf_counter()) > 0:
+            producer.poll(min(wait, 0.001))
+        if not counting[0] and next_at >= warm_until:
+            producer.flush(10)
+            counting[0] = True
+        producer.produce(topic, _VALUE, on_delivery=delivered)
+        producer.poll(0)
+    producer.flush(30)
+    return {
+        "rate": rate,
+        "linger_ms": linger_ms,
+        "messages": len(latencies),
+        "errors": errors[0],
+        "p50_ms": percentile(latencies, 0.5),
+        "p99_ms": percentile(latencies, 0.99),
+        "max_ms": round(max(latencies), 3),
+    }
+
+
+def paced_row(cluster: Cluster, rate: int, seconds: float, linger_ms: float) -> dict[str, Any]:
+    """`paced_latency` to topic `latency`, with the CPU milliseconds the three nodes spent
+    per 1,000 messages (a figure the other load on a shared machine disturbs less)."""
+    before = cpu_seconds(cluster)
+    row = paced_latency(cluster.bootstrap, "latency", rate, seconds, linger_ms)
+    spent = cpu_seconds(cluster) - before
+    # The warm-up second is produced (and spent on) too.
+    row["broker_cpu_ms_per_1000"] = round(spent * 1000 / (rate * (seconds + 1)) * 1000, 2)
+    return row
+
+
+def _create(admin: AdminClient, topic: str, partitions: int) -> None:
+    admin.create_topics([NewTopic(topic, partitions, 3, config={"min.insync.replicas": "2"})])[
+        topic
+    ].result(60)
+
+
+def _leaders(admin: AdminClient, topic: str, partitions: int) -> dict[int, int] | None:
+    found = admin.list_topics(topic, timeout=10).topics[topic].partitions
+    leaders = {p: found[p].leader for p in found if found[p].leader >= 0}
+    return leaders if len(leaders) == partitions else None
+
+
+def _wait_led(cluster: Cluster, admin: AdminClient, topic: str, partitions: int) -> dict[int, int]:
+    return cluster.wait_for(
+        f"{topic} led", lambda: _leaders(admin, topic, partitions), timeout=120.0
+    )
+
+
+def measure(
+    root: Path,
+    *,
+    seconds: float = 10.0,
+    connections: int = 1000,
+    producers: int = 100,
+    producer_rate: float = 1.0,
+    partitions: int = 1000,
+) -> dict[str, Any]:
+    """The rows of this bench (see the module docstring): the latency rows on a fresh
+    three-node cluster under `root / "latency"`, the memory row on another under
+    `root / "memory"` (its idle partitions would slow the latency rows, and traffic before it
+    would leave freed memory its replicas reuse). Both clusters are killed before it
+    returns."""
+    result: dict[str, Any] = {"bench": "scale_latency", "nodes": 3, "seconds": seconds}
+    with _cluster(root / "latency") as (cluster, admin):
+        _create(admin, "latency", 1)
+        leader = _wait_led(cluster, admin, "latency", 1)[0]
+        result["paced_1000_linger_0"] = paced_row(cluster, 1000, seconds, 0)
+        result["paced_10000_linger_5"] = paced_row(cluster, 10_000, seconds, 5)
+        result["many_clients"] = _many_clients(
+            cluster, admin, leader, seconds, connections, producers, producer_rate
+        )
+    with _cluster(root / "memory") as (cluster, admin):
+        result["memory_per_partition"] = _memory_per_partition(cluster, admin, partitions)
+    return result
+
+
+@contextlib.contextmanager
+def _cluster(root: Path) -> Iterator[tuple[Cluster, AdminClient]]:
+    """Three combined nodes with min.insync.replicas 2, unfenced; killed on exit."""
+    cluster = Cluster.combined(root, 3, **{"min.insync.replicas": "2"})
+    cluster.start_all()
+    try:
+        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, 60.0)
+        yield cluster, AdminClient({"bootstrap.servers": cluster.bootstrap})
+    finally:
+        cluster.stop_all()
+
+
+def _many_clients(
+    cluster: Cluster,
+    admin: AdminClient,
+    leader: int,
+    seconds: float,
+    connections: int,
+    producers: int,
+    producer_rate: float,
+) -> dict[str, Any]:
+    node = cluster.nodes[leader]
+    assert node.process is not None and node.broker_port is not None
+    _create(admin, "load", 1)
+    _wait_led(cluster, admin, "load", 1)
+    alone = paced_latency(cluster.bootstrap, "latency", 1000, seconds, 0)
+    rss_before = rss_kib(node.process.pid)
+    helper = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bench.scale_latency",
+            "--load",
+            cluster.bootstrap,
+            f"127.0.0.1:{node.broker_port}",
+            str(connections),
+            str(producers),
+            str(producer_rate),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert helper.stdin is not None and helper.stdout is not None
+        _expect(helper.stdout.readline(), _IDLE_READY)
+        rss_idle = rss_kib(node.process.pid)
+        idle = paced_latency(cluster.bootstrap, "latency", 1000, seconds, 0)
+        helper.stdin.write("start\n")
+        helper.stdin.flush()
+        _expect(helper.stdout.readline(), _LOAD_READY)
+        loaded = paced_latency(cluster.bootstrap, "latency", 1000, seconds, 0)
+    finally:
+        helper.kill()
+        helper.wait(10)
+    return {
+        "connections": connections,
+        "producers": producers,
+        "producer_rate_each": producer_rate,
+        "alone": alone,
+        "idle_connections": idle,
+        "loaded": loaded,
+        "idle_p50_ratio": round(idle["p50_ms"] / alone["p50_ms"], 3),
+        "idle_p99_ratio": round(idle["p99_ms"] / alone["p99_ms"], 3),
+        "loaded_p50_ratio": round(loaded["p50_ms"] / alone["p50_ms"], 3),
+        "loaded_p99_ratio": round(loaded["p99_ms"] / alone["p99_ms"], 3),
+        "leader_rss_kib_per_connection": round((rss_idle - rss_before) / connections, 2),
+    }
+
+
+def _expect(line: str, expected: str) -> None:
+    if line.strip() != expected:
+        raise RuntimeError(f"load helper failed: {line!r}")
+
+
+def _memory_per_partition(cluster: Cluster, admin: AdminClient, partitions: int) -> dict[str, Any]:
+    before = {i: rss_kib(n.process.pid) for i, n in cluster.nodes.items() if n.process}
+    _create(admin, "many", partitions)
+    _wait_led(cluster, admin, "many", partitions)
+    after = {i: rss_kib(n.process.pid) for i, n in cluster.nodes.items() if n.process}
+    # Replication factor 3 on 3 nodes: each node hosts a replica of every partition.
+    return {
+        "partitions": partitions,
+        "rss_kib_per_replica": {
+            str(i): round((after[i] - before[i]) / partitions, 2) for i in before
+        },
+    }
+
+
+async def _load(bootstrap: str, leader: str, connections: int, producers: int, rate: float) -> None:
+    """The many-clients helper: idle connections to `leader`; once a line comes on stdin,
+    producers at `rate` msg/s each."""
+    # Its stdout carries the ready lines alone.
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    host, _, port = leader.rpartition(":")
+    idle = [NodeConnection(host, int(port), client_id=f"idle-{i}") for i in range(connections)]
+    for start in range(0, connections, 100):
+        await asyncio.gather(*(c.connect() for c in idle[start : start + 100]))
+    await asyncio.sleep(1)
+    print(_IDLE_READY, flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    clients = [ClusterClient(bootstrap, client_id=f"load-{i}") for i in range(producers)]
+    ours = [OurProducer(client, ProducerConfig(acks=-1, linger_ms=0)) for client in clients]
+    for client, producer in zip(clients, ours, strict=True):
+        await client.bootstrap()
+        await producer.start()
+
+    async def run(producer: OurProducer) -> None:
+        while True:
+            producer.append("load", 0, Record(_VALUE))
+            await producer.flush()
+            await asyncio.sleep(1 / rate)
+
+    runners = [asyncio.create_task(run(producer)) for producer in ours]
+    await asyncio.sleep(2)  # every producer has written (metadata, connections) by now
+    print(_LOAD_READY, flush=True)
+    await asyncio.gather(*runners)
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--load":
+        bootstrap, leader, connections, producers, rate = sys.argv[2:7]
+        asyncio.run(_load(bootstrap, leader, int(connections), int(producers), float(rate)))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--connections", type=int, default=1000)
+    parser.add_argument("--producers", type=int, default=100)
+    parser.add_argument("--producer-rate", type=float, default=1.0, help="msg/s of each")
+    parser.add_argument("--partitions", type=int, default=1000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-scale-latency-") as directory:
+        result = measure(
+            Path(directory),
+            seconds=args.seconds,
+            connections=args.connections,
+            producers=args.producers,
+            producer_rate=args.producer_rate,
+            partitions=args.partitions,
+        )
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
