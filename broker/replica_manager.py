@@ -326,13 +326,20 @@ class ReplicaManager:
         hosted: list[tuple[UUID, PartitionState, TopicConfig, LogConfig, tuple[str, int]]] = []
         for topic_id, topic in image.topics.items():
             overrides = image.topic_configs(topic.name)
-            if old.topics.get(topic_id) is topic and old.topic_configs(topic.name) == overrides:
+            old_topic = old.topics.get(topic_id)
+            same_configs = old.topic_configs(topic.name) == overrides
+            if old_topic is topic and same_configs:
                 continue
+            # A change of a few partitions of a wide topic applies those only: the image keeps
+            # the state objects of the partitions it did not change.
+            unchanged = old_topic.partitions if old_topic is not None and same_configs else {}
             config = image.topic_config(topic.name, self._topic_defaults)
             log_config = topic_log_config(self._log_config, config)
             for partition_id, state in topic.partitions.items():
                 key = (topic.name, partition_id)
                 partition = self.partitions.get(key)
+                if partition is not None and unchanged.get(partition_id) is state:
+                    continue
                 if partition is not None and (
                     self.broker_id not in state.replicas or partition.topic_id != topic_id
                 ):

@@ -5,9 +5,15 @@ leadership's epoch is on disk before the event loop runs anything else."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 from uuid import UUID
 
+import pytest
+
+from broker.partition import Partition
 from broker.replica_manager import APPLY_SLICE_S, ReplicaManager
 from controller.image import MetadataReplayer
 from controller.partition_state import PartitionState
@@ -129,3 +135,39 @@ async def test_every_new_leaderships_epoch_is_on_disk_whenever_the_loop_runs(
         checker.cancel()
         await replicas.stop()
         logs.close()
+
+
+async def test_a_change_of_one_partition_of_a_wide_topic_applies_that_partition_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = Broker(1, tmp_path)
+    try:
+        first = image(_first_states(), end_offset=1)
+        broker.apply(first)
+        applied: list[int] = []
+        real_apply = Partition.apply
+
+        def apply(partition: Partition, *args: Any, **kwargs: Any) -> None:
+            applied.append(partition.partition_id)
+            real_apply(partition, *args, **kwargs)
+
+        monkeypatch.setattr(Partition, "apply", apply)
+        moved = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1, leader_epoch=1)
+        topic = first.topics[TOPIC_ID]
+        changed = dataclasses.replace(
+            first,
+            end_offset=2,
+            topics=MappingProxyType(
+                {
+                    TOPIC_ID: dataclasses.replace(
+                        topic, partitions=MappingProxyType({**topic.partitions, 7: moved})
+                    )
+                }
+            ),
+        )
+        broker.apply(changed)
+        assert applied == [7]
+        assert broker.partition(7).is_leader and broker.partition(7).leader_epoch == 1
+    finally:
+        await broker.replicas.stop()
+        broker.close()
