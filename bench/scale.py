@@ -21,8 +21,9 @@ rows (restart, idle partitions beside a busy one, latency, many clients) plug in
 each. `--runs N` runs every case N times, alternating, and reports the median of each number
 beside all the runs. Prints one JSON object.
 
-kcat is driven by the librdkafka bundled in the confluent-kafka wheel (LD_LIBRARY_PATH at its
-`.libs` directory), as the issue's figures were; Debian's kcat links librdkafka 2.0.2.
+kcat is driven by the librdkafka bundled in the confluent-kafka wheel (LD_LIBRARY_PATH at a link
+to it named `librdkafka.so.1`), as the issue's figures were; Debian's kcat links librdkafka
+2.0.2. The baseline reports the version kcat ran with.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import tempfile
@@ -65,11 +67,26 @@ class CaseSettings:
 Case = Callable[[CaseSettings, Path], dict[str, Any]]
 
 
-def librdkafka_environment() -> dict[str, str]:
-    """The environment that makes kcat load the confluent-kafka wheel's librdkafka."""
+def librdkafka_environment(root: Path) -> dict[str, str]:
+    """The environment that makes kcat load the confluent-kafka wheel's librdkafka: the wheel
+    names it `librdkafka-<hash>.so.1`, so a link named as kcat asks for it goes in `root`."""
     package = Path(confluent_kafka.__file__).parent
-    libraries = package.parent / "confluent_kafka.libs"
-    return {**os.environ, "LD_LIBRARY_PATH": str(libraries if libraries.is_dir() else package)}
+    (bundled,) = sorted(package.parent.glob("confluent_kafka.libs/librdkafka*.so*"))
+    libraries = root / "librdkafka"
+    libraries.mkdir(exist_ok=True)
+    link = libraries / "librdkafka.so.1"
+    if not link.exists():
+        link.symlink_to(bundled)
+    return {**os.environ, "LD_LIBRARY_PATH": str(libraries)}
+
+
+def kcat_version(environment: dict[str, str]) -> str:
+    """The librdkafka version kcat runs with in `environment`."""
+    printed = subprocess.run(
+        ["kcat", "-V"], env=environment, capture_output=True, text=True, check=True, timeout=30
+    ).stdout
+    found = re.search(r"librdkafka [0-9.]+", printed)
+    return found.group(0) if found else "unknown"
 
 
 def start_cluster(root: Path, **extra: str) -> Cluster:
@@ -192,24 +209,26 @@ def _kcat(mode: str, bootstrap: str, topic: str) -> list[str]:
     return ["kcat", mode, "-b", bootstrap, "-t", topic, "-p", "0"]
 
 
-def kcat_produce(bootstrap: str, topic: str, lines: Path, count: int) -> float:
+def kcat_produce(
+    bootstrap: str, topic: str, lines: Path, count: int, environment: dict[str, str]
+) -> float:
     """msg/s of kcat producing every line of `lines` (acks=all, linger.ms=5)."""
     started = time.perf_counter()
     subprocess.run(
         [*_kcat("-P", bootstrap, topic), "-X", "acks=all", "-X", "linger.ms=5", "-l", str(lines)],
-        env=librdkafka_environment(),
+        env=environment,
         check=True,
         timeout=STEP_TIMEOUT_S,
     )
     return count / (time.perf_counter() - started)
 
 
-def kcat_consume(bootstrap: str, topic: str, count: int) -> float:
+def kcat_consume(bootstrap: str, topic: str, count: int, environment: dict[str, str]) -> float:
     """msg/s of kcat consuming `count` messages from the beginning."""
     started = time.perf_counter()
     subprocess.run(
         [*_kcat("-C", bootstrap, topic), "-o", "beginning", "-e", "-q", "-c", str(count)],
-        env=librdkafka_environment(),
+        env=environment,
         check=True,
         stdout=subprocess.DEVNULL,
         timeout=STEP_TIMEOUT_S,
@@ -226,9 +245,14 @@ def case_baseline(settings: CaseSettings, root: Path) -> dict[str, Any]:
         lines = root / "lines.txt"
         line = b"x" * (settings.size - 1) + b"\n"
         lines.write_bytes(line * settings.count)
-        produced = kcat_produce(cluster.bootstrap, "busy", lines, settings.count)
-        consumed = kcat_consume(cluster.bootstrap, "busy", settings.count)
-        return {"produce_msgs_per_s": round(produced), "consume_msgs_per_s": round(consumed)}
+        environment = librdkafka_environment(root)
+        produced = kcat_produce(cluster.bootstrap, "busy", lines, settings.count, environment)
+        consumed = kcat_consume(cluster.bootstrap, "busy", settings.count, environment)
+        return {
+            "kcat": kcat_version(environment),
+            "produce_msgs_per_s": round(produced),
+            "consume_msgs_per_s": round(consumed),
+        }
     finally:
         cluster.stop_all()
 
