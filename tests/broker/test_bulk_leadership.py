@@ -1,10 +1,10 @@
 """Leaderships of many partitions applied in one metadata change give the same replicas, in
-memory and on disk, as the same changes applied one partition at a time; and every new
-leadership's epoch is on disk before the event loop runs anything else."""
+memory and on disk, as the same changes applied one partition at a time (that every new
+leadership's epoch is on disk before the event loop runs anything else is checked in
+test_metadata_slices)."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from pathlib import Path
 from types import MappingProxyType
@@ -14,13 +14,9 @@ from uuid import UUID
 import pytest
 
 from broker.partition import Partition
-from broker.replica_manager import APPLY_SLICE_S, ReplicaManager
-from controller.image import MetadataReplayer
 from controller.partition_state import PartitionState
-from controller.topic_config import KAFKA_DEFAULTS
 from storage.leader_epoch_cache import LeaderEpochCache
-from storage.log import LogConfig
-from storage.log_manager import LogManager, TopicPartition
+from storage.log_manager import TopicPartition
 from tests.broker.replicas import TOPIC, TOPIC_ID, Broker, batch, image
 
 PARTITIONS = 150
@@ -100,41 +96,6 @@ async def test_leaderships_applied_in_bulk_equal_those_applied_one_by_one(
         await single.replicas.stop()
         bulk.close()
         single.close()
-
-
-async def test_every_new_leaderships_epoch_is_on_disk_whenever_the_loop_runs(
-    tmp_path: Path,
-) -> None:
-    logs = LogManager.open([tmp_path], LogConfig())
-    replayer = MetadataReplayer(image(_first_states()))
-    replicas = ReplicaManager(1, logs, replayer, LogConfig(), KAFKA_DEFAULTS)
-    checked = 0
-
-    async def check_between_slices() -> None:
-        nonlocal checked
-        while True:
-            await asyncio.sleep(0)
-            for partition in list(replicas.partitions.values()):
-                if partition.is_leader:
-                    on_disk = LeaderEpochCache.load(partition.log.directory)
-                    assert on_disk is not None
-                    assert on_disk.entries == partition.log.leader_epoch_cache.entries
-                    checked += 1
-
-    checker = asyncio.create_task(check_between_slices())
-    await asyncio.sleep(0)
-    try:
-        replicas.on_commit([])
-        async with asyncio.timeout(120):
-            while len(replicas.partitions) < PARTITIONS:
-                await asyncio.sleep(APPLY_SLICE_S)
-        await asyncio.sleep(0)
-        assert not checker.done()
-        assert checked > 0
-    finally:
-        checker.cancel()
-        await replicas.stop()
-        logs.close()
 
 
 async def test_a_change_of_one_partition_of_a_wide_topic_applies_that_partition_only(
