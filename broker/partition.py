@@ -48,6 +48,7 @@ from net.record_batch import (
 )
 from net.records import RecordColumns, decode_batch_columns, recompress_batches
 from storage.errors import LogOfflineError, StorageError, StorageIOError
+from storage.leader_epoch_cache import EpochCheckpoints
 from storage.log import Log, ReadResult
 
 log = structlog.get_logger(__name__)
@@ -167,11 +168,15 @@ class Partition:
     def leader_epoch(self) -> int:
         return -1 if self.state is None else self.state.leader_epoch
 
-    def apply(self, state: PartitionState, now_ms: int = 0) -> None:
+    def apply(
+        self, state: PartitionState, now_ms: int = 0, checkpoints: EpochCheckpoints | None = None
+    ) -> None:
         """A new state from the metadata log; one older than the applied one is ignored.
 
         `now_ms` starts the lag clock of the followers of a new leadership (Kafka gives ISR
-        members the benefit of the doubt: caught up as of the moment leadership began)."""
+        members the benefit of the doubt: caught up as of the moment leadership began). With
+        `checkpoints`, a new leadership's leader-epoch checkpoint is written by its next
+        `write`, which must come before anything is appended."""
         old = self.state
         if old is not None and (
             state.leader_epoch < old.leader_epoch or state.partition_epoch < old.partition_epoch
@@ -190,7 +195,7 @@ class Partition:
                 if r != self.broker_id
             }
             self.leader_epoch_start_offset = self.log.log_end_offset
-            self._start_leader_epoch(state.leader_epoch)
+            self._start_leader_epoch(state.leader_epoch, checkpoints)
             log.info(
                 "partition_became_leader",
                 topic=self.topic,
@@ -228,9 +233,11 @@ class Partition:
             self._release_high_watermark_waiters(release_all=True)
         self._wake()
 
-    def _start_leader_epoch(self, leader_epoch: int) -> None:
+    def _start_leader_epoch(
+        self, leader_epoch: int, checkpoints: EpochCheckpoints | None = None
+    ) -> None:
         try:
-            self.log.start_leader_epoch(leader_epoch)
+            self.log.start_leader_epoch(leader_epoch, checkpoints)
         except StorageError as error:
             # The first append starts the epoch instead (or fails the same way, to its client).
             log.error(

@@ -77,7 +77,7 @@ from storage.errors import (
     RecordBatchTooLargeError,
     StorageError,
 )
-from storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, EpochCheckpoints
 from storage.log import LogConfig
 from storage.log_manager import LogManager, TopicPartition
 
@@ -87,7 +87,8 @@ log = structlog.get_logger(__name__)
 CONSUMER_REPLICA_ID = -1
 # How long one slice of a metadata change may hold the event loop (`_apply_latest`).
 APPLY_SLICE_S = 0.02
-# New replicas whose logs are created together (one directory sync for them all).
+# Replicas applied together: their new logs' directories synced once for them all, and their
+# new leaderships' epoch checkpoints written with their fsyncs in parallel.
 _NEW_LOGS_AT_ONCE = 64
 
 
@@ -331,13 +332,20 @@ class ReplicaManager:
         hosted: list[tuple[UUID, PartitionState, TopicConfig, LogConfig, tuple[str, int]]] = []
         for topic_id, topic in image.topics.items():
             overrides = image.topic_configs(topic.name)
-            if old.topics.get(topic_id) is topic and old.topic_configs(topic.name) == overrides:
+            old_topic = old.topics.get(topic_id)
+            same_configs = old.topic_configs(topic.name) == overrides
+            if old_topic is topic and same_configs:
                 continue
+            # A change of a few partitions of a wide topic applies those only: the image keeps
+            # the state objects of the partitions it did not change.
+            unchanged = old_topic.partitions if old_topic is not None and same_configs else {}
             config = image.topic_config(topic.name, self._topic_defaults)
             log_config = topic_log_config(self._log_config, config)
             for partition_id, state in topic.partitions.items():
                 key = (topic.name, partition_id)
                 partition = self.partitions.get(key)
+                if partition is not None and unchanged.get(partition_id) is state:
+                    continue
                 if partition is not None and (
                     self.broker_id not in state.replicas or partition.topic_id != topic_id
                 ):
@@ -363,6 +371,8 @@ class ReplicaManager:
                     topic_ids={key[0]: topic_id for topic_id, _, _, _, key in chunk},
                 )
             )
+            checkpoints = EpochCheckpoints()
+            applied: list[tuple[Partition, PartitionState, tuple[bool, int]]] = []
             for topic_id, state, config, _, key in chunk:
                 partition = self.partitions.get(key)
                 if partition is None:
@@ -380,7 +390,11 @@ class ReplicaManager:
                 # A log reopened at start-up got the broker's settings.
                 partition.apply_config(config)
                 led = (partition.is_leader, partition.leader_epoch)
-                partition.apply(state, _now_ms())
+                partition.apply(state, _now_ms(), checkpoints)
+                applied.append((partition, state, led))
+            # Durable before the event loop runs anything that could append to those logs.
+            checkpoints.write()
+            for partition, state, led in applied:
                 if (partition.is_leader, partition.leader_epoch) != led:
                     for listener in self.leadership_listeners:
                         listener(partition, partition.is_leader)

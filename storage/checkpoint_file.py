@@ -27,9 +27,13 @@ class CheckpointFormatError(StorageError):
 
 def write_checkpoint(path: Path, entries: Iterable[Sequence[object]]) -> None:
     """Write `entries` (each a row of space-free values) atomically and durably."""
+    write_atomically(path, checkpoint_bytes(entries))
+
+
+def checkpoint_bytes(entries: Iterable[Sequence[object]]) -> bytes:
+    """The checkpoint file holding `entries` (each a row of space-free values)."""
     rows = [" ".join(str(value) for value in entry) for entry in entries]
-    text = "\n".join([str(CHECKPOINT_VERSION), str(len(rows)), *rows]) + "\n"
-    write_atomically(path, text.encode())
+    return ("\n".join([str(CHECKPOINT_VERSION), str(len(rows)), *rows]) + "\n").encode()
 
 
 def read_checkpoint(path: Path, fields: int) -> list[list[str]] | None:

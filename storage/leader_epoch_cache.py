@@ -15,7 +15,8 @@ from pathlib import Path
 
 import structlog
 
-from storage.checkpoint_file import CheckpointFormatError, read_checkpoint, write_checkpoint
+from storage.atomic_file import write_all_atomically, write_atomically
+from storage.checkpoint_file import CheckpointFormatError, checkpoint_bytes, read_checkpoint
 
 CHECKPOINT_NAME = "leader-epoch-checkpoint"
 UNDEFINED_EPOCH = -1
@@ -142,8 +143,44 @@ class LeaderEpochCache:
         if persist:
             self.persist()
 
+    @property
+    def checkpoint_path(self) -> Path:
+        return self._checkpoint_path
+
+    def checkpoint(self) -> bytes:
+        """The checkpoint file's content for the current entries."""
+        return checkpoint_bytes((entry.epoch, entry.start_offset) for entry in self._entries)
+
     def persist(self) -> None:
-        write_checkpoint(
-            self._checkpoint_path,
-            ((entry.epoch, entry.start_offset) for entry in self._entries),
+        write_atomically(self._checkpoint_path, self.checkpoint())
+
+
+class EpochCheckpoints:
+    """Epochs assigned to many caches in memory, then checkpointed together: the checkpoints
+    are written with their fsyncs in parallel (`write_all_atomically`), so that a broker that
+    becomes leader of thousands of partitions at once does not fsync them one after another.
+
+    Until `write` returns, the added epochs are not durable: the caller must not append to
+    those logs before (the replica manager writes them in the same step that assigned them,
+    with no other task running in between)."""
+
+    def __init__(self) -> None:
+        self._added: dict[Path, tuple[LeaderEpochCache, int]] = {}
+
+    def assign(self, cache: LeaderEpochCache, epoch: int, start_offset: int) -> None:
+        """`cache.assign(epoch, start_offset)`, its checkpoint written by the next `write`."""
+        if cache.assign(epoch, start_offset, persist=False):
+            self._added[cache.checkpoint_path] = (cache, start_offset)
+
+    def write(self) -> None:
+        """Write the checkpoint of every cache assigned an epoch since the last `write`. A
+        cache whose checkpoint cannot be written forgets the epoch again (as a failed
+        `assign` with persist does), so that the first append starts it instead."""
+        added, self._added = self._added, {}
+        failed = write_all_atomically(
+            {path: cache.checkpoint() for path, (cache, _) in added.items()}
         )
+        for path, error in failed.items():
+            cache, start_offset = added[path]
+            cache.truncate_from_end(start_offset, persist=False)
+            log.error("leader_epoch_checkpoint_failed", path=str(path), error=str(error))

@@ -50,7 +50,7 @@ from storage.errors import (
     StorageIOError,
     UnexpectedAppendOffsetError,
 )
-from storage.leader_epoch_cache import LeaderEpochCache
+from storage.leader_epoch_cache import EpochCheckpoints, LeaderEpochCache
 from storage.log_loader import LogLoader
 from storage.log_retention import segments_below, segments_past_retention
 from storage.segment import (
@@ -301,15 +301,19 @@ class Log:
         """OffsetForLeaderEpoch's answer: `(epoch, end offset)`; see LeaderEpochCache."""
         return self.leader_epoch_cache.end_offset_for(epoch, self._log_end_offset)
 
-    def start_leader_epoch(self, epoch: int) -> None:
+    def start_leader_epoch(self, epoch: int, checkpoints: EpochCheckpoints | None = None) -> None:
         """Record that leader epoch `epoch` starts at the log end offset, if newer than the
         latest (a replica becoming leader, before its first append: Kafka's
         maybeAssignEpochStartOffset). A follower that fetched a deposed leader's later epoch
-        then learns where this log ends its own epochs, and truncates there."""
+        then learns where this log ends its own epochs, and truncates there. With
+        `checkpoints`, the leader-epoch checkpoint is written by its next `write`."""
         self._check_online()
         latest_epoch = self.leader_epoch_cache.latest_epoch
         if latest_epoch is None or epoch > latest_epoch:
-            self._assign_epoch(epoch, self._log_end_offset)
+            if checkpoints is None:
+                self._assign_epoch(epoch, self._log_end_offset)
+            else:
+                checkpoints.assign(self.leader_epoch_cache, epoch, self._log_end_offset)
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, kept within [log start offset, log end offset]."""

@@ -44,6 +44,7 @@ from storage.log import Log, LogConfig, wall_clock_ms
 from storage.partition_metadata import (
     PartitionMetadataError,
     read_partition_metadata,
+    write_all_partition_metadata,
     write_partition_metadata,
 )
 
@@ -248,15 +249,27 @@ class LogManager:
                 raise InconsistentTopicIdError(
                     f"the log of {partition.dir_name} belongs to topic id {recorded}, not {asked}"
                 )
+        load = Counter(self._logs_in_dir)
+        created: dict[TopicPartition, Path] = {}
+        for partition, _ in wanted:
+            if partition in self._logs or partition in created:
+                continue
+            home = directory or min(self.partition_dirs, key=load.__getitem__)
+            load[home] += 1
+            created[partition] = home
+        self._record_new_topic_ids(
+            {
+                partition: (home / partition.dir_name, topic_ids[partition.topic])
+                for partition, home in created.items()
+                if partition.topic in topic_ids
+            }
+        )
         logs = []
-        gained: set[Path] = set()
         for partition, config in wanted:
             topic_id = topic_ids.get(partition.topic)
             existing = self._logs.get(partition)
             if existing is None:
-                home = directory or min(self.partition_dirs, key=self._logs_in_dir.__getitem__)
-                if topic_id is not None:
-                    self._record_new_topic_id(partition, home / partition.dir_name, topic_id)
+                home = created[partition]
                 existing = Log.open(
                     home / partition.dir_name,
                     config or self.default_config,
@@ -265,14 +278,13 @@ class LogManager:
                 self._logs[partition] = existing
                 self._dir_of[partition] = home
                 self._logs_in_dir[home] += 1
-                gained.add(home)
                 log.info("log_created", topic=partition.topic, partition=partition.partition)
-            elif topic_id is not None:
+            elif topic_id is not None and partition not in created:
                 self.record_topic_id(partition, topic_id)
             logs.append(existing)
         # Before any of the new logs flushes data: a flushed log in a directory whose own entry
         # a power cut could lose would not be durable.
-        for synced in gained:
+        for synced in set(created.values()):
             durability.sync_directory(synced)
         return logs
 
@@ -306,22 +318,31 @@ class LogManager:
             ) from error
         self._topic_ids[partition] = topic_id
 
-    def _record_new_topic_id(
-        self, partition: TopicPartition, partition_dir: Path, topic_id: uuid.UUID
-    ) -> None:
-        """Record the topic id of a log about to be created in `partition_dir`: before any
-        file of the log exists, so that every later sync of the directory (the first comes
-        before any of its records is durable: the leader-epoch checkpoint, the first segment
-        flush) makes it durable too; a sync of its own for each new log would double what
-        creating a topic's partitions costs."""
+    def _record_new_topic_ids(self, new: Mapping[TopicPartition, tuple[Path, uuid.UUID]]) -> None:
+        """Record the topic ids of logs about to be created (partition -> its directory, its
+        topic id): before any file of those logs exists, so that every later sync of their
+        directories (the first comes before any of its records is durable: the leader-epoch
+        checkpoint, the first segment flush) makes them durable too; a directory sync of its
+        own for each new log would double what creating a topic's partitions costs, and the
+        files' own fsyncs run in parallel."""
         try:
-            partition_dir.mkdir(parents=True, exist_ok=True)
-            write_partition_metadata(partition_dir, topic_id, sync_directory=False)
+            for partition_dir, _ in new.values():
+                partition_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise StorageIOError(
-                f"cannot record the topic id of {partition.dir_name}: {error}", error.errno
+                f"cannot create the directory of a new log: {error}", error.errno
             ) from error
-        self._topic_ids[partition] = topic_id
+        failed = write_all_partition_metadata(
+            {partition_dir: topic_id for partition_dir, topic_id in new.values()}
+        )
+        for partition, (partition_dir, topic_id) in new.items():
+            failure = failed.get(partition_dir)
+            if failure is not None:
+                raise StorageIOError(
+                    f"cannot record the topic id of {partition.dir_name}: {failure}",
+                    failure.errno,
+                ) from failure
+            self._topic_ids[partition] = topic_id
 
     def delete_log(self, partition: TopicPartition) -> Path | None:
         """Remove a partition's log: its directory is renamed aside (durably) before this

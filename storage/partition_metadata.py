@@ -15,10 +15,11 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from uuid import UUID
 
-from storage.atomic_file import write_atomically
+from storage.atomic_file import write_all_atomically, write_atomically
 
 PARTITION_METADATA_FILE = "partition.metadata"
 _VERSION = 0
@@ -57,13 +58,29 @@ def write_partition_metadata(
     so is its directory entry (unless not `sync_directory`: then it is durable from the next
     sync of `directory`, which is enough for a new partition directory, whose log syncs it
     before any of its records is durable)."""
+    write_atomically(
+        directory / PARTITION_METADATA_FILE, _content(topic_id), sync_directory=sync_directory
+    )
+
+
+def write_all_partition_metadata(topic_ids: Mapping[Path, UUID]) -> dict[Path, OSError]:
+    """`write_partition_metadata` without `sync_directory` for each `directory -> topic id`,
+    the files' fsyncs in parallel; returns the directories whose file failed, with the error."""
+    failed = write_all_atomically(
+        {
+            directory / PARTITION_METADATA_FILE: _content(topic_id)
+            for directory, topic_id in topic_ids.items()
+        },
+        sync_directories=False,
+    )
+    return {path.parent: error for path, error in failed.items()}
+
+
+def _content(topic_id: UUID) -> bytes:
     if topic_id.int == 0:
         # Kafka's zero Uuid means "no id": a file holding it would be refused when read.
         raise ValueError("the zero topic id names no topic")
-    text = f"version: {_VERSION}\ntopic_id: {encode_topic_id(topic_id)}\n"
-    write_atomically(
-        directory / PARTITION_METADATA_FILE, text.encode("ascii"), sync_directory=sync_directory
-    )
+    return f"version: {_VERSION}\ntopic_id: {encode_topic_id(topic_id)}\n".encode("ascii")
 
 
 def read_partition_metadata(directory: Path) -> UUID | None:

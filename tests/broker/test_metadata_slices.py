@@ -1,6 +1,7 @@
 """A large metadata change reaches the hosted replicas in slices, with the event loop free
 between them: creating thousands of replicas (a log and an fsynced epoch checkpoint each) must
-not hold up heartbeats, fetches and requests for seconds."""
+not hold up heartbeats, fetches and requests for seconds; and whenever the loop runs, the new
+leaderships' epochs are on disk."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from broker.replica_manager import APPLY_SLICE_S, ReplicaManager
 from controller.image import MetadataReplayer
 from controller.partition_state import PartitionState
 from controller.topic_config import KAFKA_DEFAULTS
+from storage.leader_epoch_cache import LeaderEpochCache
 from storage.log import LogConfig
 from storage.log_manager import LogManager
 from tests.broker.replicas import TOPIC, image
@@ -26,12 +28,21 @@ async def test_thousands_of_new_replicas_are_created_in_slices_with_the_loop_fre
     replayer = MetadataReplayer(image(dict.fromkeys(range(PARTITIONS), LED)))
     replicas = ReplicaManager(1, logs, replayer, LogConfig(), KAFKA_DEFAULTS)
     ticks = 0
+    checked: set[tuple[str, int]] = set()
 
     async def tick() -> None:
         nonlocal ticks
         while True:
             await asyncio.sleep(0)
             ticks += 1
+            # Whenever the loop runs, each new leadership's epoch is on disk already (its
+            # checkpoint is written, with those of its chunk, before the loop runs again).
+            for key, partition in list(replicas.partitions.items()):
+                if key not in checked:
+                    on_disk = LeaderEpochCache.load(partition.log.directory)
+                    assert on_disk is not None
+                    assert on_disk.entries == partition.log.leader_epoch_cache.entries
+                    checked.add(key)
 
     ticker = asyncio.create_task(tick())
     await asyncio.sleep(0)
@@ -44,6 +55,9 @@ async def test_thousands_of_new_replicas_are_created_in_slices_with_the_loop_fre
             while len(replicas.partitions) < PARTITIONS:
                 await asyncio.sleep(APPLY_SLICE_S)
         assert ticks - ticks_before > 5
+        await asyncio.sleep(0)
+        assert not ticker.done()
+        assert len(checked) == PARTITIONS
         assert all(replicas.partitions[(TOPIC, p)].is_leader for p in range(PARTITIONS))
     finally:
         ticker.cancel()

@@ -1,0 +1,323 @@
+"""Scale benchmark: the cluster with thousands of partitions, on real processes.
+
+    python -m bench.scale [--cases baseline,create,create_many] [--runs 3]
+                          [--partitions 3000] [--topics 5] [--topic-partitions 2000]
+                          [--count 1000000]
+
+Every case starts its own fresh cluster of three combined `kraft serve` processes on 127.0.0.1
+(min.insync.replicas 2), runs, and kills them by pid. The cases (issue 23's table):
+
+- `baseline`: one partition of replication factor 3, 1,000,000 lines of 100 bytes produced
+  with kcat (acks=all, linger.ms=5) and consumed from the beginning: msg/s each way;
+- `create`: one CreateTopics of `--partitions` partitions (RF 3), timed until the metadata
+  names a leader for every partition (`metadata_leaders_s`) and until the nodes' replica
+  managers lead them all (`leading_s`, the sum of every node's `kraft_leader_partitions`);
+  with the RSS of each node after, and its growth per 1,000 replicas the node hosts;
+- `create_many`: the same for `--topics` topics of `--topic-partitions` partitions each, one
+  CreateTopics per topic, sent at once.
+
+A case is a function `(CaseSettings, Path) -> dict`; `CASES` maps its name to it, so further
+rows (restart, idle partitions beside a busy one, latency, many clients) plug in as one entry
+each. `--runs N` runs every case N times, alternating, and reports the median of each number
+beside all the runs. Prints one JSON object.
+
+kcat is driven by the librdkafka bundled in the confluent-kafka wheel (LD_LIBRARY_PATH at a link
+to it named `librdkafka.so.1`), as the issue's figures were; Debian's kcat links librdkafka
+2.0.2. The baseline reports the version kcat ran with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import confluent_kafka
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench.cluster import Cluster
+
+MIN_INSYNC_REPLICAS = 2
+REPLICATION_FACTOR = 3
+# Every step of a case is bounded: a cluster that does not get there fails the run.
+STEP_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class CaseSettings:
+    """The sizes every case reads (from the command line)."""
+
+    count: int = 1_000_000
+    size: int = 100
+    partitions: int = 3_000
+    topics: int = 5
+    topic_partitions: int = 2_000
+
+
+Case = Callable[[CaseSettings, Path], dict[str, Any]]
+
+
+def librdkafka_environment(root: Path) -> dict[str, str]:
+    """The environment that makes kcat load the confluent-kafka wheel's librdkafka: the wheel
+    names it `librdkafka-<hash>.so.1`, so a link named as kcat asks for it goes in `root`."""
+    package = Path(confluent_kafka.__file__).parent
+    (bundled,) = sorted(package.parent.glob("confluent_kafka.libs/librdkafka*.so*"))
+    libraries = root / "librdkafka"
+    libraries.mkdir(exist_ok=True)
+    link = libraries / "librdkafka.so.1"
+    if not link.exists():
+        link.symlink_to(bundled)
+    return {**os.environ, "LD_LIBRARY_PATH": str(libraries)}
+
+
+def kcat_version(environment: dict[str, str]) -> str:
+    """The librdkafka version kcat runs with in `environment`."""
+    printed = subprocess.run(
+        ["kcat", "-V"], env=environment, capture_output=True, text=True, check=True, timeout=30
+    ).stdout
+    found = re.search(r"librdkafka [0-9.]+", printed)
+    return found.group(0) if found else "unknown"
+
+
+def start_cluster(root: Path, **extra: str) -> Cluster:
+    """Three combined nodes, started, every broker unfenced."""
+    settings = {"min.insync.replicas": str(MIN_INSYNC_REPLICAS), **extra}
+    cluster = Cluster.combined(root, 3, **settings)
+    cluster.start_all()
+    cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, 120.0)
+    return cluster
+
+
+def rss_mb(cluster: Cluster) -> dict[int, float]:
+    """Resident memory of each running node, in MB."""
+    sizes = {}
+    for node_id, node in cluster.nodes.items():
+        if node.process is None:
+            continue
+        for line in Path(f"/proc/{node.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                sizes[node_id] = round(int(line.split()[1]) / 1024, 1)
+    return sizes
+
+
+def led_partitions(cluster: Cluster) -> int:
+    """How many partitions the nodes' replica managers lead, summed over the nodes."""
+    total = 0
+    for node in cluster.nodes.values():
+        url = f"http://{node.host}:{node.admin_port}/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                text = response.read().decode()
+        except OSError:
+            return -1
+        for line in text.splitlines():
+            if line.startswith("kraft_leader_partitions "):
+                total += int(float(line.split()[1]))
+    return total
+
+
+def partitions_without_leader(admin: AdminClient, topics: list[str]) -> int:
+    """Partitions of `topics` the cluster's Metadata answer names no leader for (a topic not
+    known yet counts as all of its partitions missing, reported as -1)."""
+    metadata = admin.list_topics(timeout=30)
+    missing = 0
+    for topic in topics:
+        described = metadata.topics.get(topic)
+        if described is None or described.error is not None:
+            return -1
+        missing += sum(1 for p in described.partitions.values() if p.leader < 0)
+    return missing
+
+
+def _wait(what: str, check: Callable[[], bool], interval: float = 0.05) -> None:
+    deadline = time.monotonic() + STEP_TIMEOUT_S
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(interval)
+
+
+def timed_creation(cluster: Cluster, topics: dict[str, int]) -> dict[str, Any]:
+    """Creates `topics` (name -> partition count, RF 3) in one CreateTopics request each, all
+    sent at once, and times them until every partition has a leader."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.list_topics(timeout=30)
+    total = sum(topics.values())
+    leading_before = led_partitions(cluster)
+    rss_before = rss_mb(cluster)
+    started = time.perf_counter()
+    futures = [
+        admin.create_topics([NewTopic(name, count, REPLICATION_FACTOR)], request_timeout=120)[name]
+        for name, count in topics.items()
+    ]
+    for future in futures:
+        future.result(STEP_TIMEOUT_S)
+    created_s = time.perf_counter() - started
+    _wait("leaders in metadata", lambda: partitions_without_leader(admin, list(topics)) == 0)
+    metadata_leaders_s = time.perf_counter() - started
+    # Every node renders all its replicas' metrics: polled less often, not to load them.
+    _wait(
+        "replica managers leading",
+        lambda: led_partitions(cluster) - leading_before >= total,
+        interval=0.25,
+    )
+    leading_s = time.perf_counter() - started
+    rss = rss_mb(cluster)
+    replicas_per_node = total * REPLICATION_FACTOR / len(cluster.nodes)
+    return {
+        "partitions": total,
+        "created_s": round(created_s, 3),
+        "metadata_leaders_s": round(metadata_leaders_s, 3),
+        "leading_s": round(leading_s, 3),
+        "rss_mb": rss,
+        # The growth over the node's RSS before the creation, per 1,000 replicas it hosts.
+        "rss_mb_per_1000_partitions": {
+            node_id: round((size - rss_before[node_id]) / replicas_per_node * 1000, 1)
+            for node_id, size in rss.items()
+        },
+    }
+
+
+def case_create(settings: CaseSettings, root: Path) -> dict[str, Any]:
+    cluster = start_cluster(root)
+    try:
+        return timed_creation(cluster, {"wide": settings.partitions})
+    finally:
+        cluster.stop_all()
+
+
+def case_create_many(settings: CaseSettings, root: Path) -> dict[str, Any]:
+    cluster = start_cluster(root)
+    try:
+        topics = {f"wide-{index}": settings.topic_partitions for index in range(settings.topics)}
+        return timed_creation(cluster, topics)
+    finally:
+        cluster.stop_all()
+
+
+def _kcat(mode: str, bootstrap: str, topic: str) -> list[str]:
+    return ["kcat", mode, "-b", bootstrap, "-t", topic, "-p", "0"]
+
+
+def kcat_produce(
+    bootstrap: str, topic: str, lines: Path, count: int, environment: dict[str, str]
+) -> float:
+    """msg/s of kcat producing every line of `lines` (acks=all, linger.ms=5)."""
+    started = time.perf_counter()
+    subprocess.run(
+        [*_kcat("-P", bootstrap, topic), "-X", "acks=all", "-X", "linger.ms=5", "-l", str(lines)],
+        env=environment,
+        check=True,
+        timeout=STEP_TIMEOUT_S,
+    )
+    return count / (time.perf_counter() - started)
+
+
+def kcat_consume(bootstrap: str, topic: str, count: int, environment: dict[str, str]) -> float:
+    """msg/s of kcat consuming `count` messages from the beginning."""
+    started = time.perf_counter()
+    subprocess.run(
+        [*_kcat("-C", bootstrap, topic), "-o", "beginning", "-e", "-q", "-c", str(count)],
+        env=environment,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        timeout=STEP_TIMEOUT_S,
+    )
+    return count / (time.perf_counter() - started)
+
+
+def case_baseline(settings: CaseSettings, root: Path) -> dict[str, Any]:
+    cluster = start_cluster(root)
+    try:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("busy", 1, REPLICATION_FACTOR)])["busy"].result(60)
+        _wait("a leader for busy", lambda: partitions_without_leader(admin, ["busy"]) == 0)
+        lines = root / "lines.txt"
+        line = b"x" * (settings.size - 1) + b"\n"
+        lines.write_bytes(line * settings.count)
+        environment = librdkafka_environment(root)
+        produced = kcat_produce(cluster.bootstrap, "busy", lines, settings.count, environment)
+        consumed = kcat_consume(cluster.bootstrap, "busy", settings.count, environment)
+        return {
+            "kcat": kcat_version(environment),
+            "produce_msgs_per_s": round(produced),
+            "consume_msgs_per_s": round(consumed),
+        }
+    finally:
+        cluster.stop_all()
+
+
+CASES: dict[str, Case] = {
+    "baseline": case_baseline,
+    "create": case_create,
+    "create_many": case_create_many,
+}
+
+
+def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Field by field, the median of the runs' numbers (nested dicts too)."""
+    merged: dict[str, Any] = {}
+    for key, first in runs[0].items():
+        values = [run[key] for run in runs if key in run]
+        if isinstance(first, dict):
+            merged[key] = median_of(values)
+        elif isinstance(first, int | float) and not isinstance(first, bool):
+            merged[key] = round(statistics.median(values), 3)
+        else:
+            merged[key] = first
+    return merged
+
+
+def measure(cases: list[str], runs: int, settings: CaseSettings) -> dict[str, Any]:
+    """Runs each of `cases` `runs` times, alternating; the medians and every run, by case."""
+    results: dict[str, list[dict[str, Any]]] = {case: [] for case in cases}
+    for _ in range(runs):
+        for case in cases:
+            with tempfile.TemporaryDirectory(prefix=f"bench-scale-{case}-") as directory:
+                results[case].append(CASES[case](settings, Path(directory)))
+    return {
+        "bench": "scale",
+        "runs": runs,
+        "settings": vars(settings),
+        "cases": {
+            case: {"median": median_of(values), "runs": values} for case, values in results.items()
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--cases",
+        type=lambda text: text.split(","),
+        default=list(CASES),
+        help=f"comma-separated, of: {', '.join(CASES)}",
+    )
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--count", type=int, default=CaseSettings.count)
+    parser.add_argument("--size", type=int, default=CaseSettings.size)
+    parser.add_argument("--partitions", type=int, default=CaseSettings.partitions)
+    parser.add_argument("--topics", type=int, default=CaseSettings.topics)
+    parser.add_argument("--topic-partitions", type=int, default=CaseSettings.topic_partitions)
+    args = parser.parse_args()
+    unknown = sorted(set(args.cases) - set(CASES))
+    if unknown:
+        parser.error(f"unknown cases {unknown}; known: {', '.join(CASES)}")
+    settings = CaseSettings(
+        args.count, args.size, args.partitions, args.topics, args.topic_partitions
+    )
+    print(json.dumps(measure(args.cases, args.runs, settings)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
