@@ -244,7 +244,9 @@ class Log:
         opened._delete_segments_below(loaded.log_start_offset)
         if not clean_shutdown:
             opened.flush()
-        log.info(
+        # A trusted log is one of thousands a start opens (LogManager sums them up in one
+        # event); a recovered one is worth its own.
+        (log.debug if clean_shutdown else log.info)(
             "log_opened",
             directory=str(directory),
             clean_shutdown=clean_shutdown,

@@ -23,6 +23,7 @@ registers with no epoch, which excludes its replicas from leadership until they 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import threading
@@ -162,9 +163,10 @@ class LogManager:
         recovery_points = _read_offsets(directory / RECOVERY_POINT_CHECKPOINT)
         high_watermarks = _read_offsets(directory / HIGH_WATERMARK_CHECKPOINT)
         log_starts = _read_offsets(directory / LOG_START_OFFSET_CHECKPOINT)
-        for child in sorted(directory.iterdir()):
-            if not child.is_dir():
-                continue
+        # Entries know whether they are directories without a stat each.
+        with os.scandir(directory) as entries:
+            children = sorted(Path(entry.path) for entry in entries if entry.is_dir())
+        for child in children:
             if child.name.endswith(_DELETED_SUFFIX):
                 # Deleted before a crash (or a stop) finished removing it.
                 self._remove_in_background(child)
