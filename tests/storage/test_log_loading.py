@@ -46,9 +46,17 @@ def test_a_log_trusted_after_a_clean_shutdown_answers_as_a_recovered_one(tmp_pat
     written = _written(tmp_path / "clean")
     assert len(written.segment_base_offsets) > 2
     shutil.copytree(tmp_path / "clean", tmp_path / "recovered")
-    offsets = {"high_watermark": 12, "recovery_point": written.recovery_point}
-    trusted = Log.open(tmp_path / "clean", _CONFIG, clean_shutdown=True, **offsets)
-    recovered = Log.open(tmp_path / "recovered", _CONFIG, clean_shutdown=False, **offsets)
+    point = written.recovery_point
+    trusted = Log.open(
+        tmp_path / "clean", _CONFIG, clean_shutdown=True, high_watermark=12, recovery_point=point
+    )
+    recovered = Log.open(
+        tmp_path / "recovered",
+        _CONFIG,
+        clean_shutdown=False,
+        high_watermark=12,
+        recovery_point=point,
+    )
     assert _answers(trusted) == _answers(recovered)
     assert trusted.log_end_offset == 18
     assert trusted.leader_epoch_cache.latest_epoch == 5
