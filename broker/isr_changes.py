@@ -22,6 +22,7 @@ a follower restarted and caught up), and each partition's answer is handled on i
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from uuid import UUID
@@ -140,7 +141,7 @@ class IsrChangeSender:
         top_level = ErrorCode(response.error_code)
         errors = _partition_errors(response)
         retry = []
-        refused = 0
+        answers: Counter[str] = Counter()
         for proposal in batch:
             partition = proposal.partition
             error = (
@@ -148,7 +149,7 @@ class IsrChangeSender:
                 if top_level is ErrorCode.none
                 else top_level
             )
-            refused += error is not ErrorCode.none
+            answers[error.name] += 1
             log.debug(
                 "isr_change_answered",
                 topic=partition.topic,
@@ -171,7 +172,7 @@ class IsrChangeSender:
             "isr_changes_answered",
             partitions=len(batch),
             error=top_level.name,
-            refused=refused,
+            answers=dict(answers),
             asked_again=len(retry),
         )
         return retry

@@ -33,6 +33,7 @@ from tests.broker.replicas import (
     response_of,
     settle,
     values,
+    with_brokers,
 )
 
 MakeBrokers = Callable[..., list[Broker]]
@@ -369,6 +370,38 @@ async def test_isr_changes_of_many_partitions_go_in_one_request_each_answer_hand
     # Refused as not made: the leader may propose again.
     assert leader.partition(1).pending_isr is None
     assert leader.partition(2).pending_isr == (1, 2)
+    await sender.stop()
+
+
+async def test_a_fenced_follower_caught_up_is_proposed_for_the_isr_only_once_unfenced(
+    brokers: MakeBrokers,
+) -> None:
+    # A restarted follower fetches before it is unfenced: asking then is refused as ineligible.
+    controller = PerPartitionController({})
+    sender = IsrChangeSender(
+        controller, 1, lambda: 10, lambda broker_id: 10 * broker_id, retry_backoff_s=0.01
+    )
+    (leader,) = brokers(1, isr_changes=sender)
+    (joining,) = brokers(2)
+    state = PartitionState(replicas=(1, 2), isr=(1,), leader=1)
+    racks: dict[int, str | None] = {1: None, 2: None}
+    fenced = with_brokers(image({0: state}, min_isr=1), racks, fenced=frozenset({2}))
+    for broker in (leader, joining):
+        broker.apply(fenced)
+    await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"r0"))])
+    await replicate(leader, joining)
+    await replicate(leader, joining)
+    await settle()
+    assert leader.partition().pending_isr is None
+    assert controller.requests == []
+    leader.apply(with_brokers(image({0: state}, min_isr=1, end_offset=2), racks))
+    await replicate(leader, joining)
+    assert leader.partition().pending_isr == (1, 2)
+    for _ in range(100):
+        if controller.requests:
+            break
+        await asyncio.sleep(0.01)
+    assert controller.requests == [[0]]
     await sender.stop()
 
 
