@@ -592,8 +592,11 @@ class ReplicaManager:
         """Whether this broker's metadata lets a caught-up follower join an ISR: not fenced
         nor in controlled shutdown (Kafka's Partition.isReplicaIsrEligible). A follower that
         restarted fetches before it is unfenced; asked for then, the controller would refuse
-        it as ineligible, partition by partition, fetch after fetch."""
-        registration = self._applied.brokers.get(replica_id)
+        it as ineligible, partition by partition, fetch after fetch. The replayer's image
+        first: the replicas may still be catching up with it (applied in slices)."""
+        registration = self._replayer.image.brokers.get(replica_id) or self._applied.brokers.get(
+            replica_id
+        )
         return registration is None or not (
             registration.fenced or registration.in_controlled_shutdown
         )
