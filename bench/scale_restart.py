@@ -77,7 +77,7 @@ def _all_isr_full(cluster: Cluster, node_id: int, topics: list[str]) -> bool:
 
 
 def _controller(cluster: Cluster) -> int:
-    leader = cluster.wait_for("a quorum leader", cluster.agreed_leader, timeout=60)
+    leader = cluster.wait_for("a quorum leader", cluster.agreed_leader, timeout=180)
     return leader[0]
 
 
