@@ -1,6 +1,6 @@
 """A leader's ISR change requests: AlterPartition to the active controller.
 
-One request in flight per partition (`Partition.pending_isr`), fenced by the leader epoch and
+One change pending per partition (`Partition.pending_isr`), fenced by the leader epoch and
 partition epoch the leader knows, and naming each member with the broker epoch its registration
 had when the change was proposed (AlterPartition v3, KIP-903): a request that arrives after a
 member restarted (perhaps having lost what it had caught up with) is refused.
@@ -13,12 +13,19 @@ answer lost to a timeout; INVALID_UPDATE_VERSION to a resend of a change already
 change stays pending, and the high watermark keeps counting a joining replica, until the
 metadata log settles it; an unanswered request, or one a controller behind this leader's epochs
 answered NOT_CONTROLLER, is sent again meanwhile.
+
+As Kafka's AlterPartitionManager, the changes of all partitions travel together: one request
+in flight at a time carries every change proposed since the last one was sent (thousands after
+a follower restarted and caught up), and each partition's answer is handled on its own.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from uuid import UUID
 
 import structlog
 from kio.schema.alter_partition import v3 as alter_partition_v3
@@ -35,8 +42,33 @@ log = structlog.get_logger(__name__)
 _NOT_MADE = frozenset({ErrorCode.ineligible_replica, ErrorCode.operation_not_attempted})
 
 
+@dataclass(frozen=True, slots=True)
+class _Proposal:
+    """One partition's proposed ISR, each member with the broker epoch it is named with."""
+
+    partition: Partition
+    state: PartitionState
+    members: tuple[tuple[int, int], ...]
+
+    @property
+    def key(self) -> tuple[UUID, int]:
+        return self.partition.topic_id, self.partition.partition_id
+
+    @property
+    def new_isr(self) -> tuple[int, ...]:
+        return tuple(member for member, _ in self.members)
+
+    @property
+    def settled(self) -> bool:
+        """The metadata log settled it, or a newer proposal superseded it."""
+        return (
+            self.partition.pending_isr != self.new_isr
+            or self.partition.pending_partition_epoch != self.state.partition_epoch
+        )
+
+
 class IsrChangeSender:
-    """Sends the ISR changes of the partitions broker `broker_id` leads."""
+    """Sends the ISR changes of the partitions broker `broker_id` leads, batched."""
 
     def __init__(
         self,
@@ -54,7 +86,10 @@ class IsrChangeSender:
         self._broker_epoch = broker_epoch
         self._broker_epoch_of = broker_epoch_of
         self._retry_backoff_s = retry_backoff_s
-        self._tasks: set[asyncio.Task[None]] = set()
+        # Proposed and not yet sent, by partition: the next request carries them all.
+        self._unsent: dict[tuple[UUID, int], _Proposal] = {}
+        self._wakeup = asyncio.Event()
+        self._sender: asyncio.Task[None] | None = None
 
     def propose(self, partition: Partition, new_isr: tuple[int, ...], reason: str) -> None:
         assert partition.state is not None
@@ -71,90 +106,124 @@ class IsrChangeSender:
             partition_epoch=partition.state.partition_epoch,
         )
         members = tuple((member, self._broker_epoch_of(member)) for member in new_isr)
-        task = asyncio.create_task(self._send(partition, partition.state, members))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        proposal = _Proposal(partition, partition.state, members)
+        self._unsent[proposal.key] = proposal
+        if self._sender is None:
+            self._sender = asyncio.create_task(self._send_forever())
+        self._wakeup.set()
 
-    async def _send(
-        self, partition: Partition, state: PartitionState, members: tuple[tuple[int, int], ...]
-    ) -> None:
-        new_isr = tuple(member for member, _ in members)
+    async def _send_forever(self) -> None:
         while True:
-            if (
-                partition.pending_isr != new_isr
-                or partition.pending_partition_epoch != state.partition_epoch
-            ):
-                return  # settled by the metadata log, or superseded
-            try:
-                response: alter_partition_v3.AlterPartitionResponse = await self._client.send(
-                    self._request(partition, state, members)
-                )
-            except NoControllerError as unanswered:
-                log.warning(
-                    "isr_change_unanswered",
-                    topic=partition.topic,
-                    partition=partition.partition_id,
-                    new_isr=list(new_isr),
-                    error=str(unanswered),
-                )
-                await asyncio.sleep(self._retry_backoff_s)
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            batch = [proposal for proposal in self._unsent.values() if not proposal.settled]
+            self._unsent.clear()
+            if not batch:
                 continue
-            error = ErrorCode(response.error_code)
-            if error is ErrorCode.none and response.topics and response.topics[0].partitions:
-                error = ErrorCode(response.topics[0].partitions[0].error_code)
-            log.info(
+            retry = await self._send(batch)
+            if retry:
+                await asyncio.sleep(self._retry_backoff_s)
+                for proposal in retry:
+                    # A proposal made meanwhile for the same partition is the newer one.
+                    self._unsent.setdefault(proposal.key, proposal)
+                self._wakeup.set()
+
+    async def _send(self, batch: list[_Proposal]) -> list[_Proposal]:
+        """Send `batch` as one request and settle what its answers settle; returns the
+        proposals to ask again."""
+        try:
+            response: alter_partition_v3.AlterPartitionResponse = await self._client.send(
+                self._request(batch)
+            )
+        except NoControllerError as unanswered:
+            log.warning("isr_changes_unanswered", partitions=len(batch), error=str(unanswered))
+            return batch
+        top_level = ErrorCode(response.error_code)
+        errors = _partition_errors(response)
+        retry = []
+        answers: Counter[str] = Counter()
+        for proposal in batch:
+            partition = proposal.partition
+            error = (
+                errors.get(proposal.key, ErrorCode.unknown_server_error)
+                if top_level is ErrorCode.none
+                else top_level
+            )
+            answers[error.name] += 1
+            log.debug(
                 "isr_change_answered",
                 topic=partition.topic,
                 partition=partition.partition_id,
-                new_isr=list(new_isr),
-                leader_epoch=state.leader_epoch,
-                partition_epoch=state.partition_epoch,
+                new_isr=list(proposal.new_isr),
+                leader_epoch=proposal.state.leader_epoch,
+                partition_epoch=proposal.state.partition_epoch,
                 error=error.name,
             )
-            if error is not ErrorCode.not_controller:
-                break
-            # A controller whose image is behind this leader's epochs answers NOT_CONTROLLER for
-            # the partition (a newly active one still replaying, or a deposed one): nobody
-            # decided, and no metadata record will settle the change, so it is asked again, as
-            # Kafka's AlterPartitionManager retries it. A resend of a change that did commit
-            # meanwhile is settled by the metadata log first (the check above).
-            await asyncio.sleep(self._retry_backoff_s)
-        if error in _NOT_MADE and partition.pending_isr == new_isr:
-            partition.pending_isr = None
+            if error is ErrorCode.not_controller:
+                # A controller whose image is behind this leader's epochs answers
+                # NOT_CONTROLLER for the partition (a newly active one still replaying, or a
+                # deposed one): nobody decided, and no metadata record will settle the change,
+                # so it is asked again, as Kafka's AlterPartitionManager retries it. A resend
+                # of a change that did commit meanwhile is settled by the metadata log first.
+                retry.append(proposal)
+            elif error in _NOT_MADE and partition.pending_isr == proposal.new_isr:
+                partition.pending_isr = None
+        log.info(
+            "isr_changes_answered",
+            partitions=len(batch),
+            error=top_level.name,
+            answers=dict(answers),
+            asked_again=len(retry),
+        )
+        return retry
 
-    def _request(
-        self, partition: Partition, state: PartitionState, members: tuple[tuple[int, int], ...]
-    ) -> alter_partition_v3.AlterPartitionRequest:
+    def _request(self, batch: Iterable[_Proposal]) -> alter_partition_v3.AlterPartitionRequest:
         # v3: topic ids, and each ISR member with its broker epoch.
+        by_topic: dict[UUID, list[object]] = {}
+        for proposal in batch:
+            by_topic.setdefault(proposal.partition.topic_id, []).append(
+                make_entity(
+                    alter_partition_v3.request.PartitionData,
+                    partition_index=proposal.partition.partition_id,
+                    leader_epoch=proposal.state.leader_epoch,
+                    new_isr_with_epochs=tuple(
+                        make_entity(
+                            alter_partition_v3.request.BrokerState,
+                            broker_id=member,
+                            broker_epoch=epoch,
+                        )
+                        for member, epoch in proposal.members
+                    ),
+                    leader_recovery_state=0,
+                    partition_epoch=proposal.state.partition_epoch,
+                )
+            )
         return make_entity(
             alter_partition_v3.AlterPartitionRequest,
             broker_id=self._broker_id,
             broker_epoch=self._broker_epoch(),
-            topics=(
+            topics=tuple(
                 make_entity(
                     alter_partition_v3.request.TopicData,
-                    topic_id=partition.topic_id,
-                    partitions=(
-                        make_entity(
-                            alter_partition_v3.request.PartitionData,
-                            partition_index=partition.partition_id,
-                            leader_epoch=state.leader_epoch,
-                            new_isr_with_epochs=tuple(
-                                make_entity(
-                                    alter_partition_v3.request.BrokerState,
-                                    broker_id=member,
-                                    broker_epoch=epoch,
-                                )
-                                for member, epoch in members
-                            ),
-                            leader_recovery_state=0,
-                            partition_epoch=state.partition_epoch,
-                        ),
-                    ),
-                ),
+                    topic_id=topic_id,
+                    partitions=tuple(partitions),
+                )
+                for topic_id, partitions in by_topic.items()
             ),
         )
 
     async def stop(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
+        if self._sender is not None:
+            self._sender.cancel()
+            self._sender = None
+
+
+def _partition_errors(
+    response: alter_partition_v3.AlterPartitionResponse,
+) -> dict[tuple[UUID | None, int], ErrorCode]:
+    """Each answered partition's error, by (topic id, partition)."""
+    return {
+        (topic.topic_id, answered.partition_index): ErrorCode(answered.error_code)
+        for topic in response.topics
+        for answered in topic.partitions
+    }

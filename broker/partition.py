@@ -116,6 +116,8 @@ class Partition:
         # Both set by _load_producer_state, as after every truncation.
         self.producers: ProducerStateManager
         self._active_segment_base: int
+        # The offset of the newest snapshot on disk, if known.
+        self._snapshot_offset: int | None
         self._load_producer_state()
         self.state: PartitionState | None = None
         self.followers: dict[int, FollowerState] = {}
@@ -617,11 +619,9 @@ class Partition:
         """The state at the log end: the newest snapshot within the log, then the batches
         after it. Snapshots above the log end count batches the log lost (recovery or
         truncation cut them); those below its start, batches it no longer holds."""
-        end = self.log.log_end_offset
-        self._snapshots.delete_above(end)
-        self._snapshots.delete_below(self.log.log_start_offset)
-        found = self._snapshots.latest(at_or_below=end)
+        found = self._snapshots.load(self.log.log_start_offset, self.log.log_end_offset)
         start, self.producers = found if found is not None else (0, ProducerStateManager())
+        self._snapshot_offset = start if found is not None else None
         self.producers.replay(header for _, header in self.log.batches(start))
         self._active_segment_base = self.log.active_segment_base_offset
 
@@ -634,8 +634,13 @@ class Partition:
 
     def _write_snapshot(self) -> None:
         offset = self.log.log_end_offset
+        if offset == self._snapshot_offset:
+            # The newest snapshot is of this very state (nothing was appended since it was
+            # loaded or written): a stop after a restart writes none again.
+            return
         try:
             self._snapshots.write(offset, self.producers)
+            self._snapshot_offset = offset
             self._snapshots.delete_below(self.log.log_start_offset)
         except OSError as error:
             # Only an optimisation: the next open replays more of the log instead.

@@ -49,12 +49,26 @@ class ProducerSnapshots:
         for old in self.offsets()[:-SNAPSHOTS_RETAINED]:
             remove_durably(self.path(old))
 
+    def load(self, log_start: int, log_end: int) -> tuple[int, ProducerStateManager] | None:
+        """The newest readable snapshot within [`log_start`, `log_end`] with its offset (None
+        if there is none), once those outside are deleted: above the log end they count
+        batches the log lost, below its start batches it no longer holds. One listing of the
+        directory (a start loads thousands of logs)."""
+        within = []
+        for offset in self.offsets():
+            if log_start <= offset <= log_end:
+                within.append(offset)
+            else:
+                remove_durably(self.path(offset))
+        return self._newest_readable(within)
+
     def latest(self, at_or_below: int) -> tuple[int, ProducerStateManager] | None:
         """The newest readable snapshot at or below `at_or_below` with its offset; None if
         there is none. A corrupt one is logged and deleted, and the next older one tried."""
-        for offset in reversed(self.offsets()):
-            if offset > at_or_below:
-                continue
+        return self._newest_readable([o for o in self.offsets() if o <= at_or_below])
+
+    def _newest_readable(self, offsets: list[int]) -> tuple[int, ProducerStateManager] | None:
+        for offset in reversed(offsets):
             path = self.path(offset)
             try:
                 return offset, ProducerStateManager.from_snapshot(path.read_bytes())
@@ -62,12 +76,6 @@ class ProducerSnapshots:
                 log.warning("producer_snapshot_corrupt", path=str(path), error=str(error))
                 remove_durably(path)
         return None
-
-    def delete_above(self, offset: int) -> None:
-        """Delete the snapshots above `offset` (the log was truncated to end there)."""
-        for found in self.offsets():
-            if found > offset:
-                remove_durably(self.path(found))
 
     def delete_below(self, offset: int) -> None:
         """Delete the snapshots below `offset` (the log start offset: their state describes

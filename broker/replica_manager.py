@@ -613,6 +613,19 @@ class ReplicaManager:
                 if shrunk is not None:
                     self._isr_changes.propose(partition, shrunk, "lagging_followers")
 
+    def _may_join_isr(self, replica_id: int) -> bool:
+        """Whether this broker's metadata lets a caught-up follower join an ISR: not fenced
+        nor in controlled shutdown (Kafka's Partition.isReplicaIsrEligible). A follower that
+        restarted fetches before it is unfenced; asked for then, the controller would refuse
+        it as ineligible, partition by partition, fetch after fetch. The replayer's image
+        first: the replicas may still be catching up with it (applied in slices)."""
+        registration = self._replayer.image.brokers.get(replica_id) or self._applied.brokers.get(
+            replica_id
+        )
+        return registration is None or not (
+            registration.fenced or registration.in_controlled_shutdown
+        )
+
     def topic_name(self, topic_id: UUID) -> str | None:
         topic = self._applied.topics.get(topic_id)
         return None if topic is None else topic.name
@@ -1017,7 +1030,11 @@ class ReplicaManager:
             expanded = partition.record_follower_fetch(
                 replica_id, request.fetch_offset, _now_ms(), request.log_start_offset
             )
-            if expanded is not None and self._isr_changes is not None:
+            if (
+                expanded is not None
+                and self._isr_changes is not None
+                and self._may_join_isr(replica_id)
+            ):
                 self._isr_changes.propose(partition, expanded, "follower_caught_up")
         throttled = is_follower and partition.leader_throttles(replica_id)
         return _read_records(

@@ -34,11 +34,12 @@ from controller.broker_lifecycle import (
     BrokerLifecycle,
     TopicPartitionEvent,
 )
-from controller.image import MetadataImage, TopicImage
+from controller.image import MetadataImage
 from controller.partition_change import (
     AlterPartitionRequest,
     BrokerFacts,
     PartitionChange,
+    PartitionConfig,
     TopicPartition,
     change_record,
     partition_config,
@@ -118,6 +119,9 @@ def alter_partitions(
     records: list[MetadataRecord] = []
     events: list[TopicPartitionEvent] = []
     seen: set[TopicPartition] = set()
+    # Worked out once per request, not per partition: a request may carry thousands.
+    facts = lifecycle.broker_facts(image)
+    configs: dict[str, PartitionConfig] = {}
     for asked in request.partitions:
         tp = TopicPartition(asked.topic_id, asked.partition_id)
         topic = image.topics.get(tp.topic_id)
@@ -130,8 +134,12 @@ def alter_partitions(
             error = ErrorCode.invalid_request
         else:
             seen.add(tp)
+            config = configs.get(topic.name)
+            if config is None:
+                config = partition_config(image, topic.name, lifecycle.partition_defaults)
+                configs[topic.name] = config
             error, change = _alter(
-                image, lifecycle, sender=request.broker_id, topic=topic, state=state, asked=asked
+                image, facts, config, sender=request.broker_id, state=state, asked=asked
             )
             if change is not None:
                 records.append(change_record(tp, state, change.state))
@@ -144,16 +152,15 @@ def alter_partitions(
 
 def _alter(
     image: MetadataImage,
-    lifecycle: BrokerLifecycle,
+    facts: BrokerFacts,
+    config: PartitionConfig,
     *,
     sender: int,
-    topic: TopicImage,
     state: PartitionState,
     asked: PartitionIsrChange,
 ) -> tuple[ErrorCode, PartitionChange | None]:
     """One partition's change: its error and the change (None when nothing changes)."""
     new_isr = tuple(member.broker_id for member in asked.new_isr)
-    facts = lifecycle.broker_facts(image)
     # KIP-903: a member the leader names with another epoch than its registration's is a new
     # incarnation the leader has not seen fetch; as ineligible as a fenced broker, so it is
     # refused exactly where fenced members are.
@@ -167,7 +174,7 @@ def _alter(
         state,
         AlterPartitionRequest(sender, asked.leader_epoch, asked.partition_epoch, new_isr),
         BrokerFacts(facts.unfenced - restarted),
-        partition_config(image, topic.name, lifecycle.partition_defaults),
+        config,
     )
     if outcome.error is not ErrorCode.none:
         return outcome.error, None

@@ -15,7 +15,7 @@ Kafka's LogLoader does). `Log.replace_segments` puts the new segment in the log'
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import structlog
@@ -59,6 +59,13 @@ def swap_in(
 def cleaned_path(directory: Path, base_offset: int) -> Path:
     """Where the cleaned segment replacing segments from `base_offset` on must be written."""
     return directory / segment_file_name(base_offset, LOG_SUFFIX + CLEANED_SUFFIX)
+
+
+def interrupted_swap_in(names: Iterable[str]) -> bool:
+    """Whether a directory holding files `names` holds what a crash left of a swap (a
+    `.cleaned` or `.swap` log file), which `finish_interrupted_swaps` must settle."""
+    left = (LOG_SUFFIX + CLEANED_SUFFIX, LOG_SUFFIX + SWAP_SUFFIX)
+    return any(name.endswith(left) for name in names)
 
 
 def finish_interrupted_swaps(directory: Path) -> None:

@@ -218,10 +218,12 @@ class Log:
         high_watermark: int = 0,
         clean_shutdown: bool = False,
         clock: Callable[[], int] = wall_clock_ms,
+        flush_recovered: bool = True,
     ) -> Log:
         """Open (or create) the log in `directory`, recovering it from `recovery_point` on
         unless `clean_shutdown` (see `storage.log_loader`); what survives a recovery is fsynced
-        before the log is used."""
+        before the log is used, here unless `flush_recovered` is False (the caller flushes
+        it, with many others at once, before using it)."""
         config = config or LogConfig()
         loaded = LogLoader(
             directory,
@@ -242,9 +244,11 @@ class Log:
             clock=clock,
         )
         opened._delete_segments_below(loaded.log_start_offset)
-        if not clean_shutdown:
+        if not clean_shutdown and flush_recovered:
             opened.flush()
-        log.info(
+        # A trusted log is one of thousands a start opens (LogManager sums them up in one
+        # event); a recovered one is worth its own.
+        (log.debug if clean_shutdown else log.info)(
             "log_opened",
             directory=str(directory),
             clean_shutdown=clean_shutdown,

@@ -1,6 +1,8 @@
 """Loading a partition's log from its directory, and recovery after an unclean shutdown.
 
-After a clean shutdown the segments are trusted as they are. Otherwise every segment from the
+After a clean shutdown the segments are trusted as they are, and loading a log costs one
+listing of its directory plus the reads of its checkpoint and active segment's indexes (a node
+hosting thousands of logs opens them all at start). Otherwise every segment from the
 one holding the recovery point on is validated batch by batch (CRC included) and the log is cut
 at the first bad batch. A segment swap of the cleaner that a crash interrupted is first rolled
 back or finished (see `storage.cleaner_swap`). The leader-epoch cache is loaded from its
@@ -11,6 +13,7 @@ checkpoint, or rebuilt from the batches when there is none, and kept within the 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,9 +21,9 @@ import structlog
 
 from net.record_batch import RecordBatchError
 from storage import durability
-from storage.cleaner_swap import finish_interrupted_swaps
+from storage.cleaner_swap import finish_interrupted_swaps, interrupted_swap_in
 from storage.leader_epoch_cache import LeaderEpochCache
-from storage.segment import LOG_SUFFIX, Segment
+from storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, Segment
 
 log = structlog.get_logger(__name__)
 
@@ -61,9 +64,11 @@ class LogLoader:
 
     def load(self) -> LoadedLog:
         directory = self._directory
-        directory.mkdir(parents=True, exist_ok=True)
-        finish_interrupted_swaps(directory)
-        base_offsets = _discover_segments(directory)
+        names = _list_directory(directory)
+        if interrupted_swap_in(names):
+            finish_interrupted_swaps(directory)
+            names = _list_directory(directory)
+        base_offsets = _discover_segments(directory, names)
         cached_epochs = LeaderEpochCache.load(directory)
         epoch_cache = cached_epochs or LeaderEpochCache.empty(directory)
         epochs_on_disk = epoch_cache.entries
@@ -141,19 +146,30 @@ class LogLoader:
         return segments, recovery_start
 
 
-def _discover_segments(directory: Path) -> list[int]:
-    """Base offsets of the segments on disk; stray temporary and orphan index files go."""
+def _list_directory(directory: Path) -> list[str]:
+    """The names of the files in `directory`, created empty if missing."""
+    try:
+        return os.listdir(directory)
+    except FileNotFoundError:
+        directory.mkdir(parents=True, exist_ok=True)
+        return []
+
+
+def _discover_segments(directory: Path, names: list[str]) -> list[int]:
+    """Base offsets of the segments among the files `names` of `directory`; stray temporary
+    and orphan index files go."""
     bases = set()
-    for path in directory.iterdir():
-        if path.suffix == ".tmp":
-            path.unlink()
-        elif path.suffix == LOG_SUFFIX and path.stem.isdigit():
-            bases.add(int(path.stem))
-    for path in directory.iterdir():
-        if path.suffix in (".index", ".timeindex") and (
-            not path.stem.isdigit() or int(path.stem) not in bases
+    split = [(name, *os.path.splitext(name)) for name in names]
+    for name, stem, suffix in split:
+        if suffix == ".tmp":
+            (directory / name).unlink()
+        elif suffix == LOG_SUFFIX and stem.isdigit():
+            bases.add(int(stem))
+    for name, stem, suffix in split:
+        if suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) and (
+            not stem.isdigit() or int(stem) not in bases
         ):
-            path.unlink()
+            (directory / name).unlink()
     return sorted(bases)
 
 

@@ -106,6 +106,25 @@ def test_a_cleanly_closed_partition_reopens_without_reading_its_log(
     assert reopened.append_as_leader(batch(9)).first_offset == 12
 
 
+def test_a_partition_reopened_and_closed_without_appends_keeps_its_snapshot_unwritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A node hosting thousands of replicas restarted and stopped again would otherwise
+    # rewrite (and fsync) thousands of identical snapshots.
+    partition = open_partition(tmp_path / "t-0")
+    produce(partition, range(3))
+    partition.close()
+    snapshot = ProducerSnapshots(partition.log.directory).path(3)
+    written = snapshot.stat().st_mtime_ns
+    reopened, _ = reopen(partition, monkeypatch)
+    reopened.close()
+    assert snapshot.stat().st_mtime_ns == written
+    # Once something is appended, the close snapshots the new end.
+    produce(reopened, range(3, 4))
+    reopened.close()
+    assert ProducerSnapshots(partition.log.directory).offsets()[-1] == 4
+
+
 def test_without_a_clean_close_the_tail_after_the_last_roll_snapshot_is_replayed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

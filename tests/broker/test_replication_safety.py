@@ -33,6 +33,7 @@ from tests.broker.replicas import (
     response_of,
     settle,
     values,
+    with_brokers,
 )
 
 MakeBrokers = Callable[..., list[Broker]]
@@ -288,6 +289,119 @@ async def test_an_isr_change_answered_not_controller_for_its_partition_is_asked_
         await asyncio.sleep(0.01)
     assert controller.received == 3
     assert leader.partition().pending_isr is None
+    await sender.stop()
+
+
+class PerPartitionController(ControllerClient):
+    """An active controller answering each partition of an AlterPartition with the next error
+    its `answers` list holds for it (none once the list is used up), recording the partitions
+    of each request."""
+
+    def __init__(self, answers: dict[int, list[ErrorCode]]) -> None:
+        super().__init__({}, client_id="test")
+        self.answers = answers
+        self.requests: list[list[int]] = []
+
+    def _next_answer(self, partition_index: int) -> ErrorCode:
+        pending = self.answers.get(partition_index)
+        return pending.pop(0) if pending else ErrorCode.none
+
+    async def send(self, request: Any, *, deadline_s: float = 30.0, patient: bool = False) -> Any:
+        (asked,) = request.topics
+        indexes = [partition.partition_index for partition in asked.partitions]
+        self.requests.append(indexes)
+        return make_entity(
+            alter_partition_v3.AlterPartitionResponse,
+            throttle_time=datetime.timedelta(0),
+            error_code=ErrorCode.none,
+            topics=(
+                make_entity(
+                    alter_partition_v3.response.TopicData,
+                    topic_id=asked.topic_id,
+                    partitions=tuple(
+                        make_entity(
+                            alter_partition_v3.response.PartitionData,
+                            partition_index=index,
+                            error_code=self._next_answer(index),
+                            leader_id=-1,
+                            leader_epoch=-1,
+                            isr=(),
+                            leader_recovery_state=0,
+                            partition_epoch=-1,
+                        )
+                        for index in indexes
+                    ),
+                ),
+            ),
+        )
+
+
+async def test_isr_changes_of_many_partitions_go_in_one_request_each_answer_handled_alone(
+    brokers: MakeBrokers,
+) -> None:
+    # Kafka's AlterPartitionManager batching: a follower catching up thousands of partitions
+    # must not cost one request (and one metadata commit) each.
+    controller = PerPartitionController(
+        {1: [ErrorCode.ineligible_replica], 2: [ErrorCode.not_controller]}
+    )
+    sender = IsrChangeSender(
+        controller, 1, lambda: 10, lambda broker_id: 10 * broker_id, retry_backoff_s=0.01
+    )
+    (leader,) = brokers(1, isr_changes=sender)
+    (joining,) = brokers(2)
+    state = PartitionState(replicas=(1, 2), isr=(1,), leader=1)
+    for broker in (leader, joining):
+        broker.apply(image(dict.fromkeys(range(3), state), min_isr=1))
+    for partition_id in range(3):
+        await leader.replicas.produce(1, 1_000, [(TOPIC, partition_id, batch(b"r0"))])
+        await replicate(leader, joining, partition_id)
+        await replicate(leader, joining, partition_id)
+        assert leader.partition(partition_id).pending_isr == (1, 2)
+    for _ in range(100):
+        if len(controller.requests) == 2:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    # The three changes proposed together went in one request; only the partition a lagging
+    # controller did not decide was asked again.
+    assert controller.requests == [[0, 1, 2], [2]]
+    # Accepted: pending until the metadata log settles it (the answer may hide a commit).
+    assert leader.partition(0).pending_isr == (1, 2)
+    # Refused as not made: the leader may propose again.
+    assert leader.partition(1).pending_isr is None
+    assert leader.partition(2).pending_isr == (1, 2)
+    await sender.stop()
+
+
+async def test_a_fenced_follower_caught_up_is_proposed_for_the_isr_only_once_unfenced(
+    brokers: MakeBrokers,
+) -> None:
+    # A restarted follower fetches before it is unfenced: asking then is refused as ineligible.
+    controller = PerPartitionController({})
+    sender = IsrChangeSender(
+        controller, 1, lambda: 10, lambda broker_id: 10 * broker_id, retry_backoff_s=0.01
+    )
+    (leader,) = brokers(1, isr_changes=sender)
+    (joining,) = brokers(2)
+    state = PartitionState(replicas=(1, 2), isr=(1,), leader=1)
+    racks: dict[int, str | None] = {1: None, 2: None}
+    fenced = with_brokers(image({0: state}, min_isr=1), racks, fenced=frozenset({2}))
+    for broker in (leader, joining):
+        broker.apply(fenced)
+    await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"r0"))])
+    await replicate(leader, joining)
+    await replicate(leader, joining)
+    await settle()
+    assert leader.partition().pending_isr is None
+    assert controller.requests == []
+    leader.apply(with_brokers(image({0: state}, min_isr=1, end_offset=2), racks))
+    await replicate(leader, joining)
+    assert leader.partition().pending_isr == (1, 2)
+    for _ in range(100):
+        if controller.requests:
+            break
+        await asyncio.sleep(0.01)
+    assert controller.requests == [[0]]
     await sender.stop()
 
 

@@ -1,0 +1,267 @@
+"""Restart at scale: how long a node hosting thousands of replicas takes to be ready again, and
+how long its replicas take to be back in every ISR.
+
+    python -m bench.scale_restart [--topics 1] [--partitions 3000] [--messages 30000]
+                                  [--runs 3] [--kill]
+
+Three combined nodes on 127.0.0.1 (RF 3, min.insync.replicas 2) host `--topics` topics of
+`--partitions` partitions each; `--messages` 100-byte messages are produced (acks=all) spread
+over them. Then, `--runs` times, a node that is not the active controller is stopped (SIGTERM:
+a controlled shutdown; or, with `--kill`, SIGKILL) and started again, and the bench reports:
+- `ready_s`: from the start of its process until its `GET /v1/health/ready` answers 200;
+- `isr_full_s`: from ready until every partition's ISR holds all three replicas again (as the
+  active controller's admin API shows them);
+- `stop_s`: how long the controlled shutdown took (clean restarts only).
+Medians are over the runs. Prints one JSON object; every process is killed at the end.
+With `--profile DIR`, py-spy records each restarted node from its start for `--profile-seconds`
+into DIR (collapsed stacks, `run<N>.txt`), to find where the start-up time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+
+from bench.cluster import Cluster, kraft_executable
+
+_NODES = 3
+_PAYLOAD = b"x" * 100
+
+
+def _post(cluster: Cluster, node_id: int, path: str, body: dict[str, Any]) -> Any:
+    node = cluster.nodes[node_id]
+    request = urllib.request.Request(
+        f"http://{node.host}:{node.admin_port}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return json.loads(response.read())
+
+
+def _partitions(cluster: Cluster, node_id: int, topics: list[str]) -> list[dict[str, Any]] | None:
+    found: list[dict[str, Any]] = []
+    for topic in topics:
+        try:
+            found.extend(
+                cluster.nodes[node_id].get(f"/v1/topics/{topic}", timeout=30)["partitions"]
+            )
+        except (OSError, ValueError):
+            return None
+    return found
+
+
+def _all_led(cluster: Cluster, node_id: int, topics: list[str], count: int) -> bool:
+    partitions = _partitions(cluster, node_id, topics)
+    return (
+        partitions is not None
+        and len(partitions) == count
+        and all(p["leader"] >= 0 for p in partitions)
+    )
+
+
+def _all_isr_full(cluster: Cluster, node_id: int, topics: list[str]) -> bool:
+    partitions = _partitions(cluster, node_id, topics)
+    return partitions is not None and all(len(p["isr"]) == _NODES for p in partitions)
+
+
+def _controller(cluster: Cluster) -> int:
+    leader = cluster.wait_for("a quorum leader", cluster.agreed_leader, timeout=180)
+    return leader[0]
+
+
+def _produce(cluster: Cluster, topics: list[str], messages: int) -> None:
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "acks": "all",
+            "linger.ms": 5,
+            "sticky.partitioning.linger.ms": 0,
+        }
+    )
+    failures = 0
+
+    def delivered(error: Any, _message: Any) -> None:
+        nonlocal failures
+        failures += error is not None
+
+    for index in range(messages):
+        while True:
+            try:
+                producer.produce(topics[index % len(topics)], _PAYLOAD, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        producer.poll(0)
+    if producer.flush(300) or failures:
+        raise RuntimeError(f"{failures} messages failed")
+
+
+def _profile(pid: int, output: Path, seconds: float) -> subprocess.Popen[bytes]:
+    """py-spy recording process `pid` for `seconds` into `output` (collapsed stacks)."""
+    py_spy = shutil.which("py-spy") or str(Path(kraft_executable()).parent / "py-spy")
+    return subprocess.Popen(
+        [
+            *(py_spy, "record", "--pid", str(pid), "--duration", str(int(seconds))),
+            *("--rate", "200", "--format", "raw", "--output", str(output)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _restart_once(
+    cluster: Cluster,
+    node_id: int,
+    observer: int,
+    topics: list[str],
+    kill: bool,
+    timeout: float,
+    profile: tuple[Path, float] | None = None,
+) -> dict[str, float]:
+    result: dict[str, float] = {}
+    if kill:
+        cluster.kill(node_id)
+    else:
+        started = time.monotonic()
+        process = cluster.nodes[node_id].process
+        assert process is not None
+        process.terminate()
+        process.wait(timeout=timeout)
+        cluster.nodes[node_id].process = None
+        result["stop_s"] = time.monotonic() - started
+    started = time.monotonic()
+    cluster.start(node_id)
+    profiler = None
+    if profile is not None:
+        process = cluster.nodes[node_id].process
+        assert process is not None
+        profiler = _profile(process.pid, *profile)
+    while not cluster.ready(node_id):
+        if time.monotonic() - started > timeout:
+            raise RuntimeError(f"node {node_id} not ready after {timeout} s")
+        time.sleep(0.02)
+    ready = time.monotonic()
+    result["ready_s"] = ready - started
+    while not _all_isr_full(cluster, observer, topics):
+        if time.monotonic() - ready > timeout:
+            raise RuntimeError(f"the ISRs are not full {timeout} s after node {node_id} restarted")
+        time.sleep(0.05)
+    result["isr_full_s"] = time.monotonic() - ready
+    if profiler is not None:
+        profiler.wait(timeout=timeout)
+    return result
+
+
+def measure(
+    *,
+    topics: int = 1,
+    partitions: int = 3000,
+    messages: int = 30_000,
+    runs: int = 3,
+    kill: bool = False,
+    timeout: float = 300.0,
+    root: Path | None = None,
+    profile_dir: Path | None = None,
+    profile_seconds: float = 20.0,
+) -> dict[str, Any]:
+    """Start a 3-node cluster hosting `topics` x `partitions` partitions (RF 3), produce
+    `messages`, restart one node (not the active controller) `runs` times (SIGKILL when
+    `kill`, else SIGTERM) and return the medians of `ready_s`, `isr_full_s` (and `stop_s`).
+    With `profile_dir`, each restarted node is profiled by py-spy (see the module doc)."""
+    with tempfile.TemporaryDirectory(prefix="scale-restart-", dir=root) as directory:
+        cluster = Cluster.combined(
+            Path(directory),
+            _NODES,
+            **{
+                "min.insync.replicas": "2",
+                "default.replication.factor": "3",
+                "num.partitions": "1",
+            },
+        )
+        try:
+            cluster.start_all()
+            controller = _controller(cluster)
+            cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, timeout=60)
+            names = [f"scale-{index}" for index in range(topics)]
+            for name in names:
+                _post(
+                    cluster,
+                    controller,
+                    "/v1/topics",
+                    {"name": name, "partitions": partitions, "replication_factor": _NODES},
+                )
+            cluster.wait_for(
+                "every partition led",
+                lambda: _all_led(cluster, controller, names, topics * partitions),
+                timeout=timeout,
+            )
+            if messages:
+                _produce(cluster, names, messages)
+            cluster.wait_for(
+                "every ISR full", lambda: _all_isr_full(cluster, controller, names), timeout=timeout
+            )
+            samples = []
+            for run in range(runs):
+                controller = _controller(cluster)
+                restarted = max(node for node in cluster.nodes if node != controller)
+                profile = None
+                if profile_dir is not None:
+                    profile_dir.mkdir(parents=True, exist_ok=True)
+                    profile = (profile_dir / f"run{run}.txt", profile_seconds)
+                samples.append(
+                    _restart_once(cluster, restarted, controller, names, kill, timeout, profile)
+                )
+        finally:
+            cluster.stop_all()
+    summary: dict[str, Any] = {
+        "case": f"restart {'SIGKILL' if kill else 'clean'}",
+        "topics": topics,
+        "partitions_per_topic": partitions,
+        "replicas_on_node": topics * partitions,
+        "messages": messages,
+        "runs": samples,
+    }
+    for key in samples[0]:
+        summary[f"{key}_median"] = round(statistics.median(s[key] for s in samples), 3)
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--topics", type=int, default=1)
+    parser.add_argument("--partitions", type=int, default=3000)
+    parser.add_argument("--messages", type=int, default=30_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--kill", action="store_true", help="SIGKILL instead of SIGTERM")
+    parser.add_argument("--profile", type=Path, help="py-spy each restart into this directory")
+    parser.add_argument("--profile-seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    print(
+        json.dumps(
+            measure(
+                topics=args.topics,
+                partitions=args.partitions,
+                messages=args.messages,
+                runs=args.runs,
+                kill=args.kill,
+                profile_dir=args.profile,
+                profile_seconds=args.profile_seconds,
+            )
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

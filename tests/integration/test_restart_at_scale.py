@@ -1,0 +1,157 @@
+"""A node hosting hundreds of replicas restarted, cleanly and after SIGKILL: it is ready again,
+its replicas rejoin every ISR through batched AlterPartition requests, and no acknowledged
+acks=all write is lost (kcat reads them all back once the restarted node leads partitions)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench.cluster import Cluster
+from tests.integration.test_produce_consume import kcat_consume
+
+TOPIC = "many"
+PARTITIONS = 300
+NODES = (1, 2, 3)
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    cluster = Cluster.combined(
+        tmp_path_factory.mktemp("restart-at-scale"), 3, **{"min.insync.replicas": "2"}
+    )
+    cluster.start_all()
+    try:
+        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, timeout=60)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])[TOPIC].result(timeout=60)
+        controller = quorum_leader(cluster)
+        # Generous: a loaded machine takes a while to elect 300 leaders.
+        cluster.wait_for("every ISR full", lambda: every_isr_full(cluster, controller), 120)
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def produce_acked(cluster: Cluster, tag: str, count: int) -> set[tuple[int, int, str]]:
+    """`count` acks=all messages spread over every partition: (partition, offset, value) of
+    each one the cluster acknowledged."""
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5, "retries": 0}
+    )
+    acked: set[tuple[int, int, str]] = set()
+
+    def delivered(error: Any, message: Any) -> None:
+        if error is None:
+            acked.add((message.partition(), message.offset(), message.value().decode()))
+
+    for index in range(count):
+        producer.produce(
+            TOPIC, f"{tag}-{index}".encode(), partition=index % PARTITIONS, on_delivery=delivered
+        )
+    assert producer.flush(60) == 0
+    return acked
+
+
+def partitions(cluster: Cluster, node_id: int) -> list[dict[str, Any]]:
+    described: list[dict[str, Any]] = cluster.nodes[node_id].get(f"/v1/topics/{TOPIC}", 10)[
+        "partitions"
+    ]
+    return described
+
+
+def every_isr_full(cluster: Cluster, observer: int) -> bool:
+    try:
+        found = partitions(cluster, observer)
+    except (OSError, ValueError):
+        return False
+    return len(found) == PARTITIONS and all(sorted(p["isr"]) == list(NODES) for p in found)
+
+
+def quorum_leader(cluster: Cluster) -> int:
+    leader = cluster.wait_for("a quorum leader", cluster.agreed_leader, timeout=60)
+    return leader[0]
+
+
+def isr_requests_answered(cluster: Cluster) -> dict[int, list[dict[str, int]]]:
+    """By node, the answers (error name -> partitions) to each AlterPartition request it
+    had answered so far as a leader."""
+    answered: dict[int, list[dict[str, int]]] = {}
+    for node_id, node in cluster.nodes.items():
+        answered[node_id] = [
+            json.loads(line)["answers"]
+            for line in node.log_path.read_text(errors="replace").splitlines()
+            if '"isr_changes_answered"' in line
+        ]
+    return answered
+
+
+def test_a_cleanly_restarted_node_rejoins_every_isr_in_few_requests(cluster: Cluster) -> None:
+    acked = produce_acked(cluster, "before-stop", 3 * PARTITIONS)
+    controller = quorum_leader(cluster)
+    cluster.wait_for("every ISR full", lambda: every_isr_full(cluster, controller), 60)
+    restarted = max(node for node in NODES if node != controller)
+    assert cluster.terminate(restarted) == 0
+    # While it was shutting down, its leaders may have asked for it and been refused.
+    asked_before = isr_requests_answered(cluster)
+    cluster.start(restarted)
+    cluster.wait_for(f"node {restarted} ready", lambda: cluster.ready(restarted), timeout=120)
+    # The leaders shrink the ISRs of the stopped node's replicas while it is away (controlled
+    # shutdown) and expand them again once it caught up.
+    cluster.wait_for("every ISR full", lambda: every_isr_full(cluster, controller), 120)
+
+    def answered_since() -> list[dict[str, int]]:
+        return [
+            answers
+            for node_id, answered in isr_requests_answered(cluster).items()
+            for answers in answered[len(asked_before[node_id]) :]
+        ]
+
+    def accepted(requests: list[dict[str, int]]) -> int:
+        return sum(answers.get("none", 0) for answers in requests)
+
+    # The controller's image shows the new ISRs a moment before each leader logs its answer.
+    cluster.wait_for(
+        "every expansion answered", lambda: accepted(answered_since()) >= PARTITIONS, 30
+    )
+    requests = answered_since()
+    # It was asked for only once the node was unfenced, so nothing was refused as ineligible.
+    assert sum(sum(answers.values()) for answers in requests) == accepted(requests)
+    # One request per partition would be at least PARTITIONS requests; batched, a handful.
+    assert len(requests) < PARTITIONS / 5
+    read = set(kcat_consume(cluster, TOPIC))
+    assert acked <= read
+
+
+def test_a_node_killed_and_restarted_loses_no_acknowledged_write(cluster: Cluster) -> None:
+    controller = quorum_leader(cluster)
+    victim = max(node for node in NODES if node != controller)
+    acked = produce_acked(cluster, "before-kill", 3 * PARTITIONS)
+    cluster.kill(victim)
+    # Written while the victim is down: it copies them once restarted.
+    acked |= produce_acked(cluster, "while-down", 3 * PARTITIONS)
+    started = time.monotonic()
+    cluster.start(victim)
+    cluster.wait_for(f"node {victim} ready", lambda: cluster.ready(victim), timeout=120)
+    cluster.wait_for("every ISR full", lambda: every_isr_full(cluster, controller), 120)
+    assert time.monotonic() - started < 120
+    # The other broker goes: the restarted node now leads partitions it recovered and copied.
+    other = next(node for node in NODES if node not in (controller, victim))
+    cluster.kill(other)
+    cluster.wait_for(
+        "leaders on the surviving nodes",
+        lambda: all(p["leader"] in (controller, victim) for p in partitions(cluster, controller)),
+        60,
+    )
+    led_by_victim = [p for p in partitions(cluster, controller) if p["leader"] == victim]
+    assert led_by_victim
+    read = set(kcat_consume(cluster, TOPIC))
+    assert acked <= read
