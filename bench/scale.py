@@ -1,8 +1,8 @@
 """Scale benchmark: the cluster with thousands of partitions, on real processes.
 
-    python -m bench.scale [--cases baseline,create,create_many] [--runs 3]
+    python -m bench.scale [--cases baseline,create,...] [--runs 3]
                           [--partitions 3000] [--topics 5] [--topic-partitions 2000]
-                          [--count 1000000]
+                          [--count 1000000] [--spread-count 500000]
 
 Every case starts its own fresh cluster of three combined `kraft serve` processes on 127.0.0.1
 (min.insync.replicas 2), runs, and kills them by pid. The cases (issue 23's table):
@@ -14,11 +14,17 @@ Every case starts its own fresh cluster of three combined `kraft serve` processe
   managers lead them all (`leading_s`, the sum of every node's `kraft_leader_partitions`);
   with the RSS of each node after, and its growth per 1,000 replicas the node hosts;
 - `create_many`: the same for `--topics` topics of `--topic-partitions` partitions each, one
-  CreateTopics per topic, sent at once.
+  CreateTopics per topic, sent at once;
+- `idle_partitions` (`bench.scale_fetch`): on one cluster, a one-partition baseline, the same
+  beside `--partitions` idle partitions, and `--spread-count` lines spread over them;
+- `restart`, `restart_many`, `restart_many_kill` (`bench.scale_restart`): a node hosting
+  `--partitions` (or `--topics` x `--topic-partitions`) replicas restarted after SIGTERM (or
+  SIGKILL): until ready, then until every ISR is full;
+- `latency` (`bench.scale_latency`): paced acks=all produce latency at 1,000 and 10,000 msg/s,
+  1,000 idle connections and 100 producers on one node, memory per connection and replica.
 
-A case is a function `(CaseSettings, Path) -> dict`; `CASES` maps its name to it, so further
-rows (restart, idle partitions beside a busy one, latency, many clients) plug in as one entry
-each. `--runs N` runs every case N times, alternating, and reports the median of each number
+A case is a function `(CaseSettings, Path) -> dict`; `CASES` maps its name to it. `--runs N`
+runs every case N times, alternating, and reports the median of each number
 beside all the runs. Prints one JSON object.
 
 kcat is driven by the librdkafka bundled in the confluent-kafka wheel (LD_LIBRARY_PATH at a link
@@ -30,10 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import statistics
-import subprocess
 import tempfile
 import time
 import urllib.request
@@ -42,10 +45,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import confluent_kafka
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench import scale_fetch, scale_latency, scale_restart
 from bench.cluster import Cluster
+from bench.kcat import kcat_consume, kcat_produce, kcat_version, librdkafka_environment
 
 MIN_INSYNC_REPLICAS = 2
 REPLICATION_FACTOR = 3
@@ -62,31 +66,10 @@ class CaseSettings:
     partitions: int = 3_000
     topics: int = 5
     topic_partitions: int = 2_000
+    spread_count: int = 500_000
 
 
 Case = Callable[[CaseSettings, Path], dict[str, Any]]
-
-
-def librdkafka_environment(root: Path) -> dict[str, str]:
-    """The environment that makes kcat load the confluent-kafka wheel's librdkafka: the wheel
-    names it `librdkafka-<hash>.so.1`, so a link named as kcat asks for it goes in `root`."""
-    package = Path(confluent_kafka.__file__).parent
-    (bundled,) = sorted(package.parent.glob("confluent_kafka.libs/librdkafka*.so*"))
-    libraries = root / "librdkafka"
-    libraries.mkdir(exist_ok=True)
-    link = libraries / "librdkafka.so.1"
-    if not link.exists():
-        link.symlink_to(bundled)
-    return {**os.environ, "LD_LIBRARY_PATH": str(libraries)}
-
-
-def kcat_version(environment: dict[str, str]) -> str:
-    """The librdkafka version kcat runs with in `environment`."""
-    printed = subprocess.run(
-        ["kcat", "-V"], env=environment, capture_output=True, text=True, check=True, timeout=30
-    ).stdout
-    found = re.search(r"librdkafka [0-9.]+", printed)
-    return found.group(0) if found else "unknown"
 
 
 def start_cluster(root: Path, **extra: str) -> Cluster:
@@ -205,37 +188,6 @@ def case_create_many(settings: CaseSettings, root: Path) -> dict[str, Any]:
         cluster.stop_all()
 
 
-def _kcat(mode: str, bootstrap: str, topic: str) -> list[str]:
-    return ["kcat", mode, "-b", bootstrap, "-t", topic, "-p", "0"]
-
-
-def kcat_produce(
-    bootstrap: str, topic: str, lines: Path, count: int, environment: dict[str, str]
-) -> float:
-    """msg/s of kcat producing every line of `lines` (acks=all, linger.ms=5)."""
-    started = time.perf_counter()
-    subprocess.run(
-        [*_kcat("-P", bootstrap, topic), "-X", "acks=all", "-X", "linger.ms=5", "-l", str(lines)],
-        env=environment,
-        check=True,
-        timeout=STEP_TIMEOUT_S,
-    )
-    return count / (time.perf_counter() - started)
-
-
-def kcat_consume(bootstrap: str, topic: str, count: int, environment: dict[str, str]) -> float:
-    """msg/s of kcat consuming `count` messages from the beginning."""
-    started = time.perf_counter()
-    subprocess.run(
-        [*_kcat("-C", bootstrap, topic), "-o", "beginning", "-e", "-q", "-c", str(count)],
-        env=environment,
-        check=True,
-        stdout=subprocess.DEVNULL,
-        timeout=STEP_TIMEOUT_S,
-    )
-    return count / (time.perf_counter() - started)
-
-
 def case_baseline(settings: CaseSettings, root: Path) -> dict[str, Any]:
     cluster = start_cluster(root)
     try:
@@ -257,10 +209,44 @@ def case_baseline(settings: CaseSettings, root: Path) -> dict[str, Any]:
         cluster.stop_all()
 
 
+def case_idle_partitions(settings: CaseSettings, root: Path) -> dict[str, Any]:
+    """One busy partition beside `--partitions` idle ones, and lines spread over them."""
+    return scale_fetch.measure(root, settings.partitions, settings.spread_count)
+
+
+def case_restart(settings: CaseSettings, root: Path) -> dict[str, Any]:
+    """A node hosting `--partitions` replicas restarted cleanly: until ready, until full ISRs."""
+    return scale_restart.measure(partitions=settings.partitions, runs=1, root=root)
+
+
+def case_restart_many(settings: CaseSettings, root: Path) -> dict[str, Any]:
+    """The same with `--topics` x `--topic-partitions` replicas."""
+    return scale_restart.measure(
+        topics=settings.topics, partitions=settings.topic_partitions, runs=1, root=root
+    )
+
+
+def case_restart_many_kill(settings: CaseSettings, root: Path) -> dict[str, Any]:
+    """The same after SIGKILL."""
+    return scale_restart.measure(
+        topics=settings.topics, partitions=settings.topic_partitions, runs=1, kill=True, root=root
+    )
+
+
+def case_latency(settings: CaseSettings, root: Path) -> dict[str, Any]:
+    """Paced acks=all latency, many clients on one node, memory per connection and replica."""
+    return scale_latency.measure(root)
+
+
 CASES: dict[str, Case] = {
     "baseline": case_baseline,
     "create": case_create,
     "create_many": case_create_many,
+    "idle_partitions": case_idle_partitions,
+    "restart": case_restart,
+    "restart_many": case_restart_many,
+    "restart_many_kill": case_restart_many_kill,
+    "latency": case_latency,
 }
 
 
@@ -309,12 +295,18 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=CaseSettings.partitions)
     parser.add_argument("--topics", type=int, default=CaseSettings.topics)
     parser.add_argument("--topic-partitions", type=int, default=CaseSettings.topic_partitions)
+    parser.add_argument("--spread-count", type=int, default=CaseSettings.spread_count)
     args = parser.parse_args()
     unknown = sorted(set(args.cases) - set(CASES))
     if unknown:
         parser.error(f"unknown cases {unknown}; known: {', '.join(CASES)}")
     settings = CaseSettings(
-        args.count, args.size, args.partitions, args.topics, args.topic_partitions
+        args.count,
+        args.size,
+        args.partitions,
+        args.topics,
+        args.topic_partitions,
+        args.spread_count,
     )
     print(json.dumps(measure(args.cases, args.runs, settings)), flush=True)
 

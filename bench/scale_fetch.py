@@ -1,6 +1,6 @@
 """Fetch path at scale: one busy partition beside thousands of idle ones (issue 23, rows 3-4).
 
-    python -m bench.scale_fetch [--partitions 3000] [--count 500000] [--kcat-lib DIR]
+    python -m bench.scale_fetch [--partitions 3000] [--count 500000]
 
 On three fresh combined `kraft serve` nodes (min.insync.replicas 2), with kcat (acks=all,
 linger.ms 5, 100-byte lines):
@@ -12,70 +12,26 @@ linger.ms 5, 100-byte lines):
 3. `--count` messages spread over the `--partitions` partitions (librdkafka's partitioner).
 
 Prints one JSON object: msg/s of each run and the ratios to the baseline, and the fetch
-session counters of each node's metrics. `--kcat-lib` is a directory holding a
-`librdkafka.so.1` for kcat (e.g. the confluent-kafka wheel's, linked under that name); by
-default the one bundled in the installed confluent-kafka wheel is linked into a temporary
-directory. Every process is killed at the end.
+session counters of each node's metrics. kcat runs with the librdkafka of the installed
+confluent-kafka wheel (`bench.kcat`). Every process is killed at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-import confluent_kafka
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.cluster import Cluster
+from bench.kcat import kcat_produce, librdkafka_environment
 
 _MESSAGE_SIZE = 100
-
-
-def bundled_librdkafka(directory: Path) -> Path:
-    """A directory with the confluent-kafka wheel's librdkafka as `librdkafka.so.1`."""
-    libs = Path(confluent_kafka.__file__).parent.parent / "confluent_kafka.libs"
-    found = sorted(libs.glob("librdkafka*.so*"))
-    if not found:
-        raise RuntimeError(f"no librdkafka in {libs}")
-    directory.mkdir(parents=True, exist_ok=True)
-    link = directory / "librdkafka.so.1"
-    if not link.exists():
-        link.symlink_to(found[0])
-    return directory
-
-
-def kcat_produce(bootstrap: str, topic: str, lines: Path, count: int, kcat_lib: Path) -> float:
-    """Messages per second of kcat producing `lines` (`count` lines) to `topic` (acks=all,
-    linger 5 ms), from start until every message is acknowledged."""
-    env = os.environ | {"LD_LIBRARY_PATH": str(kcat_lib)}
-    started = time.perf_counter()
-    subprocess.run(
-        [
-            "kcat",
-            "-P",
-            "-b",
-            bootstrap,
-            "-t",
-            topic,
-            "-X",
-            "acks=all",
-            "-X",
-            "linger.ms=5",
-            "-l",
-            str(lines),
-        ],
-        env=env,
-        check=True,
-        timeout=600,
-    )
-    return count / (time.perf_counter() - started)
 
 
 def _all_led(admin: AdminClient, topic: str, partitions: int) -> bool:
@@ -127,11 +83,9 @@ def fetch_session_metrics(cluster: Cluster) -> dict[int, dict[str, float]]:
     return metrics
 
 
-def measure(
-    root: Path, partitions: int = 3000, count: int = 500_000, kcat_lib: Path | None = None
-) -> dict[str, Any]:
+def measure(root: Path, partitions: int = 3000, count: int = 500_000) -> dict[str, Any]:
     """Run the three measurements on a fresh 3-node cluster under `root`; the result dict."""
-    kcat_lib = kcat_lib or bundled_librdkafka(root / "librdkafka")
+    environment = librdkafka_environment(root)
     lines = root / "lines.txt"
     lines.write_bytes((b"x" * (_MESSAGE_SIZE - 1) + b"\n") * count)
     cluster = Cluster.combined(
@@ -144,14 +98,14 @@ def measure(
         create_topic(cluster, admin, "baseline", 1)
         # Created now: a creation under the load of thousands of partitions is not measured here.
         create_topic(cluster, admin, "busy", 1)
-        baseline = kcat_produce(cluster.bootstrap, "baseline", lines, count, kcat_lib)
+        baseline = kcat_produce(cluster.bootstrap, "baseline", lines, count, environment)
         create_s = create_topic(cluster, admin, "idle", partitions)
         # The steady state: every replica's log exists before the busy partition is measured.
         cluster.wait_for(
             "idle replicas hosted", lambda: hosted_everywhere(cluster, "idle", partitions), 300.0
         )
-        beside_idle = kcat_produce(cluster.bootstrap, "busy", lines, count, kcat_lib)
-        spread = kcat_produce(cluster.bootstrap, "idle", lines, count, kcat_lib)
+        beside_idle = kcat_produce(cluster.bootstrap, "busy", lines, count, environment)
+        spread = kcat_produce(cluster.bootstrap, "idle", lines, count, environment, partition=None)
         return {
             "bench": "scale_fetch",
             "partitions": partitions,
@@ -173,10 +127,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", type=int, default=3000)
     parser.add_argument("--count", type=int, default=500_000)
-    parser.add_argument("--kcat-lib", type=Path, default=None)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-scale-fetch-") as directory:
-        print(json.dumps(measure(Path(directory), args.partitions, args.count, args.kcat_lib)))
+        print(json.dumps(measure(Path(directory), args.partitions, args.count)))
 
 
 if __name__ == "__main__":
