@@ -763,13 +763,19 @@ class Log:
         return self._log_start_offset
 
     def enforce_retention(self, now_ms: int | None = None) -> int:
-        """Delete the oldest segments beyond `retention.ms` or `retention.bytes`, never the
-        active segment nor data at or above the high watermark, when the cleanup policy holds
-        "delete". Returns how many went."""
+        """Delete the oldest segments wholly below the log start offset, then those beyond
+        `retention.ms` or `retention.bytes` when the cleanup policy holds "delete"; never the
+        active segment nor data at or above the high watermark. Returns how many went."""
         self._check_online()
         now = self._clock() if now_ms is None else now_ms
-        deleted = segments_past_retention(
-            self._segments, high_watermark=self._high_watermark, config=self.config, now_ms=now
+        # Kafka's deleteLogStartOffsetBreachedSegments: a segment left behind by DeleteRecords
+        # while it was still the active one goes once a later segment holds the log start.
+        below = segments_below(self._base_offsets, self._log_start_offset)
+        deleted = below + segments_past_retention(
+            self._segments[below:],
+            high_watermark=self._high_watermark,
+            config=self.config,
+            now_ms=now,
         )
         self._delete_oldest_segments(deleted)
         if deleted:

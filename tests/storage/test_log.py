@@ -417,6 +417,22 @@ def test_retention_by_time_and_size_deletes_whole_segments_below_the_hw(tmp_path
     assert sized.size_in_bytes == batch_size * 6
 
 
+def test_retention_deletes_a_segment_left_wholly_below_the_log_start(tmp_path: Path) -> None:
+    # DeleteRecords past everything of the active segment keeps it; once a later segment holds
+    # the log start, retention deletes it whatever its age (Kafka's
+    # deleteLogStartOffsetBreachedSegments), with no retention limit reached.
+    log = open_log(tmp_path, retention_ms=None)
+    log.append(make_batch(6, timestamp=5_000), leader_epoch=0)
+    log.update_high_watermark(6)
+    log.delete_records(6)
+    assert log.segment_base_offsets == [0]
+    log.roll()
+    log.append(make_batch(1, timestamp=6_000), leader_epoch=0)
+    assert log.enforce_retention(now_ms=6_000) == 1
+    assert log.segment_base_offsets == [6]
+    assert (log.log_start_offset, log.log_end_offset) == (6, 7)
+
+
 def test_delete_records_moves_the_log_start_up_to_the_hw(tmp_path: Path) -> None:
     log = open_log(tmp_path, segment_bytes=300)
     for _ in range(10):

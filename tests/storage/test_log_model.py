@@ -122,8 +122,11 @@ class LogMachine(RuleBasedStateMachine):
         # By time: segments whose newest record is older than `cutoff` have expired.
         cutoff = data.draw(st.integers(0, self.counter + 1))
         layout = self.segment_layout()
-        excess = sum(size for _, size, _ in layout) - retention_bytes
+        # Segments wholly below the log start go first, whatever their age or size (Kafka).
         expected = 0
+        while expected + 1 < len(layout) and layout[expected + 1][0] <= self.log_start:
+            expected += 1
+        excess = sum(size for _, size, _ in layout[expected:]) - retention_bytes
         while expected + 1 < len(layout) and layout[expected + 1][0] <= self.high_watermark:
             _, size, max_timestamp = layout[expected]
             if not (max_timestamp < cutoff if by_time else excess >= size):
