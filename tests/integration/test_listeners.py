@@ -73,6 +73,9 @@ class Listeners:
         }
 
 
+ADMIN_TOKEN = "listeners-admin-token"
+
+
 def configure(root: Path, ca: CertificateAuthority, node_keys: KeyPair) -> Listeners:
     keystore = root / "node.keystore.pem"
     root.mkdir(parents=True, exist_ok=True)
@@ -99,6 +102,8 @@ def configure(root: Path, ca: CertificateAuthority, node_keys: KeyPair) -> Liste
             # The nodes: SASL user `broker` towards the controllers, their certificate's
             # subject on REPLICATION.
             "super.users": "User:broker;User:admin;User:CN=localhost",
+            # With an authorizer the admin API answers only who it knows: the token's holder.
+            "admin.token": ADMIN_TOKEN,
         },
     )
     cluster.name_listeners("CLIENT", "CONTROLLER")
@@ -116,6 +121,7 @@ def configure(root: Path, ca: CertificateAuthority, node_keys: KeyPair) -> Liste
                     if name == "CONTROLLER":
                         listeners.controller[node_id] = port
         node.config_path.write_text("\n".join(lines) + "\n")
+        node.admin_headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
         assert node.broker_port is not None
         listeners.client[node_id] = node.broker_port
         listeners.replication[node_id] = replication_port
@@ -234,7 +240,7 @@ def mallory(listeners: Listeners) -> None:
     request = urllib.request.Request(
         f"http://127.0.0.1:{node.admin_port}/v1/users",
         data=body,
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", **node.admin_headers},
         method="POST",
     )
     with urllib.request.urlopen(request, timeout=30) as response:
