@@ -128,16 +128,20 @@ def ready_line(cluster: list[DevNode], security: DevSecurity | None = None) -> s
     return json.dumps(line)
 
 
-def _get(url: str, context: ssl.SSLContext | None) -> object:
-    with urllib.request.urlopen(url, timeout=1.0, context=context) as response:
+def _get(url: str, context: ssl.SSLContext | None, headers: dict[str, str]) -> object:
+    request = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(request, timeout=1.0, context=context) as response:
         return json.loads(response.read())
 
 
-def _is_ready(cluster: list[DevNode], context: ssl.SSLContext | None) -> bool:
+def _is_ready(
+    cluster: list[DevNode], context: ssl.SSLContext | None, headers: dict[str, str]
+) -> bool:
     try:
         for node in cluster:
-            _get(f"{node.admin_url}/v1/health/ready", context)
-        brokers = _get(f"{cluster[0].admin_url}/v1/brokers", context)
+            _get(f"{node.admin_url}/v1/health/ready", context, headers)
+        # With the authorizer of a secure cluster, the brokers are the super user's to see.
+        brokers = _get(f"{cluster[0].admin_url}/v1/brokers", context, headers)
     except (OSError, ValueError):  # not listening yet, or 503 (urllib's HTTPError is an OSError)
         return False
     assert isinstance(brokers, list)
@@ -232,7 +236,8 @@ def run(nodes: int, data_dir: Path, base_port: int, secure: bool = False) -> int
                 )
         deadline = time.monotonic() + READY_TIMEOUT_S
         context = security.admin_context() if security is not None else None
-        while not _is_ready(cluster, context):
+        headers = security.admin_headers() if security is not None else {}
+        while not _is_ready(cluster, context, headers):
             exited = [n for n, p in processes.items() if p.poll() is not None]
             if exited or time.monotonic() > deadline:
                 reason = f"node {exited[0]} exited" if exited else "timed out"

@@ -112,6 +112,10 @@ class DevSecurity:
             "ssl.ca.location": str(self.ca_path),
         }
 
+    def admin_headers(self) -> dict[str, str]:
+        """The super user's credentials for the admin APIs: their token, the password."""
+        return {"Authorization": f"Bearer {self.password}"}
+
     def admin_context(self) -> ssl.SSLContext:
         """TLS towards the nodes' admin APIs, trusting the cluster's CA."""
         return ssl.create_default_context(cafile=self.ca_path)

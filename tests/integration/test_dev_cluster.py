@@ -4,6 +4,7 @@ same over SASL_SSL with the printed client settings, refusing clients without th
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
@@ -329,10 +330,20 @@ def test_kraft_dev_secure_serves_sasl_ssl_to_its_printed_client_only(tmp_path: P
         assert any("Authentication failed" in error for error in wrong), wrong
         assert records_in(settings, "secure-dev", 2) == 20
 
-        # The admin API over https, trusting the printed CA; mutations need the token.
+        # The admin API over https, trusting the printed CA, knows the printed user (HTTP
+        # Basic); without credentials it answers nothing.
         context = ssl.create_default_context(cafile=client["ssl.ca.location"])
-        with urllib.request.urlopen(f"{ready['admin'][0]}/v1/cluster", context=context) as got:
+        login = base64.b64encode(
+            f"{client['sasl.username']}:{client['sasl.password']}".encode()
+        ).decode()
+        described = urllib.request.Request(
+            f"{ready['admin'][0]}/v1/cluster", headers={"Authorization": f"Basic {login}"}
+        )
+        with urllib.request.urlopen(described, context=context) as got:
             assert json.loads(got.read())["brokers"] == 2
+        with pytest.raises(urllib.error.HTTPError) as anonymous_read:
+            urllib.request.urlopen(f"{ready['admin'][0]}/v1/cluster", context=context)
+        assert anonymous_read.value.code == 401
         unauthorized = urllib.request.Request(
             f"{ready['admin'][0]}/v1/topics",
             data=json.dumps({"name": "by-admin", "partitions": 1}).encode(),
