@@ -147,7 +147,9 @@ def openapi_document(
                 "content": {"application/json": {"schema": refs[(route.body, "validation")]}},
             }
         if route.access is not None:
-            operation["security"] = [{"basic": []}, {"bearer": []}]
+            # `{}`: anonymous callers too, as a node without `admin.token` or an authorizer
+            # (or ACLs that allow User:ANONYMOUS) lets them; which one applies is configuration.
+            operation["security"] = [{}, {"basic": []}, {"bearer": []}]
         paths.setdefault(route.path, {})[route.method.lower()] = operation
     return {
         "openapi": "3.1.0",

@@ -82,7 +82,7 @@ def test_every_route_with_its_responses_and_errors() -> None:
     assert error["required"] == ["error", "message"]
     body = create["requestBody"]["content"]["application/json"]["schema"]
     assert resolve(doc, body["$ref"])["properties"]["name"]["minLength"] == 1
-    assert create["security"] == [{"basic": []}, {"bearer": []}]
+    assert create["security"] == [{}, {"basic": []}, {"bearer": []}]
 
 
 def test_path_parameters_and_a_response_without_body() -> None:
