@@ -264,19 +264,33 @@ def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
+def run_case(case: str, settings: CaseSettings) -> dict[str, Any]:
+    """One run of `case` in its own directory; a run that fails reports `{"error": ...}` so the
+    other cases' figures of a long benchmark are not lost with it."""
+    with tempfile.TemporaryDirectory(prefix=f"bench-scale-{case}-") as directory:
+        try:
+            return CASES[case](settings, Path(directory))
+        except Exception as error:  # reported in the JSON; the other cases go on
+            return {"error": f"{type(error).__name__}: {error}"}
+
+
 def measure(cases: list[str], runs: int, settings: CaseSettings) -> dict[str, Any]:
-    """Runs each of `cases` `runs` times, alternating; the medians and every run, by case."""
+    """Runs each of `cases` `runs` times, alternating; the medians of the runs that succeeded,
+    and every run (failed ones as `{"error": ...}`), by case."""
     results: dict[str, list[dict[str, Any]]] = {case: [] for case in cases}
     for _ in range(runs):
         for case in cases:
-            with tempfile.TemporaryDirectory(prefix=f"bench-scale-{case}-") as directory:
-                results[case].append(CASES[case](settings, Path(directory)))
+            results[case].append(run_case(case, settings))
     return {
         "bench": "scale",
         "runs": runs,
         "settings": vars(settings),
         "cases": {
-            case: {"median": median_of(values), "runs": values} for case, values in results.items()
+            case: {
+                "median": median_of([run for run in values if "error" not in run] or [{}]),
+                "runs": values,
+            }
+            for case, values in results.items()
         },
     }
 
