@@ -1,0 +1,102 @@
+"""The Raft driver fsyncs the metadata log in a thread, off the event loop, and keeps the
+contract's order: nothing of a `Ready` after its fsync (messages, commits) happens before the
+fsync completes, and the log operations gathered meanwhile wait for it, in order."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from kraft.driver import RaftDriver
+from kraft.metadata_log import MetadataLog
+from storage.log import Log
+from tests.fatal_faults import Faults, faults  # noqa: F401 (the fixture)
+from tests.kraft.lone_voter import lone_voter
+
+
+@pytest.fixture
+async def leader(tmp_path: Path) -> AsyncIterator[tuple[RaftDriver, Log]]:
+    """A single-voter quorum that elected itself and committed an append."""
+    driver, metadata_log = lone_voter(tmp_path, "flush")
+    await driver.start()
+    try:
+        async with asyncio.timeout(30):
+            while not driver.is_leader:
+                await asyncio.sleep(0.02)
+            await driver.append([b"first"])
+        yield driver, metadata_log
+    finally:
+        await driver.stop(resign=False)
+        metadata_log.close()
+
+
+async def test_a_slow_fsync_leaves_the_loop_free_and_holds_back_what_follows_it(
+    leader: tuple[RaftDriver, Log], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    driver, metadata_log = leader
+    release = threading.Event()
+    flushing = threading.Event()
+    flush = metadata_log.flush
+
+    def slow_flush(offset: int | None = None) -> None:
+        flushing.set()
+        # Bounded, so that a driver fsyncing on the loop fails this test instead of hanging.
+        release.wait(10)
+        flush(offset)
+
+    monkeypatch.setattr(metadata_log, "flush", slow_flush)
+    end_before = metadata_log.log_end_offset
+    second = driver.submit([b"second"])
+    assert metadata_log.log_end_offset == end_before + 1  # written, not yet durable
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(30):
+        while not flushing.is_set():
+            await asyncio.sleep(0.01)
+    # The fsync blocks its thread; the loop goes on running callbacks meanwhile.
+    started = loop.time()
+    await asyncio.sleep(0.05)
+    assert loop.time() - started < 5
+    third = driver.submit([b"third"])
+    await asyncio.sleep(0.05)
+    assert not second.committed.done() and not third.committed.done()
+    # The third entry waits for the fsync before it reaches the storage log.
+    assert metadata_log.log_end_offset == end_before + 1
+    assert metadata_log.recovery_point < end_before + 1
+    release.set()
+    async with asyncio.timeout(30):
+        assert await second.committed == end_before + 1
+        assert await third.committed == end_before + 2
+    assert [entry.data for entry in MetadataLog(metadata_log).entries()][-2:] == [
+        b"second",
+        b"third",
+    ]
+    assert metadata_log.recovery_point == end_before + 2
+
+
+async def test_a_failed_fsync_is_fatal_and_commits_nothing(
+    leader: tuple[RaftDriver, Log],
+    monkeypatch: pytest.MonkeyPatch,
+    faults: Faults,  # noqa: F811
+) -> None:
+    driver, metadata_log = leader
+
+    def failing_flush(offset: int | None = None) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(metadata_log, "flush", failing_flush)
+    pending = driver.submit([b"lost"])
+    async with asyncio.timeout(30):
+        while not faults:
+            await asyncio.sleep(0.01)
+    assert [what for what, _ in faults] == ["raft_driver"]
+    await asyncio.sleep(0.05)
+    assert not pending.committed.done()
+    # Nothing more is applied after the failure: the node and its disk no longer agree.
+    end = metadata_log.log_end_offset
+    driver.submit([b"after"])
+    await asyncio.sleep(0.05)
+    assert metadata_log.log_end_offset == end
