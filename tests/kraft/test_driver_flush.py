@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -15,29 +13,14 @@ from kraft.driver import RaftDriver
 from kraft.metadata_log import MetadataLog
 from storage.log import Log
 from tests.fatal_faults import Faults, faults  # noqa: F401 (the fixture)
-from tests.kraft.lone_voter import lone_voter
-
-
-@pytest.fixture
-async def leader(tmp_path: Path) -> AsyncIterator[tuple[RaftDriver, Log]]:
-    """A single-voter quorum that elected itself and committed an append."""
-    driver, metadata_log = lone_voter(tmp_path, "flush")
-    await driver.start()
-    try:
-        async with asyncio.timeout(30):
-            while not driver.is_leader:
-                await asyncio.sleep(0.02)
-            await driver.append([b"first"])
-        yield driver, metadata_log
-    finally:
-        await driver.stop(resign=False)
-        metadata_log.close()
+from tests.kraft.lone_voter import elected  # noqa: F401 (the fixture)
 
 
 async def test_a_slow_fsync_leaves_the_loop_free_and_holds_back_what_follows_it(
-    leader: tuple[RaftDriver, Log], monkeypatch: pytest.MonkeyPatch
+    elected: tuple[RaftDriver, Log],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    driver, metadata_log = leader
+    driver, metadata_log = elected
     release = threading.Event()
     flushing = threading.Event()
     flush = metadata_log.flush
@@ -78,11 +61,11 @@ async def test_a_slow_fsync_leaves_the_loop_free_and_holds_back_what_follows_it(
 
 
 async def test_a_failed_fsync_is_fatal_and_commits_nothing(
-    leader: tuple[RaftDriver, Log],
+    elected: tuple[RaftDriver, Log],  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
     faults: Faults,  # noqa: F811
 ) -> None:
-    driver, metadata_log = leader
+    driver, metadata_log = elected
 
     def failing_flush(offset: int | None = None) -> None:
         raise OSError(5, "Input/output error")
