@@ -320,16 +320,14 @@ class RaftDriver:
         if resign and node is not None and node.role is Role.LEADER:
             node.resign(self._now_ms())
             self._process()
+            # The resignation goes out once an fsync in flight completed.
+            await self._flushes_done()
             await asyncio.sleep(0.05)
         if self._ticker is not None:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
-        if self._flushing is not None:
-            # Not cancelled: the thread runs on regardless, and the node's shutdown flushes
-            # and closes the log after this returns.
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._flushing)
+        await self._flushes_done()
         for task in list(self._tasks):
             task.cancel()
         for connections in (self._connections, self._describe_connections):
@@ -465,9 +463,19 @@ class RaftDriver:
             self._failed = True
             report_fatal("raft_driver", error)
 
+    async def _flushes_done(self) -> None:
+        """Until no fsync is in flight (one that completes may start the next). Not
+        cancelled: the thread runs on regardless, and the node's shutdown flushes and closes
+        the log after the driver stopped."""
+        while self._flushing is not None and not self._flushing.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._flushing)
+
     def _apply_ready(self) -> None:
         node = self._require_node()
-        while True:
+        # A listener told of a commit may append, which applies the next `Ready` (nested)
+        # and may start an fsync: nothing more is applied until it completes.
+        while self._flushing is None:
             ready = node.take_ready()
             if _is_empty(ready):
                 return
@@ -489,7 +497,7 @@ class RaftDriver:
             self._flushing = None
             self._require_node().fsync_completed(flushed, self._now_ms())
             self._finish_ready(ready)
-            self._apply_ready()
+            self._process()
         except Exception as error:
             self._fail(error)
             raise
