@@ -1,6 +1,7 @@
 """Replicated produce latency and many clients, on real `kraft serve` processes (issue 23, d).
 
-    python -m bench.scale_latency [--seconds 10] [--connections 1000] [--producers 100]
+    python -m bench.scale_latency [--seconds 10] [--repeat 5] [--rows paced,many_clients,memory]
+                                  [--connections 1000] [--producers 100]
 
 Three combined nodes, a one-partition topic of replication factor 3 with min.insync.replicas
 2, 100-byte values, acks=all, measured with confluent-kafka (librdkafka's own per-message
@@ -17,6 +18,11 @@ latency, produce call to delivery report):
 4. `memory_per_partition`: on another fresh cluster, each node's RSS before and after a topic
    of `--partitions` partitions of replication factor 3 is created and led, per replica.
 
+A percentile of a few seconds on a machine others share swings with their load, so each
+latency figure is taken `--repeat` times (the paced rows alternate, so that a burst of load
+spreads over both) and reported as the median of the repetitions' p50s and p99s, beside every
+repetition and the machine's one-minute load average before and after it.
+
 Prints one JSON object; `measure(...)` returns it (for `bench.scale`). Every process is
 killed by pid at the end.
 """
@@ -28,6 +34,8 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,6 +60,7 @@ _VALUE = b"v" * 100
 # its producers are running too.
 _IDLE_READY = "idle-ready"
 _LOAD_READY = "load-ready"
+ROWS = frozenset({"paced", "many_clients", "memory"})
 
 
 def rss_kib(pid: int) -> int:
@@ -105,15 +114,47 @@ def paced_latency(
     }
 
 
-def paced_row(cluster: Cluster, rate: int, seconds: float, linger_ms: float) -> dict[str, Any]:
-    """`paced_latency` to topic `latency`, with the CPU milliseconds the three nodes spent
-    per 1,000 messages (a figure the other load on a shared machine disturbs less)."""
+def load_average() -> float:
+    """The machine's one-minute load average (other engineers' work included)."""
+    return round(os.getloadavg()[0], 2)
+
+
+def paced_run(
+    cluster: Cluster, topic: str, rate: int, seconds: float, linger_ms: float
+) -> dict[str, Any]:
+    """One `paced_latency` repetition with the CPU milliseconds the three nodes spent per
+    1,000 messages (a figure the other load on a shared machine disturbs less) and the load
+    average before and after it."""
+    load_before = load_average()
     before = cpu_seconds(cluster)
-    row = paced_latency(cluster.bootstrap, "latency", rate, seconds, linger_ms)
+    run = paced_latency(cluster.bootstrap, topic, rate, seconds, linger_ms)
     spent = cpu_seconds(cluster) - before
     # The warm-up second is produced (and spent on) too.
-    row["broker_cpu_ms_per_1000"] = round(spent * 1000 / (rate * (seconds + 1)) * 1000, 2)
-    return row
+    run["broker_cpu_ms_per_1000"] = round(spent * 1000 / (rate * (seconds + 1)) * 1000, 2)
+    run["load_average"] = [load_before, load_average()]
+    return run
+
+
+def medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The repetitions of one row: the medians of their p50s, p99s and CPU cost, and each."""
+    return {
+        "p50_ms": round(statistics.median(run["p50_ms"] for run in runs), 3),
+        "p99_ms": round(statistics.median(run["p99_ms"] for run in runs), 3),
+        "broker_cpu_ms_per_1000": round(
+            statistics.median(run["broker_cpu_ms_per_1000"] for run in runs), 2
+        ),
+        "repetitions": runs,
+    }
+
+
+def paced_rows(cluster: Cluster, seconds: float, repeat: int) -> dict[str, dict[str, Any]]:
+    """The two paced rows to topic `latency`, `repeat` times each, alternating."""
+    settings = {"paced_1000_linger_0": (1000, 0.0), "paced_10000_linger_5": (10_000, 5.0)}
+    runs: dict[str, list[dict[str, Any]]] = {row: [] for row in settings}
+    for _ in range(repeat):
+        for row, (rate, linger_ms) in settings.items():
+            runs[row].append(paced_run(cluster, "latency", rate, seconds, linger_ms))
+    return {row: medians(rows) for row, rows in runs.items()}
 
 
 def _create(admin: AdminClient, topic: str, partitions: int) -> None:
@@ -138,6 +179,8 @@ def measure(
     root: Path,
     *,
     seconds: float = 10.0,
+    repeat: int = 3,
+    rows: frozenset[str] = ROWS,
     connections: int = 1000,
     producers: int = 100,
     producer_rate: float = 1.0,
@@ -147,18 +190,30 @@ def measure(
     three-node cluster under `root / "latency"`, the memory row on another under
     `root / "memory"` (its idle partitions would slow the latency rows, and traffic before it
     would leave freed memory its replicas reuse). Both clusters are killed before it
-    returns."""
-    result: dict[str, Any] = {"bench": "scale_latency", "nodes": 3, "seconds": seconds}
-    with _cluster(root / "latency") as (cluster, admin):
-        _create(admin, "latency", 1)
-        leader = _wait_led(cluster, admin, "latency", 1)[0]
-        result["paced_1000_linger_0"] = paced_row(cluster, 1000, seconds, 0)
-        result["paced_10000_linger_5"] = paced_row(cluster, 10_000, seconds, 5)
-        result["many_clients"] = _many_clients(
-            cluster, admin, leader, seconds, connections, producers, producer_rate
-        )
-    with _cluster(root / "memory") as (cluster, admin):
-        result["memory_per_partition"] = _memory_per_partition(cluster, admin, partitions)
+    returns. `rows` picks among `ROWS`; each latency figure is the median of `repeat`
+    repetitions."""
+    result: dict[str, Any] = {
+        "bench": "scale_latency",
+        "nodes": 3,
+        "seconds": seconds,
+        "repeat": repeat,
+        "cpus": os.cpu_count(),
+        "load_average_start": load_average(),
+    }
+    if rows & {"paced", "many_clients"}:
+        with _cluster(root / "latency") as (cluster, admin):
+            _create(admin, "latency", 1)
+            leader = _wait_led(cluster, admin, "latency", 1)[0]
+            if "paced" in rows:
+                result.update(paced_rows(cluster, seconds, repeat))
+            if "many_clients" in rows:
+                result["many_clients"] = _many_clients(
+                    cluster, admin, leader, seconds, repeat, connections, producers, producer_rate
+                )
+    if "memory" in rows:
+        with _cluster(root / "memory") as (cluster, admin):
+            result["memory_per_partition"] = _memory_per_partition(cluster, admin, partitions)
+    result["load_average_end"] = load_average()
     return result
 
 
@@ -179,15 +234,22 @@ def _many_clients(
     admin: AdminClient,
     leader: int,
     seconds: float,
+    repeat: int,
     connections: int,
     producers: int,
     producer_rate: float,
 ) -> dict[str, Any]:
+    """The 1,000 msg/s row alone, beside idle connections, then beside producers too (each
+    phase `repeat` times): the medians and their ratios to those alone."""
+
+    def phase() -> dict[str, Any]:
+        return medians([paced_run(cluster, "latency", 1000, seconds, 0) for _ in range(repeat)])
+
     node = cluster.nodes[leader]
     assert node.process is not None and node.broker_port is not None
     _create(admin, "load", 1)
     _wait_led(cluster, admin, "load", 1)
-    alone = paced_latency(cluster.bootstrap, "latency", 1000, seconds, 0)
+    alone = phase()
     rss_before = rss_kib(node.process.pid)
     helper = subprocess.Popen(
         [
@@ -209,11 +271,11 @@ def _many_clients(
         assert helper.stdin is not None and helper.stdout is not None
         _expect(helper.stdout.readline(), _IDLE_READY)
         rss_idle = rss_kib(node.process.pid)
-        idle = paced_latency(cluster.bootstrap, "latency", 1000, seconds, 0)
+        idle = phase()
         helper.stdin.write("start\n")
         helper.stdin.flush()
         _expect(helper.stdout.readline(), _LOAD_READY)
-        loaded = paced_latency(cluster.bootstrap, "latency", 1000, seconds, 0)
+        loaded = phase()
     finally:
         helper.kill()
         helper.wait(10)
@@ -281,6 +343,13 @@ async def _load(bootstrap: str, leader: str, connections: int, producers: int, r
     await asyncio.gather(*runners)
 
 
+def _rows(parser: argparse.ArgumentParser, given: str) -> frozenset[str]:
+    rows = frozenset(row.strip() for row in given.split(",") if row.strip())
+    if not rows or rows - ROWS:
+        parser.error(f"--rows: unknown {sorted(rows - ROWS)}; choose among {sorted(ROWS)}")
+    return rows
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--load":
         bootstrap, leader, connections, producers, rate = sys.argv[2:7]
@@ -288,6 +357,12 @@ def main() -> None:
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions of each figure")
+    parser.add_argument(
+        "--rows",
+        default=",".join(sorted(ROWS)),
+        help=f"comma-separated, among {', '.join(sorted(ROWS))}",
+    )
     parser.add_argument("--connections", type=int, default=1000)
     parser.add_argument("--producers", type=int, default=100)
     parser.add_argument("--producer-rate", type=float, default=1.0, help="msg/s of each")
@@ -297,6 +372,8 @@ def main() -> None:
         result = measure(
             Path(directory),
             seconds=args.seconds,
+            repeat=args.repeat,
+            rows=_rows(parser, args.rows),
             connections=args.connections,
             producers=args.producers,
             producer_rate=args.producer_rate,

@@ -6,6 +6,13 @@ its contract demands: the quorum state is written durably, then log operations g
 `__cluster_metadata-0` storage log, then the log is fsynced (and the node told so), and only
 then are messages sent, so nothing is ever acknowledged or voted that a crash could undo.
 
+The fsync runs in a thread: on a loaded disk it takes milliseconds, which on the event loop
+would stall every produce and fetch of the node (the idle NoOp alone asks for one every
+`metadata.max.idle.interval.ms`). Meanwhile the rest of that `Ready` and every later one wait:
+the state machine keeps taking inputs and gathers their effects, the storage log is left alone
+(so the flushed offset is exactly the log end at the start), and once the fsync is done the
+node is told, the waiting `Ready` is finished and the gathered ones follow.
+
 Peers talk through Kafka's own quorum RPCs (`kraft.wire`) on the controller listener. A request
 received from a peer is answered with the state machine's response to that peer, which may come
 later: the leader parks a Fetch until it has news (long polling).
@@ -228,7 +235,8 @@ class RaftDriver:
         # behind a Fetch the leader parks for up to `fetch_max_wait_ms`.
         self._describe_connections: dict[int, NodeConnection] = {}
         self._waiters: dict[tuple[int, type], collections.deque[asyncio.Future[Message]]] = {}
-        self._pending_appends: dict[int, asyncio.Future[int]] = {}
+        # By end offset: the epoch each was appended in, and its commit.
+        self._pending_appends: dict[int, tuple[int, asyncio.Future[int]]] = {}
         self._listeners: list[RaftListener] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._ticker: asyncio.Task[None] | None = None
@@ -237,6 +245,8 @@ class RaftDriver:
         self._role = Role.UNATTACHED
         self._leader_id: int | None = None
         self._failed = False
+        # The fsync of the metadata log running in a thread, if any (see the module docstring).
+        self._flushing: asyncio.Task[None] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -310,11 +320,14 @@ class RaftDriver:
         if resign and node is not None and node.role is Role.LEADER:
             node.resign(self._now_ms())
             self._process()
+            # The resignation goes out once an fsync in flight completed.
+            await self._flushes_done()
             await asyncio.sleep(0.05)
         if self._ticker is not None:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
+        await self._flushes_done()
         for task in list(self._tasks):
             task.cancel()
         for connections in (self._connections, self._describe_connections):
@@ -322,7 +335,7 @@ class RaftDriver:
                 await connection.close()
         if self._server is not None:
             await self._server.close(timeout=1.0)
-        self._fail_pending(LeadershipLostError("the quorum member is stopping"))
+        self._fail_pending(LeadershipLostError("the quorum member is stopping"), None)
 
     @property
     def port(self) -> int | None:
@@ -354,7 +367,7 @@ class RaftDriver:
             raise NotLeaderError(result.leader_id, result.epoch)
         assert self._loop is not None
         committed: asyncio.Future[int] = self._loop.create_future()
-        self._pending_appends[result.end_offset] = committed
+        self._pending_appends[result.end_offset] = (result.epoch, committed)
         self._process()
         return PendingAppend(result.epoch, result.base_offset, result.end_offset, committed)
 
@@ -433,10 +446,12 @@ class RaftDriver:
     # -- the Ready loop ------------------------------------------------------------------------
 
     def _process(self) -> None:
-        """Drain and apply every `Ready`. A failure is fatal: the state machine moved on when
-        the `Ready` was taken, so whatever of it was not applied (log operations, the high
-        watermark, commits for the image) would leave the node and its disk disagreeing for
-        good."""
+        """Drain and apply every `Ready`, unless an fsync is in flight (its completion drains
+        them). A failure is fatal: the state machine moved on when the `Ready` was taken, so
+        whatever of it was not applied (log operations, the high watermark, commits for the
+        image) would leave the node and its disk disagreeing for good."""
+        if self._flushing is not None:
+            return
         try:
             self._apply_ready()
         except Exception as error:
@@ -448,9 +463,19 @@ class RaftDriver:
             self._failed = True
             report_fatal("raft_driver", error)
 
+    async def _flushes_done(self) -> None:
+        """Until no fsync is in flight (one that completes may start the next). Not
+        cancelled: the thread runs on regardless, and the node's shutdown flushes and closes
+        the log after the driver stopped."""
+        while self._flushing is not None and not self._flushing.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._flushing)
+
     def _apply_ready(self) -> None:
         node = self._require_node()
-        while True:
+        # A listener told of a commit may append, which applies the next `Ready` (nested)
+        # and may start an fsync: nothing more is applied until it completes.
+        while self._flushing is None:
             ready = node.take_ready()
             if _is_empty(ready):
                 return
@@ -458,19 +483,38 @@ class RaftDriver:
                 write_atomically(self._state_path, ready.quorum_state.encode())
             self._apply_log_ops(ready)
             if ready.fsync_up_to is not None:
-                self._metadata_log.log.flush()
-                node.fsync_completed(self._metadata_log.log.log_end_offset, self._now_ms())
-            for outgoing in ready.messages:
-                self._dispatch(outgoing.to, outgoing.message)
-            if self._prune_snapshots:
-                self._delete_older_snapshots()
-            if ready.high_watermark is not None:
-                self._metadata_log.log.update_high_watermark(ready.high_watermark)
-            if ready.committed:
-                self._on_committed(ready.committed)
-                self._maybe_snapshot(ready.committed)
-            for change in ready.role_changes:
-                self._on_role_change(change.role, change.epoch, change.leader_id)
+                self._flushing = asyncio.create_task(self._flush_then_finish(ready))
+                return
+            self._finish_ready(ready)
+
+    async def _flush_then_finish(self, ready: Ready) -> None:
+        """fsync the metadata log in a thread, tell the node, finish `ready` (messages, high
+        watermark, commits, role changes) and drain the `Ready`s gathered meanwhile."""
+        metadata_log = self._metadata_log.log
+        flushed = metadata_log.log_end_offset
+        try:
+            await asyncio.to_thread(metadata_log.flush, flushed)
+            self._flushing = None
+            self._require_node().fsync_completed(flushed, self._now_ms())
+            self._finish_ready(ready)
+            self._process()
+        except Exception as error:
+            self._fail(error)
+            raise
+
+    def _finish_ready(self, ready: Ready) -> None:
+        """The steps of `ready` after its log operations and their fsync."""
+        for outgoing in ready.messages:
+            self._dispatch(outgoing.to, outgoing.message)
+        if self._prune_snapshots:
+            self._delete_older_snapshots()
+        if ready.high_watermark is not None:
+            self._metadata_log.log.update_high_watermark(ready.high_watermark)
+        if ready.committed:
+            self._on_committed(ready.committed)
+            self._maybe_snapshot(ready.committed)
+        for change in ready.role_changes:
+            self._on_role_change(change.role, change.epoch, change.leader_id)
 
     def _apply_log_ops(self, ready: Ready) -> None:
         for operation in ready.log_ops:
@@ -544,7 +588,7 @@ class RaftDriver:
         for end_offset in sorted(self._pending_appends):
             if end_offset > high:
                 break
-            future = self._pending_appends.pop(end_offset)
+            _, future = self._pending_appends.pop(end_offset)
             if not future.done():
                 future.set_result(end_offset)
         for listener in self._listeners:
@@ -552,7 +596,12 @@ class RaftDriver:
 
     def _on_role_change(self, role: Role, epoch: int, leader_id: int | None) -> None:
         if role is not Role.LEADER:
-            self._fail_pending(LeadershipLostError(f"now {role.value} in epoch {epoch}"))
+            # A candidate of `epoch` has not led it yet; any other role in `epoch` ends its
+            # leadership (resignation) or a former epoch's.
+            lost_up_to = epoch - 1 if role is Role.CANDIDATE else epoch
+            self._fail_pending(
+                LeadershipLostError(f"now {role.value} in epoch {epoch}"), lost_up_to
+            )
         changed_leader = (role, leader_id) != (self._role, self._leader_id)
         self._role, self._leader_id = role, leader_id
         log.info("raft_role_changed", role=role.value, epoch=epoch, leader_id=leader_id)
@@ -560,15 +609,19 @@ class RaftDriver:
             for listener in self._listeners:
                 listener.on_leader_change(leader_id, epoch)
 
-    def _fail_pending(self, error: Exception) -> None:
-        for future in self._pending_appends.values():
-            if not future.done():
-                future.set_exception(error)
-        self._pending_appends.clear()
+    def _fail_pending(self, error: Exception, up_to_epoch: int | None) -> None:
+        """Fail the appends of epochs up to `up_to_epoch` (None: all). A role change is told
+        after its `Ready`'s fsync, by which time the node may lead a later epoch and have
+        taken appends in it: those stand."""
+        for end_offset, (epoch, future) in list(self._pending_appends.items()):
+            if up_to_epoch is None or epoch <= up_to_epoch:
+                del self._pending_appends[end_offset]
+                if not future.done():
+                    future.set_exception(error)
 
     def _fail_appends_from(self, offset: int) -> None:
         for end_offset in [end for end in self._pending_appends if end > offset]:
-            future = self._pending_appends.pop(end_offset)
+            _, future = self._pending_appends.pop(end_offset)
             if not future.done():
                 future.set_exception(LeadershipLostError(f"truncated at offset {offset}"))
 

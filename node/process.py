@@ -10,6 +10,7 @@ close the listeners, flush every log and write the clean-shutdown marker.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import sys
@@ -728,6 +729,17 @@ def terminate_process(what: str, error: BaseException) -> None:
     os._exit(FATAL_FAULT_EXIT_STATUS)
 
 
+def freeze_start_up_heap() -> None:
+    """Move what start-up made (modules, classes, configuration, the servers) out of the
+    garbage collector's sight: it lives as long as the process, and every full collection
+    walked it again, a pause of the event loop of tens of milliseconds on a loaded machine
+    (the tail of the produce latency). The young generations are collected first, so little
+    garbage is kept forever; not the old one, whose full walk would delay start-up itself."""
+    gc.collect(1)
+    gc.freeze()
+    log.info("gc_frozen", objects=gc.get_freeze_count())
+
+
 async def serve(config: NodeConfig) -> None:
     """Run the node until SIGTERM or SIGINT (or until a fatal fault ends the process)."""
     set_fatal_handler(terminate_process)
@@ -872,6 +884,7 @@ async def serve(config: NodeConfig) -> None:
         controller_listener=str(listener) if listener else None,
         admin_listener=str(config.admin_listener) if config.admin_listener else None,
     )
+    freeze_start_up_heap()
     await stop.wait()
     log.info("node_stopping", node_id=config.node_id)
     broker_epoch = None

@@ -7,7 +7,10 @@ Offsets a reader should know:
 - recovery point: everything below it is known to be fsynced; recovery after an unclean
   shutdown re-validates the log from there.
 
-A Log is not thread-safe: one event loop owns it, and fsyncs run on the caller's thread.
+A Log is not thread-safe: one event loop owns it, and fsyncs run on the caller's thread. The
+one exception is `flush`: its owner may run it in a thread while leaving the log alone (the
+metadata quorum's driver does, to keep fsyncs off the event loop), and two flushes (say that
+one and the log manager's periodic `flush_if_due`) never overlap.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import bisect
 import shutil
 import struct
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -203,6 +207,7 @@ class Log:
         self._unflushed_messages = 0
         self._last_flush_ms = clock()
         self._offline = False
+        self._flush_lock = threading.Lock()
         self._truncations = 0
 
     # -- opening ---------------------------------------------------------------------------
@@ -860,23 +865,24 @@ class Log:
         """fsync every segment holding data below `offset` (default: the log end offset) and
         advance the recovery point to it. A failed fsync takes the log offline: the kernel may
         have dropped the dirty pages, so only a reopen with recovery can be trusted."""
-        self._check_online()
-        target = self._log_end_offset if offset is None else min(offset, self._log_end_offset)
-        if target <= self._recovery_point:
-            return
-        try:
-            for segment in self._segments:
-                if segment.base_offset >= target:
-                    break
-                segment.sync()
-        except OSError as error:
-            self._offline = True
-            log.error("log_flush_failed", directory=str(self.directory), error=str(error))
-            raise LogOfflineError(f"fsync of {self.directory} failed: {error}") from error
-        self._recovery_point = max(self._recovery_point, target)
-        if target == self._log_end_offset:
-            self._unflushed_messages = 0
-        self._last_flush_ms = self._clock()
+        with self._flush_lock:
+            self._check_online()
+            target = self._log_end_offset if offset is None else min(offset, self._log_end_offset)
+            if target <= self._recovery_point:
+                return
+            try:
+                for segment in self._segments:
+                    if segment.base_offset >= target:
+                        break
+                    segment.sync()
+            except OSError as error:
+                self._offline = True
+                log.error("log_flush_failed", directory=str(self.directory), error=str(error))
+                raise LogOfflineError(f"fsync of {self.directory} failed: {error}") from error
+            self._recovery_point = max(self._recovery_point, target)
+            if target == self._log_end_offset:
+                self._unflushed_messages = 0
+            self._last_flush_ms = self._clock()
 
     def flush_if_due(self, now_ms: int | None = None) -> None:
         """Flush what policy says is due: sealed segments not yet fsynced (Kafka flushes a

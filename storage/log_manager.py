@@ -423,12 +423,13 @@ class LogManager:
 
         A disk error raises StorageIOError; the previous checkpoints stay in place.
         """
-        try:
-            self._write_checkpoints()
-        except OSError as error:
-            raise StorageIOError(f"cannot write checkpoints: {error}", error.errno) from error
+        write_checkpoints(self.checkpoints())
 
-    def _write_checkpoints(self) -> None:
+    def checkpoints(self) -> list[tuple[Path, list[tuple[str, int, int]]]]:
+        """The recovery-point, high-watermark and log-start checkpoints of each dir, as they
+        stand now: (file, rows) for `write_checkpoints`, which may run in another thread (the
+        rows are plain values, the logs are not touched there)."""
+        found: list[tuple[Path, list[tuple[str, int, int]]]] = []
         for directory in self.log_dirs:
             logs = sorted(
                 (partition, self._logs[partition])
@@ -441,13 +442,12 @@ class LogManager:
                 (HIGH_WATERMARK_CHECKPOINT, "high_watermark"),
                 (LOG_START_OFFSET_CHECKPOINT, "log_start_offset"),
             ):
-                write_checkpoint(
-                    directory / name,
-                    (
-                        (partition.topic, partition.partition, getattr(entry, attribute))
-                        for partition, entry in online
-                    ),
-                )
+                rows = [
+                    (partition.topic, partition.partition, getattr(entry, attribute))
+                    for partition, entry in online
+                ]
+                found.append((directory / name, rows))
+        return found
 
     def flush_due(self, now_ms: int | None = None) -> None:
         """Apply every log's flush policy (rolled segments, `flush.ms`)."""
@@ -564,3 +564,13 @@ def _read_offsets(path: Path) -> dict[TopicPartition, int]:
             log.warning("offset_checkpoint_unreadable", path=str(path), row=[topic, partition])
             return {}
     return offsets
+
+
+def write_checkpoints(checkpoints: Iterable[tuple[Path, Sequence[tuple[str, int, int]]]]) -> None:
+    """Write each checkpoint file of `LogManager.checkpoints` atomically and durably. A disk
+    error raises StorageIOError; the previous checkpoints stay in place."""
+    try:
+        for path, rows in checkpoints:
+            write_checkpoint(path, rows)
+    except OSError as error:
+        raise StorageIOError(f"cannot write checkpoints: {error}", error.errno) from error

@@ -4,10 +4,12 @@ no acks=all write acknowledged while a follower dies mid-wait is lost."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -155,3 +157,18 @@ def test_no_acknowledged_write_is_lost_when_a_follower_dies_mid_wait(cluster: Cl
     finally:
         cluster.start(follower)
         cluster.wait_for("follower back", lambda: cluster.ready(follower), timeout=60)
+
+
+def test_each_node_froze_its_start_up_heap_out_of_the_collector(cluster: Cluster) -> None:
+    # A full collection walking every object start-up made paused the event loop for tens of
+    # milliseconds on a loaded machine; each node freezes them once it has started.
+    def frozen_objects(node_id: int) -> int | None:
+        lines = cluster.nodes[node_id].log_path.read_text().splitlines()
+        events = [json.loads(line) for line in lines if line.startswith("{")]
+        frozen = [event for event in events if event.get("event") == "gc_frozen"]
+        return int(frozen[-1]["objects"]) if frozen else None
+
+    for node_id in cluster.nodes:
+        # The modules and classes alone are tens of thousands of objects.
+        objects = cluster.wait_for(f"node {node_id} froze", partial(frozen_objects, node_id))
+        assert objects > 10_000

@@ -3,7 +3,11 @@ runs on top of the driver: it elects itself within a fraction of a second."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
+
+import pytest
 
 from bench.cluster import free_ports
 from kraft.driver import RaftDriver
@@ -32,3 +36,19 @@ def lone_voter(directory: Path, cluster_id: str) -> tuple[RaftDriver, Log]:
         listen=("127.0.0.1", port),
     )
     return driver, metadata_log
+
+
+@pytest.fixture
+async def elected(tmp_path: Path) -> AsyncIterator[tuple[RaftDriver, Log]]:
+    """A lone voter that elected itself and committed an append; stopped afterwards."""
+    driver, metadata_log = lone_voter(tmp_path, "elected")
+    await driver.start()
+    try:
+        async with asyncio.timeout(30):
+            while not driver.is_leader:
+                await asyncio.sleep(0.02)
+            await driver.append([b"first"])
+        yield driver, metadata_log
+    finally:
+        await driver.stop(resign=False)
+        metadata_log.close()

@@ -9,10 +9,6 @@ handler (the node's terminates the process) instead.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from kraft.driver import RaftDriver
@@ -22,30 +18,14 @@ from kraft.wire import encode_entries
 from storage.errors import UnexpectedAppendOffsetError
 from storage.log import Log
 from tests.fatal_faults import Faults, faults  # noqa: F401 (the fixture)
-from tests.kraft.lone_voter import lone_voter
-
-
-@pytest.fixture
-async def leader(tmp_path: Path) -> AsyncIterator[tuple[RaftDriver, Log]]:
-    """A single-voter quorum that elected itself and committed an append."""
-    driver, metadata_log = lone_voter(tmp_path, "faults")
-    await driver.start()
-    try:
-        async with asyncio.timeout(10):
-            while not driver.is_leader:
-                await asyncio.sleep(0.02)
-            await driver.append([b"first"])
-        yield driver, metadata_log
-    finally:
-        await driver.stop(resign=False)
-        metadata_log.close()
+from tests.kraft.lone_voter import elected  # noqa: F401 (the fixture)
 
 
 async def test_an_append_the_storage_log_refuses_is_fatal(
-    leader: tuple[RaftDriver, Log],
+    elected: tuple[RaftDriver, Log],  # noqa: F811
     faults: Faults,  # noqa: F811
 ) -> None:
-    driver, metadata_log = leader
+    driver, metadata_log = elected
     # The storage log gains an entry the state machine never made: its end moves past the
     # state machine's, as in the wedged voter of issue 19.
     end = metadata_log.log_end_offset
@@ -57,10 +37,10 @@ async def test_an_append_the_storage_log_refuses_is_fatal(
 
 
 async def test_a_log_that_no_longer_matches_the_state_machine_is_fatal(
-    leader: tuple[RaftDriver, Log],
+    elected: tuple[RaftDriver, Log],  # noqa: F811
     faults: Faults,  # noqa: F811
 ) -> None:
-    driver, metadata_log = leader
+    driver, metadata_log = elected
     # The storage log lost its entries behind the driver's back but still ends where the state
     # machine's does, so the next append lands: the driver notices the mismatch anyway, before
     # anything is built on it.

@@ -275,6 +275,26 @@ def test_leader_counts_its_own_entries_only_once_fsynced() -> None:
     assert [entry.data for entry in ready.committed] == [b"", b"a", b"b"]
 
 
+def test_leader_does_not_count_itself_for_entries_its_flush_has_not_reached() -> None:
+    # Five voters: two followers and the leader make the majority, so the commit needs the
+    # leader's own fsync. The driver fsyncs in a thread while appends go on: a completed flush
+    # covers the log as it was when the flush started, never the entries appended since.
+    node = make_node(node_id=1, voters=(1, 2, 3, 4, 5))
+    elect(node)
+    assert node.append([b"a", b"b"]) == Appended(epoch=1, base_offset=1, end_offset=3)
+    fetch(node, 2, offset=3, last_epoch=1, now_ms=5_010)
+    fetch(node, 3, offset=3, last_epoch=1, now_ms=5_011)
+    assert node.high_watermark == 0  # two followers hold all three; the leader's are not durable
+    node.fsync_completed(1, 5_020)  # the flush that started before `a` and `b` were appended
+    assert node.high_watermark == 1
+    assert node.append([b"c"]) == Appended(epoch=1, base_offset=3, end_offset=4)
+    node.fsync_completed(3, 5_030)
+    ready = node.take_ready()
+    assert node.high_watermark == 3 and ready.high_watermark == 3
+    assert [entry.data for entry in ready.committed] == [b"", b"a", b"b"]
+    assert ready.fsync_up_to == 4  # `c` still asks for a flush of its own
+
+
 def test_high_watermark_waits_for_an_entry_of_the_current_epoch() -> None:
     # Old-epoch entries replicated to a majority are not committed by counting replicas
     # (Raft figure 8): the new leader's LeaderChange entry at offset 3 must be replicated too.
