@@ -37,6 +37,7 @@ import random
 import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -247,6 +248,9 @@ class RaftDriver:
         self._failed = False
         # The fsync of the metadata log running in a thread, if any (see the module docstring).
         self._flushing: asyncio.Task[None] | None = None
+        # Its own thread: in the shared default executor the fsync could queue behind slow
+        # work (log cleaning, password hashing) and hold up every vote and commit meanwhile.
+        self._fsync_thread = ThreadPoolExecutor(1, thread_name_prefix="metadata-log-fsync")
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -336,6 +340,8 @@ class RaftDriver:
         if self._server is not None:
             await self._server.close(timeout=1.0)
         self._fail_pending(LeadershipLostError("the quorum member is stopping"), None)
+        await self._flushes_done()
+        self._fsync_thread.shutdown(wait=False)
 
     @property
     def port(self) -> int | None:
@@ -493,7 +499,9 @@ class RaftDriver:
         metadata_log = self._metadata_log.log
         flushed = metadata_log.log_end_offset
         try:
-            await asyncio.to_thread(metadata_log.flush, flushed)
+            await asyncio.get_running_loop().run_in_executor(
+                self._fsync_thread, metadata_log.flush, flushed
+            )
             self._flushing = None
             self._require_node().fsync_completed(flushed, self._now_ms())
             self._finish_ready(ready)
