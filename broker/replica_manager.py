@@ -41,6 +41,7 @@ import shutil
 import ssl
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
@@ -71,6 +72,7 @@ from net.record_batch import (
 )
 from net.sasl import SaslClientCredentials
 from net.tasks import report_fatal, start_essential
+from storage.atomic_file import PARALLEL_SYNCS
 from storage.errors import (
     InvalidTimestampError,
     OffsetOutOfRangeError,
@@ -598,8 +600,10 @@ class ReplicaManager:
         if self._isr_changes is not None:
             await self._isr_changes.stop()
         await self._fetchers.stop()
-        for partition in self.partitions.values():
-            partition.close()
+        # Each close writes a producer snapshot (fsyncs of the file and its directory): a node
+        # hosting thousands of replicas closes them many at once, as its logs are flushed.
+        with ThreadPoolExecutor(PARALLEL_SYNCS, thread_name_prefix="replica-close") as closers:
+            list(closers.map(Partition.close, self.partitions.values()))
 
     async def _expire_lagging_followers(self) -> None:
         """Kafka's isr-expiration task: every half lag time, leaders drop followers that have
