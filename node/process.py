@@ -741,7 +741,8 @@ async def serve(config: NodeConfig) -> None:
     metadata_log.config = metadata_log_config(config)
     is_voter = Role.CONTROLLER in config.process_roles
     listener = config.controller_listener if is_voter else None
-    replayer = MetadataReplayer()
+    # What the node's earlier runs applied is replayed without an event per record.
+    replayer = MetadataReplayer(logged_below=metadata_log.log_end_offset)
     controller_apis = ApiRegistry()
     # ApiVersions lists them, and a SASL controller listener answers them.
     register_sasl_apis(controller_apis)
