@@ -1,0 +1,17 @@
+"""node.entry in a process that already imported hypothesis (the tests): it leaves it there."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hypothesis
+
+from node import entry
+
+
+def test_the_entry_point_leaves_an_imported_hypothesis_alone(tmp_path: Path) -> None:
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(b"")
+    assert entry.main(["dump-log", str(segment)]) == 0
+    assert sys.modules["hypothesis"] is hypothesis
