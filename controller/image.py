@@ -546,6 +546,7 @@ class MetadataReplayer:
         if self._replayed_quietly and self._image.end_offset >= self._logged_below:
             log.info(
                 "metadata_log_replayed",
+                logged_below=self._logged_below,
                 end_offset=self._image.end_offset,
                 epoch=last.epoch,
                 records=self._replayed_quietly,

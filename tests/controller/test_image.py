@@ -319,7 +319,7 @@ def test_replayer_logs_each_change_only_from_the_end_of_the_log_it_started_with(
     ]
     summaries = [e for e in logs if e["event"] == "metadata_log_replayed"]
     assert len(summaries) == 1
-    assert summaries[0]["records"] == started_at
+    assert summaries[0]["records"] == summaries[0]["logged_below"] == started_at
     assert summaries[0]["end_offset"] == len(entries)
 
 
