@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 
@@ -15,3 +16,14 @@ def test_the_entry_point_leaves_an_imported_hypothesis_alone(tmp_path: Path) -> 
     segment.write_bytes(b"")
     assert entry.main(["dump-log", str(segment)]) == 0
     assert sys.modules["hypothesis"] is hypothesis
+
+
+def test_collection_is_paused_inside_and_restored_after() -> None:
+    assert gc.isenabled()
+    with entry.paused_collection():
+        assert not gc.isenabled()
+        with entry.paused_collection():
+            assert not gc.isenabled()
+        # The inner pause leaves the outer one in place.
+        assert not gc.isenabled()
+    assert gc.isenabled()
