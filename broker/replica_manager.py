@@ -208,6 +208,9 @@ class ReplicaManager:
         # The offset of this broker's registration record (its broker epoch): None while the
         # broker has not registered, -1 when nothing fences the replicas.
         self._registration_offset: int | None = None if fenced_until_registered else -1
+        # Set by `stop`: the metadata committed after it (the quorum runs on until the node
+        # stops it) must not start replicas and fetchers again.
+        self._stopped = False
         # Set once the replicas follow the metadata log: the broker serves clients from then.
         self.published = asyncio.Event()
         if not fenced_until_registered:
@@ -272,7 +275,7 @@ class ReplicaManager:
     def _apply_replayed(self) -> None:
         image = self._replayer.image
         fence = self._registration_offset
-        if fence is None or image.end_offset <= fence:
+        if fence is None or image.end_offset <= fence or self._stopped:
             return
         if not self.published.is_set():
             self.published.set()
@@ -592,6 +595,7 @@ class ReplicaManager:
     async def stop(self) -> None:
         """Stop applying metadata, fetching from the leaders and checking ISRs, then close
         every hosted replica (snapshotting its producer state)."""
+        self._stopped = True
         for task in (self._applier, self._expiration):
             if task is not None:
                 task.cancel()
