@@ -41,6 +41,7 @@ import shutil
 import ssl
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
@@ -71,6 +72,7 @@ from net.record_batch import (
 )
 from net.sasl import SaslClientCredentials
 from net.tasks import report_fatal, start_essential
+from storage.atomic_file import PARALLEL_SYNCS
 from storage.errors import (
     InvalidTimestampError,
     OffsetOutOfRangeError,
@@ -206,6 +208,9 @@ class ReplicaManager:
         # The offset of this broker's registration record (its broker epoch): None while the
         # broker has not registered, -1 when nothing fences the replicas.
         self._registration_offset: int | None = None if fenced_until_registered else -1
+        # Set by `stop`: the metadata committed after it (the quorum runs on until the node
+        # stops it) must not start replicas and fetchers again.
+        self._stopped = False
         # Set once the replicas follow the metadata log: the broker serves clients from then.
         self.published = asyncio.Event()
         if not fenced_until_registered:
@@ -270,7 +275,7 @@ class ReplicaManager:
     def _apply_replayed(self) -> None:
         image = self._replayer.image
         fence = self._registration_offset
-        if fence is None or image.end_offset <= fence:
+        if fence is None or image.end_offset <= fence or self._stopped:
             return
         if not self.published.is_set():
             self.published.set()
@@ -590,6 +595,7 @@ class ReplicaManager:
     async def stop(self) -> None:
         """Stop applying metadata, fetching from the leaders and checking ISRs, then close
         every hosted replica (snapshotting its producer state)."""
+        self._stopped = True
         for task in (self._applier, self._expiration):
             if task is not None:
                 task.cancel()
@@ -598,8 +604,10 @@ class ReplicaManager:
         if self._isr_changes is not None:
             await self._isr_changes.stop()
         await self._fetchers.stop()
-        for partition in self.partitions.values():
-            partition.close()
+        # Each close writes a producer snapshot (fsyncs of the file and its directory): a node
+        # hosting thousands of replicas closes them many at once, as its logs are flushed.
+        with ThreadPoolExecutor(PARALLEL_SYNCS, thread_name_prefix="replica-close") as closers:
+            list(closers.map(Partition.close, self.partitions.values()))
 
     async def _expire_lagging_followers(self) -> None:
         """Kafka's isr-expiration task: every half lag time, leaders drop followers that have

@@ -5,8 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from controller.image import MetadataImage
-from controller.records import ScramMechanism
+from controller.records import ScramMechanism, UserScramCredentialRecord
 from net.sasl import CredentialLookup, ScramCredential, password_check
+
+
+def credential_of(record: UserScramCredentialRecord) -> ScramCredential:
+    """What a SCRAM exchange verifies, from a user's credential record."""
+    return ScramCredential(record.salt, record.stored_key, record.server_key, record.iterations)
 
 
 def credential_lookup(image: Callable[[], MetadataImage]) -> CredentialLookup:
@@ -16,9 +21,7 @@ def credential_lookup(image: Callable[[], MetadataImage]) -> CredentialLookup:
     def lookup(user: str, mechanism_name: str) -> ScramCredential | None:
         mechanism = ScramMechanism.from_mechanism_name(mechanism_name)
         record = None if mechanism is None else image().scram_credential(user, mechanism)
-        if record is None:
-            return None
-        return ScramCredential(record.salt, record.stored_key, record.server_key, record.iterations)
+        return None if record is None else credential_of(record)
 
     return lookup
 

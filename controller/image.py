@@ -507,12 +507,21 @@ class MetadataReplayer:
     `SnapshotSource` it gives the records of the image at `end_offset`: the driver asks for a
     snapshot at the high watermark right after delivering the entries below it, so the current
     image is exactly that one; being asked for any other offset is a bug in the caller.
+
+    Entries below `logged_below` (the end of the node's own log at start, whose changes its
+    earlier runs logged as they applied them) are replayed without a `metadata_applied` event
+    each: one `metadata_log_replayed` event sums them up once the replay reaches that offset
+    (an uncommitted tail there that the quorum replaces is summed up with them).
     """
 
-    def __init__(self, image: MetadataImage = MetadataImage.EMPTY) -> None:
+    def __init__(
+        self, image: MetadataImage = MetadataImage.EMPTY, *, logged_below: int = 0
+    ) -> None:
         self._image = image
         self.leader_id: int | None = None
         self.leader_epoch = 0
+        self._logged_below = logged_below
+        self._replayed_quietly = 0
 
     @property
     def image(self) -> MetadataImage:
@@ -528,9 +537,21 @@ class MetadataReplayer:
             if entry.kind is not EntryKind.LEADER_CHANGE:
                 record = decode_record(entry.data)
                 delta.replay(record)
-                _log_applied(record, entry, delta)
+                if entry.offset >= self._logged_below:
+                    _log_applied(record, entry, delta)
+                else:
+                    self._replayed_quietly += 1
         last = entries[-1]
         self._image = delta.apply(last.offset + 1, last.epoch)
+        if self._replayed_quietly and self._image.end_offset >= self._logged_below:
+            log.info(
+                "metadata_log_replayed",
+                logged_below=self._logged_below,
+                end_offset=self._image.end_offset,
+                epoch=last.epoch,
+                records=self._replayed_quietly,
+            )
+            self._replayed_quietly = 0
 
     def on_leader_change(self, leader_id: int | None, leader_epoch: int) -> None:
         """Remembers the quorum leader (the active controller)."""

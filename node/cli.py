@@ -33,6 +33,7 @@ from net.records import decode_batch
 from node import admin_cli, dev_cluster
 from node.bootstrap_records import write_bootstrap_records
 from node.config import ConfigError, NodeConfig, load_config
+from node.entry import paused_collection
 from node.logging_setup import configure_logging
 from node.meta_properties import LogDirectoryError, ensure_formatted, read_meta_properties
 from storage.errors import StorageError
@@ -115,7 +116,8 @@ def serve_command(config_file: Path, overrides: Sequence[str]) -> int:
         configure_logging(config.node_id)
         # Imported here: the node (most of the product) takes seconds to import, which the
         # operator commands sharing this entry point should not pay.
-        from node.process import serve  # noqa: PLC0415
+        with paused_collection():
+            from node.process import serve  # noqa: PLC0415
 
         uvloop.run(serve(config))
     except ConfigError as error:

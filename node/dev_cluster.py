@@ -40,6 +40,8 @@ from node.dev_security import DevSecurity
 CLUSTER_ID = "kraft-dev"
 # What stops `kraft dev` cleanly: Ctrl-C, a kill, a closed terminal.
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# A node runs `kraft serve` through the console script's entry point (see node.entry).
+_SERVE = (sys.executable, "-m", "node.entry", "serve")
 # How long the nodes may take to be ready, and to stop, before the command gives up on them.
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 45.0
@@ -227,7 +229,7 @@ def run(nodes: int, data_dir: Path, base_port: int, secure: bool = False) -> int
                 # A session of its own: Ctrl-C reaches `kraft dev` only, which stops each node
                 # with one SIGTERM (a second would cut its controlled shutdown short).
                 processes[node.node_id] = subprocess.Popen(
-                    [sys.executable, "-m", "node.cli", "serve", "--config", str(node.config_path)],
+                    [*_SERVE, "--config", str(node.config_path)],
                     stdout=output,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,

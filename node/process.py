@@ -47,7 +47,7 @@ from broker.replica_admin_apis import ReplicaAdminApis
 from broker.replica_log_info import ReplicaLogInfoApi
 from broker.replica_manager import ReplicaManager
 from broker.replication_quota import ThrottleSettings
-from broker.scram_credentials import credential_lookup
+from broker.scram_credentials import credential_lookup, credential_of
 from controller.acls import Authorizer
 from controller.broker_lifecycle import LifecycleConfig
 from controller.client import ControllerClient, NoControllerError, create_topics_request
@@ -405,10 +405,7 @@ def controller_credentials(
                 DEFAULT_SCRAM_ITERATIONS,
             )
     for user in config.bootstrap_scram_credentials:
-        record = user.record()
-        known[(user.name, user.mechanism.mechanism_name)] = ScramCredential(
-            record.salt, record.stored_key, record.server_key, record.iterations
-        )
+        known[(user.name, user.mechanism.mechanism_name)] = credential_of(user.record())
     return known_users_first(known, credential_lookup(image))
 
 
@@ -756,7 +753,8 @@ async def serve(config: NodeConfig) -> None:
     metadata_log.config = metadata_log_config(config)
     is_voter = Role.CONTROLLER in config.process_roles
     listener = config.controller_listener if is_voter else None
-    replayer = MetadataReplayer()
+    # What the node's earlier runs applied is replayed without an event per record.
+    replayer = MetadataReplayer(logged_below=metadata_log.log_end_offset)
     controller_apis = ApiRegistry()
     # ApiVersions lists them, and a SASL controller listener answers them.
     register_sasl_apis(controller_apis)

@@ -18,8 +18,8 @@ from storage import durability
 
 # Concurrent fsyncs past this many gain nothing more on the disks in use (measured: 1,000
 # files, temp + fsync + rename + directory fsync each: 4.5 s sequential, 0.32 s with 8 threads,
-# 0.38 s with 32).
-_PARALLEL_SYNCS = 8
+# 0.38 s with 32). The node flushes its logs and snapshots its replicas that many at once too.
+PARALLEL_SYNCS = 8
 
 
 def write_atomically(path: Path, data: bytes, *, sync_directory: bool = True) -> None:
@@ -45,7 +45,7 @@ def write_all_atomically(
     failed: dict[Path, OSError] = {}
     if not files:
         return failed
-    with ThreadPoolExecutor(min(_PARALLEL_SYNCS, len(files))) as pool:
+    with ThreadPoolExecutor(min(PARALLEL_SYNCS, len(files))) as pool:
         written = dict(
             zip(files, pool.map(_written_or_error, files.keys(), files.values()), strict=True)
         )

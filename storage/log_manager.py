@@ -38,7 +38,7 @@ from pathlib import Path
 import structlog
 
 from storage import durability
-from storage.atomic_file import remove_durably, write_atomically
+from storage.atomic_file import PARALLEL_SYNCS, remove_durably, write_atomically
 from storage.checkpoint_file import CheckpointFormatError, read_checkpoint, write_checkpoint
 from storage.errors import InconsistentTopicIdError, StorageError, StorageIOError
 from storage.log import Log, LogConfig, wall_clock_ms
@@ -57,9 +57,6 @@ _MARKER_VERSION = 0
 _DELETED_SUFFIX = "-delete"
 # The longest file name the file systems in use take (a name aside for deletion is cut to it).
 _MAX_FILE_NAME = 255
-# How many logs are flushed at once at start (after recovery) and at shutdown: fsyncs wait
-# on the disk, not the interpreter, and the file system commits concurrent ones together.
-_FLUSH_THREADS = 8
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 log = structlog.get_logger(__name__)
@@ -482,14 +479,15 @@ class LogManager:
         log.info("log_manager_shutdown_clean", broker_epoch=broker_epoch)
 
     def _flush_all(self) -> list[StorageError]:
-        """Flush every online log, many at once: a node hosting thousands of logs would
-        otherwise wait out thousands of fsyncs one after the other (each log is flushed by
+        """Flush every online log, many at once (fsyncs wait on the disk, not the interpreter,
+        and the file system commits concurrent ones together): a node hosting thousands of logs
+        would otherwise wait out thousands of fsyncs one after the other (each log is flushed by
         one thread only; nothing else uses the logs meanwhile). Returns the errors of the
         logs whose flush failed, offline since; the rest were flushed."""
         online = [(tp, entry) for tp, entry in self._logs.items() if not entry.offline]
         if not online:
             return []
-        with ThreadPoolExecutor(_FLUSH_THREADS, thread_name_prefix="log-flush") as flushers:
+        with ThreadPoolExecutor(PARALLEL_SYNCS, thread_name_prefix="log-flush") as flushers:
             flushes = [(tp, flushers.submit(entry.flush)) for tp, entry in online]
         failures = []
         for partition, flush in flushes:

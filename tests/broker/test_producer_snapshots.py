@@ -277,15 +277,28 @@ def test_log_batches_from_an_offset_include_the_batch_holding_it(tmp_path: Path)
 
 
 async def test_stopping_the_replica_manager_snapshots_every_partition(tmp_path: Path) -> None:
+    # More partitions than closes run at once, each with its own producer and log end.
     logs = LogManager.open([tmp_path / "data"], CONFIG)
     manager = ReplicaManager(BROKER, logs, MetadataReplayer(), CONFIG, KAFKA_DEFAULTS)
-    partition = Partition(
-        "t", UUID(int=1), 0, BROKER, logs.get_or_create_log(TopicPartition("t", 0), CONFIG)
-    )
-    partition.apply(PartitionState(replicas=(1,), isr=(1,), leader=BROKER, leader_epoch=0))
-    manager.partitions[("t", 0)] = partition
-    produce(partition, range(1))
+    partitions = []
+    for index in range(20):
+        partition = Partition(
+            "t",
+            UUID(int=1),
+            index,
+            BROKER,
+            logs.get_or_create_log(TopicPartition("t", index), CONFIG),
+        )
+        partition.apply(PartitionState(replicas=(1,), isr=(1,), leader=BROKER, leader_epoch=0))
+        manager.partitions[("t", index)] = partition
+        produce(partition, range(index % 4 + 1), producer_id=100 + index)
+        partitions.append(partition)
 
     await manager.stop()
 
-    assert ProducerSnapshots(partition.log.directory).offsets() == [1]
+    for index, partition in enumerate(partitions):
+        found = ProducerSnapshots(partition.log.directory).load(0, partition.log.log_end_offset)
+        assert found is not None
+        offset, state = found
+        assert offset == partition.log.log_end_offset == index % 4 + 1
+        assert state.to_snapshot() == partition.producers.to_snapshot() == replayed(partition.log)

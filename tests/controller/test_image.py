@@ -9,6 +9,7 @@ from uuid import UUID
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
 
 from controller.image import (
     BrokerRegistration,
@@ -297,6 +298,29 @@ def test_replayer_applies_commits_and_skips_leader_change_and_noop() -> None:
     assert replayer.image == replace(_replay(_cluster()), end_offset=len(entries), epoch=1)
     replayer.on_leader_change(3, 2)
     assert (replayer.leader_id, replayer.leader_epoch) == (3, 2)
+
+
+def test_replayer_logs_each_change_only_from_the_end_of_the_log_it_started_with() -> None:
+    # The node's earlier runs logged the first entries; one summary stands for them now.
+    entries = _entries(_cluster())
+    started_at = 7
+    replayer = MetadataReplayer(logged_below=started_at)
+    with capture_logs() as logs:
+        replayer.on_commit(entries[:4])
+        replayer.on_commit(entries[4:])
+    assert replayer.image == _replay(_cluster())
+    loud = MetadataReplayer()
+    with capture_logs() as every_change:
+        loud.on_commit(entries)
+    assert loud.image == replayer.image
+    applied = [e["offset"] for e in every_change if e["event"] == "metadata_applied"]
+    assert [e["offset"] for e in logs if e["event"] == "metadata_applied"] == [
+        offset for offset in applied if offset >= started_at
+    ]
+    summaries = [e for e in logs if e["event"] == "metadata_log_replayed"]
+    assert len(summaries) == 1
+    assert summaries[0]["records"] == summaries[0]["logged_below"] == started_at
+    assert summaries[0]["end_offset"] == len(entries)
 
 
 def test_replayer_snapshots_its_image_and_loads_it_back() -> None:

@@ -102,8 +102,23 @@ def test_a_cleanly_restarted_node_rejoins_every_isr_in_few_requests(cluster: Clu
     assert cluster.terminate(restarted) == 0
     # While it was shutting down, its leaders may have asked for it and been refused.
     asked_before = isr_requests_answered(cluster)
+    log_before = len(cluster.nodes[restarted].log_path.read_text(errors="replace"))
     cluster.start(restarted)
     cluster.wait_for(f"node {restarted} ready", lambda: cluster.ready(restarted), timeout=120)
+    # The metadata its earlier run applied is replayed without an event per record: one sums
+    # it up, and only the records after it are logged one by one.
+    since_start = [
+        json.loads(line)
+        for line in cluster.nodes[restarted]
+        .log_path.read_text(errors="replace")[log_before:]
+        .splitlines()
+        if line.startswith("{")
+    ]
+    replayed = [e for e in since_start if e["event"] == "metadata_log_replayed"]
+    assert len(replayed) == 1
+    assert replayed[0]["records"] > PARTITIONS
+    applied = [e["offset"] for e in since_start if e["event"] == "metadata_applied"]
+    assert all(offset >= replayed[0]["logged_below"] for offset in applied)
     # The leaders shrink the ISRs of the stopped node's replicas while it is away (controlled
     # shutdown) and expand them again once it caught up.
     cluster.wait_for("every ISR full", lambda: every_isr_full(cluster, controller), 120)

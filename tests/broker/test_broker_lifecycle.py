@@ -1,0 +1,78 @@
+"""The broker's lifecycle manager against a controller that answers as ours does: a broker
+registers, and the controller unfences it at the first heartbeat reporting its own registration
+applied."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.lifecycle import BrokerIdentity, BrokerLifecycleManager
+from net import messages
+from net.protocol import make_entity
+
+REGISTRATION_OFFSET = 40
+# Longer than the test waits: only heartbeats sent sooner than the interval can unfence.
+HEARTBEAT_INTERVAL_MS = 600_000
+
+
+class RegisteringController:
+    """Stands in for the active controller at the network boundary (`ControllerClient.send`):
+    registers at REGISTRATION_OFFSET and unfences a heartbeat caught up to it (as
+    controller.broker_lifecycle decides)."""
+
+    def __init__(self) -> None:
+        self.heartbeats: list[int] = []
+
+    async def send(self, request: Any, **_: Any) -> Any:
+        if isinstance(request, messages.BROKER_REGISTRATION_REQUESTS[request.__version__]):
+            return make_entity(
+                messages.BROKER_REGISTRATION_RESPONSES[request.__version__],
+                throttle_time=timedelta(0),
+                error_code=ErrorCode.none,
+                broker_epoch=REGISTRATION_OFFSET,
+            )
+        offset = request.current_metadata_offset
+        self.heartbeats.append(offset)
+        caught_up = offset >= REGISTRATION_OFFSET
+        return make_entity(
+            messages.BROKER_HEARTBEAT_RESPONSES[request.__version__],
+            throttle_time=timedelta(0),
+            error_code=ErrorCode.none,
+            is_caught_up=caught_up,
+            is_fenced=not caught_up,
+            should_shut_down=False,
+        )
+
+
+async def test_a_broker_catching_up_heartbeats_soon_and_is_unfenced_once_caught_up() -> None:
+    controller = RegisteringController()
+    lifecycle = BrokerLifecycleManager(
+        controller,  # type: ignore[arg-type]
+        BrokerIdentity(
+            broker_id=1, cluster_id="c", listeners=(), rack=None, previous_broker_epoch=7
+        ),
+        # The metadata log replays on: one entry more for each heartbeat answered.
+        lambda: REGISTRATION_OFFSET - 3 + min(len(controller.heartbeats), 3),
+        heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
+        session_timeout_ms=HEARTBEAT_INTERVAL_MS * 3,
+    )
+    lifecycle.start()
+    try:
+
+        async def unfenced() -> None:
+            while lifecycle.fenced:
+                await asyncio.sleep(0.001)
+
+        await asyncio.wait_for(unfenced(), timeout=30)
+    finally:
+        await lifecycle.stop()
+    assert lifecycle.broker_epoch == REGISTRATION_OFFSET
+    assert not lifecycle.fenced
+    # Fenced heartbeats came one after the other until one reported the registration applied.
+    assert controller.heartbeats[-1] == REGISTRATION_OFFSET
+    assert len(controller.heartbeats) >= 2
+    assert all(offset < REGISTRATION_OFFSET for offset in controller.heartbeats[:-1])
