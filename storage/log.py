@@ -310,11 +310,16 @@ class Log:
         latest (a replica becoming leader, before its first append: Kafka's
         maybeAssignEpochStartOffset). A follower that fetched a deposed leader's later epoch
         then learns where this log ends its own epochs, and truncates there. With
-        `checkpoints`, the leader-epoch checkpoint is written by its next `write`."""
+        `checkpoints`, the leader-epoch checkpoint is written by its next `write`. On a log
+        holding no batch, it is written by the first append instead."""
         self._check_online()
         latest_epoch = self.leader_epoch_cache.latest_epoch
         if latest_epoch is None or epoch > latest_epoch:
-            if checkpoints is None:
+            if self._log_end_offset == self._log_start_offset:
+                # No batch to tell apart by epoch: the first append writes the checkpoint, so
+                # that creating thousands of led partitions costs no fsync for it.
+                self.leader_epoch_cache.assign_unwritten(epoch, self._log_end_offset)
+            elif checkpoints is None:
                 self._assign_epoch(epoch, self._log_end_offset)
             else:
                 checkpoints.assign(self.leader_epoch_cache, epoch, self._log_end_offset)
@@ -385,6 +390,7 @@ class Log:
         latest_epoch = self.leader_epoch_cache.latest_epoch
         if latest_epoch is None or leader_epoch > latest_epoch:
             self._assign_epoch(leader_epoch, self._log_end_offset)
+        self._persist_unwritten_epoch()
         return self._write(buffers, placements, position, headers, now)
 
     def append_as_follower(
@@ -420,6 +426,7 @@ class Log:
             )
         for header in headers:
             self._assign_epoch(header.partition_leader_epoch, header.base_offset)
+        self._persist_unwritten_epoch()
         return self._write([view], placements, len(view), headers, self._clock())
 
     def _assign_epoch(self, epoch: int, start_offset: int) -> None:
@@ -428,6 +435,20 @@ class Log:
         except OSError as error:
             # The entry is in memory though not on disk: drop it, as nothing gets appended.
             self.leader_epoch_cache.truncate_from_end(self._log_end_offset, persist=False)
+            raise StorageIOError(
+                f"cannot write the leader-epoch checkpoint of {self.directory}: {error}",
+                error.errno,
+            ) from error
+
+    def _persist_unwritten_epoch(self) -> None:
+        """Checkpoint an epoch started on the empty log (`start_leader_epoch`) before the
+        log's first batch is written: from then on the batches depend on it."""
+        if not self.leader_epoch_cache.unpersisted:
+            return
+        try:
+            self.leader_epoch_cache.persist()
+        except OSError as error:
+            # As a failed `_assign_epoch`: the append fails, nothing is written.
             raise StorageIOError(
                 f"cannot write the leader-epoch checkpoint of {self.directory}: {error}",
                 error.errno,
