@@ -260,6 +260,28 @@ class Log:
         )
         return opened
 
+    @classmethod
+    def create(
+        cls,
+        directory: Path,
+        config: LogConfig | None = None,
+        *,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> Log:
+        """A new, empty log in `directory`, which the caller just made: nothing to list, load
+        or recover there (`open` does that for a directory that may hold a log)."""
+        config = config or LogConfig()
+        return cls(
+            directory,
+            config=config,
+            segments=[Segment.create(directory, 0, config.index_interval_bytes)],
+            epoch_cache=LeaderEpochCache.empty(directory),
+            log_start_offset=0,
+            recovery_point=0,
+            high_watermark=0,
+            clock=clock,
+        )
+
     # -- offsets ---------------------------------------------------------------------------
 
     @property

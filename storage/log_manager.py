@@ -41,11 +41,11 @@ from storage import durability
 from storage.atomic_file import remove_durably, write_atomically
 from storage.checkpoint_file import CheckpointFormatError, read_checkpoint, write_checkpoint
 from storage.errors import InconsistentTopicIdError, StorageError, StorageIOError
+from storage.file_threads import file_threads
 from storage.log import Log, LogConfig, wall_clock_ms
 from storage.partition_metadata import (
     PartitionMetadataError,
     read_partition_metadata,
-    write_all_partition_metadata,
     write_partition_metadata,
 )
 
@@ -261,43 +261,69 @@ class LogManager:
                     f"the log of {partition.dir_name} belongs to topic id {recorded}, not {asked}"
                 )
         load = Counter(self._logs_in_dir)
-        created: dict[TopicPartition, Path] = {}
-        for partition, _ in wanted:
+        created: dict[TopicPartition, tuple[Path, LogConfig, uuid.UUID | None]] = {}
+        for partition, config in wanted:
             if partition in self._logs or partition in created:
                 continue
             home = directory or min(self.partition_dirs, key=load.__getitem__)
             load[home] += 1
-            created[partition] = home
-        self._record_new_topic_ids(
-            {
-                partition: (home / partition.dir_name, topic_ids[partition.topic])
-                for partition, home in created.items()
-                if partition.topic in topic_ids
-            }
-        )
+            created[partition] = (
+                home,
+                config or self.default_config,
+                topic_ids.get(partition.topic),
+            )
+        self._create_logs(created)
         logs = []
-        for partition, config in wanted:
+        for partition, _ in wanted:
             topic_id = topic_ids.get(partition.topic)
-            existing = self._logs.get(partition)
-            if existing is None:
-                home = created[partition]
-                existing = Log.open(
-                    home / partition.dir_name,
-                    config or self.default_config,
-                    clock=self._clock,
-                )
-                self._logs[partition] = existing
-                self._dir_of[partition] = home
-                self._logs_in_dir[home] += 1
-                log.info("log_created", topic=partition.topic, partition=partition.partition)
-            elif topic_id is not None and partition not in created:
+            if topic_id is not None and partition not in created:
                 self.record_topic_id(partition, topic_id)
-            logs.append(existing)
-        # Before any of the new logs flushes data: a flushed log in a directory whose own entry
-        # a power cut could lose would not be durable.
-        for synced in set(created.values()):
-            durability.sync_directory(synced)
+            logs.append(self._logs[partition])
         return logs
+
+    def _create_logs(
+        self, new: Mapping[TopicPartition, tuple[Path, LogConfig, uuid.UUID | None]]
+    ) -> None:
+        """Create the empty logs of `new` (partition -> its log directory, config, topic id),
+        their file work spread over the storage threads: a topic's thousands of new replicas
+        wait out their `partition.metadata` fsyncs together, not one after another. Every
+        directory that gained a log is synced once, before any of the new logs can flush data
+        (a flushed log in a directory whose own entry a power cut could lose would not be
+        durable). Each log made is registered; StorageIOError names the first that failed."""
+        pool = file_threads()
+        making = {
+            partition: pool.submit(
+                _create_log, home / partition.dir_name, config, topic_id, self._clock
+            )
+            for partition, (home, config, topic_id) in new.items()
+        }
+        failure: StorageIOError | None = None
+        for partition, making_log in making.items():
+            home, _, topic_id = new[partition]
+            try:
+                made = making_log.result()
+            except OSError as error:
+                failure = failure or StorageIOError(
+                    f"cannot create the log of {partition.dir_name}: {error}", error.errno
+                )
+                continue
+            self._logs[partition] = made
+            self._dir_of[partition] = home
+            self._logs_in_dir[home] += 1
+            if topic_id is not None:
+                self._topic_ids[partition] = topic_id
+            log.debug("log_created", topic=partition.topic, partition=partition.partition)
+        homes = sorted({home for partition, (home, _, _) in new.items() if partition in self._logs})
+        for home in homes:
+            durability.sync_directory(home)
+        if homes:
+            log.info(
+                "logs_created",
+                logs=sum(1 for partition in new if partition in self._logs),
+                log_dirs=[str(home) for home in homes],
+            )
+        if failure is not None:
+            raise failure
 
     def record_topic_id(self, partition: TopicPartition, topic_id: uuid.UUID) -> None:
         """Record `topic_id` durably as the topic id of `partition`'s log, which records none
@@ -328,32 +354,6 @@ class LogManager:
                 f"cannot record the topic id of {partition.dir_name}: {error}", error.errno
             ) from error
         self._topic_ids[partition] = topic_id
-
-    def _record_new_topic_ids(self, new: Mapping[TopicPartition, tuple[Path, uuid.UUID]]) -> None:
-        """Record the topic ids of logs about to be created (partition -> its directory, its
-        topic id): before any file of those logs exists, so that every later sync of their
-        directories (the first comes before any of its records is durable: the leader-epoch
-        checkpoint, the first segment flush) makes them durable too; a directory sync of its
-        own for each new log would double what creating a topic's partitions costs, and the
-        files' own fsyncs run in parallel."""
-        try:
-            for partition_dir, _ in new.values():
-                partition_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise StorageIOError(
-                f"cannot create the directory of a new log: {error}", error.errno
-            ) from error
-        failed = write_all_partition_metadata(
-            {partition_dir: topic_id for partition_dir, topic_id in new.values()}
-        )
-        for partition, (partition_dir, topic_id) in new.items():
-            failure = failed.get(partition_dir)
-            if failure is not None:
-                raise StorageIOError(
-                    f"cannot record the topic id of {partition.dir_name}: {failure}",
-                    failure.errno,
-                ) from failure
-            self._topic_ids[partition] = topic_id
 
     def delete_log(self, partition: TopicPartition) -> Path | None:
         """Remove a partition's log: its directory is renamed aside (durably) before this
@@ -518,6 +518,26 @@ class LogManager:
         if self._deleter is not None:
             self._deleter.shutdown(wait=False)
             self._deleter = None
+
+
+def _create_log(
+    partition_dir: Path, config: LogConfig, topic_id: uuid.UUID | None, clock: Callable[[], int]
+) -> Log:
+    """A new log in `partition_dir` (on a storage thread), its topic id recorded before any
+    of its files exists: every later sync of the directory (the first comes before any of its
+    records is durable: the leader-epoch checkpoint, the first segment flush) makes the id
+    durable too, so the id's file needs no directory sync of its own. A directory that exists
+    already (left by a creation that failed) is opened as it is."""
+    try:
+        partition_dir.mkdir()
+        fresh = True
+    except FileExistsError:
+        fresh = False
+    if topic_id is not None:
+        write_partition_metadata(partition_dir, topic_id, sync_directory=False)
+    if fresh:
+        return Log.create(partition_dir, config, clock=clock)
+    return Log.open(partition_dir, config, clock=clock)
 
 
 def _remove_deleted_directory(doomed: Path) -> None:

@@ -15,11 +15,10 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from uuid import UUID
 
-from storage.atomic_file import write_all_atomically, write_atomically
+from storage.atomic_file import write_atomically
 
 PARTITION_METADATA_FILE = "partition.metadata"
 _VERSION = 0
@@ -61,19 +60,6 @@ def write_partition_metadata(
     write_atomically(
         directory / PARTITION_METADATA_FILE, _content(topic_id), sync_directory=sync_directory
     )
-
-
-def write_all_partition_metadata(topic_ids: Mapping[Path, UUID]) -> dict[Path, OSError]:
-    """`write_partition_metadata` without `sync_directory` for each `directory -> topic id`,
-    the files' fsyncs in parallel; returns the directories whose file failed, with the error."""
-    failed = write_all_atomically(
-        {
-            directory / PARTITION_METADATA_FILE: _content(topic_id)
-            for directory, topic_id in topic_ids.items()
-        },
-        sync_directories=False,
-    )
-    return {path.parent: error for path, error in failed.items()}
 
 
 def _content(topic_id: UUID) -> bytes:
