@@ -44,13 +44,13 @@ def test_logs_created_at_once_behave_as_logs_opened_on_their_directories(
     assert reopened.clean_shutdown
     for partition in range(PARTITIONS):
         found = TopicPartition("wide", partition)
-        log = reopened.get_log(found)
-        assert log is not None
+        restarted = reopened.get_log(found)
+        assert restarted is not None
         single = Log.open(tmp_path / "single" / f"wide-{partition}", LogConfig())
-        assert read_values(log) == read_values(single)
+        assert read_values(restarted) == read_values(single)
         # Both keep the epochs written in; an epoch started on an empty log and never
         # written in is gone from both.
-        assert log.leader_epoch_cache.entries == single.leader_epoch_cache.entries
+        assert restarted.leader_epoch_cache.entries == single.leader_epoch_cache.entries
         assert reopened.topic_id_of(found) == WIDE_ID
         single.close()
     reopened.close()
@@ -87,10 +87,10 @@ def test_a_power_cut_right_after_creation_leaves_logs_that_are_used_again(
     manager.shutdown(broker_epoch=6)
     reopened = LogManager.open([directory])
     for partition, _ in _wide():
-        log = reopened.get_log(partition)
-        assert log is not None
-        assert read_values(log) == [b"9:0:......"]
-        assert log.leader_epoch_cache.entries == [EpochEntry(1, 0)]
+        restarted = reopened.get_log(partition)
+        assert restarted is not None
+        assert read_values(restarted) == [b"9:0:......"]
+        assert restarted.leader_epoch_cache.entries == [EpochEntry(1, 0)]
     reopened.close()
 
 
