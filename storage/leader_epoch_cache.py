@@ -15,7 +15,7 @@ from pathlib import Path
 
 import structlog
 
-from storage.atomic_file import write_all_atomically, write_atomically
+from storage.atomic_file import replace_unsynced, write_all_atomically, write_atomically
 from storage.checkpoint_file import CheckpointFormatError, checkpoint_bytes, read_checkpoint
 
 CHECKPOINT_NAME = "leader-epoch-checkpoint"
@@ -40,6 +40,8 @@ class LeaderEpochCache:
         # Whether the entries differ from the checkpoint by an epoch started where the log
         # ends with nothing written in it yet (`assign_unwritten`).
         self.unpersisted = False
+        # Whether the checkpoint was written without fsync (`write_unsynced`).
+        self.unsynced = False
 
     @classmethod
     def load(cls, partition_dir: Path) -> LeaderEpochCache | None:
@@ -167,6 +169,16 @@ class LeaderEpochCache:
     def persist(self) -> None:
         write_atomically(self._checkpoint_path, self.checkpoint())
         self.unpersisted = False
+        self.unsynced = False
+
+    def write_unsynced(self) -> None:
+        """Write the checkpoint with no fsync: what the log's first batch needs on disk as it
+        is written (a process crash keeps it). A power cut may lose it, and the batch with
+        it unless flushed, so the log `persist`s it before its first flush; recovery of
+        unflushed batches assigns their epochs again."""
+        replace_unsynced(self._checkpoint_path, self.checkpoint())
+        self.unpersisted = False
+        self.unsynced = True
 
 
 class EpochCheckpoints:

@@ -39,6 +39,7 @@ from net.record_batch import (
 )
 from net.records import RecordColumns, decode_batch_columns
 from storage import durability
+from storage.atomic_file import sync_replaced
 from storage.cleaner_checkpoint import lower_first_dirty_offset
 from storage.cleaner_swap import cleaned_path, swap_in
 from storage.errors import (
@@ -204,6 +205,8 @@ class Log:
         self._last_flush_ms = clock()
         self._offline = False
         self._truncations = 0
+        # Files of the log's directory written without fsync that its first flush syncs.
+        self._unsynced_files: list[Path] = []
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -267,11 +270,14 @@ class Log:
         config: LogConfig | None = None,
         *,
         clock: Callable[[], int] = wall_clock_ms,
+        unsynced_files: Sequence[Path] = (),
     ) -> Log:
         """A new, empty log in `directory`, which the caller just made: nothing to list, load
-        or recover there (`open` does that for a directory that may hold a log)."""
+        or recover there (`open` does that for a directory that may hold a log).
+        `unsynced_files`: files of the directory written without fsync (`replace_unsynced`)
+        that the log's first flush syncs, before any of its batches is durable."""
         config = config or LogConfig()
-        return cls(
+        created = cls(
             directory,
             config=config,
             segments=[Segment.create(directory, 0, config.index_interval_bytes)],
@@ -281,6 +287,8 @@ class Log:
             high_watermark=0,
             clock=clock,
         )
+        created._unsynced_files = list(unsynced_files)
+        return created
 
     # -- offsets ---------------------------------------------------------------------------
 
@@ -410,9 +418,10 @@ class Log:
             )
             position = end
         latest_epoch = self.leader_epoch_cache.latest_epoch
-        if latest_epoch is None or leader_epoch > latest_epoch:
-            self._assign_epoch(leader_epoch, self._log_end_offset)
-        self._persist_unwritten_epoch()
+        started = (latest_epoch is None or leader_epoch > latest_epoch) and (
+            self.leader_epoch_cache.assign(leader_epoch, self._log_end_offset, persist=False)
+        )
+        self._write_epochs_before_batches(started)
         return self._write(buffers, placements, position, headers, now)
 
     def append_as_follower(
@@ -446,9 +455,13 @@ class Log:
                     header.base_offset, header.next_offset, header.size, header.max_timestamp
                 )
             )
+        started = False
         for header in headers:
-            self._assign_epoch(header.partition_leader_epoch, header.base_offset)
-        self._persist_unwritten_epoch()
+            if self.leader_epoch_cache.assign(
+                header.partition_leader_epoch, header.base_offset, persist=False
+            ):
+                started = True
+        self._write_epochs_before_batches(started)
         return self._write([view], placements, len(view), headers, self._clock())
 
     def _assign_epoch(self, epoch: int, start_offset: int) -> None:
@@ -462,15 +475,19 @@ class Log:
                 error.errno,
             ) from error
 
-    def _persist_unwritten_epoch(self) -> None:
-        """Checkpoint an epoch started on the empty log (`start_leader_epoch`) before the
-        log's first batch is written: from then on the batches depend on it."""
-        if not self.leader_epoch_cache.unpersisted:
+    def _write_epochs_before_batches(self, started: bool) -> None:
+        """Write the leader-epoch checkpoint before batches that need it are written: those of
+        an epoch they `started`, or the first of a log whose epoch is still only in memory
+        (`start_leader_epoch` on an empty log). Without fsync (Kafka's too, since 3.7):
+        `flush` syncs it before any of those batches is durable, and the recovery of batches a
+        crash left unflushed assigns their epochs again. On a disk error the epochs the append
+        started are dropped again and the append fails, nothing written."""
+        if not (started or self.leader_epoch_cache.unpersisted):
             return
         try:
-            self.leader_epoch_cache.persist()
+            self.leader_epoch_cache.write_unsynced()
         except OSError as error:
-            # As a failed `_assign_epoch`: the append fails, nothing is written.
+            self.leader_epoch_cache.truncate_from_end(self._log_end_offset, persist=False)
             raise StorageIOError(
                 f"cannot write the leader-epoch checkpoint of {self.directory}: {error}",
                 error.errno,
@@ -908,6 +925,12 @@ class Log:
         if target <= self._recovery_point:
             return
         try:
+            # What the batches depend on first: the files written without fsync.
+            for path in self._unsynced_files:
+                sync_replaced(path)
+            self._unsynced_files = []
+            if self.leader_epoch_cache.unsynced:
+                self.leader_epoch_cache.persist()
             for segment in self._segments:
                 if segment.base_offset >= target:
                     break

@@ -47,6 +47,7 @@ from storage.partition_metadata import (
     PartitionMetadataError,
     read_partition_metadata,
     write_partition_metadata,
+    write_partition_metadata_unsynced,
 )
 
 CLEAN_SHUTDOWN_MARKER = ".kraft_cleanshutdown"
@@ -285,8 +286,8 @@ class LogManager:
         self, new: Mapping[TopicPartition, tuple[Path, LogConfig, uuid.UUID | None]]
     ) -> None:
         """Create the empty logs of `new` (partition -> its log directory, config, topic id),
-        their file work spread over the storage threads: a topic's thousands of new replicas
-        wait out their `partition.metadata` fsyncs together, not one after another. Every
+        their file work (directory, `partition.metadata`, empty segment) spread over the
+        storage threads, none of it waiting on the disk but the directories' syncs. Every
         directory that gained a log is synced once, before any of the new logs can flush data
         (a flushed log in a directory whose own entry a power cut could lose would not be
         durable). Each log made is registered; StorageIOError names the first that failed."""
@@ -524,20 +525,23 @@ def _create_log(
     partition_dir: Path, config: LogConfig, topic_id: uuid.UUID | None, clock: Callable[[], int]
 ) -> Log:
     """A new log in `partition_dir` (on a storage thread), its topic id recorded before any
-    of its files exists: every later sync of the directory (the first comes before any of its
-    records is durable: the leader-epoch checkpoint, the first segment flush) makes the id
-    durable too, so the id's file needs no directory sync of its own. A directory that exists
-    already (left by a creation that failed) is opened as it is."""
+    of its files exists. A directory that exists already (left by a creation that failed) is
+    opened as it is, its id recorded durably."""
     try:
         partition_dir.mkdir()
         fresh = True
     except FileExistsError:
         fresh = False
-    if topic_id is not None:
-        write_partition_metadata(partition_dir, topic_id, sync_directory=False)
-    if fresh:
-        return Log.create(partition_dir, config, clock=clock)
-    return Log.open(partition_dir, config, clock=clock)
+    if not fresh:
+        if topic_id is not None:
+            write_partition_metadata(partition_dir, topic_id, sync_directory=False)
+        return Log.open(partition_dir, config, clock=clock)
+    # Synced by the log's first flush (Kafka's too): until a record of the log is durable,
+    # a power cut that loses the id loses nothing the id would tell apart.
+    unsynced = (
+        () if topic_id is None else (write_partition_metadata_unsynced(partition_dir, topic_id),)
+    )
+    return Log.create(partition_dir, config, clock=clock, unsynced_files=unsynced)
 
 
 def _remove_deleted_directory(doomed: Path) -> None:

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from uuid import UUID
 
-from storage.atomic_file import write_atomically
+from storage.atomic_file import replace_unsynced, write_atomically
 
 PARTITION_METADATA_FILE = "partition.metadata"
 _VERSION = 0
@@ -60,6 +60,15 @@ def write_partition_metadata(
     write_atomically(
         directory / PARTITION_METADATA_FILE, _content(topic_id), sync_directory=sync_directory
     )
+
+
+def write_partition_metadata_unsynced(directory: Path, topic_id: UUID) -> Path:
+    """Record `topic_id` in `directory` with no fsync (a new log's, as Kafka records it at
+    creation and syncs it with the log's first flush): the caller syncs the returned file
+    (`atomic_file.sync_replaced`) before any record of the log is durable."""
+    path = directory / PARTITION_METADATA_FILE
+    replace_unsynced(path, _content(topic_id))
+    return path
 
 
 def _content(topic_id: UUID) -> bytes:

@@ -1,18 +1,25 @@
 """A leader epoch started on a log that holds no batch is checkpointed by the log's first
-append, not when it starts (creating thousands of led partitions then costs no fsync for it).
-Such a lazily checkpointed log behaves as one whose epoch was checkpointed at once: appends,
-reads, follower appends, truncation, restarts clean or after a crash before the first append."""
+append, not when it starts (creating thousands of led partitions then costs no fsync for it);
+an append writes the checkpoint its batches need without fsync, and the log's flush syncs it
+before any of them is durable (as a new log's `partition.metadata`). Such a lazily
+checkpointed log behaves as one whose epoch was checkpointed at once: appends, reads, follower
+appends, truncation, restarts clean, after a crash, or after a power cut."""
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from uuid import UUID
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage.leader_epoch_cache import EpochEntry, LeaderEpochCache
+from storage import durability
+from storage.durability import durable_lengths, power_cut
+from storage.leader_epoch_cache import CHECKPOINT_NAME, EpochEntry, LeaderEpochCache
 from storage.log import Log, LogConfig
+from storage.log_manager import LogManager, TopicPartition
+from storage.partition_metadata import PARTITION_METADATA_FILE, read_partition_metadata
 from tests.storage.helpers import make_batch, read_values
 
 
@@ -152,3 +159,75 @@ def test_a_lazily_checkpointed_log_behaves_as_an_eagerly_checkpointed_one(
             )
         lazy.close()
         eager.close()
+
+
+def test_the_checkpoint_an_append_writes_is_synced_by_the_flush_before_its_batches(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "log"
+    journal = tmp_path / "journal"
+    checkpoint = str(directory / CHECKPOINT_NAME)
+    durability.enable_journal(journal)
+    try:
+        log = Log.open(directory, LogConfig())
+        log.start_leader_epoch(0)
+        log.append(make_batch(2, tag=1), leader_epoch=0)
+        # Written for the batch, not synced: a power cut now loses both.
+        assert _on_disk(log) == [EpochEntry(0, 0)]
+        assert checkpoint not in durable_lengths(journal)
+        log.flush()
+        assert checkpoint in durable_lengths(journal)
+        # A new epoch's batch, not flushed: its checkpoint is not synced either.
+        log.append(make_batch(1, tag=2), leader_epoch=1)
+        assert _on_disk(log) == [EpochEntry(0, 0), EpochEntry(1, 2)]
+        log.close()
+    finally:
+        durability.disable_journal()
+    power_cut(journal, directory)
+    reopened = Log.open(directory, LogConfig(), recovery_point=2)
+    assert reopened.log_end_offset == 2
+    assert reopened.leader_epoch_cache.entries == [EpochEntry(0, 0)]
+    assert read_values(reopened) == [b"1:0:......", b"1:1:......"]
+    reopened.close()
+
+
+def test_a_crash_keeps_unflushed_batches_with_their_epochs(tmp_path: Path) -> None:
+    log = Log.open(tmp_path, LogConfig())
+    log.append(make_batch(1, tag=1), leader_epoch=0)
+    log.flush()
+    log.append(make_batch(1, tag=2), leader_epoch=3)
+    # Killed: the page cache keeps what was written, nothing was flushed after the first.
+    log.close()
+    reopened = Log.open(tmp_path, LogConfig(), recovery_point=1)
+    assert reopened.leader_epoch_cache.entries == [EpochEntry(0, 0), EpochEntry(3, 1)]
+    assert read_values(reopened) == [b"1:0:......", b"2:0:......"]
+    reopened.close()
+
+
+def test_a_new_logs_topic_id_is_synced_by_its_first_flush(tmp_path: Path) -> None:
+    directory = tmp_path / "data"
+    journal = tmp_path / "journal"
+    topic_id = UUID(int=0x5A)
+    durability.enable_journal(journal)
+    try:
+        manager = LogManager.open([directory])
+        log = manager.get_or_create_log(TopicPartition("orders", 0), topic_id=topic_id)
+        recorded = str(log.directory / PARTITION_METADATA_FILE)
+        assert read_partition_metadata(log.directory) == topic_id
+        assert recorded not in durable_lengths(journal)
+        log.start_leader_epoch(0)
+        log.append(make_batch(1, tag=4), leader_epoch=0)
+        log.flush()
+        assert recorded in durable_lengths(journal)
+        manager.close()
+    finally:
+        durability.disable_journal()
+    power_cut(journal, directory)
+    reopened = LogManager.open([directory])
+    partition = TopicPartition("orders", 0)
+    assert reopened.topic_id_of(partition) == topic_id
+    restarted = reopened.get_log(partition)
+    assert restarted is not None
+    assert read_values(restarted) == [b"4:0:......"]
+    assert restarted.leader_epoch_cache.entries == [EpochEntry(0, 0)]
+    reopened.close()
