@@ -90,6 +90,10 @@ class TopicPartition:
         return self.topic[: _MAX_FILE_NAME - len(suffix)] + suffix
 
 
+# A log being made on the storage threads: its log directory, its topic id, its creation.
+_Making = tuple[Path, uuid.UUID | None, Future[Log]]
+
+
 class LogManager:
     """Opens, creates, checkpoints, flushes, retains and closes the logs of a node."""
 
@@ -116,6 +120,8 @@ class LogManager:
         self._logs_in_dir: Counter[Path] = Counter()
         # The topic id each log's directory records (none for a log from before topic ids).
         self._topic_ids: dict[TopicPartition, uuid.UUID] = {}
+        # New logs `prepare_logs` started making, until a `get_or_create_logs` takes them.
+        self._preparing: dict[TopicPartition, _Making] = {}
         # Removes the directories of deleted logs, off the caller's thread (made on first use).
         self._deleter: ThreadPoolExecutor | None = None
         self._deletions: set[Future[None]] = set()
@@ -254,6 +260,14 @@ class LogManager:
         is first used under). An existing log that records another id than asked for is never
         handed out: InconsistentTopicIdError (the caller deletes it first)."""
         topic_ids = topic_ids or {}
+        # Those `prepare_logs` started: made by now, or soon.
+        self._register_made(
+            {
+                partition: self._preparing.pop(partition)
+                for partition, _ in wanted
+                if partition in self._preparing
+            }
+        )
         for partition, _ in wanted:
             recorded = self._topic_ids.get(partition)
             asked = topic_ids.get(partition.topic)
@@ -261,19 +275,8 @@ class LogManager:
                 raise InconsistentTopicIdError(
                     f"the log of {partition.dir_name} belongs to topic id {recorded}, not {asked}"
                 )
-        load = Counter(self._logs_in_dir)
-        created: dict[TopicPartition, tuple[Path, LogConfig, uuid.UUID | None]] = {}
-        for partition, config in wanted:
-            if partition in self._logs or partition in created:
-                continue
-            home = directory or min(self.partition_dirs, key=load.__getitem__)
-            load[home] += 1
-            created[partition] = (
-                home,
-                config or self.default_config,
-                topic_ids.get(partition.topic),
-            )
-        self._create_logs(created)
+        created = self._start_creating(wanted, directory, topic_ids)
+        self._register_made(created)
         logs = []
         for partition, _ in wanted:
             topic_id = topic_ids.get(partition.topic)
@@ -282,25 +285,58 @@ class LogManager:
             logs.append(self._logs[partition])
         return logs
 
-    def _create_logs(
-        self, new: Mapping[TopicPartition, tuple[Path, LogConfig, uuid.UUID | None]]
+    def prepare_logs(
+        self,
+        wanted: Sequence[tuple[TopicPartition, LogConfig | None]],
+        *,
+        topic_ids: Mapping[str, uuid.UUID] | None = None,
     ) -> None:
-        """Create the empty logs of `new` (partition -> its log directory, config, topic id),
-        their file work (directory, `partition.metadata`, empty segment) spread over the
-        storage threads, none of it waiting on the disk but the directories' syncs. Every
-        directory that gained a log is synced once, before any of the new logs can flush data
-        (a flushed log in a directory whose own entry a power cut could lose would not be
-        durable). Each log made is registered; StorageIOError names the first that failed."""
+        """Start creating the logs of `wanted` that do not exist yet, on the storage threads,
+        as `get_or_create_logs` would create them; the `get_or_create_logs` that asks for them
+        then takes them as made. So the files of a next batch of new replicas are made while
+        the caller sets up the previous one's."""
+        self._preparing.update(self._start_creating(wanted, None, topic_ids or {}))
+
+    def _start_creating(
+        self,
+        wanted: Sequence[tuple[TopicPartition, LogConfig | None]],
+        directory: Path | None,
+        topic_ids: Mapping[str, uuid.UUID],
+    ) -> dict[TopicPartition, _Making]:
+        """Submit the creation of each log of `wanted` that is neither there nor being made, in
+        `directory` or else the least-loaded partition directory, to the storage threads."""
+        load = Counter(self._logs_in_dir)
+        load.update(home for home, _, _ in self._preparing.values())
         pool = file_threads()
-        making = {
-            partition: pool.submit(
-                _create_log, home / partition.dir_name, config, topic_id, self._clock
+        started: dict[TopicPartition, _Making] = {}
+        for partition, config in wanted:
+            if partition in self._logs or partition in self._preparing or partition in started:
+                continue
+            home = directory or min(self.partition_dirs, key=load.__getitem__)
+            load[home] += 1
+            topic_id = topic_ids.get(partition.topic)
+            started[partition] = (
+                home,
+                topic_id,
+                pool.submit(
+                    _create_log,
+                    home / partition.dir_name,
+                    config or self.default_config,
+                    topic_id,
+                    self._clock,
+                ),
             )
-            for partition, (home, config, topic_id) in new.items()
-        }
+        return started
+
+    def _register_made(self, making: Mapping[TopicPartition, _Making]) -> None:
+        """Wait for the logs of `making` (partition -> its log directory, topic id, creation),
+        whose file work (directory, `partition.metadata`, empty segment) waits on no fsync, and
+        register them. Every directory that gained a log is synced once, before any of the new
+        logs can flush data (a flushed log in a directory whose own entry a power cut could
+        lose would not be durable). StorageIOError names the first that failed."""
         failure: StorageIOError | None = None
-        for partition, making_log in making.items():
-            home, _, topic_id = new[partition]
+        homes: set[Path] = set()
+        for partition, (home, topic_id, making_log) in making.items():
             try:
                 made = making_log.result()
             except OSError as error:
@@ -313,15 +349,15 @@ class LogManager:
             self._logs_in_dir[home] += 1
             if topic_id is not None:
                 self._topic_ids[partition] = topic_id
+            homes.add(home)
             log.debug("log_created", topic=partition.topic, partition=partition.partition)
-        homes = sorted({home for partition, (home, _, _) in new.items() if partition in self._logs})
-        for home in homes:
+        for home in sorted(homes):
             durability.sync_directory(home)
         if homes:
             log.info(
                 "logs_created",
-                logs=sum(1 for partition in new if partition in self._logs),
-                log_dirs=[str(home) for home in homes],
+                logs=sum(1 for partition in making if partition in self._logs),
+                log_dirs=[str(home) for home in sorted(homes)],
             )
         if failure is not None:
             raise failure

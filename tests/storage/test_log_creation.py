@@ -1,15 +1,20 @@
 """Creating many logs at once (a topic's partitions), their file work on the storage threads:
 each created log behaves as a log opened on its directory does (appends, reads, restarts), a
 crash that cuts what was never synced right after creation leaves logs that take their topic
-id and epochs again, and a partition directory left from an earlier attempt is opened as is."""
+id and epochs again, a partition directory left from an earlier attempt is opened as is, and
+logs prepared ahead (made while the caller sets up others) are handed out as if made when
+asked for."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from uuid import UUID
 
+import pytest
+
 from storage import durability
 from storage.durability import power_cut
+from storage.errors import InconsistentTopicIdError
 from storage.leader_epoch_cache import EpochEntry
 from storage.log import Log, LogConfig
 from storage.log_manager import LogManager, TopicPartition
@@ -107,4 +112,33 @@ def test_a_partition_directory_left_by_an_earlier_attempt_is_opened_as_is(
     assert created[3].leader_epoch_cache.entries == [EpochEntry(2, 0)]
     assert all(log.log_end_offset == 0 for p, log in enumerate(created) if p != 3)
     assert all(read_partition_metadata(log.directory) == WIDE_ID for log in created)
+    manager.close()
+
+
+def test_logs_prepared_ahead_are_handed_out_as_if_created_when_asked(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    manager = LogManager.open([first, second])
+    wanted = _wide()
+    manager.prepare_logs(wanted[20:], topic_ids={"wide": WIDE_ID})
+    logs = manager.get_or_create_logs(wanted, topic_ids={"wide": WIDE_ID})
+    assert [log.directory.name for log in logs] == [f"wide-{p}" for p in range(PARTITIONS)]
+    # Placed as they would have been without preparing: the directories hold as many.
+    assert sum(log.directory.parent == first for log in logs) == PARTITIONS // 2
+    for partition, log in zip(wanted, logs, strict=True):
+        assert manager.get_log(partition[0]) is log
+        assert manager.topic_id_of(partition[0]) == WIDE_ID
+        log.start_leader_epoch(1)
+        log.append(make_batch(1, tag=3), leader_epoch=1)
+    manager.shutdown(broker_epoch=2)
+    reopened = LogManager.open([first, second])
+    assert set(reopened.logs) == {partition for partition, _ in wanted}
+    assert all(read_values(log) == [b"3:0:......"] for log in reopened.logs.values())
+    reopened.close()
+
+
+def test_a_log_prepared_for_another_topic_id_is_never_handed_out(tmp_path: Path) -> None:
+    manager = LogManager.open([tmp_path])
+    manager.prepare_logs(_wide(2), topic_ids={"wide": WIDE_ID})
+    with pytest.raises(InconsistentTopicIdError):
+        manager.get_or_create_logs(_wide(2), topic_ids={"wide": UUID(int=0x2E)})
     manager.close()
