@@ -465,10 +465,15 @@ class Log:
         return self._write([view], placements, len(view), headers, self._clock())
 
     def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        self._write_epoch_checkpoint(lambda: self.leader_epoch_cache.assign(epoch, start_offset))
+
+    def _write_epoch_checkpoint(self, write: Callable[[], object]) -> None:
+        """`write` the leader-epoch checkpoint; on a disk error the epochs starting at the log
+        end, in memory though not on disk, are dropped again (nothing gets appended in them),
+        and StorageIOError raised."""
         try:
-            self.leader_epoch_cache.assign(epoch, start_offset)
+            write()
         except OSError as error:
-            # The entry is in memory though not on disk: drop it, as nothing gets appended.
             self.leader_epoch_cache.truncate_from_end(self._log_end_offset, persist=False)
             raise StorageIOError(
                 f"cannot write the leader-epoch checkpoint of {self.directory}: {error}",
@@ -482,16 +487,8 @@ class Log:
         `flush` syncs it before any of those batches is durable, and the recovery of batches a
         crash left unflushed assigns their epochs again. On a disk error the epochs the append
         started are dropped again and the append fails, nothing written."""
-        if not (started or self.leader_epoch_cache.unpersisted):
-            return
-        try:
-            self.leader_epoch_cache.write_unsynced()
-        except OSError as error:
-            self.leader_epoch_cache.truncate_from_end(self._log_end_offset, persist=False)
-            raise StorageIOError(
-                f"cannot write the leader-epoch checkpoint of {self.directory}: {error}",
-                error.errno,
-            ) from error
+        if started or self.leader_epoch_cache.unpersisted:
+            self._write_epoch_checkpoint(self.leader_epoch_cache.write_unsynced)
 
     def _validate(self, view: memoryview, *, from_producer: bool) -> list[BatchHeader]:
         total = len(view)
