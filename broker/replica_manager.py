@@ -72,13 +72,13 @@ from net.record_batch import (
 )
 from net.sasl import SaslClientCredentials
 from net.tasks import report_fatal, start_essential
-from storage.atomic_file import PARALLEL_SYNCS
 from storage.errors import (
     InvalidTimestampError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     StorageError,
 )
+from storage.file_threads import FILE_THREADS
 from storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, EpochCheckpoints
 from storage.log import LogConfig
 from storage.log_manager import LogManager, TopicPartition
@@ -366,16 +366,12 @@ class ReplicaManager:
             chunk = hosted[first : first + _NEW_LOGS_AT_ONCE]
             # The new replicas' logs of a chunk at once: their directories are synced once,
             # not each.
-            new_logs = iter(
-                self._logs.get_or_create_logs(
-                    [
-                        (TopicPartition(*key), log_config)
-                        for _, _, _, log_config, key in chunk
-                        if key not in self.partitions
-                    ],
-                    topic_ids={key[0]: topic_id for topic_id, _, _, _, key in chunk},
-                )
-            )
+            wanted, topic_ids = self._new_logs_of(chunk)
+            new_logs = iter(self._logs.get_or_create_logs(wanted, topic_ids=topic_ids))
+            # The next chunk's files are made meanwhile, on the storage threads.
+            upcoming = hosted[first + _NEW_LOGS_AT_ONCE : first + 2 * _NEW_LOGS_AT_ONCE]
+            wanted, topic_ids = self._new_logs_of(upcoming)
+            self._logs.prepare_logs(wanted, topic_ids=topic_ids)
             checkpoints = EpochCheckpoints()
             applied: list[tuple[Partition, PartitionState, tuple[bool, int]]] = []
             for topic_id, state, config, _, key in chunk:
@@ -418,6 +414,18 @@ class ReplicaManager:
         if reconciling_all or image.topic_ids is not old.topic_ids:
             yield from self._delete_strays(image)
         self._applied = image
+
+    def _new_logs_of(
+        self, chunk: Sequence[tuple[UUID, PartitionState, TopicConfig, LogConfig, tuple[str, int]]]
+    ) -> tuple[list[tuple[TopicPartition, LogConfig | None]], dict[str, UUID]]:
+        """The logs a chunk of hosted replicas needs that no replica has yet, and the topic ids
+        they are for (what `get_or_create_logs` and `prepare_logs` take)."""
+        wanted: list[tuple[TopicPartition, LogConfig | None]] = [
+            (TopicPartition(*key), log_config)
+            for _, _, _, log_config, key in chunk
+            if key not in self.partitions
+        ]
+        return wanted, {key[0]: topic_id for topic_id, _, _, _, key in chunk}
 
     def _apply_throttle_rates(self, image: MetadataImage) -> None:
         """The replication quotas' rates: the dynamic broker configs of `image`, else the
@@ -606,7 +614,7 @@ class ReplicaManager:
         await self._fetchers.stop()
         # Each close writes a producer snapshot (fsyncs of the file and its directory): a node
         # hosting thousands of replicas closes them many at once, as its logs are flushed.
-        with ThreadPoolExecutor(PARALLEL_SYNCS, thread_name_prefix="replica-close") as closers:
+        with ThreadPoolExecutor(FILE_THREADS, thread_name_prefix="replica-close") as closers:
             list(closers.map(Partition.close, self.partitions.values()))
 
     async def _expire_lagging_followers(self) -> None:

@@ -11,15 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from storage import durability
-
-# Concurrent fsyncs past this many gain nothing more on the disks in use (measured: 1,000
-# files, temp + fsync + rename + directory fsync each: 4.5 s sequential, 0.32 s with 8 threads,
-# 0.38 s with 32). The node flushes its logs and snapshots its replicas that many at once too.
-PARALLEL_SYNCS = 8
+from storage.file_threads import file_threads
 
 
 def write_atomically(path: Path, data: bytes, *, sync_directory: bool = True) -> None:
@@ -28,11 +23,30 @@ def write_atomically(path: Path, data: bytes, *, sync_directory: bool = True) ->
     Without `sync_directory`, the new name is durable only once the caller (or the next sync
     of that directory) syncs it; the content is synced either way."""
     temporary = _temporary(path)
-    _write_synced(temporary, data)
+    _write(temporary, data)
     os.replace(temporary, path)
     if sync_directory:
         durability.sync_directory(path.parent)
         durability.record_rename(temporary, path)
+
+
+def replace_unsynced(path: Path, data: bytes) -> None:
+    """Make `path` hold exactly `data` (a temp file renamed over it), with no fsync: a process
+    crash leaves the old or the new file, a power cut maybe neither. For a file nothing
+    depends on until the caller's `sync_replaced` of it."""
+    temporary = _temporary(path)
+    _write(temporary, data, synced=False)
+    os.replace(temporary, path)
+
+
+def sync_replaced(path: Path) -> None:
+    """Make a file `replace_unsynced` wrote durable: its content, then its name."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        durability.sync_file(fd, path)
+    finally:
+        os.close(fd)
+    durability.sync_directory(path.parent)
 
 
 def write_all_atomically(
@@ -45,27 +59,25 @@ def write_all_atomically(
     failed: dict[Path, OSError] = {}
     if not files:
         return failed
-    with ThreadPoolExecutor(min(PARALLEL_SYNCS, len(files))) as pool:
-        written = dict(
-            zip(files, pool.map(_written_or_error, files.keys(), files.values()), strict=True)
-        )
-        renamed: list[Path] = []
-        for path, write_error in written.items():
-            if write_error is not None:
-                failed[path] = write_error
-                continue
-            try:
-                os.replace(_temporary(path), path)
-            except OSError as rename_error:
-                failed[path] = rename_error
-                continue
-            renamed.append(path)
-        if not sync_directories:
-            return failed
-        directories = sorted({path.parent for path in renamed})
-        synced = dict(
-            zip(directories, pool.map(_directory_synced_or_error, directories), strict=True)
-        )
+    pool = file_threads()
+    written = dict(
+        zip(files, pool.map(_written_or_error, files.keys(), files.values()), strict=True)
+    )
+    renamed: list[Path] = []
+    for path, write_error in written.items():
+        if write_error is not None:
+            failed[path] = write_error
+            continue
+        try:
+            os.replace(_temporary(path), path)
+        except OSError as rename_error:
+            failed[path] = rename_error
+            continue
+        renamed.append(path)
+    if not sync_directories:
+        return failed
+    directories = sorted({path.parent for path in renamed})
+    synced = dict(zip(directories, pool.map(_directory_synced_or_error, directories), strict=True))
     for path in renamed:
         directory_error = synced[path.parent]
         if directory_error is None:
@@ -89,14 +101,15 @@ def _temporary(path: Path) -> Path:
     return path.with_name(path.name + ".tmp")
 
 
-def _write_synced(temporary: Path, data: bytes) -> None:
+def _write(temporary: Path, data: bytes, *, synced: bool = True) -> None:
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(data)
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        durability.sync_file(fd, temporary)
+        if synced:
+            durability.sync_file(fd, temporary)
     except OSError:
         # Do not leave a partial temporary file holding space on a full disk.
         with contextlib.suppress(OSError):
@@ -108,7 +121,7 @@ def _write_synced(temporary: Path, data: bytes) -> None:
 
 def _written_or_error(path: Path, data: bytes) -> OSError | None:
     try:
-        _write_synced(_temporary(path), data)
+        _write(_temporary(path), data)
     except OSError as error:
         return error
     return None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import structlog
 
-from storage.atomic_file import write_all_atomically, write_atomically
+from storage.atomic_file import replace_unsynced, write_all_atomically, write_atomically
 from storage.checkpoint_file import CheckpointFormatError, checkpoint_bytes, read_checkpoint
 
 CHECKPOINT_NAME = "leader-epoch-checkpoint"
@@ -37,6 +37,11 @@ class LeaderEpochCache:
     def __init__(self, checkpoint_path: Path, entries: list[EpochEntry]) -> None:
         self._checkpoint_path = checkpoint_path
         self._entries = entries
+        # Whether the entries differ from the checkpoint by an epoch started where the log
+        # ends with nothing written in it yet (`assign_unwritten`).
+        self.unpersisted = False
+        # Whether the checkpoint was written without fsync (`write_unsynced`).
+        self.unsynced = False
 
     @classmethod
     def load(cls, partition_dir: Path) -> LeaderEpochCache | None:
@@ -91,6 +96,16 @@ class LeaderEpochCache:
         if persist:
             self.persist()
         return True
+
+    def assign_unwritten(self, epoch: int, start_offset: int) -> None:
+        """`assign` in memory only, for an epoch started at the end of a log that holds no
+        batch (a new replica becoming leader). Its checkpoint is left to the log's first
+        append (which persists it before writing: `unpersisted`): until then the entry says
+        nothing a restart could need, as an epoch starting at a log's end with nothing
+        written in it is dropped by the next truncation anyway, and a restarted broker leads
+        nothing before the controller gives it a newer epoch."""
+        if self.assign(epoch, start_offset, persist=False):
+            self.unpersisted = True
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         """`(epoch, end offset)` for OffsetForLeaderEpoch, as Kafka defines it.
@@ -153,6 +168,17 @@ class LeaderEpochCache:
 
     def persist(self) -> None:
         write_atomically(self._checkpoint_path, self.checkpoint())
+        self.unpersisted = False
+        self.unsynced = False
+
+    def write_unsynced(self) -> None:
+        """Write the checkpoint with no fsync: what the log's first batch needs on disk as it
+        is written (a process crash keeps it). A power cut may lose it, and the batch with
+        it unless flushed, so the log `persist`s it before its first flush; recovery of
+        unflushed batches assigns their epochs again."""
+        replace_unsynced(self._checkpoint_path, self.checkpoint())
+        self.unpersisted = False
+        self.unsynced = True
 
 
 class EpochCheckpoints:

@@ -43,6 +43,7 @@ from net.record_batch import (
 )
 from net.records import RecordColumns, decode_batch_columns
 from storage import durability
+from storage.atomic_file import sync_replaced
 from storage.cleaner_checkpoint import lower_first_dirty_offset
 from storage.cleaner_swap import cleaned_path, swap_in
 from storage.errors import (
@@ -209,6 +210,8 @@ class Log:
         self._offline = False
         self._flush_lock = threading.Lock()
         self._truncations = 0
+        # Files of the log's directory written without fsync that its first flush syncs.
+        self._unsynced_files: list[Path] = []
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -265,6 +268,33 @@ class Log:
         )
         return opened
 
+    @classmethod
+    def create(
+        cls,
+        directory: Path,
+        config: LogConfig | None = None,
+        *,
+        clock: Callable[[], int] = wall_clock_ms,
+        unsynced_files: Sequence[Path] = (),
+    ) -> Log:
+        """A new, empty log in `directory`, which the caller just made: nothing to list, load
+        or recover there (`open` does that for a directory that may hold a log).
+        `unsynced_files`: files of the directory written without fsync (`replace_unsynced`)
+        that the log's first flush syncs, before any of its batches is durable."""
+        config = config or LogConfig()
+        created = cls(
+            directory,
+            config=config,
+            segments=[Segment.create(directory, 0, config.index_interval_bytes)],
+            epoch_cache=LeaderEpochCache.empty(directory),
+            log_start_offset=0,
+            recovery_point=0,
+            high_watermark=0,
+            clock=clock,
+        )
+        created._unsynced_files = list(unsynced_files)
+        return created
+
     # -- offsets ---------------------------------------------------------------------------
 
     @property
@@ -315,11 +345,16 @@ class Log:
         latest (a replica becoming leader, before its first append: Kafka's
         maybeAssignEpochStartOffset). A follower that fetched a deposed leader's later epoch
         then learns where this log ends its own epochs, and truncates there. With
-        `checkpoints`, the leader-epoch checkpoint is written by its next `write`."""
+        `checkpoints`, the leader-epoch checkpoint is written by its next `write`. On a log
+        holding no batch, it is written by the first append instead."""
         self._check_online()
         latest_epoch = self.leader_epoch_cache.latest_epoch
         if latest_epoch is None or epoch > latest_epoch:
-            if checkpoints is None:
+            if self._log_end_offset == self._log_start_offset:
+                # No batch to tell apart by epoch: the first append writes the checkpoint, so
+                # that creating thousands of led partitions costs no fsync for it.
+                self.leader_epoch_cache.assign_unwritten(epoch, self._log_end_offset)
+            elif checkpoints is None:
                 self._assign_epoch(epoch, self._log_end_offset)
             else:
                 checkpoints.assign(self.leader_epoch_cache, epoch, self._log_end_offset)
@@ -388,8 +423,10 @@ class Log:
             )
             position = end
         latest_epoch = self.leader_epoch_cache.latest_epoch
-        if latest_epoch is None or leader_epoch > latest_epoch:
-            self._assign_epoch(leader_epoch, self._log_end_offset)
+        started = (latest_epoch is None or leader_epoch > latest_epoch) and (
+            self.leader_epoch_cache.assign(leader_epoch, self._log_end_offset, persist=False)
+        )
+        self._write_epochs_before_batches(started)
         return self._write(buffers, placements, position, headers, now)
 
     def append_as_follower(
@@ -423,20 +460,40 @@ class Log:
                     header.base_offset, header.next_offset, header.size, header.max_timestamp
                 )
             )
+        started = False
         for header in headers:
-            self._assign_epoch(header.partition_leader_epoch, header.base_offset)
+            if self.leader_epoch_cache.assign(
+                header.partition_leader_epoch, header.base_offset, persist=False
+            ):
+                started = True
+        self._write_epochs_before_batches(started)
         return self._write([view], placements, len(view), headers, self._clock())
 
     def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        self._write_epoch_checkpoint(lambda: self.leader_epoch_cache.assign(epoch, start_offset))
+
+    def _write_epoch_checkpoint(self, write: Callable[[], object]) -> None:
+        """`write` the leader-epoch checkpoint; on a disk error the epochs starting at the log
+        end, in memory though not on disk, are dropped again (nothing gets appended in them),
+        and StorageIOError raised."""
         try:
-            self.leader_epoch_cache.assign(epoch, start_offset)
+            write()
         except OSError as error:
-            # The entry is in memory though not on disk: drop it, as nothing gets appended.
             self.leader_epoch_cache.truncate_from_end(self._log_end_offset, persist=False)
             raise StorageIOError(
                 f"cannot write the leader-epoch checkpoint of {self.directory}: {error}",
                 error.errno,
             ) from error
+
+    def _write_epochs_before_batches(self, started: bool) -> None:
+        """Write the leader-epoch checkpoint before batches that need it are written: those of
+        an epoch they `started`, or the first of a log whose epoch is still only in memory
+        (`start_leader_epoch` on an empty log). Without fsync (Kafka's too, since 3.7):
+        `flush` syncs it before any of those batches is durable, and the recovery of batches a
+        crash left unflushed assigns their epochs again. On a disk error the epochs the append
+        started are dropped again and the append fails, nothing written."""
+        if started or self.leader_epoch_cache.unpersisted:
+            self._write_epoch_checkpoint(self.leader_epoch_cache.write_unsynced)
 
     def _validate(self, view: memoryview, *, from_producer: bool) -> list[BatchHeader]:
         total = len(view)
@@ -871,6 +928,12 @@ class Log:
             if target <= self._recovery_point:
                 return
             try:
+                # What the batches depend on first: the files written without fsync.
+                for path in self._unsynced_files:
+                    sync_replaced(path)
+                self._unsynced_files = []
+                if self.leader_epoch_cache.unsynced:
+                    self.leader_epoch_cache.persist()
                 for segment in self._segments:
                     if segment.base_offset >= target:
                         break

@@ -38,15 +38,16 @@ from pathlib import Path
 import structlog
 
 from storage import durability
-from storage.atomic_file import PARALLEL_SYNCS, remove_durably, write_atomically
+from storage.atomic_file import remove_durably, write_atomically
 from storage.checkpoint_file import CheckpointFormatError, read_checkpoint, write_checkpoint
 from storage.errors import InconsistentTopicIdError, StorageError, StorageIOError
+from storage.file_threads import FILE_THREADS, file_threads
 from storage.log import Log, LogConfig, wall_clock_ms
 from storage.partition_metadata import (
     PartitionMetadataError,
     read_partition_metadata,
-    write_all_partition_metadata,
     write_partition_metadata,
+    write_partition_metadata_unsynced,
 )
 
 CLEAN_SHUTDOWN_MARKER = ".kraft_cleanshutdown"
@@ -86,6 +87,10 @@ class TopicPartition:
         return self.topic[: _MAX_FILE_NAME - len(suffix)] + suffix
 
 
+# A log being made on the storage threads: its log directory, its topic id, its creation.
+_Making = tuple[Path, uuid.UUID | None, Future[Log]]
+
+
 class LogManager:
     """Opens, creates, checkpoints, flushes, retains and closes the logs of a node."""
 
@@ -112,6 +117,8 @@ class LogManager:
         self._logs_in_dir: Counter[Path] = Counter()
         # The topic id each log's directory records (none for a log from before topic ids).
         self._topic_ids: dict[TopicPartition, uuid.UUID] = {}
+        # New logs `prepare_logs` started making, until a `get_or_create_logs` takes them.
+        self._preparing: dict[TopicPartition, _Making] = {}
         # Removes the directories of deleted logs, off the caller's thread (made on first use).
         self._deleter: ThreadPoolExecutor | None = None
         self._deletions: set[Future[None]] = set()
@@ -250,6 +257,14 @@ class LogManager:
         is first used under). An existing log that records another id than asked for is never
         handed out: InconsistentTopicIdError (the caller deletes it first)."""
         topic_ids = topic_ids or {}
+        # Those `prepare_logs` started: made by now, or soon.
+        self._register_made(
+            {
+                partition: self._preparing.pop(partition)
+                for partition, _ in wanted
+                if partition in self._preparing
+            }
+        )
         for partition, _ in wanted:
             recorded = self._topic_ids.get(partition)
             asked = topic_ids.get(partition.topic)
@@ -257,44 +272,92 @@ class LogManager:
                 raise InconsistentTopicIdError(
                     f"the log of {partition.dir_name} belongs to topic id {recorded}, not {asked}"
                 )
-        load = Counter(self._logs_in_dir)
-        created: dict[TopicPartition, Path] = {}
+        created = self._start_creating(wanted, directory, topic_ids)
+        self._register_made(created)
+        logs = []
         for partition, _ in wanted:
-            if partition in self._logs or partition in created:
+            topic_id = topic_ids.get(partition.topic)
+            if topic_id is not None and partition not in created:
+                self.record_topic_id(partition, topic_id)
+            logs.append(self._logs[partition])
+        return logs
+
+    def prepare_logs(
+        self,
+        wanted: Sequence[tuple[TopicPartition, LogConfig | None]],
+        *,
+        topic_ids: Mapping[str, uuid.UUID] | None = None,
+    ) -> None:
+        """Start creating the logs of `wanted` that do not exist yet, on the storage threads,
+        as `get_or_create_logs` would create them; the `get_or_create_logs` that asks for them
+        then takes them as made. So the files of a next batch of new replicas are made while
+        the caller sets up the previous one's."""
+        self._preparing.update(self._start_creating(wanted, None, topic_ids or {}))
+
+    def _start_creating(
+        self,
+        wanted: Sequence[tuple[TopicPartition, LogConfig | None]],
+        directory: Path | None,
+        topic_ids: Mapping[str, uuid.UUID],
+    ) -> dict[TopicPartition, _Making]:
+        """Submit the creation of each log of `wanted` that is neither there nor being made, in
+        `directory` or else the least-loaded partition directory, to the storage threads."""
+        load = Counter(self._logs_in_dir)
+        load.update(home for home, _, _ in self._preparing.values())
+        pool = file_threads()
+        started: dict[TopicPartition, _Making] = {}
+        for partition, config in wanted:
+            if partition in self._logs or partition in self._preparing or partition in started:
                 continue
             home = directory or min(self.partition_dirs, key=load.__getitem__)
             load[home] += 1
-            created[partition] = home
-        self._record_new_topic_ids(
-            {
-                partition: (home / partition.dir_name, topic_ids[partition.topic])
-                for partition, home in created.items()
-                if partition.topic in topic_ids
-            }
-        )
-        logs = []
-        for partition, config in wanted:
             topic_id = topic_ids.get(partition.topic)
-            existing = self._logs.get(partition)
-            if existing is None:
-                home = created[partition]
-                existing = Log.open(
+            started[partition] = (
+                home,
+                topic_id,
+                pool.submit(
+                    _create_log,
                     home / partition.dir_name,
                     config or self.default_config,
-                    clock=self._clock,
+                    topic_id,
+                    self._clock,
+                ),
+            )
+        return started
+
+    def _register_made(self, making: Mapping[TopicPartition, _Making]) -> None:
+        """Wait for the logs of `making` (partition -> its log directory, topic id, creation),
+        whose file work (directory, `partition.metadata`, empty segment) waits on no fsync, and
+        register them. Every directory that gained a log is synced once, before any of the new
+        logs can flush data (a flushed log in a directory whose own entry a power cut could
+        lose would not be durable). StorageIOError names the first that failed."""
+        failure: StorageIOError | None = None
+        homes: set[Path] = set()
+        for partition, (home, topic_id, making_log) in making.items():
+            try:
+                made = making_log.result()
+            except OSError as error:
+                failure = failure or StorageIOError(
+                    f"cannot create the log of {partition.dir_name}: {error}", error.errno
                 )
-                self._logs[partition] = existing
-                self._dir_of[partition] = home
-                self._logs_in_dir[home] += 1
-                log.info("log_created", topic=partition.topic, partition=partition.partition)
-            elif topic_id is not None and partition not in created:
-                self.record_topic_id(partition, topic_id)
-            logs.append(existing)
-        # Before any of the new logs flushes data: a flushed log in a directory whose own entry
-        # a power cut could lose would not be durable.
-        for synced in set(created.values()):
-            durability.sync_directory(synced)
-        return logs
+                continue
+            self._logs[partition] = made
+            self._dir_of[partition] = home
+            self._logs_in_dir[home] += 1
+            if topic_id is not None:
+                self._topic_ids[partition] = topic_id
+            homes.add(home)
+            log.debug("log_created", topic=partition.topic, partition=partition.partition)
+        for home in sorted(homes):
+            durability.sync_directory(home)
+        if homes:
+            log.info(
+                "logs_created",
+                logs=sum(1 for partition in making if partition in self._logs),
+                log_dirs=[str(home) for home in sorted(homes)],
+            )
+        if failure is not None:
+            raise failure
 
     def record_topic_id(self, partition: TopicPartition, topic_id: uuid.UUID) -> None:
         """Record `topic_id` durably as the topic id of `partition`'s log, which records none
@@ -325,32 +388,6 @@ class LogManager:
                 f"cannot record the topic id of {partition.dir_name}: {error}", error.errno
             ) from error
         self._topic_ids[partition] = topic_id
-
-    def _record_new_topic_ids(self, new: Mapping[TopicPartition, tuple[Path, uuid.UUID]]) -> None:
-        """Record the topic ids of logs about to be created (partition -> its directory, its
-        topic id): before any file of those logs exists, so that every later sync of their
-        directories (the first comes before any of its records is durable: the leader-epoch
-        checkpoint, the first segment flush) makes them durable too; a directory sync of its
-        own for each new log would double what creating a topic's partitions costs, and the
-        files' own fsyncs run in parallel."""
-        try:
-            for partition_dir, _ in new.values():
-                partition_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise StorageIOError(
-                f"cannot create the directory of a new log: {error}", error.errno
-            ) from error
-        failed = write_all_partition_metadata(
-            {partition_dir: topic_id for partition_dir, topic_id in new.values()}
-        )
-        for partition, (partition_dir, topic_id) in new.items():
-            failure = failed.get(partition_dir)
-            if failure is not None:
-                raise StorageIOError(
-                    f"cannot record the topic id of {partition.dir_name}: {failure}",
-                    failure.errno,
-                ) from failure
-            self._topic_ids[partition] = topic_id
 
     def delete_log(self, partition: TopicPartition) -> Path | None:
         """Remove a partition's log: its directory is renamed aside (durably) before this
@@ -487,7 +524,7 @@ class LogManager:
         online = [(tp, entry) for tp, entry in self._logs.items() if not entry.offline]
         if not online:
             return []
-        with ThreadPoolExecutor(PARALLEL_SYNCS, thread_name_prefix="log-flush") as flushers:
+        with ThreadPoolExecutor(FILE_THREADS, thread_name_prefix="log-flush") as flushers:
             flushes = [(tp, flushers.submit(entry.flush)) for tp, entry in online]
         failures = []
         for partition, flush in flushes:
@@ -516,6 +553,29 @@ class LogManager:
         if self._deleter is not None:
             self._deleter.shutdown(wait=False)
             self._deleter = None
+
+
+def _create_log(
+    partition_dir: Path, config: LogConfig, topic_id: uuid.UUID | None, clock: Callable[[], int]
+) -> Log:
+    """A new log in `partition_dir` (on a storage thread), its topic id recorded before any
+    of its files exists. A directory that exists already (left by a creation that failed) is
+    opened as it is, its id recorded durably."""
+    try:
+        partition_dir.mkdir()
+        fresh = True
+    except FileExistsError:
+        fresh = False
+    if not fresh:
+        if topic_id is not None:
+            write_partition_metadata(partition_dir, topic_id, sync_directory=False)
+        return Log.open(partition_dir, config, clock=clock)
+    # Synced by the log's first flush (Kafka's too): until a record of the log is durable,
+    # a power cut that loses the id loses nothing the id would tell apart.
+    unsynced = (
+        () if topic_id is None else (write_partition_metadata_unsynced(partition_dir, topic_id),)
+    )
+    return Log.create(partition_dir, config, clock=clock, unsynced_files=unsynced)
 
 
 def _remove_deleted_directory(doomed: Path) -> None:

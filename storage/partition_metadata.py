@@ -15,11 +15,10 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from uuid import UUID
 
-from storage.atomic_file import write_all_atomically, write_atomically
+from storage.atomic_file import replace_unsynced, write_atomically
 
 PARTITION_METADATA_FILE = "partition.metadata"
 _VERSION = 0
@@ -63,17 +62,13 @@ def write_partition_metadata(
     )
 
 
-def write_all_partition_metadata(topic_ids: Mapping[Path, UUID]) -> dict[Path, OSError]:
-    """`write_partition_metadata` without `sync_directory` for each `directory -> topic id`,
-    the files' fsyncs in parallel; returns the directories whose file failed, with the error."""
-    failed = write_all_atomically(
-        {
-            directory / PARTITION_METADATA_FILE: _content(topic_id)
-            for directory, topic_id in topic_ids.items()
-        },
-        sync_directories=False,
-    )
-    return {path.parent: error for path, error in failed.items()}
+def write_partition_metadata_unsynced(directory: Path, topic_id: UUID) -> Path:
+    """Record `topic_id` in `directory` with no fsync (a new log's, as Kafka records it at
+    creation and syncs it with the log's first flush): the caller syncs the returned file
+    (`atomic_file.sync_replaced`) before any record of the log is durable."""
+    path = directory / PARTITION_METADATA_FILE
+    replace_unsynced(path, _content(topic_id))
+    return path
 
 
 def _content(topic_id: UUID) -> bytes:

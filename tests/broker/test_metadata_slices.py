@@ -1,7 +1,7 @@
 """A large metadata change reaches the hosted replicas in slices, with the event loop free
 between them: creating thousands of replicas (a log and an fsynced epoch checkpoint each) must
 not hold up heartbeats, fetches and requests for seconds; and whenever the loop runs, the new
-leaderships' epochs are on disk."""
+leaderships' epochs are in their caches, to be checkpointed by their logs' first appends."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from broker.replica_manager import APPLY_SLICE_S, ReplicaManager
 from controller.image import MetadataReplayer
 from controller.partition_state import PartitionState
 from controller.topic_config import KAFKA_DEFAULTS
-from storage.leader_epoch_cache import LeaderEpochCache
+from storage.leader_epoch_cache import EpochEntry, LeaderEpochCache
 from storage.log import LogConfig
 from storage.log_manager import LogManager
-from tests.broker.replicas import TOPIC, image
+from tests.broker.replicas import TOPIC, batch, image
 
 PARTITIONS = 2_000
 LED = PartitionState(replicas=(1,), isr=(1,), leader=1)
@@ -35,13 +35,14 @@ async def test_thousands_of_new_replicas_are_created_in_slices_with_the_loop_fre
         while True:
             await asyncio.sleep(0)
             ticks += 1
-            # Whenever the loop runs, each new leadership's epoch is on disk already (its
-            # checkpoint is written, with those of its chunk, before the loop runs again).
+            # Whenever the loop runs, each new leadership's epoch is in its cache already; its
+            # checkpoint waits for the first append (the log holds no batch yet).
             for key, partition in list(replicas.partitions.items()):
                 if key not in checked:
-                    on_disk = LeaderEpochCache.load(partition.log.directory)
-                    assert on_disk is not None
-                    assert on_disk.entries == partition.log.leader_epoch_cache.entries
+                    cache = partition.log.leader_epoch_cache
+                    assert cache.entries == [EpochEntry(0, 0)]
+                    assert cache.unpersisted
+                    assert LeaderEpochCache.load(partition.log.directory) is None
                     checked.add(key)
 
     ticker = asyncio.create_task(tick())
@@ -59,6 +60,11 @@ async def test_thousands_of_new_replicas_are_created_in_slices_with_the_loop_fre
         assert not ticker.done()
         assert len(checked) == PARTITIONS
         assert all(replicas.partitions[(TOPIC, p)].is_leader for p in range(PARTITIONS))
+        # The first append writes the epoch's checkpoint before its batch.
+        first = replicas.partitions[(TOPIC, 0)].log
+        first.append(batch(b"a"), leader_epoch=0)
+        on_disk = LeaderEpochCache.load(first.directory)
+        assert on_disk is not None and on_disk.entries == [EpochEntry(0, 0)]
     finally:
         ticker.cancel()
         await replicas.stop()
