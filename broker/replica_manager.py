@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import shutil
 import ssl
 import time
@@ -672,16 +673,7 @@ class ReplicaManager:
                 partition, required, epoch, deadline, results[index]
             )
         else:
-            # Every partition waits at once, so each sees its own leadership change when it
-            # happens, not after the partitions before it in the request are done.
-            replicated = await asyncio.gather(
-                *(
-                    self._until_replicated(partition, required, epoch, deadline, results[index])
-                    for index, partition, required, epoch in waits
-                )
-            )
-            for (index, *_), result in zip(waits, replicated, strict=True):
-                results[index] = result
+            await self._until_all_replicated(waits, deadline, results)
         return results
 
     def _append(
@@ -740,6 +732,57 @@ class ReplicaManager:
                 await partition.until_high_watermark(required)
         except TimeoutError:
             return ProduceResult(ErrorCode.request_timed_out)
+        return self._replicated_answer(partition, required, leader_epoch, appended)
+
+    async def _until_all_replicated(
+        self,
+        waits: Sequence[tuple[int, Partition, int, int]],
+        deadline: float,
+        results: list[ProduceResult],
+    ) -> None:
+        """`_until_replicated` for the acks=all appends of one request, each (index in
+        `results`, partition, required offset, leader epoch), answered into `results`: every
+        partition waits at once through one callback on its high watermark future (no task
+        per partition) and is answered when that future completes, so each sees its own
+        leadership change when it happens, not after the partitions before it."""
+        all_answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        unanswered = {
+            index: (partition, required, epoch) for index, partition, required, epoch in waits
+        }
+
+        def answer(index: int, future: asyncio.Future[None]) -> None:
+            wait = unanswered.pop(index, None)
+            if wait is None or future.cancelled():
+                return
+            partition, required, epoch = wait
+            results[index] = self._replicated_answer(partition, required, epoch, results[index])
+            if not unanswered and not all_answered.done():
+                all_answered.set_result(None)
+
+        futures = {}
+        for index, partition, required, _ in waits:
+            future = futures[index] = partition.until_high_watermark(required)
+            future.add_done_callback(functools.partial(answer, index))
+        try:
+            async with asyncio.timeout_at(deadline):
+                await all_answered
+        except TimeoutError:
+            for index in list(unanswered):
+                future = futures[index]
+                if future.done():
+                    # Passed, but its callback had not run yet: answered as passed.
+                    answer(index, future)
+                else:
+                    unanswered.pop(index)
+                    results[index] = ProduceResult(ErrorCode.request_timed_out)
+        finally:
+            for future in futures.values():
+                future.cancel()
+
+    def _replicated_answer(
+        self, partition: Partition, required: int, leader_epoch: int, appended: ProduceResult
+    ) -> ProduceResult:
+        """The answer to an acks=all append whose wait for the high watermark is over."""
         if self.partitions.get((partition.topic, partition.partition_id)) is not partition:
             return ProduceResult(ErrorCode.unknown_topic_or_partition)
         if partition.offline:
@@ -982,11 +1025,13 @@ class ReplicaManager:
         # unless the rack-aware selector is on and the consumer names its rack.
         consumer_with_rack = replica_id < 0 and client_rack is not None
         selecting = consumer_with_rack and self._rack_aware and bool(client_rack)
+        # One clock reading for the whole read: every partition's follower fetch time.
+        now_ms = _now_ms()
         for request in requests:
             first = budget == max_bytes
             result = self._redirect(request, client_rack or "") if selecting else None
             if result is None:
-                result = self._read(replica_id, request, budget, first=first)
+                result = self._read(replica_id, request, budget, now_ms, first=first)
                 if consumer_with_rack and result.error is ErrorCode.not_leader_or_follower:
                     result = self._read_as_follower(request, budget, first)
             if result.records is not None:
@@ -995,7 +1040,7 @@ class ReplicaManager:
         return results
 
     def _read(
-        self, replica_id: int, request: FetchPartition, budget: int, *, first: bool
+        self, replica_id: int, request: FetchPartition, budget: int, now_ms: int, *, first: bool
     ) -> FetchResult:
         error, partition = self._leader_of(
             request.topic, request.partition_id, request.current_leader_epoch
@@ -1028,7 +1073,7 @@ class ReplicaManager:
         # A fetch offset past this log's end is no log end offset a follower can have.
         if is_follower and request.fetch_offset <= partition.log_end_offset:
             expanded = partition.record_follower_fetch(
-                replica_id, request.fetch_offset, _now_ms(), request.log_start_offset
+                replica_id, request.fetch_offset, now_ms, request.log_start_offset
             )
             if (
                 expanded is not None
@@ -1047,7 +1092,7 @@ class ReplicaManager:
             throttled=throttled,
             # As Kafka: a throttled partition is still read (an offset out of range is
             # answered), but while the quota is exceeded its records are left out.
-            hold_records=throttled and self.quotas.leader.exceeded(_now_ms()),
+            hold_records=throttled and self.quotas.leader.exceeded(now_ms),
         )
 
     def _redirect(self, request: FetchPartition, client_rack: str) -> FetchResult | None:

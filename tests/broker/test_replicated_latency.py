@@ -103,3 +103,50 @@ async def test_a_long_poll_that_times_out_leaves_no_waiter_on_its_partitions(
     # Idle partitions are never woken: a waiter left behind on each would pile up with every
     # long poll that times out.
     assert all(leader.partition(p).waiting == 0 for p in range(20))
+
+
+async def test_an_acks_all_produce_over_many_partitions_answers_each_as_it_commits(
+    three: tuple[Broker, Broker, Broker],
+) -> None:
+    leader, second, third = three
+    produce = asyncio.ensure_future(
+        leader.replicas.produce(-1, 30_000, [(TOPIC, p, batch(b"%d" % p)) for p in range(4)])
+    )
+    await settle()
+    # Each follower gets every batch, and the leader learns of all but the last from their
+    # next fetches.
+    for partition_id in range(4):
+        await replicate(leader, second, partition_id)
+        await replicate(leader, third, partition_id)
+        if partition_id < 3:
+            await replicate(leader, second, partition_id)
+            await replicate(leader, third, partition_id)
+    await replicate(leader, second, 3)
+    await settle()
+    assert not produce.done(), "answered before every partition committed"
+    # The follower fetch that commits the last partition answers the whole request: one hop
+    # for its partition's answer, one for the request (no task per partition in between).
+    await replicate(leader, third, 3)
+    assert leader.partition(3).high_watermark == 1
+    assert await iterations_until_done(produce) <= _AT_ONCE + 1
+    results = produce.result()
+    assert [(r.error, r.base_offset) for r in results] == [(ErrorCode.none, 0)] * 4
+
+
+async def test_an_acks_all_produce_over_many_partitions_times_out_only_the_uncommitted(
+    three: tuple[Broker, Broker, Broker],
+) -> None:
+    leader, second, third = three
+    produce = asyncio.ensure_future(
+        leader.replicas.produce(-1, 500, [(TOPIC, p, batch(b"%d" % p)) for p in range(3)])
+    )
+    await settle()
+    for _ in range(2):
+        for follower in (second, third):
+            await replicate(leader, follower, 0)
+            await replicate(leader, follower, 2)
+    first, middle, last = await asyncio.wait_for(produce, 10)
+    assert (first.error, last.error) == (ErrorCode.none, ErrorCode.none)
+    assert middle.error is ErrorCode.request_timed_out
+    # The high watermark waits of the request are all gone with it.
+    assert all(not leader.partition(p)._high_watermark_waiters for p in (0, 2))
