@@ -328,13 +328,7 @@ class ReplicaFetcher:
         try:
             return self.apply_answer(partition, answer)
         except Exception:
-            log.exception(
-                "replica_fetch_partition_failed",
-                topic=partition.topic,
-                partition=partition.partition_id,
-                leader_id=self.leader_id,
-                leader_epoch=partition.leader_epoch,
-            )
+            log.exception("replica_fetch_partition_failed", **self._about(partition))
             return False
 
     def apply_answer(self, partition: Partition, answer: FetchAnswer) -> bool:
@@ -355,24 +349,22 @@ class ReplicaFetcher:
         except (StorageError, RecordBatchError) as refused:
             # A batch that fails validation (bit rot in the leader's copy) is not written:
             # this partition is asked again after the backoff, the others are unaffected.
-            log.error(
-                "replica_fetch_append_failed",
-                topic=partition.topic,
-                partition=partition.partition_id,
-                error=str(refused),
-            )
+            log.error("replica_fetch_append_failed", **self._about(partition, error=str(refused)))
             return False
         # The leader's metadata may trail ours (or ours theirs): retry after the backoff; a
         # newer metadata record moves the partition to another fetcher if the leader changed.
-        log.info(
-            "replica_fetch_refused",
-            topic=partition.topic,
-            partition=partition.partition_id,
-            leader_id=self.leader_id,
-            leader_epoch=partition.leader_epoch,
-            error=error.name,
-        )
+        log.info("replica_fetch_refused", **self._about(partition, error=error.name))
         return False
+
+    def _about(self, partition: Partition, **more: object) -> dict[str, object]:
+        """The fields of an event about one partition this fetcher fetches, and `more`."""
+        return {
+            "topic": partition.topic,
+            "partition": partition.partition_id,
+            "leader_id": self.leader_id,
+            "leader_epoch": partition.leader_epoch,
+            **more,
+        }
 
     def _restart_in_range(self, partition: Partition, answer: FetchAnswer) -> None:
         if partition.log_end_offset < answer.log_start_offset:
@@ -383,11 +375,12 @@ class ReplicaFetcher:
             partition.truncate_to(max(answer.high_watermark, partition.log_start_offset))
         log.warning(
             "replica_fetch_offset_out_of_range",
-            topic=partition.topic,
-            partition=partition.partition_id,
-            leader_log_start_offset=answer.log_start_offset,
-            leader_high_watermark=answer.high_watermark,
-            log_end_offset=partition.log_end_offset,
+            **self._about(
+                partition,
+                leader_log_start_offset=answer.log_start_offset,
+                leader_high_watermark=answer.high_watermark,
+                log_end_offset=partition.log_end_offset,
+            ),
         )
 
 
