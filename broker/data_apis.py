@@ -50,7 +50,6 @@ from broker.fetch_session_handler import FINAL_EPOCH
 from broker.fetch_sessions import (
     FetchContext,
     FetchSessionCache,
-    PartitionChanges,
     RequestedPartition,
     SessionKey,
 )
@@ -183,7 +182,7 @@ class DataApis:
         # None: no authorizer, every request is allowed (one attribute check per request).
         self._authorizer = authorizer
         self.sessions = FetchSessionCache() if sessions is None else sessions
-        self._changes = PartitionChanges()
+        self._changes = replicas.changes
         # The incremental fetches waiting for a change of their session's partitions: the
         # event that wakes each, by session id.
         self._waiting: dict[int, asyncio.Event] = {}
@@ -639,7 +638,6 @@ class DataApis:
 
     def _partition_changed(self, partition: Partition) -> None:
         name = (partition.topic, partition.partition_id)
-        self._changes.changed(name)
         # Wakes the incremental fetches waiting on a session that holds this partition (each
         # reads what changed): the sessions holding it, not every waiting one, are looked at.
         waiting = self._waiting

@@ -20,10 +20,11 @@ replica (Kafka's `CachedPartition.maybeUpdateResponseData`). The rules follow Ka
   (else FETCH_SESSION_TOPIC_ID_ERROR); a session left with no partition is closed and the
   fetch answered sessionless.
 
-The leader avoids reading what cannot have changed: `PartitionChanges` numbers every change of
-a hosted partition (an append, a high watermark, a log start, a role), and an incremental fetch
-reads only the partitions it names, those changed since the session last read, and those whose
-last read was not settled (records left, an error, records a replication quota held back).
+The leader avoids reading what cannot have changed: the journal (`broker.partition_changes`)
+numbers every change of a hosted partition (an append, a high watermark, a log start, a role),
+and an incremental fetch reads only the partitions it names, those changed since the session
+last read, and those whose last read was not settled (records left, an error, records a
+replication quota held back).
 Every change a read could see is noticed (`Partition._wake`: appends, high watermarks, log
 starts moved by DeleteRecords or retention, truncations, roles), so nothing else is read.
 """
@@ -38,6 +39,7 @@ from uuid import UUID
 from kio.schema.errors import ErrorCode
 
 from broker.fetch_session_handler import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
+from broker.partition_changes import PartitionChanges, PartitionName
 from broker.replica_manager import FetchPartition, FetchResult
 
 # Kafka's defaults: max.incremental.fetch.session.cache.slots, and the eviction time the
@@ -47,29 +49,6 @@ EVICTION_MS = 120_000
 
 # A partition as a session knows it: by topic id (Fetch v13+) or by topic name, and index.
 SessionKey = tuple[UUID | str, int]
-# A hosted partition, as the change notices name it.
-PartitionName = tuple[str, int]
-
-
-class PartitionChanges:
-    """The hosted partitions in the order they last changed, each with the number of that
-    change: which changed after change number n costs the number of them, not of partitions."""
-
-    def __init__(self) -> None:
-        self.sequence = 0
-        self._last: dict[PartitionName, int] = {}
-
-    def changed(self, name: PartitionName) -> None:
-        self.sequence += 1
-        self._last.pop(name, None)
-        self._last[name] = self.sequence
-
-    def since(self, sequence: int) -> Iterator[PartitionName]:
-        """The partitions changed after change number `sequence`, latest first."""
-        for name, number in reversed(self._last.items()):
-            if number <= sequence:
-                return
-            yield name
 
 
 @dataclass(frozen=True, slots=True)

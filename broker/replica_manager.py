@@ -54,6 +54,7 @@ from broker.isr_changes import IsrChangeSender
 from broker.metadata_api import DEFAULT_LISTENER
 from broker.offsets import OffsetAnswer
 from broker.partition import LeaderAppend, NotLeaderError, Partition, until_any_changes
+from broker.partition_changes import PartitionChanges
 from broker.producer_state import ActiveProducer, ProducerStateError
 from broker.replica_fetcher import ReplicaFetcherManager
 from broker.replication_quota import NO_THROTTLE, UNTHROTTLED, ThrottleSettings
@@ -249,6 +250,8 @@ class ReplicaManager:
         # Called with a hosted partition whose log end, high watermark, log start or role
         # changed (what a long-polling fetch wakes on).
         self.change_listeners: list[Callable[[Partition], None]] = []
+        # Every such change, numbered: what changed since a fetch last read.
+        self.changes = PartitionChanges()
 
     # -- RaftListener ---------------------------------------------------------------------------
 
@@ -517,6 +520,7 @@ class ReplicaManager:
         return True
 
     def _partition_changed(self, partition: Partition) -> None:
+        self.changes.changed((partition.topic, partition.partition_id))
         for listener in self.change_listeners:
             listener(partition)
 
@@ -968,31 +972,51 @@ class ReplicaManager:
         `client_rack` is the rack a consumer's Fetch v11+ names ("" when it names none; None
         before v11). Such a consumer may read from a follower, up to the follower's high
         watermark; from the leader it may be sent to a follower of its rack instead (KIP-392),
-        an answer given at once."""
+        an answer given at once.
+
+        After a wait, only the partitions changed since the last read are read again (the
+        journal, `changes`) while no answer holds records: the others would read the same, and
+        with the whole `max_bytes` left each read is what a full read would give."""
         if not requests:
             return []
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
+        names = [(request.topic, request.partition_id) for request in requests]
+        named = set(names)
+        read_up_to = self.changes.sequence
+        results = self._read_all(replica_id, max_bytes, requests, client_rack)
         while True:
-            results = self._read_all(replica_id, max_bytes, requests, client_rack)
             size = sum(len(r.records) for r in results if r.records is not None)
-            waiting = [
-                self.partitions[(request.topic, request.partition_id)]
-                for request, result in zip(requests, results, strict=True)
-                if result.error is ErrorCode.none
-            ]
             remaining = deadline - loop.time()
             if (
                 size >= min_bytes
                 or remaining <= 0
-                or len(waiting) != len(results)
                 or any(
-                    r.diverging_epoch is not None or r.preferred_read_replica >= 0 for r in results
+                    r.error is not ErrorCode.none
+                    or r.diverging_epoch is not None
+                    or r.preferred_read_replica >= 0
+                    for r in results
                 )
             ):
                 self.count_throttled(results)
                 return results
-            await until_any_changes(waiting, remaining)
+            changed = named.intersection(self.changes.since(read_up_to))
+            if not changed:
+                # (Not when one changed while it was read: the read itself may move a high
+                # watermark.)
+                await until_any_changes([self.partitions[name] for name in names], remaining)
+                changed = named.intersection(self.changes.since(read_up_to))
+            read_up_to = self.changes.sequence
+            if size:
+                # The records held shift the room every later partition gets: all again.
+                results = self._read_all(replica_id, max_bytes, requests, client_rack)
+                continue
+            again = [index for index, name in enumerate(names) if name in changed]
+            reread = self._read_all(
+                replica_id, max_bytes, [requests[i] for i in again], client_rack
+            )
+            for index, result in zip(again, reread, strict=True):
+                results[index] = result
 
     def count_throttled(self, results: Sequence[FetchResult]) -> None:
         """Count the records of a fetch's answer its follower's replication quota bounds

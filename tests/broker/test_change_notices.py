@@ -5,12 +5,17 @@ them. Brokers run in this process (`tests.broker.replicas`)."""
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from broker.log_maintenance import LogMaintenance, MaintenanceConfig
 from broker.partition import Partition
+from broker.replica_manager import CONSUMER_REPLICA_ID, FetchPartition
 from controller.partition_state import PartitionState
-from tests.broker.replicas import TOPIC, Broker, batch, image
+from tests.broker.replicas import TOPIC, Broker, batch, image, settle
 
 
 def noticed(broker: Broker) -> list[int]:
@@ -77,3 +82,65 @@ def _leader_batches(root: Path) -> bytes:
     pieces = b"".join(piece.read() for piece, _ in leader.partition().log.batches(0))
     leader.close()
     return pieces
+
+
+# -- a sessionless long poll re-reads only what the journal says changed ------------------------
+
+_ACTIONS = st.lists(
+    st.tuples(st.sampled_from(["append", "delete", "idle"]), st.integers(0, 3)), max_size=8
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    _ACTIONS,
+    st.sampled_from([1, 150, 100_000]),
+    st.sampled_from([120, 100_000]),
+    st.lists(st.integers(0, 2), min_size=4, max_size=4),
+)
+def test_a_sessionless_long_poll_answers_what_a_full_read_would(
+    actions: list[tuple[str, int]], min_bytes: int, max_bytes: int, written: list[int]
+) -> None:
+    asyncio.run(_long_poll_against_full_reads(actions, min_bytes, max_bytes, written))
+
+
+async def _long_poll_against_full_reads(
+    actions: list[tuple[str, int]], min_bytes: int, max_bytes: int, written: list[int]
+) -> None:
+    """A consumer's fetch of four partitions (each with `written` records already, read
+    from its end) waits while `actions` change them; once it answers, its answer is what a
+    full read of every partition gives at that moment."""
+    with tempfile.TemporaryDirectory() as root:
+        broker = Broker(1, Path(root))
+        state = PartitionState(replicas=(1,), isr=(1,), leader=1)
+        broker.apply(image(dict.fromkeys(range(4), state)))
+        for partition_id, count in enumerate(written):
+            for value in range(count):
+                await broker.replicas.produce(
+                    1, 1_000, [(TOPIC, partition_id, batch(b"%d" % value))]
+                )
+        requests = [
+            FetchPartition(TOPIC, p, count, 100_000, current_leader_epoch=0)
+            for p, count in enumerate(written)
+        ]
+        fetch = asyncio.ensure_future(
+            broker.replicas.fetch(CONSUMER_REPLICA_ID, 150, min_bytes, max_bytes, requests)
+        )
+        try:
+            for action, partition_id in [("idle", 0), *actions]:
+                await settle()
+                if fetch.done():
+                    break
+                partition = broker.partition(partition_id)
+                if action == "append":
+                    await broker.replicas.produce(1, 1_000, [(TOPIC, partition_id, batch(b"a"))])
+                elif action == "delete" and partition.high_watermark > partition.log_start_offset:
+                    partition.delete_records(partition.log_start_offset + 1)
+            else:
+                await asyncio.wait_for(asyncio.shield(fetch), 10)
+            assert fetch.result() == broker.replicas.read_now(
+                CONSUMER_REPLICA_ID, max_bytes, requests
+            )
+        finally:
+            fetch.cancel()
+            broker.close()

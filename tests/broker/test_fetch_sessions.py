@@ -14,9 +14,9 @@ from broker.fetch_session_handler import FetchPosition, FetchSessionHandler
 from broker.fetch_sessions import (
     FetchContext,
     FetchSessionCache,
-    PartitionChanges,
     RequestedPartition,
 )
+from broker.partition_changes import PartitionChanges
 from broker.replica_manager import FetchPartition, FetchResult
 
 TOPIC = "t"
