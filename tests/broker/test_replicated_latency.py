@@ -105,22 +105,33 @@ async def test_a_long_poll_that_times_out_leaves_no_waiter_on_its_partitions(
     assert all(leader.partition(p).waiting == 0 for p in range(20))
 
 
+def acks_all_to(leader: Broker, partitions: int, timeout_ms: int) -> asyncio.Future[Any]:
+    """A running acks=all produce of one batch to each of partitions 0 .. `partitions` - 1."""
+    return asyncio.ensure_future(
+        leader.replicas.produce(
+            -1, timeout_ms, [(TOPIC, p, batch(b"%d" % p)) for p in range(partitions)]
+        )
+    )
+
+
+async def commit(leader: Broker, followers: tuple[Broker, ...], partition_id: int) -> None:
+    """Each follower fetches the partition's batch, then reports having it."""
+    for _ in range(2):
+        for follower in followers:
+            await replicate(leader, follower, partition_id)
+
+
 async def test_an_acks_all_produce_over_many_partitions_answers_each_as_it_commits(
     three: tuple[Broker, Broker, Broker],
 ) -> None:
     leader, second, third = three
-    produce = asyncio.ensure_future(
-        leader.replicas.produce(-1, 30_000, [(TOPIC, p, batch(b"%d" % p)) for p in range(4)])
-    )
+    produce = acks_all_to(leader, 4, 30_000)
     await settle()
-    # Each follower gets every batch, and the leader learns of all but the last from their
-    # next fetches.
-    for partition_id in range(4):
-        await replicate(leader, second, partition_id)
-        await replicate(leader, third, partition_id)
-        if partition_id < 3:
-            await replicate(leader, second, partition_id)
-            await replicate(leader, third, partition_id)
+    for partition_id in range(3):
+        await commit(leader, (second, third), partition_id)
+    # The last partition: both followers have it, and the leader knows of one so far.
+    await replicate(leader, second, 3)
+    await replicate(leader, third, 3)
     await replicate(leader, second, 3)
     await settle()
     assert not produce.done(), "answered before every partition committed"
@@ -137,14 +148,10 @@ async def test_an_acks_all_produce_over_many_partitions_times_out_only_the_uncom
     three: tuple[Broker, Broker, Broker],
 ) -> None:
     leader, second, third = three
-    produce = asyncio.ensure_future(
-        leader.replicas.produce(-1, 500, [(TOPIC, p, batch(b"%d" % p)) for p in range(3)])
-    )
+    produce = acks_all_to(leader, 3, 500)
     await settle()
-    for _ in range(2):
-        for follower in (second, third):
-            await replicate(leader, follower, 0)
-            await replicate(leader, follower, 2)
+    for partition_id in (0, 2):
+        await commit(leader, (second, third), partition_id)
     first, middle, last = await asyncio.wait_for(produce, 10)
     assert (first.error, last.error) == (ErrorCode.none, ErrorCode.none)
     assert middle.error is ErrorCode.request_timed_out
