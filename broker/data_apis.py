@@ -590,6 +590,9 @@ class DataApis:
         urgent = False
         assert session.session is not None
         session_id = session.session.session_id
+        refreshed = session.follower_refresh(_now_ms())
+        if refreshed:
+            self._replicas.record_follower_fetches(wanted.replica_id, refreshed)
         waiter = asyncio.Event()
         while True:
             due = session.to_read(self._changes)

@@ -46,6 +46,10 @@ from broker.replica_manager import FetchPartition, FetchResult
 # broker gives its FetchSessionCache.
 DEFAULT_CACHE_SLOTS = 1000
 EVICTION_MS = 120_000
+# How often a follower's session records its fetch of the partitions it does not read (well
+# below replica.lag.time.max.ms: an idle partition's followers stay caught up, and one that
+# may join the ISR again is seen to).
+FOLLOWER_REFRESH_MS = 1_000
 
 # A partition as a session knows it: by topic id (Fetch v13+) or by topic name, and index.
 SessionKey = tuple[UUID | str, int]
@@ -91,8 +95,10 @@ class FetchSession:
     # Read again on the next fetch whatever the change notices say (new, records left, error).
     # (A dict, for a reading order that does not depend on hashing.)
     unsettled: dict[SessionKey, None] = field(default_factory=dict)
-    # The change number up to which its partitions were read.
+    # The change number up to which its partitions were read, and when a follower's fetch of
+    # them all was last recorded.
     read_up_to: int = 0
+    refreshed_ms: int = 0
     served_count: int = 0
 
     def add(self, partition: RequestedPartition) -> None:
@@ -153,6 +159,25 @@ class FetchContext:
     @property
     def session_id(self) -> int:
         return INVALID_SESSION_ID if self.session is None else self.session.session_id
+
+    def follower_refresh(self, now_ms: int) -> list[FetchPartition]:
+        """For a follower's incremental fetch, once per FOLLOWER_REFRESH_MS: what it asks of
+        every partition of its session, read or not (its fetch of each is recorded as a read
+        records it: Kafka reads them all on every fetch); else none."""
+        session = self.session
+        if (
+            not self.incremental
+            or session is None
+            or not session.privileged
+            or now_ms - session.refreshed_ms < FOLLOWER_REFRESH_MS
+        ):
+            return []
+        session.refreshed_ms = now_ms
+        return [
+            cached.requested.fetch
+            for cached in session.partitions.values()
+            if cached.requested.fetch is not None
+        ]
 
     def to_read(self, changes: PartitionChanges) -> list[RequestedPartition]:
         """The partitions to read for this fetch (an incremental one: only those that may have
@@ -355,6 +380,7 @@ class FetchSessionCache:
             uses_topic_ids,
             created_ms=now_ms,
             last_used_ms=now_ms,
+            refreshed_ms=now_ms,
             holders=self._holders,
         )
         for partition in requested:

@@ -1094,17 +1094,8 @@ class ReplicaManager:
                     diverging_epoch=(epoch, end_offset),
                     leader=leader,
                 )
-        # A fetch offset past this log's end is no log end offset a follower can have.
-        if is_follower and request.fetch_offset <= partition.log_end_offset:
-            expanded = partition.record_follower_fetch(
-                replica_id, request.fetch_offset, now_ms, request.log_start_offset
-            )
-            if (
-                expanded is not None
-                and self._isr_changes is not None
-                and self._may_join_isr(replica_id)
-            ):
-                self._isr_changes.propose(partition, expanded, "follower_caught_up")
+        if is_follower:
+            self._record_follower_fetch(replica_id, partition, request, now_ms)
         throttled = is_follower and partition.leader_throttles(replica_id)
         return _read_records(
             partition,
@@ -1118,6 +1109,34 @@ class ReplicaManager:
             # answered), but while the quota is exceeded its records are left out.
             hold_records=throttled and self.quotas.leader.exceeded(now_ms),
         )
+
+    def record_follower_fetches(self, replica_id: int, requests: Sequence[FetchPartition]) -> None:
+        """Follower `replica_id` fetches `requests` again, at positions it had and with nothing
+        new to read there (a fetch session's settled partitions): its fetch state as a read
+        would record it (caught up now, an ISR expansion), without the read."""
+        now_ms = _now_ms()
+        for request in requests:
+            error, partition = self._leader_of(
+                request.topic, request.partition_id, request.current_leader_epoch
+            )
+            if error is ErrorCode.none and partition is not None:
+                self._record_follower_fetch(replica_id, partition, request, now_ms)
+
+    def _record_follower_fetch(
+        self, replica_id: int, partition: Partition, request: FetchPartition, now_ms: int
+    ) -> None:
+        # A fetch offset past this log's end is no log end offset a follower can have.
+        if request.fetch_offset > partition.log_end_offset:
+            return
+        expanded = partition.record_follower_fetch(
+            replica_id, request.fetch_offset, now_ms, request.log_start_offset
+        )
+        if (
+            expanded is not None
+            and self._isr_changes is not None
+            and self._may_join_isr(replica_id)
+        ):
+            self._isr_changes.propose(partition, expanded, "follower_caught_up")
 
     def _redirect(self, request: FetchPartition, client_rack: str) -> FetchResult | None:
         """The leader's answer sending a consumer of `client_rack` to a follower of its rack

@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.fetch_session_handler import FetchPosition, FetchSessionHandler
 from broker.fetch_sessions import (
+    FOLLOWER_REFRESH_MS,
     FetchContext,
     FetchSessionCache,
     RequestedPartition,
@@ -209,6 +210,31 @@ def test_a_partition_the_replication_quota_bounds_is_read_on_every_fetch() -> No
         context.respond(
             [(named(0), FetchResult(ErrorCode.none, 0, 0, throttled=True))], MAX_BYTES, 0
         )
+
+
+def test_a_followers_session_records_its_fetch_of_every_partition_once_a_second() -> None:
+    cache = FetchSessionCache()
+    follower = open_session(cache, 3, now_ms=0, privileged=True)
+    consumer = open_session(cache, 3, now_ms=0)
+
+    def refresh(session_id: int, epoch: int, now_ms: int) -> list[int]:
+        context = cache.new_context(
+            session_id,
+            epoch,
+            [],
+            [],
+            uses_topic_ids=False,
+            privileged=session_id == follower,
+            now_ms=now_ms,
+        )
+        return [fetch.partition_id for fetch in context.follower_refresh(now_ms)]
+
+    assert refresh(follower, 1, 500) == []
+    assert refresh(follower, 2, FOLLOWER_REFRESH_MS) == [0, 1, 2]
+    assert refresh(follower, 3, FOLLOWER_REFRESH_MS + 500) == []
+    assert refresh(follower, 4, 2 * FOLLOWER_REFRESH_MS) == [0, 1, 2]
+    # A consumer's fetch state is not the leader's concern.
+    assert refresh(consumer, 1, 5 * FOLLOWER_REFRESH_MS) == []
 
 
 def test_the_cache_knows_which_sessions_hold_a_partition() -> None:
