@@ -50,7 +50,6 @@ from broker.fetch_session_handler import FINAL_EPOCH
 from broker.fetch_sessions import (
     FetchContext,
     FetchSessionCache,
-    PartitionChanges,
     RequestedPartition,
     SessionKey,
 )
@@ -183,10 +182,10 @@ class DataApis:
         # None: no authorizer, every request is allowed (one attribute check per request).
         self._authorizer = authorizer
         self.sessions = FetchSessionCache() if sessions is None else sessions
-        self._changes = PartitionChanges()
-        # The incremental fetches waiting for a change: their session's partitions (by name)
-        # and the event that wakes them.
-        self._waiting: list[tuple[dict[tuple[str, int], SessionKey], asyncio.Event]] = []
+        self._changes = replicas.changes
+        # The incremental fetches waiting for a change of their session's partitions: the
+        # event that wakes each, by session id.
+        self._waiting: dict[int, asyncio.Event] = {}
         replicas.change_listeners.append(self._partition_changed)
 
     def register(self, registry: ApiRegistry) -> None:
@@ -590,9 +589,13 @@ class DataApis:
         size = 0
         urgent = False
         assert session.session is not None
-        waiter = (session.session.keys, asyncio.Event())
+        session_id = session.session.session_id
+        refreshed = session.follower_refresh(_now_ms())
+        if refreshed:
+            self._replicas.record_follower_fetches(wanted.replica_id, refreshed)
+        waiter = asyncio.Event()
         while True:
-            due = session.to_read(self._changes, _now_ms())
+            due = session.to_read(self._changes)
             refused = self._refusals(context, wanted.replica_id, due)
             readable = [p for p in due if p.fetch is not None and p.key not in refused]
             # The room left beside the answers that are not read again.
@@ -623,26 +626,29 @@ class DataApis:
             if size >= wanted.min_bytes or remaining <= 0 or urgent:
                 self._replicas.count_throttled([result for _, result in answers.values()])
                 return list(answers.values())
-            keys = waiter[0]
+            keys = session.session.keys
             if any(name in keys for name in self._changes.since(session.session.read_up_to)):
                 # Changed while it was read (the read itself may move a high watermark).
                 continue
-            waiter[1].clear()
-            self._waiting.append(waiter)
+            waiter.clear()
+            self._waiting[session_id] = waiter
             try:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter[1].wait(), remaining)
+                    await asyncio.wait_for(waiter.wait(), remaining)
             finally:
-                self._waiting.remove(waiter)
+                if self._waiting.get(session_id) is waiter:
+                    del self._waiting[session_id]
 
     def _partition_changed(self, partition: Partition) -> None:
         name = (partition.topic, partition.partition_id)
-        self._changes.changed(name)
-        # Wakes the incremental fetches waiting on a session that holds this partition; each
-        # reads what changed.
-        for keys, event in self._waiting:
-            if name in keys:
-                event.set()
+        # Wakes the incremental fetches waiting on a session that holds this partition (each
+        # reads what changed): the sessions holding it, not every waiting one, are looked at.
+        waiting = self._waiting
+        if waiting:
+            for session_id in self.sessions.holding(name):
+                event = waiting.get(session_id)
+                if event is not None:
+                    event.set()
 
     def _refusals(
         self,

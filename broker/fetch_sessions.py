@@ -20,11 +20,13 @@ replica (Kafka's `CachedPartition.maybeUpdateResponseData`). The rules follow Ka
   (else FETCH_SESSION_TOPIC_ID_ERROR); a session left with no partition is closed and the
   fetch answered sessionless.
 
-The leader avoids reading what cannot have changed: `PartitionChanges` numbers every change of
-a hosted partition (an append, a high watermark, a log start, a role), and an incremental fetch
-reads only the partitions it names, those changed since the session last read, and those whose
-last read was not settled (records left, an error). A session also reads all its partitions
-now and then (`FULL_SCAN_MS`), a backstop for a change no notice reported.
+The leader avoids reading what cannot have changed: the journal (`broker.partition_changes`)
+numbers every change of a hosted partition (an append, a high watermark, a log start, a role),
+and an incremental fetch reads only the partitions it names, those changed since the session
+last read, and those whose last read was not settled (records left, an error, records a
+replication quota held back).
+Every change a read could see is noticed (`Partition._wake`: appends, high watermarks, log
+starts moved by DeleteRecords or retention, truncations, roles), so nothing else is read.
 """
 
 from __future__ import annotations
@@ -37,40 +39,20 @@ from uuid import UUID
 from kio.schema.errors import ErrorCode
 
 from broker.fetch_session_handler import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
+from broker.partition_changes import PartitionChanges, PartitionName
 from broker.replica_manager import FetchPartition, FetchResult
 
 # Kafka's defaults: max.incremental.fetch.session.cache.slots, and the eviction time the
 # broker gives its FetchSessionCache.
 DEFAULT_CACHE_SLOTS = 1000
 EVICTION_MS = 120_000
-# How often a session reads all its partitions, whatever the change notices said.
-FULL_SCAN_MS = 1_000
+# How often a follower's session records its fetch of the partitions it does not read (well
+# below replica.lag.time.max.ms: an idle partition's followers stay caught up, and one that
+# may join the ISR again is seen to).
+FOLLOWER_REFRESH_MS = 1_000
 
 # A partition as a session knows it: by topic id (Fetch v13+) or by topic name, and index.
 SessionKey = tuple[UUID | str, int]
-# A hosted partition, as the change notices name it.
-PartitionName = tuple[str, int]
-
-
-class PartitionChanges:
-    """The hosted partitions in the order they last changed, each with the number of that
-    change: which changed after change number n costs the number of them, not of partitions."""
-
-    def __init__(self) -> None:
-        self.sequence = 0
-        self._last: dict[PartitionName, int] = {}
-
-    def changed(self, name: PartitionName) -> None:
-        self.sequence += 1
-        self._last.pop(name, None)
-        self._last[name] = self.sequence
-
-    def since(self, sequence: int) -> Iterator[PartitionName]:
-        """The partitions changed after change number `sequence`, latest first."""
-        for name, number in reversed(self._last.items()):
-            if number <= sequence:
-                return
-            yield name
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +70,7 @@ class RequestedPartition:
 class CachedPartition:
     """A partition of a session: what its client last asked for, and what it was last told."""
 
-    topic: str | None
-    topic_id: UUID | None
-    fetch: FetchPartition | None
+    requested: RequestedPartition
     high_watermark: int = -1
     log_start_offset: int = -1
     # When it last got records: partitions that did are read after the others (no starvation).
@@ -110,33 +90,50 @@ class FetchSession:
     partitions: dict[SessionKey, CachedPartition] = field(default_factory=dict)
     # The key of each partition whose topic is known, by topic name (for the change notices).
     keys: dict[PartitionName, SessionKey] = field(default_factory=dict)
+    # The cache's index of the sessions holding each partition, kept up to date by this one.
+    holders: dict[PartitionName, set[int]] = field(default_factory=dict)
     # Read again on the next fetch whatever the change notices say (new, records left, error).
     # (A dict, for a reading order that does not depend on hashing.)
     unsettled: dict[SessionKey, None] = field(default_factory=dict)
-    # The change number up to which its partitions were read, and when all were last read.
+    # The change number up to which its partitions were read, and when a follower's fetch of
+    # them all was last recorded.
     read_up_to: int = 0
-    scanned_ms: int = 0
+    refreshed_ms: int = 0
     served_count: int = 0
 
     def add(self, partition: RequestedPartition) -> None:
         """Cache `partition` as asked, or update what its client asks for now."""
         cached = self.partitions.get(partition.key)
         if cached is None:
-            self.partitions[partition.key] = CachedPartition(
-                partition.topic, partition.topic_id, partition.fetch
-            )
+            self.partitions[partition.key] = CachedPartition(partition)
         else:
-            cached.topic = partition.topic
-            cached.fetch = partition.fetch
+            cached.requested = partition
         self.unsettled[partition.key] = None
         if partition.topic is not None:
-            self.keys[(partition.topic, partition.key[1])] = partition.key
+            name = (partition.topic, partition.key[1])
+            self.keys[name] = partition.key
+            self.holders.setdefault(name, set()).add(self.session_id)
 
     def forget(self, key: SessionKey) -> None:
         self.unsettled.pop(key, None)
         cached = self.partitions.pop(key, None)
-        if cached is not None and cached.topic is not None:
-            self.keys.pop((cached.topic, key[1]), None)
+        if cached is not None and cached.requested.topic is not None:
+            name = (cached.requested.topic, key[1])
+            self.keys.pop(name, None)
+            self._unhold(name)
+
+    def release(self) -> None:
+        """Leave the cache's index: the session is closed or evicted."""
+        for name in self.keys:
+            self._unhold(name)
+        self.keys = {}
+
+    def _unhold(self, name: PartitionName) -> None:
+        holders = self.holders.get(name)
+        if holders is not None:
+            holders.discard(self.session_id)
+            if not holders:
+                del self.holders[name]
 
     def evictable_key(self) -> tuple[bool, int, int]:
         """Kafka's EvictableKey order: consumers before followers, then fewer partitions."""
@@ -163,27 +160,39 @@ class FetchContext:
     def session_id(self) -> int:
         return INVALID_SESSION_ID if self.session is None else self.session.session_id
 
-    def to_read(self, changes: PartitionChanges, now_ms: int) -> list[RequestedPartition]:
+    def follower_refresh(self, now_ms: int) -> list[FetchPartition]:
+        """For a follower's incremental fetch, once per FOLLOWER_REFRESH_MS: what it asks of
+        every partition of its session, read or not (its fetch of each is recorded as a read
+        records it: Kafka reads them all on every fetch); else none."""
+        session = self.session
+        if (
+            not self.incremental
+            or session is None
+            or not session.privileged
+            or now_ms - session.refreshed_ms < FOLLOWER_REFRESH_MS
+        ):
+            return []
+        session.refreshed_ms = now_ms
+        return [
+            cached.requested.fetch
+            for cached in session.partitions.values()
+            if cached.requested.fetch is not None
+        ]
+
+    def to_read(self, changes: PartitionChanges) -> list[RequestedPartition]:
         """The partitions to read for this fetch (an incremental one: only those that may have
         something new); call again after a wait to read what changed meanwhile."""
         session = self.session
         if not self.incremental or session is None:
             return self.requested
         partitions = session.partitions
-        due: dict[SessionKey, None]
-        if now_ms - session.scanned_ms >= FULL_SCAN_MS:
-            session.scanned_ms = now_ms
-            due = dict.fromkeys(partitions)
-        else:
-            due = dict(session.unsettled)
-            keys = session.keys
-            due.update(
-                (keys[name], None) for name in changes.since(session.read_up_to) if name in keys
-            )
+        due = dict(session.unsettled)
+        keys = session.keys
+        due.update((keys[name], None) for name in changes.since(session.read_up_to) if name in keys)
         session.read_up_to = changes.sequence
         # Those that got records last are read after the others (a stable sort otherwise).
         ordered = sorted(due, key=lambda key: partitions[key].served)
-        return [_requested(key, partitions[key]) for key in ordered]
+        return [partitions[key].requested for key in ordered]
 
     def respond(
         self,
@@ -231,7 +240,8 @@ def _update_cached(
         cached = session.partitions.get(requested.key)
         if cached is None:
             continue
-        squeezed = cached.fetch is not None and room < cached.fetch.max_bytes
+        fetch = cached.requested.fetch
+        squeezed = fetch is not None and room < fetch.max_bytes
         if result.records:
             room = max(0, room - len(result.records))
             session.served_count += 1
@@ -241,10 +251,6 @@ def _update_cached(
         else:
             session.unsettled.pop(requested.key, None)
         yield requested, result, cached
-
-
-def _requested(key: SessionKey, cached: CachedPartition) -> RequestedPartition:
-    return RequestedPartition(key, cached.topic, cached.topic_id, cached.fetch)
 
 
 def _must_answer(cached: CachedPartition, result: FetchResult) -> bool:
@@ -268,13 +274,15 @@ def _must_answer(cached: CachedPartition, result: FetchResult) -> bool:
 
 def _unsettled(cached: CachedPartition, result: FetchResult) -> bool:
     """Whether a partition must be read on the next fetch even if no change is noticed: it got
-    records (more may be left), failed, or was answered with something to act on."""
+    records (more may be left), failed, was answered with something to act on, or is bounded by
+    the leader's replication quota (which may hold its records back now and not later)."""
     return (
         bool(result.records)
         or result.error is not ErrorCode.none
         or result.diverging_epoch is not None
         or result.preferred_read_replica >= 0
-        or cached.fetch is None
+        or result.throttled
+        or cached.requested.fetch is None
     )
 
 
@@ -292,10 +300,16 @@ class FetchSessionCache:
         self.eviction_ms = eviction_ms
         self._rng = rng or random.Random()
         self.sessions: dict[int, FetchSession] = {}
+        # The ids of the sessions holding each partition (by name): who a change concerns.
+        self._holders: dict[PartitionName, set[int]] = {}
         # Counters since the broker started: sessions evicted (Kafka's
         # IncrementalFetchSessionEvictionsPerSec) and fetches answered incrementally.
         self.evictions = 0
         self.incremental_fetches = 0
+
+    def holding(self, name: PartitionName) -> Iterable[int]:
+        """The ids of the sessions holding partition `name`."""
+        return self._holders.get(name, ())
 
     @property
     def partition_count(self) -> int:
@@ -317,7 +331,7 @@ class FetchSessionCache:
         `forgotten` (Kafka's FetchManager.newContext)."""
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             if session_id != INVALID_SESSION_ID:
-                self.sessions.pop(session_id, None)
+                self._close(session_id)
             return FetchContext(
                 requested=list(requested),
                 opens_in=self if epoch == INITIAL_EPOCH else None,
@@ -336,7 +350,7 @@ class FetchSessionCache:
         for partition in requested:
             session.add(partition)
         if not session.partitions:
-            del self.sessions[session_id]
+            self._close(session_id)
             return FetchContext(requested=list(requested))
         session.last_used_ms = now_ms
         session.epoch = next_epoch(session.epoch)
@@ -366,7 +380,8 @@ class FetchSessionCache:
             uses_topic_ids,
             created_ms=now_ms,
             last_used_ms=now_ms,
-            scanned_ms=now_ms,
+            refreshed_ms=now_ms,
+            holders=self._holders,
         )
         for partition in requested:
             session.add(partition)
@@ -398,8 +413,13 @@ class FetchSessionCache:
         return True
 
     def _evict(self, session: FetchSession) -> None:
-        del self.sessions[session.session_id]
+        self._close(session.session_id)
         self.evictions += 1
+
+    def _close(self, session_id: int) -> None:
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            session.release()
 
     def _new_session_id(self) -> int:
         while True:

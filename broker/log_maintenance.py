@@ -114,7 +114,15 @@ class LogMaintenance:
         await asyncio.to_thread(write_checkpoints, self._logs.checkpoints())
 
     def _enforce_retention(self) -> None:
-        self._logs.enforce_retention(self._clock())
+        partitions = list(self._replicas.partitions.values())
+        starts = [partition.log_start_offset for partition in partitions]
+        try:
+            self._logs.enforce_retention(self._clock())
+        finally:
+            # The fetch sessions read only what they are told changed.
+            for partition, start in zip(partitions, starts, strict=True):
+                if partition.log_start_offset != start:
+                    partition.log_start_moved()
 
     # -- compaction ---------------------------------------------------------------------------
 

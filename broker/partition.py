@@ -597,6 +597,7 @@ class Partition:
         """Remove the batches at or above `offset`; the producer state forgets them too."""
         self.log.truncate_to(offset)
         self._load_producer_state()
+        self._wake()
 
     def restart_at(self, offset: int) -> None:
         """Empty the log and continue it at `offset` (the leader deleted what lies before)."""
@@ -604,6 +605,12 @@ class Partition:
         # As Kafka does: the producers of a log this replica no longer shares are forgotten.
         self._snapshots.delete_all()
         self._load_producer_state()
+        self._wake()
+
+    def log_start_moved(self) -> None:
+        """Retention moved the log start offset (through the log itself): the waiters and the
+        change listener are told, as of any change a fetch could see."""
+        self._wake()
 
     # -- producer state ---------------------------------------------------------------------------
 

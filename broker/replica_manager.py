@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import shutil
 import ssl
 import time
@@ -54,6 +55,7 @@ from broker.isr_changes import IsrChangeSender
 from broker.metadata_api import DEFAULT_LISTENER
 from broker.offsets import OffsetAnswer
 from broker.partition import LeaderAppend, NotLeaderError, Partition, until_any_changes
+from broker.partition_changes import PartitionChanges
 from broker.producer_state import ActiveProducer, ProducerStateError
 from broker.replica_fetcher import ReplicaFetcherManager
 from broker.replication_quota import NO_THROTTLE, UNTHROTTLED, ThrottleSettings
@@ -253,6 +255,8 @@ class ReplicaManager:
         # Called with a hosted partition whose log end, high watermark, log start or role
         # changed (what a long-polling fetch wakes on).
         self.change_listeners: list[Callable[[Partition], None]] = []
+        # Every such change, numbered: what changed since a fetch last read.
+        self.changes = PartitionChanges()
 
     # -- RaftListener ---------------------------------------------------------------------------
 
@@ -529,6 +533,7 @@ class ReplicaManager:
         return True
 
     def _partition_changed(self, partition: Partition) -> None:
+        self.changes.changed((partition.topic, partition.partition_id))
         for listener in self.change_listeners:
             listener(partition)
 
@@ -688,16 +693,7 @@ class ReplicaManager:
                 partition, required, epoch, deadline, results[index]
             )
         else:
-            # Every partition waits at once, so each sees its own leadership change when it
-            # happens, not after the partitions before it in the request are done.
-            replicated = await asyncio.gather(
-                *(
-                    self._until_replicated(partition, required, epoch, deadline, results[index])
-                    for index, partition, required, epoch in waits
-                )
-            )
-            for (index, *_), result in zip(waits, replicated, strict=True):
-                results[index] = result
+            await self._until_all_replicated(waits, deadline, results)
         return results
 
     def _append(
@@ -756,6 +752,57 @@ class ReplicaManager:
                 await partition.until_high_watermark(required)
         except TimeoutError:
             return ProduceResult(ErrorCode.request_timed_out)
+        return self._replicated_answer(partition, required, leader_epoch, appended)
+
+    async def _until_all_replicated(
+        self,
+        waits: Sequence[tuple[int, Partition, int, int]],
+        deadline: float,
+        results: list[ProduceResult],
+    ) -> None:
+        """`_until_replicated` for the acks=all appends of one request, each (index in
+        `results`, partition, required offset, leader epoch), answered into `results`: every
+        partition waits at once through one callback on its high watermark future (no task
+        per partition) and is answered when that future completes, so each sees its own
+        leadership change when it happens, not after the partitions before it."""
+        all_answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        unanswered = {
+            index: (partition, required, epoch) for index, partition, required, epoch in waits
+        }
+
+        def answer(index: int, future: asyncio.Future[None]) -> None:
+            wait = unanswered.pop(index, None)
+            if wait is None or future.cancelled():
+                return
+            partition, required, epoch = wait
+            results[index] = self._replicated_answer(partition, required, epoch, results[index])
+            if not unanswered and not all_answered.done():
+                all_answered.set_result(None)
+
+        futures = {}
+        for index, partition, required, _ in waits:
+            future = futures[index] = partition.until_high_watermark(required)
+            future.add_done_callback(functools.partial(answer, index))
+        try:
+            async with asyncio.timeout_at(deadline):
+                await all_answered
+        except TimeoutError:
+            for index in list(unanswered):
+                future = futures[index]
+                if future.done():
+                    # Passed, but its callback had not run yet: answered as passed.
+                    answer(index, future)
+                else:
+                    unanswered.pop(index)
+                    results[index] = ProduceResult(ErrorCode.request_timed_out)
+        finally:
+            for future in futures.values():
+                future.cancel()
+
+    def _replicated_answer(
+        self, partition: Partition, required: int, leader_epoch: int, appended: ProduceResult
+    ) -> ProduceResult:
+        """The answer to an acks=all append whose wait for the high watermark is over."""
         if self.partitions.get((partition.topic, partition.partition_id)) is not partition:
             return ProduceResult(ErrorCode.unknown_topic_or_partition)
         if partition.offline:
@@ -941,31 +988,51 @@ class ReplicaManager:
         `client_rack` is the rack a consumer's Fetch v11+ names ("" when it names none; None
         before v11). Such a consumer may read from a follower, up to the follower's high
         watermark; from the leader it may be sent to a follower of its rack instead (KIP-392),
-        an answer given at once."""
+        an answer given at once.
+
+        After a wait, only the partitions changed since the last read are read again (the
+        journal, `changes`) while no answer holds records: the others would read the same, and
+        with the whole `max_bytes` left each read is what a full read would give."""
         if not requests:
             return []
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
+        names = [(request.topic, request.partition_id) for request in requests]
+        named = set(names)
+        read_up_to = self.changes.sequence
+        results = self._read_all(replica_id, max_bytes, requests, client_rack)
         while True:
-            results = self._read_all(replica_id, max_bytes, requests, client_rack)
             size = sum(len(r.records) for r in results if r.records is not None)
-            waiting = [
-                self.partitions[(request.topic, request.partition_id)]
-                for request, result in zip(requests, results, strict=True)
-                if result.error is ErrorCode.none
-            ]
             remaining = deadline - loop.time()
             if (
                 size >= min_bytes
                 or remaining <= 0
-                or len(waiting) != len(results)
                 or any(
-                    r.diverging_epoch is not None or r.preferred_read_replica >= 0 for r in results
+                    r.error is not ErrorCode.none
+                    or r.diverging_epoch is not None
+                    or r.preferred_read_replica >= 0
+                    for r in results
                 )
             ):
                 self.count_throttled(results)
                 return results
-            await until_any_changes(waiting, remaining)
+            changed = named.intersection(self.changes.since(read_up_to))
+            if not changed:
+                # (Not when one changed while it was read: the read itself may move a high
+                # watermark.)
+                await until_any_changes([self.partitions[name] for name in names], remaining)
+                changed = named.intersection(self.changes.since(read_up_to))
+            read_up_to = self.changes.sequence
+            if size:
+                # The records held shift the room every later partition gets: all again.
+                results = self._read_all(replica_id, max_bytes, requests, client_rack)
+                continue
+            again = [index for index, name in enumerate(names) if name in changed]
+            reread = self._read_all(
+                replica_id, max_bytes, [requests[i] for i in again], client_rack
+            )
+            for index, result in zip(again, reread, strict=True):
+                results[index] = result
 
     def count_throttled(self, results: Sequence[FetchResult]) -> None:
         """Count the records of a fetch's answer its follower's replication quota bounds
@@ -998,11 +1065,13 @@ class ReplicaManager:
         # unless the rack-aware selector is on and the consumer names its rack.
         consumer_with_rack = replica_id < 0 and client_rack is not None
         selecting = consumer_with_rack and self._rack_aware and bool(client_rack)
+        # One clock reading for the whole read: every partition's follower fetch time.
+        now_ms = _now_ms()
         for request in requests:
             first = budget == max_bytes
             result = self._redirect(request, client_rack or "") if selecting else None
             if result is None:
-                result = self._read(replica_id, request, budget, first=first)
+                result = self._read(replica_id, request, budget, now_ms, first=first)
                 if consumer_with_rack and result.error is ErrorCode.not_leader_or_follower:
                     result = self._read_as_follower(request, budget, first)
             if result.records is not None:
@@ -1011,7 +1080,7 @@ class ReplicaManager:
         return results
 
     def _read(
-        self, replica_id: int, request: FetchPartition, budget: int, *, first: bool
+        self, replica_id: int, request: FetchPartition, budget: int, now_ms: int, *, first: bool
     ) -> FetchResult:
         error, partition = self._leader_of(
             request.topic, request.partition_id, request.current_leader_epoch
@@ -1041,17 +1110,8 @@ class ReplicaManager:
                     diverging_epoch=(epoch, end_offset),
                     leader=leader,
                 )
-        # A fetch offset past this log's end is no log end offset a follower can have.
-        if is_follower and request.fetch_offset <= partition.log_end_offset:
-            expanded = partition.record_follower_fetch(
-                replica_id, request.fetch_offset, _now_ms(), request.log_start_offset
-            )
-            if (
-                expanded is not None
-                and self._isr_changes is not None
-                and self._may_join_isr(replica_id)
-            ):
-                self._isr_changes.propose(partition, expanded, "follower_caught_up")
+        if is_follower:
+            self._record_follower_fetch(replica_id, partition, request, now_ms)
         throttled = is_follower and partition.leader_throttles(replica_id)
         return _read_records(
             partition,
@@ -1063,8 +1123,36 @@ class ReplicaManager:
             throttled=throttled,
             # As Kafka: a throttled partition is still read (an offset out of range is
             # answered), but while the quota is exceeded its records are left out.
-            hold_records=throttled and self.quotas.leader.exceeded(_now_ms()),
+            hold_records=throttled and self.quotas.leader.exceeded(now_ms),
         )
+
+    def record_follower_fetches(self, replica_id: int, requests: Sequence[FetchPartition]) -> None:
+        """Follower `replica_id` fetches `requests` again, at positions it had and with nothing
+        new to read there (a fetch session's settled partitions): its fetch state as a read
+        would record it (caught up now, an ISR expansion), without the read."""
+        now_ms = _now_ms()
+        for request in requests:
+            error, partition = self._leader_of(
+                request.topic, request.partition_id, request.current_leader_epoch
+            )
+            if error is ErrorCode.none and partition is not None:
+                self._record_follower_fetch(replica_id, partition, request, now_ms)
+
+    def _record_follower_fetch(
+        self, replica_id: int, partition: Partition, request: FetchPartition, now_ms: int
+    ) -> None:
+        # A fetch offset past this log's end is no log end offset a follower can have.
+        if request.fetch_offset > partition.log_end_offset:
+            return
+        expanded = partition.record_follower_fetch(
+            replica_id, request.fetch_offset, now_ms, request.log_start_offset
+        )
+        if (
+            expanded is not None
+            and self._isr_changes is not None
+            and self._may_join_isr(replica_id)
+        ):
+            self._isr_changes.propose(partition, expanded, "follower_caught_up")
 
     def _redirect(self, request: FetchPartition, client_rack: str) -> FetchResult | None:
         """The leader's answer sending a consumer of `client_rack` to a follower of its rack

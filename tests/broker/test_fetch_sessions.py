@@ -12,12 +12,12 @@ from kio.schema.errors import ErrorCode
 
 from broker.fetch_session_handler import FetchPosition, FetchSessionHandler
 from broker.fetch_sessions import (
-    FULL_SCAN_MS,
+    FOLLOWER_REFRESH_MS,
     FetchContext,
     FetchSessionCache,
-    PartitionChanges,
     RequestedPartition,
 )
+from broker.partition_changes import PartitionChanges
 from broker.replica_manager import FetchPartition, FetchResult
 
 TOPIC = "t"
@@ -122,7 +122,7 @@ def test_an_incremental_answer_carries_only_what_changed() -> None:
     changes = PartitionChanges()
     session_id = open_session(cache, 3)
     context = incremental(cache, session_id, 1, [named(0, offset=4)])
-    due = context.to_read(changes, 0)
+    due = context.to_read(changes)
     # Only the partition named: the others were settled and nothing changed them.
     assert [p.key for p in due] == [(TOPIC, 0)]
     assert context.respond([(due[0], answer())], MAX_BYTES, 0) == []
@@ -130,7 +130,7 @@ def test_an_incremental_answer_carries_only_what_changed() -> None:
     changes.changed((TOPIC, 2))
     changes.changed((TOPIC, 1))
     context = incremental(cache, session_id, 2)
-    due = context.to_read(changes, 0)
+    due = context.to_read(changes)
     assert {p.key for p in due} == {(TOPIC, 1), (TOPIC, 2)}
     answered = context.respond(
         [(p, answer(7) if p.key == (TOPIC, 1) else answer()) for p in due], MAX_BYTES, 0
@@ -145,14 +145,14 @@ def test_errors_are_always_answered_and_the_recovery_too() -> None:
     failing = FetchResult(ErrorCode.not_leader_or_follower)
     for epoch in (1, 2):
         context = incremental(cache, session_id, epoch)
-        due = context.to_read(changes, 0)
+        due = context.to_read(changes)
         # A failed partition is read again without any change notice.
         assert [p.key for p in due] == [(TOPIC, 0)] or epoch == 1
         if epoch == 1:
             due = [named(0)]
         assert context.respond([(due[0], failing)], MAX_BYTES, 0) != []
     context = incremental(cache, session_id, 3)
-    due = context.to_read(changes, 0)
+    due = context.to_read(changes)
     assert [p.key for p, _ in context.respond([(due[0], answer())], MAX_BYTES, 0)] == [(TOPIC, 0)]
 
 
@@ -161,13 +161,13 @@ def test_a_partition_squeezed_out_of_a_full_response_is_read_again() -> None:
     changes = PartitionChanges()
     session_id = open_session(cache, 2)
     context = incremental(cache, session_id, 1, [named(0, 1), named(1, 1)])
-    due = context.to_read(changes, 0)
+    due = context.to_read(changes)
     # The first takes almost all the room: the second was read with less than it asks for.
     context.respond(
         [(due[0], answer(50, b"x" * (MAX_BYTES - 10))), (due[1], answer(50))], MAX_BYTES, 0
     )
     context = incremental(cache, session_id, 2)
-    due = context.to_read(changes, 0)
+    due = context.to_read(changes)
     # Both again; the one that got records last, after the other.
     assert [p.key for p in due] == [(TOPIC, 1), (TOPIC, 0)]
 
@@ -183,14 +183,75 @@ def test_forgotten_partitions_leave_the_session_and_an_empty_one_closes() -> Non
     assert session_id not in cache.sessions
 
 
-def test_every_partition_is_read_now_and_then_without_notices() -> None:
+def test_a_settled_partition_is_read_again_only_once_a_change_is_noticed() -> None:
     cache = FetchSessionCache()
     changes = PartitionChanges()
     session_id = open_session(cache, 3)
     context = incremental(cache, session_id, 1)
-    assert context.to_read(changes, 1) == []
+    assert context.to_read(changes) == []
+    changes.changed((TOPIC, 2))
     context = incremental(cache, session_id, 2)
-    assert len(context.to_read(changes, FULL_SCAN_MS)) == 3
+    assert [p.key for p in context.to_read(changes)] == [(TOPIC, 2)]
+    context = incremental(cache, session_id, 3)
+    assert context.to_read(changes) == []
+
+
+def test_a_partition_the_replication_quota_bounds_is_read_on_every_fetch() -> None:
+    # The quota may hold its records back now and let them through on a later fetch, with no
+    # change of the partition in between.
+    cache = FetchSessionCache()
+    changes = PartitionChanges()
+    session_id = open_session(cache, 2)
+    context = incremental(cache, session_id, 1)
+    context.respond([(named(0), FetchResult(ErrorCode.none, 0, 0, throttled=True))], MAX_BYTES, 0)
+    for epoch in (2, 3):
+        context = incremental(cache, session_id, epoch)
+        assert [p.key for p in context.to_read(changes)] == [(TOPIC, 0)]
+        context.respond(
+            [(named(0), FetchResult(ErrorCode.none, 0, 0, throttled=True))], MAX_BYTES, 0
+        )
+
+
+def test_a_followers_session_records_its_fetch_of_every_partition_once_a_second() -> None:
+    cache = FetchSessionCache()
+    follower = open_session(cache, 3, now_ms=0, privileged=True)
+    consumer = open_session(cache, 3, now_ms=0)
+
+    def refresh(session_id: int, epoch: int, now_ms: int) -> list[int]:
+        context = cache.new_context(
+            session_id,
+            epoch,
+            [],
+            [],
+            uses_topic_ids=False,
+            privileged=session_id == follower,
+            now_ms=now_ms,
+        )
+        return [fetch.partition_id for fetch in context.follower_refresh(now_ms)]
+
+    assert refresh(follower, 1, 500) == []
+    assert refresh(follower, 2, FOLLOWER_REFRESH_MS) == [0, 1, 2]
+    assert refresh(follower, 3, FOLLOWER_REFRESH_MS + 500) == []
+    assert refresh(follower, 4, 2 * FOLLOWER_REFRESH_MS) == [0, 1, 2]
+    # A consumer's fetch state is not the leader's concern.
+    assert refresh(consumer, 1, 5 * FOLLOWER_REFRESH_MS) == []
+
+
+def test_the_cache_knows_which_sessions_hold_a_partition() -> None:
+    cache = FetchSessionCache(max_slots=2, eviction_ms=100)
+    first = open_session(cache, 3, now_ms=0)
+    second = open_session(cache, 2, now_ms=0)
+    assert set(cache.holding((TOPIC, 1))) == {first, second}
+    assert set(cache.holding((TOPIC, 2))) == {first}
+    incremental(cache, first, 1, forgotten=[(TOPIC, 1)])
+    assert set(cache.holding((TOPIC, 1))) == {second}
+    # A full fetch naming a session closes it; an evicted one leaves the index too.
+    cache.new_context(second, 0, [], [], uses_topic_ids=False, privileged=False, now_ms=10)
+    assert set(cache.holding((TOPIC, 0))) == {first}
+    assert open_session(cache, 1, now_ms=300) != 0
+    assert open_session(cache, 1, now_ms=600) != 0
+    assert first not in cache.sessions
+    assert list(cache.holding((TOPIC, 2))) == []
 
 
 def test_a_full_cache_opens_no_session_unless_one_can_be_evicted() -> None:
@@ -320,7 +381,7 @@ def test_an_incremental_view_always_equals_a_full_fetch(steps: list[tuple[str, i
             return
         epoch += 1
         pending.clear()
-        due = context.to_read(model.changes, 0)
+        due = context.to_read(model.changes)
         take(context.respond([(p, model.read(p)) for p in due], MAX_BYTES, 0))
         full = {
             p: (model.logs[p].high_watermark, model.logs[p].log_start)

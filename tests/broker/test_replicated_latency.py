@@ -103,3 +103,57 @@ async def test_a_long_poll_that_times_out_leaves_no_waiter_on_its_partitions(
     # Idle partitions are never woken: a waiter left behind on each would pile up with every
     # long poll that times out.
     assert all(leader.partition(p).waiting == 0 for p in range(20))
+
+
+def acks_all_to(leader: Broker, partitions: int, timeout_ms: int) -> asyncio.Future[Any]:
+    """A running acks=all produce of one batch to each of partitions 0 .. `partitions` - 1."""
+    return asyncio.ensure_future(
+        leader.replicas.produce(
+            -1, timeout_ms, [(TOPIC, p, batch(b"%d" % p)) for p in range(partitions)]
+        )
+    )
+
+
+async def commit(leader: Broker, followers: tuple[Broker, ...], partition_id: int) -> None:
+    """Each follower fetches the partition's batch, then reports having it."""
+    for _ in range(2):
+        for follower in followers:
+            await replicate(leader, follower, partition_id)
+
+
+async def test_an_acks_all_produce_over_many_partitions_answers_each_as_it_commits(
+    three: tuple[Broker, Broker, Broker],
+) -> None:
+    leader, second, third = three
+    produce = acks_all_to(leader, 4, 30_000)
+    await settle()
+    for partition_id in range(3):
+        await commit(leader, (second, third), partition_id)
+    # The last partition: both followers have it, and the leader knows of one so far.
+    await replicate(leader, second, 3)
+    await replicate(leader, third, 3)
+    await replicate(leader, second, 3)
+    await settle()
+    assert not produce.done(), "answered before every partition committed"
+    # The follower fetch that commits the last partition answers the whole request: one hop
+    # for its partition's answer, one for the request (no task per partition in between).
+    await replicate(leader, third, 3)
+    assert leader.partition(3).high_watermark == 1
+    assert await iterations_until_done(produce) <= _AT_ONCE + 1
+    results = produce.result()
+    assert [(r.error, r.base_offset) for r in results] == [(ErrorCode.none, 0)] * 4
+
+
+async def test_an_acks_all_produce_over_many_partitions_times_out_only_the_uncommitted(
+    three: tuple[Broker, Broker, Broker],
+) -> None:
+    leader, second, third = three
+    produce = acks_all_to(leader, 3, 500)
+    await settle()
+    for partition_id in (0, 2):
+        await commit(leader, (second, third), partition_id)
+    first, middle, last = await asyncio.wait_for(produce, 10)
+    assert (first.error, last.error) == (ErrorCode.none, ErrorCode.none)
+    assert middle.error is ErrorCode.request_timed_out
+    # The high watermark waits of the request are all gone with it.
+    assert all(not leader.partition(p)._high_watermark_waiters for p in (0, 2))

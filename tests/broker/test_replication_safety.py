@@ -23,6 +23,7 @@ from controller.client import ControllerClient, NoControllerError
 from controller.image import MetadataImage
 from controller.partition_state import PartitionState
 from net.protocol import make_entity
+from storage.leader_epoch_cache import EpochEntry, LeaderEpochCache
 from tests.broker.replicas import (
     TOPIC,
     Broker,
@@ -546,6 +547,39 @@ async def test_partitions_that_got_records_are_asked_for_last_next_time(
     # large for what partition 0 leaves of the response is not starved for ever.
     assert list(fetcher.partitions) == [(TOPIC, 1), (TOPIC, 0)]
     assert values(follower.partition(0).log) == [b"busy"]
+
+
+async def test_a_followers_first_records_of_many_partitions_start_their_epoch_on_disk(
+    brokers: MakeBrokers,
+) -> None:
+    leader, follower = brokers(1, 2)
+    lead_from_first([leader, follower], partitions=3, leader_epoch=4)
+    await leader.replicas.produce(1, 1_000, [(TOPIC, p, batch(b"%d" % p)) for p in range(3)])
+    fetcher = follower.fetcher
+    for partition_id in range(3):
+        fetcher.add(follower.partition(partition_id))
+    fetched = dict(fetcher.partitions)
+    results = await leader.replicas.fetch(
+        2,
+        0,
+        1,
+        1 << 20,
+        [FetchPartition(TOPIC, p, 0, 1 << 20, current_leader_epoch=4) for p in range(3)],
+    )
+    # Partition 2's batch rotted on the way: refused, it backs off alone.
+    rotten = bytearray(results[2].records or b"")
+    rotten[-1] ^= 0xFF
+    results[2] = dataclasses.replace(results[2], records=bytes(rotten))
+    assert not fetcher.apply_response(fetched, dict.fromkeys(fetched, 4), response_of(results))
+    for partition_id in (0, 1):
+        replica_log = follower.partition(partition_id).log
+        assert values(replica_log) == [b"%d" % partition_id]
+        # The epoch the records start is on disk before them (a restart finds it there).
+        on_disk = LeaderEpochCache.load(replica_log.directory)
+        assert on_disk is not None
+        assert on_disk.entries == [EpochEntry(4, 0)]
+    assert follower.partition(2).log.log_end_offset == 0
+    assert list(fetcher.due_partitions()) == [(TOPIC, 0), (TOPIC, 1)]
 
 
 async def test_a_new_leader_answers_offsets_once_its_high_watermark_reaches_its_epoch(

@@ -2,10 +2,13 @@
 partitions through incremental sessions (seen in each node's `/metrics`), every acknowledged
 message reaches every replica, also across a leader change in the middle of the sessions, and
 kafka-python's consumer (which uses sessions; librdkafka and aiokafka do not) reads everything
-through its own incremental session while more is written."""
+through its own incremental session while more is written; a sessionless long poll over every
+partition is answered with what is written to one of them, and a session is told of a log start
+that retention moved (no periodic full read would tell it)."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import importlib
 import time
@@ -36,7 +39,9 @@ PARTITIONS = 30
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     cluster = Cluster.combined(
-        tmp_path_factory.mktemp("fetch-sessions"), 3, **{"min.insync.replicas": "2"}
+        tmp_path_factory.mktemp("fetch-sessions"),
+        3,
+        **{"min.insync.replicas": "2", "log.retention.check.interval.ms": "1000"},
     )
     cluster.start_all()
     try:
@@ -189,8 +194,9 @@ def fetch_request(
     topic_id: UUID,
     forgotten: tuple[int, ...] = (),
     max_wait_ms: int = 0,
+    topic: str = TOPIC,
 ) -> Any:
-    """A consumer's Fetch of `version` for `offsets` (partition -> fetch offset) of the topic."""
+    """A consumer's Fetch of `version` for `offsets` (partition -> fetch offset) of `topic`."""
     schema = importlib.import_module(f"kio.schema.fetch.v{version}")
     partitions = tuple(
         make_entity(
@@ -204,11 +210,11 @@ def fetch_request(
         )
         for partition, offset in offsets.items()
     )
-    topic = make_entity(
-        schema.request.FetchTopic, topic=TOPIC, topic_id=topic_id, partitions=partitions
+    fetched = make_entity(
+        schema.request.FetchTopic, topic=topic, topic_id=topic_id, partitions=partitions
     )
     gone = make_entity(
-        schema.request.ForgottenTopic, topic=TOPIC, topic_id=topic_id, partitions=forgotten
+        schema.request.ForgottenTopic, topic=topic, topic_id=topic_id, partitions=forgotten
     )
     return make_entity(
         schema.FetchRequest,
@@ -222,7 +228,7 @@ def fetch_request(
         isolation_level=0,
         session_id=session_id,
         session_epoch=epoch,
-        topics=(topic,) if partitions else (),
+        topics=(fetched,) if partitions else (),
         forgotten_topics_data=(gone,) if forgotten else (),
         rack_id="",
     )
@@ -312,4 +318,105 @@ async def test_wire_sessions_answer_only_what_changed(cluster: Cluster, version:
         )
         assert closed.error_code == ErrorCode.fetch_session_id_not_found
     finally:
+        await connection.close()
+
+
+def leaders(cluster: Cluster, topic: str) -> tuple[UUID, dict[int, list[int]]]:
+    """The topic's id, and the partitions each broker leads."""
+    described = cluster.nodes[1].get(f"/v1/topics/{topic}", timeout=30)
+    by_leader: dict[int, list[int]] = {}
+    for partition in described["partitions"]:
+        by_leader.setdefault(partition["leader"], []).append(partition["partition"])
+    return UUID(described["topic_id"]), by_leader
+
+
+async def test_a_sessionless_long_poll_over_every_partition_gets_the_write_it_waits_for(
+    cluster: Cluster,
+) -> None:
+    topic_id, by_leader = leaders(cluster, TOPIC)
+    leader, led = max(by_leader.items(), key=lambda item: len(item[1]))
+    connection = NodeConnection("127.0.0.1", cluster.nodes[leader].broker_port or 0)
+    try:
+        ends = answered(
+            await send(connection, fetch_request(12, 0, -1, dict.fromkeys(led, 0), topic_id))
+        )
+        at_end = {p: answer.high_watermark for p, answer in ends.items()}
+        # Caught up everywhere: the fetch waits (up to 30 s) until a write to one partition.
+        waiting = asyncio.ensure_future(
+            send(connection, fetch_request(12, 0, -1, at_end, topic_id, max_wait_ms=30_000))
+        )
+
+        def write() -> int:
+            producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+            producer.produce(TOPIC, value=b"awaited", partition=led[-1])
+            return producer.flush(30)
+
+        # Written from a thread, so the fetch goes out (and waits) while the producer starts;
+        # the answer is the same in either order.
+        assert await asyncio.to_thread(write) == 0
+        acked[led[-1]] += 1
+        response = await asyncio.wait_for(waiting, 60)
+        # Every partition is answered; only the written one has records and a new end.
+        got = answered(response)
+        assert set(got) == set(led)
+        assert [p for p, answer in got.items() if answer.records] == [led[-1]]
+        assert {p: answer.high_watermark for p, answer in got.items()} == {
+            **at_end,
+            led[-1]: at_end[led[-1]] + 1,
+        }
+    finally:
+        await connection.close()
+
+
+async def test_a_session_is_told_of_the_log_start_retention_moved(cluster: Cluster) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    # Small segments, all but the active one past retention: each pass (every second) moves
+    # the log start up to the active segment.
+    admin.create_topics(
+        [NewTopic("retained", 1, 3, config={"segment.bytes": "1024", "retention.bytes": "1"})]
+    )["retained"].result(30)
+    cluster.wait_for(
+        "retained led", lambda: leaders(cluster, "retained")[1].get(-1) is None, timeout=60
+    )
+    topic_id, by_leader = leaders(cluster, "retained")
+    (leader,) = by_leader
+    connection = NodeConnection("127.0.0.1", cluster.nodes[leader].broker_port or 0)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 0})
+    try:
+        # A pass may move the log start before the session opens: then write more and retry.
+        for _ in range(5):
+            for index in range(30):
+                producer.produce("retained", value=b"r%03d" % index, partition=0)
+                producer.flush(30)
+            probe = await send(
+                connection, fetch_request(12, 0, -1, {0: 0}, topic_id, topic="retained")
+            )
+            end = answered(probe)[0].high_watermark
+            opened = await send(
+                connection, fetch_request(12, 0, 0, {0: end}, topic_id, topic="retained")
+            )
+            (start,) = answered(opened).values()
+            assert start.error_code == ErrorCode.none
+            # At the end: only a moved log start can make the session answer the partition.
+            ended = await send(
+                connection,
+                fetch_request(
+                    12,
+                    opened.session_id,
+                    1,
+                    {0: start.high_watermark},
+                    topic_id,
+                    max_wait_ms=5_000,
+                    topic="retained",
+                ),
+            )
+            moved = answered(ended).get(0)
+            if moved is not None:
+                break
+        assert moved is not None, "the session never heard of the moved log start"
+        assert moved.high_watermark == start.high_watermark
+        assert start.log_start_offset < moved.log_start_offset <= start.high_watermark
+        assert not moved.records
+    finally:
+        producer.flush(30)
         await connection.close()
