@@ -33,7 +33,7 @@ import contextlib
 import datetime
 import ssl
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import structlog
 from kio.schema.errors import ErrorCode
@@ -50,11 +50,10 @@ from broker.partition import Partition
 from broker.replication_quota import ReplicationQuota
 from net.client import NodeConnection, RequestTimedOutError
 from net.protocol import ProtocolError, make_entity
-from net.record_batch import RecordBatchError, read_header
+from net.record_batch import RecordBatchError
 from net.sasl import SaslClientCredentials
 from net.tasks import start_essential
 from storage.errors import StorageError
-from storage.leader_epoch_cache import EpochCheckpoints
 
 log = structlog.get_logger(__name__)
 
@@ -255,7 +254,6 @@ class ReplicaFetcher:
         went_on = True
         served = []
         throttled = 0
-        current = []
         for topic in response.responses:
             for answer in topic.partitions:
                 key = (topic.topic, answer.partition_index)
@@ -266,19 +264,16 @@ class ReplicaFetcher:
                     and partition is fetched.get(key)
                     and partition.leader_epoch == epochs.get(key)
                 ):
-                    current.append((key, partition, answer))
-        _checkpoint_new_epochs((partition, answer) for _, partition, answer in current)
-        for key, partition, answer in current:
-            if answer.records and partition.follower_throttled:
-                throttled += len(answer.records)
-            # Its fetch position may have moved: the next Fetch names it if so.
-            self._changed_keys.add(key)
-            if not self._apply_answer_safely(partition, answer):
-                self._delayed_until[key] = time.monotonic() + BACKOFF_S
-                self._leaving.add(key)
-                went_on = False
-            elif answer.records:
-                served.append(key)
+                    if answer.records and partition.follower_throttled:
+                        throttled += len(answer.records)
+                    # Its fetch position may have moved: the next Fetch names it if so.
+                    self._changed_keys.add(key)
+                    if not self._apply_answer_safely(partition, answer):
+                        self._delayed_until[key] = time.monotonic() + BACKOFF_S
+                        self._leaving.add(key)
+                        went_on = False
+                    elif answer.records:
+                        served.append(key)
         if throttled:
             self.quota.record(throttled, int(time.monotonic() * 1000))
         for key in served:
@@ -387,34 +382,6 @@ class ReplicaFetcher:
                 log_end_offset=partition.log_end_offset,
             ),
         )
-
-
-def _checkpoint_new_epochs(answers: Iterable[tuple[Partition, FetchAnswer]]) -> None:
-    """Each partition whose answered records begin with a leader epoch newer than its log's
-    latest (its first records, or a new leadership's): that epoch assigned where the records
-    start, and all their leader-epoch checkpoints written together with their fsyncs in
-    parallel, before the appends, which would write them one after another (a follower's
-    first fetch of thousands of partitions). Records that then fail to append leave the epoch
-    starting at the log end, as a new leader's epoch starts before its first append."""
-    checkpoints = EpochCheckpoints()
-    for partition, answer in answers:
-        records = answer.records
-        if not records or answer.error_code != ErrorCode.none or partition.offline:
-            continue
-        try:
-            first = read_header(records)
-        except RecordBatchError:
-            # Refused by the append, with the partition's backoff.
-            continue
-        epoch = first.partition_leader_epoch
-        latest = partition.latest_epoch
-        if (
-            epoch >= 0
-            and (latest is None or epoch > latest)
-            and first.base_offset >= partition.log_end_offset
-        ):
-            checkpoints.assign(partition.log.leader_epoch_cache, epoch, first.base_offset)
-    checkpoints.write()
 
 
 def _position(partition: Partition) -> FetchPosition:
