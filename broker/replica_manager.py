@@ -408,14 +408,16 @@ class ReplicaManager:
                 else:
                     self._fetchers.follow(partition, state.leader)
                 yield
-        for key, partition in list(self.partitions.items()):
-            if partition.topic_id not in image.topics:
-                # A topic of its name now (created again with fewer partitions) has a new id.
-                self._remove(key, image.topic_ids.get(key[0]))
-                yield
-        # A replica unassigned at run time went with its log (`_remove`): only a change of the
-        # topics' names or ids can make a log a stray then.
+        # A topic leaves the image (deleted, or created again under a new id) only with a
+        # change of the topics' names or ids: other images need no pass over every replica.
         if reconciling_all or image.topic_ids is not old.topic_ids:
+            for key, partition in list(self.partitions.items()):
+                if partition.topic_id not in image.topics:
+                    # A topic of its name now (created again with fewer partitions) has a new id.
+                    self._remove(key, image.topic_ids.get(key[0]))
+                    yield
+            # A replica unassigned at run time went with its log (`_remove`): only then can a
+            # log be a stray.
             yield from self._delete_strays(image)
         self._applied = image
 
