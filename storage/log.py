@@ -925,7 +925,9 @@ class Log:
         with self._flush_lock:
             self._check_online()
             target = self._log_end_offset if offset is None else min(offset, self._log_end_offset)
-            if target <= self._recovery_point:
+            # A new log's `partition.metadata` waits for a flush even while the log is empty:
+            # the clean shutdown's flush makes it durable.
+            if target <= self._recovery_point and not self._unsynced_files:
                 return
             try:
                 # What the batches depend on first: the files written without fsync.

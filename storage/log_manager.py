@@ -490,16 +490,33 @@ class LogManager:
             if not entry.offline:
                 entry.flush_if_due(now)
 
-    def enforce_retention(self, now_ms: int | None = None) -> int:
-        """Apply every log's retention; returns how many segments were deleted."""
+    def enforce_retention(self, now_ms: int | None = None) -> list[TopicPartition]:
+        """Apply every log's retention; returns the partitions whose log start offset moved.
+        A log whose disk refuses a deletion is logged and left as its error left it (its
+        segments out of the log, see `Log.enforce_retention`); the others go on."""
         now = self._clock() if now_ms is None else now_ms
-        return sum(
-            entry.enforce_retention(now) for entry in self._logs.values() if not entry.offline
-        )
+        moved = []
+        for partition, entry in self._logs.items():
+            if entry.offline:
+                continue
+            start = entry.log_start_offset
+            try:
+                entry.enforce_retention(now)
+            except StorageError as error:
+                log.error(
+                    "log_retention_failed",
+                    topic=partition.topic,
+                    partition=partition.partition,
+                    error=str(error),
+                )
+            if entry.log_start_offset != start:
+                moved.append(partition)
+        return moved
 
     def shutdown(self, broker_epoch: int | None) -> None:
         """Clean shutdown: flush every log, write checkpoints, close, then write the marker
         with `broker_epoch` (-1 when the broker never registered) in every directory."""
+        self._take_prepared()
         # A log that fails is offline now (the marker will not be written); the rest go on.
         self._flush_all()
         self.checkpoint()
@@ -543,9 +560,19 @@ class LogManager:
 
     def close(self) -> None:
         """Close every log without flushing or writing the marker (an unclean stop)."""
+        self._take_prepared()
         for entry in self._logs.values():
             entry.close()
         self._stop_deleter()
+
+    def _take_prepared(self) -> None:
+        """Register the logs `prepare_logs` made that no `get_or_create_logs` took (an apply
+        cut short by a stop), so they are flushed and closed with the others."""
+        preparing, self._preparing = self._preparing, {}
+        try:
+            self._register_made(preparing)
+        except StorageIOError as error:
+            log.error("log_creation_failed", error=str(error))
 
     def _stop_deleter(self) -> None:
         # Not waited for: a directory left aside is removed again at the next start. (The

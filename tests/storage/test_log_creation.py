@@ -142,3 +142,29 @@ def test_a_log_prepared_for_another_topic_id_is_never_handed_out(tmp_path: Path)
     with pytest.raises(InconsistentTopicIdError):
         manager.get_or_create_logs(_wide(2), topic_ids={"wide": UUID(int=0x2E)})
     manager.close()
+
+
+@pytest.mark.parametrize("made", ["created", "prepared"])
+def test_new_empty_logs_keep_their_topic_id_after_a_clean_stop(tmp_path: Path, made: str) -> None:
+    # Their `partition.metadata` waits for a flush that an empty log's data never asks for:
+    # the clean stop's flush makes it durable. Logs only prepared (an apply of metadata cut
+    # short by the stop) are made durable and closed with the others.
+    directory = tmp_path / "data"
+    journal = tmp_path / "journal"
+    durability.enable_journal(journal)
+    try:
+        manager = LogManager.open([directory])
+        if made == "created":
+            manager.get_or_create_logs(_wide(4), topic_ids={"wide": WIDE_ID})
+        else:
+            manager.prepare_logs(_wide(4), topic_ids={"wide": WIDE_ID})
+        manager.shutdown(broker_epoch=3)
+    finally:
+        durability.disable_journal()
+    assert set(manager.logs) == {partition for partition, _ in _wide(4)}
+    power_cut(journal, directory)
+    reopened = LogManager.open([directory])
+    assert reopened.clean_shutdown
+    assert set(reopened.logs) == {partition for partition, _ in _wide(4)}
+    assert all(reopened.topic_id_of(partition) == WIDE_ID for partition, _ in _wide(4))
+    reopened.close()
