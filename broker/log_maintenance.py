@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
@@ -71,7 +70,7 @@ class LogMaintenance:
         self._uncleanable: set[Partition] = set()
 
     def start(self) -> None:
-        periodic: list[tuple[int, Callable[[], object]]] = [
+        periodic: list[tuple[int, Callable[[], Awaitable[None]]]] = [
             (self._config.flush_interval_ms, self._flush),
             (self._config.checkpoint_interval_ms, self._checkpoint),
             (self._config.retention_check_interval_ms, self._enforce_retention),
@@ -90,12 +89,10 @@ class LogMaintenance:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _every(self, interval_ms: int, task: Callable[[], object]) -> None:
+    async def _every(self, interval_ms: int, task: Callable[[], Awaitable[None]]) -> None:
         while not await self._stopped_within(interval_ms):
             try:
-                outcome = task()
-                if inspect.isawaitable(outcome):
-                    await outcome
+                await task()
             except StorageError as error:
                 # The log that failed is offline, or refused this once; the others go on.
                 log.error("log_maintenance_failed", task=task.__name__, error=str(error))
@@ -105,7 +102,7 @@ class LogMaintenance:
             await asyncio.wait_for(self._stopping.wait(), interval_ms / 1000)
         return self._stopping.is_set()
 
-    def _flush(self) -> None:
+    async def _flush(self) -> None:
         self._logs.flush_due(self._clock())
 
     async def _checkpoint(self) -> None:
@@ -113,16 +110,12 @@ class LogMaintenance:
         # fsyncs on the event loop would stall every produce and fetch of the node.
         await asyncio.to_thread(write_checkpoints, self._logs.checkpoints())
 
-    def _enforce_retention(self) -> None:
-        partitions = list(self._replicas.partitions.values())
-        starts = [partition.log_start_offset for partition in partitions]
-        try:
-            self._logs.enforce_retention(self._clock())
-        finally:
+    async def _enforce_retention(self) -> None:
+        for moved in self._logs.enforce_retention(self._clock()):
             # The fetch sessions read only what they are told changed.
-            for partition, start in zip(partitions, starts, strict=True):
-                if partition.log_start_offset != start:
-                    partition.log_start_moved()
+            partition = self._replicas.partitions.get((moved.topic, moved.partition))
+            if partition is not None:
+                partition.log_start_moved()
 
     # -- compaction ---------------------------------------------------------------------------
 

@@ -158,7 +158,7 @@ def test_an_unlink_error_leaves_the_segments_out_of_the_log(
         pytest.raises(StorageIOError) as refused,
     ):
         if deletion == "retention":
-            manager.enforce_retention()
+            log.enforce_retention()
         else:
             log.delete_records(bases[2])
     assert failed
@@ -182,6 +182,26 @@ def test_an_unlink_error_leaves_the_segments_out_of_the_log(
     assert not (again.directory / "00000000000000000000.log").exists()
     assert read_values(again)[:-1] == values[start:]
     reopened.close()
+
+
+def test_a_log_whose_retention_fails_does_not_stop_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = LogManager.open([tmp_path], LogConfig(segment_bytes=1_000, retention_bytes=1_000))
+    logs = [manager.get_or_create_log(TopicPartition("orders", index)) for index in range(3)]
+    for log in logs:
+        for tag in range(12):
+            log.append(make_batch(2, value_size=100, tag=tag), leader_epoch=1)
+        log.update_high_watermark(log.log_end_offset)
+    with failing(monkeypatch, "unlink", logs[1].directory, by_path) as failed:
+        moved = manager.enforce_retention()
+    assert failed
+    # The failing log's segments left it all the same: every log start moved, and each
+    # log is reported so its readers learn of it.
+    assert moved == [TopicPartition("orders", index) for index in range(3)]
+    assert all(log.log_start_offset > 0 and not log.offline for log in logs)
+    assert len({log.log_start_offset for log in logs}) == 1
+    manager.close()
 
 
 def test_a_log_failing_its_fsync_at_shutdown_does_not_stop_the_others(
