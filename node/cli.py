@@ -30,7 +30,7 @@ import uvloop
 from controller.scram import ScramBootstrapCredential, parse_add_scram
 from net.record_batch import RecordBatchError, validate_batch
 from net.records import decode_batch
-from node import admin_cli, dev_cluster
+from node import admin_cli
 from node.bootstrap_records import write_bootstrap_records
 from node.config import ConfigError, NodeConfig, load_config
 from node.entry import paused_collection
@@ -251,6 +251,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             arguments.config, arguments.override, arguments.add_scram, arguments.ignore_formatted
         )
     if arguments.command == "dev":
+        # Imported here: its certificates (for --secure) import cryptography, which a node
+        # without TLS never needs and `kraft serve` should not pay for at each start.
+        from node import dev_cluster  # noqa: PLC0415
+
         return dev_cluster.run(
             arguments.nodes, arguments.data_dir, arguments.base_port, arguments.secure
         )
