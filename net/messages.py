@@ -15,6 +15,7 @@ ones, which a test holds equal to the ranges each handler registers.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
@@ -213,11 +214,15 @@ ByVersion: TypeAlias = Mapping[int, type[_Message]]
 """The class of a message at each version served."""
 
 
-class ServedVersions(Mapping[int, type[Payload]]):
-    """The request or response class of one API at each served version, imported the first
-    time that version is asked for."""
+class ServedVersions(Mapping[int, type[_Message]]):
+    """The request or response class of one API at each of a range of versions, imported the
+    first time that version is asked for.
 
-    __slots__ = ("_api_key", "_classes", "_schema", "_versions")
+    `classes` holds them all, for `isinstance` checks (which the type checker narrows to the
+    union the mapping is annotated with) that must not import them at start.
+    """
+
+    __slots__ = ("_all", "_api_key", "_classes", "_schema", "_versions")
 
     def __init__(
         self,
@@ -228,22 +233,24 @@ class ServedVersions(Mapping[int, type[Payload]]):
         self._api_key = api_key
         self._versions = versions
         self._schema = schema
-        self._classes: dict[int, type[Payload]] = {}
+        self._classes: dict[int, type[_Message]] = {}
+        self._all: tuple[type[_Message], ...] | None = None
 
-    def __getitem__(self, version: int) -> type[Payload]:
+    def __getitem__(self, version: int) -> type[_Message]:
         try:
             return self._classes[version]
         except KeyError:
             return self._load(version)
 
-    def _load(self, version: int) -> type[Payload]:
+    def _load(self, version: int) -> type[_Message]:
         if version not in self._versions:
             raise KeyError(f"{self._api_key.name} v{version} is not served")
         message = self._schema(self._api_key, version)
         if message is None:
             raise KeyError(f"{self._api_key.name} v{version} has no schema")
-        self._classes[version] = message
-        return message
+        loaded = typing.cast(type[_Message], message)
+        self._classes[version] = loaded
+        return loaded
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._versions)
@@ -254,13 +261,20 @@ class ServedVersions(Mapping[int, type[Payload]]):
     def __contains__(self, version: object) -> bool:
         return version in self._versions
 
+    @property
+    def classes(self) -> tuple[type[_Message], ...]:
+        """The class of every version, in version order."""
+        if self._all is None:
+            self._all = tuple(self[version] for version in self._versions)
+        return self._all
 
-def served_requests(api_key: ApiKey, oldest: int, newest: int) -> ByVersion[Any]:
+
+def served_requests(api_key: ApiKey, oldest: int, newest: int) -> ServedVersions[Any]:
     """The request classes of `api_key`'s versions `oldest`..`newest`."""
     return ServedVersions(api_key, range(oldest, newest + 1), request_schema)
 
 
-def served_responses(api_key: ApiKey, oldest: int, newest: int) -> ByVersion[Any]:
+def served_responses(api_key: ApiKey, oldest: int, newest: int) -> ServedVersions[Any]:
     """The response classes of `api_key`'s versions `oldest`..`newest`."""
     return ServedVersions(api_key, range(oldest, newest + 1), response_schema)
 

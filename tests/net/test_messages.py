@@ -264,6 +264,7 @@ def test_a_catalogue_holds_each_served_version_and_no_other() -> None:
         with pytest.raises(KeyError, match="not served"):
             served[unserved]
     assert served.get(11) is None
+    assert served.classes == tuple(response_schema(ApiKey.LIST_OFFSETS, v) for v in range(1, 11))
 
 
 def test_a_lookup_imports_only_the_version_asked_for_and_keeps_it() -> None:
@@ -271,12 +272,16 @@ def test_a_lookup_imports_only_the_version_asked_for_and_keeps_it() -> None:
     script = textwrap.dedent(
         """
         import sys
+        from broker.groups import wire
         from net import messages
 
-        def loaded():
-            return sorted(name for name in sys.modules if name.startswith("kio.schema.fetch."))
+        def loaded(api="fetch"):
+            return sorted(name for name in sys.modules if name.startswith(f"kio.schema.{api}."))
 
         assert loaded() == [], loaded()
+        # The group APIs' version checks import their classes when first used.
+        for api in ("join_group", "offset_commit", "offset_fetch", "find_coordinator"):
+            assert loaded(api) == [], loaded(api)
         first = messages.FETCH_RESPONSES[12]
         assert first.__version__ == 12 and first.__name__ == "FetchResponse"
         assert [name for name in loaded() if ".v" in name] == [
