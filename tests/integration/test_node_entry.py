@@ -33,14 +33,20 @@ from net.protocol import (
 pytestmark = pytest.mark.timeout(180)
 
 # Runs the console script given as its first argument, then reports which modules the node
-# process imported when it exits (after its controlled shutdown).
+# process imported when it exits (after its controlled shutdown), and how many garbage
+# collections ran before it froze its start-up heap.
 _REPORTING_RUNNER = """
-import atexit, json, runpy, sys
+import atexit, gc, json, runpy, sys
+before_freeze = []
+gc.callbacks.append(
+    lambda phase, info: phase == "stop" and not gc.get_freeze_count()
+    and before_freeze.append(info["generation"])
+)
 atexit.register(lambda: print(json.dumps({"modules_at_exit": {
     "hypothesis": sys.modules.get("hypothesis") is not None,
     "rich": sys.modules.get("rich") is not None,
     "kio": "kio.static.primitive" in sys.modules,
-}}), flush=True))
+}, "collections_before_freeze": before_freeze}), flush=True))
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
@@ -176,9 +182,17 @@ def test_the_kraft_script_serves_every_api_it_advertises_without_hypothesis_or_r
         assert cluster.terminate(1) == 0
     finally:
         cluster.stop_all()
-    reports = [
-        json.loads(line)["modules_at_exit"]
-        for line in node.log_path.read_text().splitlines()
-        if '"modules_at_exit"' in line
+    lines = node.log_path.read_text().splitlines()
+    reports = [json.loads(line) for line in lines if '"modules_at_exit"' in line]
+    assert [report["modules_at_exit"] for report in reports] == [
+        {"hypothesis": False, "rich": False, "kio": True}
     ]
-    assert reports == [{"hypothesis": False, "rich": False, "kio": True}]
+    # No collection during the imports, the configuration nor the start-up until the heap is
+    # frozen, where the young generations are collected once; then the collector runs again.
+    # (Only the youngest generation's, cheap, while the command line is parsed in between.)
+    before_freeze = reports[0]["collections_before_freeze"]
+    assert [generation for generation in before_freeze if generation > 0] == [1]
+    frozen = [json.loads(line) for line in lines if '"gc_frozen"' in line]
+    assert len(frozen) == 1
+    assert frozen[0]["collecting"] is True
+    assert frozen[0]["objects"] > 10_000
