@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import structlog
 from kio.schema.envelope.v0.response import EnvelopeResponse
@@ -62,20 +62,22 @@ _FORWARDED = frozenset(
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     }
 )
-_ForwardedRequest: TypeAlias = (
-    messages.CreateTopicsRequest
-    | messages.DeleteTopicsRequest
-    | messages.CreatePartitionsRequest
-    | messages.IncrementalAlterConfigsRequest
-    | messages.AlterConfigsRequest
-    | messages.ElectLeadersRequest
-    | messages.AlterPartitionReassignmentsRequest
-    | messages.ListPartitionReassignmentsRequest
-    | messages.UnregisterBrokerRequest
-    | messages.CreateAclsRequest
-    | messages.DeleteAclsRequest
-    | messages.AlterUserScramCredentialsRequest
-)
+# The message unions exist for the type checker only (see net.messages).
+if TYPE_CHECKING:
+    _ForwardedRequest: TypeAlias = (
+        messages.CreateTopicsRequest
+        | messages.DeleteTopicsRequest
+        | messages.CreatePartitionsRequest
+        | messages.IncrementalAlterConfigsRequest
+        | messages.AlterConfigsRequest
+        | messages.ElectLeadersRequest
+        | messages.AlterPartitionReassignmentsRequest
+        | messages.ListPartitionReassignmentsRequest
+        | messages.UnregisterBrokerRequest
+        | messages.CreateAclsRequest
+        | messages.DeleteAclsRequest
+        | messages.AlterUserScramCredentialsRequest
+    )
 
 
 class BrokerApis:

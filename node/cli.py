@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import mmap
 import sys
@@ -30,10 +31,9 @@ import uvloop
 from controller.scram import ScramBootstrapCredential, parse_add_scram
 from net.record_batch import RecordBatchError, validate_batch
 from net.records import decode_batch
-from node import admin_cli, dev_cluster
+from node import admin_cli
 from node.bootstrap_records import write_bootstrap_records
 from node.config import ConfigError, NodeConfig, load_config
-from node.entry import paused_collection
 from node.logging_setup import configure_logging
 from node.meta_properties import LogDirectoryError, ensure_formatted, read_meta_properties
 from storage.errors import StorageError
@@ -111,15 +111,19 @@ def dump_log(target: Path, *, records: bool) -> int:
 
 def serve_command(config_file: Path, overrides: Sequence[str]) -> int:
     """Validate everything that can be validated, then run the node."""
+    # No garbage collection from here until the node froze its start-up heap (see
+    # node.process.serve): the configuration, the node's imports and its start-up make objects
+    # that live as long as the process, and collections among them free nothing.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         config = load_config(config_file, overrides)
         configure_logging(config.node_id)
         # Imported here: the node (most of the product) takes seconds to import, which the
         # operator commands sharing this entry point should not pay.
-        with paused_collection():
-            from node.process import serve  # noqa: PLC0415
+        from node.process import serve  # noqa: PLC0415
 
-        uvloop.run(serve(config))
+        uvloop.run(serve(config, collect_after_start=collecting))
     except ConfigError as error:
         print(f"kraft serve: {error}", file=sys.stderr)
         return 2
@@ -251,6 +255,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             arguments.config, arguments.override, arguments.add_scram, arguments.ignore_formatted
         )
     if arguments.command == "dev":
+        # Imported here: its certificates (for --secure) import cryptography, which a node
+        # without TLS never needs and `kraft serve` should not pay for at each start.
+        from node import dev_cluster  # noqa: PLC0415
+
         return dev_cluster.run(
             arguments.nodes, arguments.data_dir, arguments.base_port, arguments.secure
         )

@@ -26,47 +26,13 @@ request and response classes decide how (each rule names its class):
 from __future__ import annotations
 
 import datetime
+import functools
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias, TypeVar
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from kio.schema.errors import ErrorCode
-from kio.schema.find_coordinator import v1 as find_coordinator_v1
-from kio.schema.find_coordinator import v2 as find_coordinator_v2
-from kio.schema.find_coordinator import v3 as find_coordinator_v3
-from kio.schema.find_coordinator import v4 as find_coordinator_v4
-from kio.schema.find_coordinator import v5 as find_coordinator_v5
-from kio.schema.find_coordinator import v6 as find_coordinator_v6
-from kio.schema.heartbeat import v3 as heartbeat_v3
-from kio.schema.heartbeat import v4 as heartbeat_v4
-from kio.schema.join_group import v1 as join_group_v1
-from kio.schema.join_group import v2 as join_group_v2
-from kio.schema.join_group import v3 as join_group_v3
-from kio.schema.join_group import v4 as join_group_v4
-from kio.schema.join_group import v5 as join_group_v5
-from kio.schema.join_group import v6 as join_group_v6
-from kio.schema.join_group import v7 as join_group_v7
-from kio.schema.join_group import v8 as join_group_v8
-from kio.schema.join_group import v9 as join_group_v9
-from kio.schema.leave_group import v3 as leave_group_v3
-from kio.schema.leave_group import v4 as leave_group_v4
-from kio.schema.leave_group import v5 as leave_group_v5
-from kio.schema.list_groups import v4 as list_groups_v4
-from kio.schema.list_groups import v5 as list_groups_v5
-from kio.schema.offset_commit import v2 as offset_commit_v2
-from kio.schema.offset_commit import v3 as offset_commit_v3
-from kio.schema.offset_commit import v4 as offset_commit_v4
-from kio.schema.offset_commit import v6 as offset_commit_v6
-from kio.schema.offset_commit import v7 as offset_commit_v7
-from kio.schema.offset_commit import v8 as offset_commit_v8
-from kio.schema.offset_commit import v9 as offset_commit_v9
-from kio.schema.offset_fetch import v7 as offset_fetch_v7
-from kio.schema.offset_fetch import v8 as offset_fetch_v8
-from kio.schema.offset_fetch import v9 as offset_fetch_v9
-from kio.schema.sync_group import v3 as sync_group_v3
-from kio.schema.sync_group import v4 as sync_group_v4
-from kio.schema.sync_group import v5 as sync_group_v5
 from kio.static.protocol import Payload
 
 from broker.groups.membership import (
@@ -84,7 +50,8 @@ from broker.groups.membership import (
     SyncRequest,
 )
 from net import messages
-from net.messages import ByVersion
+from net.api_keys import ApiKey
+from net.messages import ByVersion, ServedVersions
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity
 
 # The versions served, (oldest, newest): every version kio has a schema for, except the newest
@@ -118,73 +85,208 @@ _FIND_BATCH = 4
 _FETCH_GROUP_ERROR = 2
 _FETCH_BATCH = 8
 
+# The message unions are for the type checker, and their classes are imported when first
+# used (see net.messages): this module is imported at every start.
+if TYPE_CHECKING:
+    from kio.schema.find_coordinator import v0 as find_coordinator_v0
+    from kio.schema.find_coordinator import v1 as find_coordinator_v1
+    from kio.schema.find_coordinator import v2 as find_coordinator_v2
+    from kio.schema.find_coordinator import v3 as find_coordinator_v3
+    from kio.schema.find_coordinator import v4 as find_coordinator_v4
+    from kio.schema.find_coordinator import v5 as find_coordinator_v5
+    from kio.schema.find_coordinator import v6 as find_coordinator_v6
+    from kio.schema.heartbeat import v3 as heartbeat_v3
+    from kio.schema.heartbeat import v4 as heartbeat_v4
+    from kio.schema.join_group import v1 as join_group_v1
+    from kio.schema.join_group import v2 as join_group_v2
+    from kio.schema.join_group import v3 as join_group_v3
+    from kio.schema.join_group import v4 as join_group_v4
+    from kio.schema.join_group import v5 as join_group_v5
+    from kio.schema.join_group import v6 as join_group_v6
+    from kio.schema.join_group import v7 as join_group_v7
+    from kio.schema.join_group import v8 as join_group_v8
+    from kio.schema.join_group import v9 as join_group_v9
+    from kio.schema.leave_group import v0 as leave_group_v0
+    from kio.schema.leave_group import v1 as leave_group_v1
+    from kio.schema.leave_group import v2 as leave_group_v2
+    from kio.schema.leave_group import v3 as leave_group_v3
+    from kio.schema.leave_group import v4 as leave_group_v4
+    from kio.schema.leave_group import v5 as leave_group_v5
+    from kio.schema.list_groups import v4 as list_groups_v4
+    from kio.schema.list_groups import v5 as list_groups_v5
+    from kio.schema.offset_commit import v2 as offset_commit_v2
+    from kio.schema.offset_commit import v3 as offset_commit_v3
+    from kio.schema.offset_commit import v4 as offset_commit_v4
+    from kio.schema.offset_commit import v6 as offset_commit_v6
+    from kio.schema.offset_commit import v7 as offset_commit_v7
+    from kio.schema.offset_commit import v8 as offset_commit_v8
+    from kio.schema.offset_commit import v9 as offset_commit_v9
+    from kio.schema.offset_fetch import v1 as offset_fetch_v1
+    from kio.schema.offset_fetch import v2 as offset_fetch_v2
+    from kio.schema.offset_fetch import v3 as offset_fetch_v3
+    from kio.schema.offset_fetch import v4 as offset_fetch_v4
+    from kio.schema.offset_fetch import v5 as offset_fetch_v5
+    from kio.schema.offset_fetch import v6 as offset_fetch_v6
+    from kio.schema.offset_fetch import v7 as offset_fetch_v7
+    from kio.schema.offset_fetch import v8 as offset_fetch_v8
+    from kio.schema.offset_fetch import v9 as offset_fetch_v9
+    from kio.schema.sync_group import v3 as sync_group_v3
+    from kio.schema.sync_group import v4 as sync_group_v4
+    from kio.schema.sync_group import v5 as sync_group_v5
+
+    # The versions of each request that have the field named (v2-4 alone for OffsetCommit's
+    # retention, which v5 dropped).
+    _JoinWithRebalanceTimeout: TypeAlias = (
+        join_group_v1.JoinGroupRequest
+        | join_group_v2.JoinGroupRequest
+        | join_group_v3.JoinGroupRequest
+        | join_group_v4.JoinGroupRequest
+        | join_group_v5.JoinGroupRequest
+        | join_group_v6.JoinGroupRequest
+        | join_group_v7.JoinGroupRequest
+        | join_group_v8.JoinGroupRequest
+        | join_group_v9.JoinGroupRequest
+    )
+    _JoinWithInstanceId: TypeAlias = (
+        join_group_v5.JoinGroupRequest
+        | join_group_v6.JoinGroupRequest
+        | join_group_v7.JoinGroupRequest
+        | join_group_v8.JoinGroupRequest
+        | join_group_v9.JoinGroupRequest
+    )
+    _SyncWithInstanceId: TypeAlias = (
+        sync_group_v3.SyncGroupRequest
+        | sync_group_v4.SyncGroupRequest
+        | sync_group_v5.SyncGroupRequest
+    )
+    _HeartbeatWithInstanceId: TypeAlias = (
+        heartbeat_v3.HeartbeatRequest | heartbeat_v4.HeartbeatRequest
+    )
+    _LeaveBatch: TypeAlias = (
+        leave_group_v3.LeaveGroupRequest
+        | leave_group_v4.LeaveGroupRequest
+        | leave_group_v5.LeaveGroupRequest
+    )
+    _FindWithKeyType: TypeAlias = (
+        find_coordinator_v1.FindCoordinatorRequest
+        | find_coordinator_v2.FindCoordinatorRequest
+        | find_coordinator_v3.FindCoordinatorRequest
+        | find_coordinator_v4.FindCoordinatorRequest
+        | find_coordinator_v5.FindCoordinatorRequest
+        | find_coordinator_v6.FindCoordinatorRequest
+    )
+    _FindOneKey: TypeAlias = (
+        find_coordinator_v0.FindCoordinatorRequest
+        | find_coordinator_v1.FindCoordinatorRequest
+        | find_coordinator_v2.FindCoordinatorRequest
+        | find_coordinator_v3.FindCoordinatorRequest
+    )
+    _LeaveOneMember: TypeAlias = (
+        leave_group_v0.LeaveGroupRequest
+        | leave_group_v1.LeaveGroupRequest
+        | leave_group_v2.LeaveGroupRequest
+    )
+    _FetchOneGroup: TypeAlias = (
+        offset_fetch_v1.OffsetFetchRequest
+        | offset_fetch_v2.OffsetFetchRequest
+        | offset_fetch_v3.OffsetFetchRequest
+        | offset_fetch_v4.OffsetFetchRequest
+        | offset_fetch_v5.OffsetFetchRequest
+        | offset_fetch_v6.OffsetFetchRequest
+        | offset_fetch_v7.OffsetFetchRequest
+    )
+    _FindBatch: TypeAlias = (
+        find_coordinator_v4.FindCoordinatorRequest
+        | find_coordinator_v5.FindCoordinatorRequest
+        | find_coordinator_v6.FindCoordinatorRequest
+    )
+    _CommitWithRetention: TypeAlias = (
+        offset_commit_v2.OffsetCommitRequest
+        | offset_commit_v3.OffsetCommitRequest
+        | offset_commit_v4.OffsetCommitRequest
+    )
+    _CommitWithInstanceId: TypeAlias = (
+        offset_commit_v7.OffsetCommitRequest
+        | offset_commit_v8.OffsetCommitRequest
+        | offset_commit_v9.OffsetCommitRequest
+    )
+    _CommitWithLeaderEpoch: TypeAlias = (
+        offset_commit_v6.OffsetCommitRequest
+        | offset_commit_v7.OffsetCommitRequest
+        | offset_commit_v8.OffsetCommitRequest
+        | offset_commit_v9.OffsetCommitRequest
+    )
+    _CommitPartitionWithLeaderEpoch: TypeAlias = (
+        offset_commit_v6.request.OffsetCommitRequestPartition
+        | offset_commit_v7.request.OffsetCommitRequestPartition
+        | offset_commit_v8.request.OffsetCommitRequestPartition
+        | offset_commit_v9.request.OffsetCommitRequestPartition
+    )
+    _FetchRequireStable: TypeAlias = (
+        offset_fetch_v7.OffsetFetchRequest
+        | offset_fetch_v8.OffsetFetchRequest
+        | offset_fetch_v9.OffsetFetchRequest
+    )
+    _FetchBatch: TypeAlias = offset_fetch_v8.OffsetFetchRequest | offset_fetch_v9.OffsetFetchRequest
+    _ListWithStates: TypeAlias = list_groups_v4.ListGroupsRequest | list_groups_v5.ListGroupsRequest
+    _ListWithTypes: TypeAlias = list_groups_v5.ListGroupsRequest
+    _SyncWithProtocol: TypeAlias = sync_group_v5.SyncGroupRequest
+
 # The versions of each request that have the field named (v2-4 alone for OffsetCommit's
 # retention, which v5 dropped).
-_JoinWithRebalanceTimeout: TypeAlias = (
-    join_group_v1.JoinGroupRequest
-    | join_group_v2.JoinGroupRequest
-    | join_group_v3.JoinGroupRequest
-    | join_group_v4.JoinGroupRequest
-    | join_group_v5.JoinGroupRequest
-    | join_group_v6.JoinGroupRequest
-    | join_group_v7.JoinGroupRequest
-    | join_group_v8.JoinGroupRequest
-    | join_group_v9.JoinGroupRequest
+_JOIN_WITH_REBALANCE_TIMEOUT: ServedVersions[_JoinWithRebalanceTimeout] = messages.served_requests(
+    ApiKey.JOIN_GROUP, 1, 9
 )
-_JoinWithInstanceId: TypeAlias = (
-    join_group_v5.JoinGroupRequest
-    | join_group_v6.JoinGroupRequest
-    | join_group_v7.JoinGroupRequest
-    | join_group_v8.JoinGroupRequest
-    | join_group_v9.JoinGroupRequest
+_JOIN_WITH_INSTANCE_ID: ServedVersions[_JoinWithInstanceId] = messages.served_requests(
+    ApiKey.JOIN_GROUP, 5, 9
 )
-_SyncWithInstanceId: TypeAlias = (
-    sync_group_v3.SyncGroupRequest | sync_group_v4.SyncGroupRequest | sync_group_v5.SyncGroupRequest
+_SYNC_WITH_INSTANCE_ID: ServedVersions[_SyncWithInstanceId] = messages.served_requests(
+    ApiKey.SYNC_GROUP, 3, 5
 )
-_HeartbeatWithInstanceId: TypeAlias = heartbeat_v3.HeartbeatRequest | heartbeat_v4.HeartbeatRequest
-_LeaveBatch: TypeAlias = (
-    leave_group_v3.LeaveGroupRequest
-    | leave_group_v4.LeaveGroupRequest
-    | leave_group_v5.LeaveGroupRequest
+_HEARTBEAT_WITH_INSTANCE_ID: ServedVersions[_HeartbeatWithInstanceId] = messages.served_requests(
+    ApiKey.HEARTBEAT, 3, 4
 )
-_FindWithKeyType: TypeAlias = (
-    find_coordinator_v1.FindCoordinatorRequest
-    | find_coordinator_v2.FindCoordinatorRequest
-    | find_coordinator_v3.FindCoordinatorRequest
-    | find_coordinator_v4.FindCoordinatorRequest
-    | find_coordinator_v5.FindCoordinatorRequest
-    | find_coordinator_v6.FindCoordinatorRequest
+_LEAVE_BATCH_REQUESTS: ServedVersions[_LeaveBatch] = messages.served_requests(
+    ApiKey.LEAVE_GROUP, 3, 5
 )
-_FindBatch: TypeAlias = (
-    find_coordinator_v4.FindCoordinatorRequest
-    | find_coordinator_v5.FindCoordinatorRequest
-    | find_coordinator_v6.FindCoordinatorRequest
+_FIND_WITH_KEY_TYPE: ServedVersions[_FindWithKeyType] = messages.served_requests(
+    ApiKey.FIND_COORDINATOR, 1, 6
 )
-_CommitWithRetention: TypeAlias = (
-    offset_commit_v2.OffsetCommitRequest
-    | offset_commit_v3.OffsetCommitRequest
-    | offset_commit_v4.OffsetCommitRequest
+_FIND_BATCH_REQUESTS: ServedVersions[_FindBatch] = messages.served_requests(
+    ApiKey.FIND_COORDINATOR, 4, 6
 )
-_CommitWithInstanceId: TypeAlias = (
-    offset_commit_v7.OffsetCommitRequest
-    | offset_commit_v8.OffsetCommitRequest
-    | offset_commit_v9.OffsetCommitRequest
+_COMMIT_WITH_RETENTION: ServedVersions[_CommitWithRetention] = messages.served_requests(
+    ApiKey.OFFSET_COMMIT, 2, 4
 )
-_CommitPartitionWithLeaderEpoch: TypeAlias = (
-    offset_commit_v6.request.OffsetCommitRequestPartition
-    | offset_commit_v7.request.OffsetCommitRequestPartition
-    | offset_commit_v8.request.OffsetCommitRequestPartition
-    | offset_commit_v9.request.OffsetCommitRequestPartition
+_COMMIT_WITH_INSTANCE_ID: ServedVersions[_CommitWithInstanceId] = messages.served_requests(
+    ApiKey.OFFSET_COMMIT, 7, 9
 )
-_FetchRequireStable: TypeAlias = (
-    offset_fetch_v7.OffsetFetchRequest
-    | offset_fetch_v8.OffsetFetchRequest
-    | offset_fetch_v9.OffsetFetchRequest
+_COMMIT_WITH_LEADER_EPOCH: ServedVersions[_CommitWithLeaderEpoch] = messages.served_requests(
+    ApiKey.OFFSET_COMMIT, 6, 9
 )
-_FetchBatch: TypeAlias = offset_fetch_v8.OffsetFetchRequest | offset_fetch_v9.OffsetFetchRequest
-_ListWithStates: TypeAlias = list_groups_v4.ListGroupsRequest | list_groups_v5.ListGroupsRequest
-_ListWithTypes: TypeAlias = list_groups_v5.ListGroupsRequest
-_SyncWithProtocol: TypeAlias = sync_group_v5.SyncGroupRequest
+_FETCH_REQUIRE_STABLE: ServedVersions[_FetchRequireStable] = messages.served_requests(
+    ApiKey.OFFSET_FETCH, 7, 9
+)
+_FETCH_BATCH_REQUESTS: ServedVersions[_FetchBatch] = messages.served_requests(
+    ApiKey.OFFSET_FETCH, 8, 9
+)
+_LIST_WITH_STATES: ServedVersions[_ListWithStates] = messages.served_requests(
+    ApiKey.LIST_GROUPS, 4, 5
+)
+_LIST_WITH_TYPES: ServedVersions[_ListWithTypes] = messages.served_requests(
+    ApiKey.LIST_GROUPS, 5, 5
+)
+_SYNC_WITH_PROTOCOL: ServedVersions[_SyncWithProtocol] = messages.served_requests(
+    ApiKey.SYNC_GROUP, 5, 5
+)
+# The versions before the batches, the other branch of each batch check.
+_FIND_ONE_KEY: ServedVersions[_FindOneKey] = messages.served_requests(ApiKey.FIND_COORDINATOR, 0, 3)
+_LEAVE_ONE_MEMBER: ServedVersions[_LeaveOneMember] = messages.served_requests(
+    ApiKey.LEAVE_GROUP, 0, 2
+)
+_FETCH_ONE_GROUP: ServedVersions[_FetchOneGroup] = messages.served_requests(
+    ApiKey.OFFSET_FETCH, 1, 7
+)
 
 # Kafka's "not requested" value of the authorized-operations fields.
 _NO_AUTHORIZED_OPERATIONS = -(2**31)
@@ -223,8 +325,9 @@ class Coordinator:
 
 def find_coordinator_keys(version: int, request: messages.FindCoordinatorRequest) -> list[str]:
     """The keys (group ids) a FindCoordinatorRequest asks about: one before v4, a batch after."""
-    if isinstance(request, _FindBatch):
+    if isinstance(request, _FIND_BATCH_REQUESTS.classes):
         return list(request.coordinator_keys)
+    assert isinstance(request, _FIND_ONE_KEY.classes)
     return [request.key]
 
 
@@ -237,7 +340,9 @@ def find_coordinator_key_type_error(
     answers for a coordinator type it does not run, and which clients fail on at once instead
     of retrying as they would COORDINATOR_NOT_AVAILABLE.
     """
-    key_type = request.key_type if isinstance(request, _FindWithKeyType) else GROUP_KEY_TYPE
+    key_type = (
+        request.key_type if isinstance(request, _FIND_WITH_KEY_TYPE.classes) else GROUP_KEY_TYPE
+    )
     return ErrorCode.none if key_type == GROUP_KEY_TYPE else ErrorCode.invalid_request
 
 
@@ -294,11 +399,13 @@ def join_request(
         session_timeout_ms=session_timeout_ms,
         rebalance_timeout_ms=(
             _ms(request.rebalance_timeout)
-            if isinstance(request, _JoinWithRebalanceTimeout)
+            if isinstance(request, _JOIN_WITH_REBALANCE_TIMEOUT.classes)
             else session_timeout_ms
         ),
         group_instance_id=(
-            request.group_instance_id if isinstance(request, _JoinWithInstanceId) else None
+            request.group_instance_id
+            if isinstance(request, _JOIN_WITH_INSTANCE_ID.classes)
+            else None
         ),
         require_known_member_id=version >= _JOIN_KNOWN_MEMBER_ID,
         supports_skip_assignment=version >= _JOIN_SKIP_ASSIGNMENT,
@@ -338,13 +445,15 @@ def join_error(version: int, error: ErrorCode) -> messages.JoinGroupResponse:
 
 def sync_request(version: int, request: messages.SyncGroupRequest) -> tuple[str, SyncRequest]:
     """The group id and the machine's request of a SyncGroupRequest of `version`."""
-    protocol = request if isinstance(request, _SyncWithProtocol) else None
+    protocol = request if isinstance(request, _SYNC_WITH_PROTOCOL.classes) else None
     return request.group_id, SyncRequest(
         member_id=request.member_id,
         generation_id=request.generation_id,
         assignments={a.member_id: a.assignment for a in request.assignments},
         group_instance_id=(
-            request.group_instance_id if isinstance(request, _SyncWithInstanceId) else None
+            request.group_instance_id
+            if isinstance(request, _SYNC_WITH_INSTANCE_ID.classes)
+            else None
         ),
         protocol_type=None if protocol is None else protocol.protocol_type,
         protocol_name=None if protocol is None else protocol.protocol_name,
@@ -371,7 +480,9 @@ def heartbeat_request(
         member_id=request.member_id,
         generation_id=request.generation_id,
         group_instance_id=(
-            request.group_instance_id if isinstance(request, _HeartbeatWithInstanceId) else None
+            request.group_instance_id
+            if isinstance(request, _HEARTBEAT_WITH_INSTANCE_ID.classes)
+            else None
         ),
     )
 
@@ -385,10 +496,11 @@ def leave_request(
     version: int, request: messages.LeaveGroupRequest
 ) -> tuple[str, list[LeavingMember]]:
     """The group id and the members a LeaveGroupRequest of `version` removes."""
-    if isinstance(request, _LeaveBatch):
+    if isinstance(request, _LEAVE_BATCH_REQUESTS.classes):
         return request.group_id, [
             LeavingMember(m.member_id, m.group_instance_id) for m in request.members
         ]
+    assert isinstance(request, _LEAVE_ONE_MEMBER.classes)
     return request.group_id, [LeavingMember(request.member_id)]
 
 
@@ -453,10 +565,22 @@ class OffsetCommit:
     offsets: tuple[CommittedOffset, ...]
 
 
+@functools.cache
+def _partitions_with_leader_epoch() -> tuple[type[_CommitPartitionWithLeaderEpoch], ...]:
+    """The OffsetCommit partition classes that carry a leader epoch (imported on first use)."""
+    return tuple(
+        typing.cast(
+            type["_CommitPartitionWithLeaderEpoch"],
+            messages.nested_type(_COMMIT_WITH_LEADER_EPOCH, version, "topics", "partitions"),
+        )
+        for version in _COMMIT_WITH_LEADER_EPOCH
+    )
+
+
 def offset_commit_request(version: int, request: messages.OffsetCommitRequest) -> OffsetCommit:
     """The commit an OffsetCommitRequest of `version` asks for."""
     retention_ms: int | None = None
-    if isinstance(request, _CommitWithRetention):
+    if isinstance(request, _COMMIT_WITH_RETENTION.classes):
         asked = _ms(request.retention_time)
         retention_ms = asked if asked >= 0 else None
     return OffsetCommit(
@@ -464,7 +588,9 @@ def offset_commit_request(version: int, request: messages.OffsetCommitRequest) -
         generation_id=request.generation_id_or_member_epoch,
         member_id=request.member_id,
         group_instance_id=(
-            request.group_instance_id if isinstance(request, _CommitWithInstanceId) else None
+            request.group_instance_id
+            if isinstance(request, _COMMIT_WITH_INSTANCE_ID.classes)
+            else None
         ),
         retention_ms=retention_ms,
         offsets=tuple(
@@ -474,7 +600,7 @@ def offset_commit_request(version: int, request: messages.OffsetCommitRequest) -
                 offset=p.committed_offset,
                 leader_epoch=(
                     p.committed_leader_epoch
-                    if isinstance(p, _CommitPartitionWithLeaderEpoch)
+                    if isinstance(p, _partitions_with_leader_epoch())
                     else NO_LEADER_EPOCH
                 ),
                 metadata=NO_METADATA if p.committed_metadata is None else p.committed_metadata,
@@ -536,14 +662,17 @@ class OffsetFetch:
 
 def offset_fetch_request(version: int, request: messages.OffsetFetchRequest) -> OffsetFetch:
     """The groups and partitions an OffsetFetchRequest of `version` asks about."""
-    require_stable = request.require_stable if isinstance(request, _FetchRequireStable) else False
+    require_stable = (
+        request.require_stable if isinstance(request, _FETCH_REQUIRE_STABLE.classes) else False
+    )
     groups: tuple[OffsetFetchGroup, ...]
-    if isinstance(request, _FetchBatch):
+    if isinstance(request, _FETCH_BATCH_REQUESTS.classes):
         groups = tuple(
             OffsetFetchGroup(group.group_id, _fetched_partitions(group.topics))
             for group in request.groups
         )
     else:
+        assert isinstance(request, _FETCH_ONE_GROUP.classes)
         groups = (OffsetFetchGroup(request.group_id, _fetched_partitions(request.topics)),)
     return OffsetFetch(groups, require_stable)
 
@@ -749,8 +878,8 @@ class ListGroupsFilter:
 
 def list_groups_filter(version: int, request: messages.ListGroupsRequest) -> ListGroupsFilter:
     """The states (v4+) and types (v5+) a ListGroupsRequest of `version` lists groups of."""
-    states = request.states_filter if isinstance(request, _ListWithStates) else ()
-    types = request.types_filter if isinstance(request, _ListWithTypes) else ()
+    states = request.states_filter if isinstance(request, _LIST_WITH_STATES.classes) else ()
+    types = request.types_filter if isinstance(request, _LIST_WITH_TYPES.classes) else ()
     return ListGroupsFilter(
         frozenset(s.lower() for s in states), frozenset(t.lower() for t in types)
     )

@@ -1,6 +1,9 @@
 """net.messages: the typed message catalogue matches what the handlers serve and what the codec
 decodes, so a message typed as `messages.FetchRequest` is what a Fetch handler receives."""
 
+import subprocess
+import sys
+import textwrap
 from collections.abc import Mapping
 
 import pytest
@@ -248,12 +251,47 @@ def test_every_controller_api_is_in_the_catalogue() -> None:
     assert {served.api_key for served in controller_wire.SERVED} == set(_CONTROLLER_CATALOGUE)
 
 
-def test_a_request_union_admits_each_served_version_and_no_other() -> None:
-    for version in range(1, 11):
-        list_offsets = request_schema(ApiKey.LIST_OFFSETS, version)
-        assert list_offsets is not None
-        assert issubclass(list_offsets, messages.ListOffsetsRequest)
-    # kio knows ListOffsets v11, which is newer than any served.
-    unserved = request_schema(ApiKey.LIST_OFFSETS, 11)
-    assert unserved is not None
-    assert not issubclass(unserved, messages.ListOffsetsRequest)
+def test_a_catalogue_holds_each_served_version_and_no_other() -> None:
+    served = messages.LIST_OFFSETS_RESPONSES
+    assert list(served) == list(range(1, 11))
+    assert len(served) == 10
+    assert 1 in served
+    assert 10 in served
+    # kio knows ListOffsets v11, newer than any served; v0 is older.
+    assert response_schema(ApiKey.LIST_OFFSETS, 11) is not None
+    for unserved in (0, 11):
+        assert unserved not in served
+        with pytest.raises(KeyError, match="not served"):
+            served[unserved]
+    assert served.get(11) is None
+    fresh = messages.served_responses(ApiKey.LIST_OFFSETS, 1, 10)
+    assert fresh.classes == tuple(response_schema(ApiKey.LIST_OFFSETS, v) for v in range(1, 11))
+
+
+def test_a_lookup_imports_only_the_version_asked_for_and_keeps_it() -> None:
+    # In a fresh interpreter: this one imported the catalogue's classes long ago.
+    script = textwrap.dedent(
+        """
+        import sys
+        from broker.groups import wire
+        from net import messages
+
+        def loaded(api="fetch"):
+            return sorted(name for name in sys.modules if name.startswith(f"kio.schema.{api}."))
+
+        assert loaded() == [], loaded()
+        # The group APIs' version checks import their classes when first used.
+        for api in ("join_group", "offset_commit", "offset_fetch", "find_coordinator"):
+            assert loaded(api) == [], loaded(api)
+        first = messages.FETCH_RESPONSES[12]
+        assert first.__version__ == 12 and first.__name__ == "FetchResponse"
+        assert [name for name in loaded() if ".v" in name] == [
+            "kio.schema.fetch.v12", "kio.schema.fetch.v12.request", "kio.schema.fetch.v12.response"
+        ], loaded()
+        assert messages.FETCH_RESPONSES[12] is first
+        """
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
