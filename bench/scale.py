@@ -48,7 +48,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench import scale_fetch, scale_latency, scale_restart
-from bench.cluster import Cluster
+from bench.cluster import Cluster, compile_node_packages
 from bench.kcat import kcat_consume, kcat_produce, kcat_version, librdkafka_environment
 
 MIN_INSYNC_REPLICAS = 2
@@ -311,6 +311,7 @@ def main() -> None:
     parser.add_argument("--topic-partitions", type=int, default=CaseSettings.topic_partitions)
     parser.add_argument("--spread-count", type=int, default=CaseSettings.spread_count)
     args = parser.parse_args()
+    compile_node_packages()
     unknown = sorted(set(args.cases) - set(CASES))
     if unknown:
         parser.error(f"unknown cases {unknown}; known: {', '.join(CASES)}")

@@ -28,7 +28,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.cluster import Cluster
+from bench.cluster import Cluster, compile_node_packages
 from bench.kcat import kcat_produce, librdkafka_environment
 
 _MESSAGE_SIZE = 100
@@ -128,6 +128,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=3000)
     parser.add_argument("--count", type=int, default=500_000)
     args = parser.parse_args()
+    compile_node_packages()
     with tempfile.TemporaryDirectory(prefix="bench-scale-fetch-") as directory:
         print(json.dumps(measure(Path(directory), args.partitions, args.count)))
 

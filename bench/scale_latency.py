@@ -48,7 +48,7 @@ import structlog
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.cluster import Cluster
+from bench.cluster import Cluster, compile_node_packages
 from bench.produce_consume import cpu_seconds, percentile
 from net.client import ClusterClient, NodeConnection
 from net.producer import Producer as OurProducer
@@ -368,6 +368,7 @@ def main() -> None:
     parser.add_argument("--producer-rate", type=float, default=1.0, help="msg/s of each")
     parser.add_argument("--partitions", type=int, default=1000)
     args = parser.parse_args()
+    compile_node_packages()
     with tempfile.TemporaryDirectory(prefix="bench-scale-latency-") as directory:
         result = measure(
             Path(directory),

@@ -32,7 +32,7 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from bench.cluster import Cluster, kraft_executable
+from bench.cluster import Cluster, compile_node_packages, kraft_executable
 
 _NODES = 3
 _PAYLOAD = b"x" * 100
@@ -248,6 +248,7 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="py-spy each restart into this directory")
     parser.add_argument("--profile-seconds", type=float, default=20.0)
     args = parser.parse_args()
+    compile_node_packages()
     print(
         json.dumps(
             measure(
