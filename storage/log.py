@@ -230,8 +230,9 @@ class Log:
     ) -> Log:
         """Open (or create) the log in `directory`, recovering it from `recovery_point` on
         unless `clean_shutdown` (see `storage.log_loader`); what survives a recovery is fsynced
-        before the log is used, here unless `flush_recovered` is False (the caller flushes
-        it, with many others at once, before using it)."""
+        here unless `flush_recovered` is False. Unflushed, the recovered part stays above the
+        recovery point (as in Kafka's LogLoader): it is as durable as it was before the crash,
+        and a crash before its flush recovers it again."""
         config = config or LogConfig()
         loaded = LogLoader(
             directory,

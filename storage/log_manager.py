@@ -18,6 +18,8 @@ every log directory after every log was flushed and checkpointed, and read and r
 start clean: logs then open without scanning, and the broker epoch found there is what the
 broker registers with; otherwise logs recover from their recovery points and the broker
 registers with no epoch, which excludes its replicas from leadership until they catch up.
+What a recovery kept is not fsynced at start (Kafka's LogLoader does not either): it stays
+above the recovery point, as durable as before the crash, until the log's next flush.
 """
 
 from __future__ import annotations
@@ -158,11 +160,6 @@ class LogManager:
         )
         for directory in dirs:
             manager._load_directory(directory)
-        if not clean:
-            # What recovery kept is made durable before any log is used.
-            failures = manager._flush_all()
-            if failures:
-                raise failures[0]
         log.info(
             "log_manager_opened",
             log_dirs=[str(directory) for directory in dirs],
@@ -179,6 +176,11 @@ class LogManager:
         # Entries know whether they are directories without a stat each.
         with os.scandir(directory) as entries:
             children = sorted(Path(entry.path) for entry in entries if entry.is_dir())
+        # Opened (and after an unclean stop recovered) on the storage threads: their reads,
+        # index writes and truncations overlap, and the CRCs of large batches run without the
+        # interpreter lock. No log is used before all are open.
+        pool = file_threads()
+        opening: dict[TopicPartition, Future[Log]] = {}
         for child in children:
             if child.name.endswith(_DELETED_SUFFIX):
                 # Deleted before a crash (or a stop) finished removing it.
@@ -196,7 +198,8 @@ class LogManager:
                 topic_id = None
             if topic_id is not None:
                 self._topic_ids[partition] = topic_id
-            self._logs[partition] = Log.open(
+            opening[partition] = pool.submit(
+                Log.open,
                 child,
                 self.default_config,
                 log_start_offset=log_starts.get(partition, 0),
@@ -206,8 +209,18 @@ class LogManager:
                 clock=self._clock,
                 flush_recovered=False,
             )
+        failure: BaseException | None = None
+        for partition, opened in opening.items():
+            try:
+                self._logs[partition] = opened.result()
+            except BaseException as error:
+                # Raised once every open is done (the storage threads are shared).
+                failure = failure or error
+                continue
             self._dir_of[partition] = directory
             self._logs_in_dir[directory] += 1
+        if failure is not None:
+            raise failure
 
     @property
     def logs(self) -> dict[TopicPartition, Log]:
