@@ -255,9 +255,9 @@ class Log:
         opened._delete_segments_below(loaded.log_start_offset)
         if not clean_shutdown and flush_recovered:
             opened.flush()
-        # A trusted log is one of thousands a start opens (LogManager sums them up in one
-        # event); a recovered one is worth its own.
-        (log.debug if clean_shutdown else log.info)(
+        # One of thousands a start opens (LogManager sums them up in one event; an event each
+        # took seconds of a start recovering 10,000); a recovery that cut a segment warns.
+        log.debug(
             "log_opened",
             directory=str(directory),
             clean_shutdown=clean_shutdown,

@@ -166,6 +166,10 @@ class LogManager:
             clean_shutdown=clean,
             broker_epoch=manager.broker_epoch_at_start,
             logs=len(manager._logs),
+            # Those a crash right now would recover again.
+            logs_above_recovery_point=sum(
+                entry.recovery_point < entry.log_end_offset for entry in manager._logs.values()
+            ),
         )
         return manager
 
@@ -180,7 +184,7 @@ class LogManager:
         # index writes and truncations overlap, and the CRCs of large batches run without the
         # interpreter lock. No log is used before all are open.
         pool = file_threads()
-        opening: dict[TopicPartition, Future[Log]] = {}
+        opening: dict[TopicPartition, Future[tuple[uuid.UUID | None, Log]]] = {}
         for child in children:
             if child.name.endswith(_DELETED_SUFFIX):
                 # Deleted before a crash (or a stop) finished removing it.
@@ -189,17 +193,8 @@ class LogManager:
             partition = TopicPartition.from_dir_name(child.name)
             if partition is None:
                 continue
-            try:
-                topic_id = read_partition_metadata(child)
-            except PartitionMetadataError as error:
-                # Written atomically, so only something outside the broker left it so: the
-                # log is taken as one without an id, which adopts its topic's on first use.
-                log.warning("partition_metadata_unreadable", directory=str(child), error=str(error))
-                topic_id = None
-            if topic_id is not None:
-                self._topic_ids[partition] = topic_id
             opening[partition] = pool.submit(
-                Log.open,
+                _open_log,
                 child,
                 self.default_config,
                 log_start_offset=log_starts.get(partition, 0),
@@ -207,16 +202,17 @@ class LogManager:
                 high_watermark=high_watermarks.get(partition, 0),
                 clean_shutdown=self.clean_shutdown,
                 clock=self._clock,
-                flush_recovered=False,
             )
         failure: BaseException | None = None
         for partition, opened in opening.items():
             try:
-                self._logs[partition] = opened.result()
+                topic_id, self._logs[partition] = opened.result()
             except BaseException as error:
                 # Raised once every open is done (the storage threads are shared).
                 failure = failure or error
                 continue
+            if topic_id is not None:
+                self._topic_ids[partition] = topic_id
             self._dir_of[partition] = directory
             self._logs_in_dir[directory] += 1
         if failure is not None:
@@ -566,6 +562,38 @@ class LogManager:
         if self._deleter is not None:
             self._deleter.shutdown(wait=False)
             self._deleter = None
+
+
+def _open_log(
+    partition_dir: Path,
+    config: LogConfig,
+    *,
+    log_start_offset: int,
+    recovery_point: int,
+    high_watermark: int,
+    clean_shutdown: bool,
+    clock: Callable[[], int],
+) -> tuple[uuid.UUID | None, Log]:
+    """The topic id recorded in `partition_dir` and its log, opened (on a storage thread) from
+    the checkpointed offsets; what an unclean stop left is recovered, not flushed."""
+    try:
+        topic_id = read_partition_metadata(partition_dir)
+    except PartitionMetadataError as error:
+        # Written atomically, so only something outside the broker left it so: the log is
+        # taken as one without an id, which adopts its topic's on first use.
+        log.warning("partition_metadata_unreadable", directory=str(partition_dir), error=str(error))
+        topic_id = None
+    opened = Log.open(
+        partition_dir,
+        config,
+        log_start_offset=log_start_offset,
+        recovery_point=recovery_point,
+        high_watermark=high_watermark,
+        clean_shutdown=clean_shutdown,
+        clock=clock,
+        flush_recovered=False,
+    )
+    return topic_id, opened
 
 
 def _create_log(
