@@ -187,7 +187,7 @@ def test_a_killed_nodes_logs_recover_as_a_full_recovery_of_each_would(
     controller = quorum_leader(cluster)
     victim = max(node for node in NODES if node != controller)
     acked = produce_acked(
-        cluster, "idempotent", 2 * PARTITIONS, settings={"enable.idempotence": True}
+        cluster, "idempotent", 2 * PARTITIONS, settings={"enable.idempotence": True, "retries": 5}
     )
     # acks=1 writes survive the kill of a node that leads none of them.
     led_elsewhere = [
