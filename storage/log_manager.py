@@ -197,9 +197,9 @@ class LogManager:
                 _open_log,
                 child,
                 self.default_config,
-                log_start_offset=log_starts.get(partition, 0),
-                recovery_point=recovery_points.get(partition, 0),
-                high_watermark=high_watermarks.get(partition, 0),
+                log_start_offset=log_starts.get(child.name, 0),
+                recovery_point=recovery_points.get(child.name, 0),
+                high_watermark=high_watermarks.get(child.name, 0),
                 clean_shutdown=self.clean_shutdown,
                 clock=self._clock,
             )
@@ -647,7 +647,9 @@ def _read_marker(directory: Path) -> int | None:
         return None
 
 
-def _read_offsets(path: Path) -> dict[TopicPartition, int]:
+def _read_offsets(path: Path) -> dict[str, int]:
+    """The offsets of a checkpoint by partition directory name (`<topic>-<partition>`): a
+    start looks up thousands of logs by their directory."""
     try:
         rows = read_checkpoint(path, fields=3)
     except CheckpointFormatError as error:
@@ -658,7 +660,7 @@ def _read_offsets(path: Path) -> dict[TopicPartition, int]:
     offsets = {}
     for topic, partition, offset in rows:
         try:
-            offsets[TopicPartition(topic, int(partition))] = int(offset)
+            offsets[f"{topic}-{int(partition)}"] = int(offset)
         except ValueError:
             log.warning("offset_checkpoint_unreadable", path=str(path), row=[topic, partition])
             return {}
