@@ -243,38 +243,14 @@ class LaggingController(ControllerClient):
             if self.received <= self.behind
             else ErrorCode.ineligible_replica
         )
-        asked = request.topics[0]
-        return make_entity(
-            alter_partition_v3.AlterPartitionResponse,
-            throttle_time=datetime.timedelta(0),
-            error_code=ErrorCode.none,
-            topics=(
-                make_entity(
-                    alter_partition_v3.response.TopicData,
-                    topic_id=asked.topic_id,
-                    partitions=(
-                        make_entity(
-                            alter_partition_v3.response.PartitionData,
-                            partition_index=asked.partitions[0].partition_index,
-                            error_code=error,
-                            leader_id=-1,
-                            leader_epoch=-1,
-                            isr=(),
-                            leader_recovery_state=0,
-                            partition_epoch=-1,
-                        ),
-                    ),
-                ),
-            ),
-        )
+        return alter_partition_answer(request, lambda _index: error)
 
 
-async def test_an_isr_change_answered_not_controller_for_its_partition_is_asked_again(
-    brokers: MakeBrokers,
-) -> None:
-    # No record will ever settle a change that no controller decided: without asking again
-    # the leader would hold it pending, and propose nothing else, for ever (fault seed 5).
-    controller = LaggingController(behind=2)
+async def expansion_proposed(
+    brokers: MakeBrokers, controller: ControllerClient
+) -> tuple[IsrChangeSender, Broker]:
+    """A leader (broker 1) sending its ISR changes to `controller`, once it proposed adding
+    broker 2, caught up with its first write, to the ISR."""
     sender = IsrChangeSender(
         controller, 1, lambda: 10, lambda broker_id: 10 * broker_id, retry_backoff_s=0.01
     )
@@ -287,6 +263,16 @@ async def test_an_isr_change_answered_not_controller_for_its_partition_is_asked_
     await replicate(leader, joining)
     await replicate(leader, joining)
     assert leader.partition().pending_isr == (1, 2)
+    return sender, leader
+
+
+async def test_an_isr_change_answered_not_controller_for_its_partition_is_asked_again(
+    brokers: MakeBrokers,
+) -> None:
+    # No record will ever settle a change that no controller decided: without asking again
+    # the leader would hold it pending, and propose nothing else, for ever (fault seed 5).
+    controller = LaggingController(behind=2)
+    sender, leader = await expansion_proposed(brokers, controller)
     for _ in range(100):
         if leader.partition().pending_isr is None:
             break
@@ -402,18 +388,7 @@ async def test_an_isr_change_answered_slower_than_the_request_timeout_is_sent_on
         client = ControllerClient(
             {1: ("127.0.0.1", server.port)}, client_id="leader", request_timeout=0.1
         )
-        sender = IsrChangeSender(
-            client, 1, lambda: 10, lambda broker_id: 10 * broker_id, retry_backoff_s=0.01
-        )
-        (leader,) = brokers(1, isr_changes=sender)
-        (joining,) = brokers(2)
-        state = PartitionState(replicas=(1, 2), isr=(1,), leader=1)
-        for broker in (leader, joining):
-            broker.apply(image({0: state}, min_isr=1))
-        await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"r0"))])
-        await replicate(leader, joining)
-        await replicate(leader, joining)
-        assert leader.partition().pending_isr == (1, 2)
+        sender, leader = await expansion_proposed(brokers, client)
         for _ in range(300):
             if received:
                 break
