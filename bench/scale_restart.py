@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,30 @@ def _post(cluster: Cluster, node_id: int, path: str, body: dict[str, Any]) -> An
     )
     with urllib.request.urlopen(request, timeout=120) as response:
         return json.loads(response.read())
+
+
+def _create_topic(
+    cluster: Cluster, node_id: int, name: str, partitions: int, timeout: float
+) -> None:
+    """Create topic `name` through node `node_id`'s admin API. A controller too busy to answer
+    within the admin deadline (503, on a loaded machine) may still create it: asked again
+    until the topic exists (409 once it does)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            _post(
+                cluster,
+                node_id,
+                "/v1/topics",
+                {"name": name, "partitions": partitions, "replication_factor": _NODES},
+            )
+            return
+        except urllib.error.HTTPError as error:
+            if error.code == 409:
+                return
+            if error.code != 503 or time.monotonic() > deadline:
+                raise
+        time.sleep(1.0)
 
 
 def _partitions(cluster: Cluster, node_id: int, topics: list[str]) -> list[dict[str, Any]] | None:
@@ -196,12 +221,7 @@ def measure(
             cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, timeout=60)
             names = [f"scale-{index}" for index in range(topics)]
             for name in names:
-                _post(
-                    cluster,
-                    controller,
-                    "/v1/topics",
-                    {"name": name, "partitions": partitions, "replication_factor": _NODES},
-                )
+                _create_topic(cluster, controller, name, partitions, timeout)
             cluster.wait_for(
                 "every partition led",
                 lambda: _all_led(cluster, controller, names, topics * partitions),

@@ -12,7 +12,8 @@ OPERATION_NOT_ATTEMPTED) clears it early. Any other outcome may hide a committed
 answer lost to a timeout; INVALID_UPDATE_VERSION to a resend of a change already made), so the
 change stays pending, and the high watermark keeps counting a joining replica, until the
 metadata log settles it; an unanswered request, or one a controller behind this leader's epochs
-answered NOT_CONTROLLER, is sent again meanwhile.
+answered NOT_CONTROLLER, is sent again meanwhile. A slow answer is waited for (until the
+client's deadline), not taken for a lost one.
 
 As Kafka's AlterPartitionManager, the changes of all partitions travel together: one request
 in flight at a time carries every change proposed since the last one was sent (thousands after
@@ -132,8 +133,12 @@ class IsrChangeSender:
         """Send `batch` as one request and settle what its answers settle; returns the
         proposals to ask again."""
         try:
+            # Patient: a controller slower than the request timeout (committing thousands of
+            # changes on a loaded machine) is waited for, not sent the same request again,
+            # which would only be answered INVALID_UPDATE_VERSION for every change the first
+            # copy made, and load it further.
             response: alter_partition_v3.AlterPartitionResponse = await self._client.send(
-                self._request(batch)
+                self._request(batch), patient=True
             )
         except NoControllerError as unanswered:
             log.warning("isr_changes_unanswered", partitions=len(batch), error=str(unanswered))

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -79,7 +80,7 @@ from node.bootstrap_records import read_bootstrap_records
 from node.config import NodeConfig, Role
 from node.meta_properties import ensure_formatted
 from storage import durability
-from storage.log import LogConfig
+from storage.log import Log, LogConfig
 from storage.log_manager import LogManager, TopicPartition
 
 METADATA_PARTITION = TopicPartition("__cluster_metadata", 0)
@@ -740,6 +741,19 @@ def freeze_start_up_heap(*, collect_after: bool = True) -> None:
     log.info("gc_frozen", objects=gc.get_freeze_count(), collecting=gc.isenabled())
 
 
+def open_metadata_log(logs: LogManager, log_config: LogConfig, directory: Path) -> Log:
+    """The metadata quorum's log (created in `directory` if new), with `log_config`, and
+    durable whole: the quorum takes its log as durable from the start (it votes and
+    acknowledges on it), so what a recovery after an unclean stop kept of it is fsynced here.
+    Partition logs are not, as in Kafka: a broker back from an unclean stop is fenced out of
+    leadership until it catches up."""
+    metadata_log = logs.get_or_create_log(METADATA_PARTITION, log_config, directory=directory)
+    metadata_log.config = log_config
+    if not logs.clean_shutdown:
+        metadata_log.flush()
+    return metadata_log
+
+
 async def serve(config: NodeConfig, *, collect_after_start: bool = True) -> None:
     """Run the node until SIGTERM or SIGINT (or until a fatal fault ends the process).
 
@@ -754,12 +768,9 @@ async def serve(config: NodeConfig, *, collect_after_start: bool = True) -> None
         durability.enable_journal(journal)
     ensure_formatted(config.all_log_dirs, config.cluster_id, config.node_id)
     logs = LogManager.open(config.all_log_dirs, config.log_config(), partition_dirs=config.log_dirs)
-    metadata_log = logs.get_or_create_log(
-        METADATA_PARTITION,
-        metadata_log_config(config),
-        directory=config.metadata_log_directory,
+    metadata_log = open_metadata_log(
+        logs, metadata_log_config(config), config.metadata_log_directory
     )
-    metadata_log.config = metadata_log_config(config)
     is_voter = Role.CONTROLLER in config.process_roles
     listener = config.controller_listener if is_voter else None
     # What the node's earlier runs applied is replayed without an event per record.

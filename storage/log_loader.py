@@ -72,7 +72,7 @@ class LogLoader:
         cached_epochs = LeaderEpochCache.load(directory)
         epoch_cache = cached_epochs or LeaderEpochCache.empty(directory)
         epochs_on_disk = epoch_cache.entries
-        segments, recovery_start = self._load_segments(base_offsets, epoch_cache)
+        segments = self._load_segments(base_offsets, epoch_cache)
         log_end_offset = segments[-1].next_offset
         if cached_epochs is None:
             _rebuild_epoch_cache(epoch_cache, segments)
@@ -84,27 +84,25 @@ class LogLoader:
             cached_epochs is None and epoch_cache.checkpoint_exists
         ):
             epoch_cache.persist()
-        recovery_point = self._recovery_point
-        if recovery_start is not None:
-            recovery_point = min(recovery_point, recovery_start)
+        # What lies below the recovery point was fsynced before the crash, and a recovery that
+        # re-validated it kept it as it was (a cut below it lowers the point to the log end):
+        # the point stays, as in Kafka's LogLoader, also when the recovered tail is not flushed.
         return LoadedLog(
             segments=segments,
             epoch_cache=epoch_cache,
             log_start_offset=start,
-            recovery_point=min(recovery_point, log_end_offset),
+            recovery_point=min(self._recovery_point, log_end_offset),
             high_watermark=min(max(self._high_watermark, start), log_end_offset),
         )
 
     def _load_segments(
         self, base_offsets: list[int], epoch_cache: LeaderEpochCache
-    ) -> tuple[list[Segment], int | None]:
-        """The segments that survive recovery (a new empty one if none does), and the base
-        offset recovery started at (None if every segment was trusted)."""
+    ) -> list[Segment]:
+        """The segments that survive recovery (a new empty one if none does)."""
         directory = self._directory
         interval = self._interval
         segments: list[Segment] = []
         recovered = False
-        recovery_start: int | None = None
         for index, base_offset in enumerate(base_offsets):
             next_base = base_offsets[index + 1] if index + 1 < len(base_offsets) else None
             trusted = self._clean_shutdown or (
@@ -127,8 +125,6 @@ class LogLoader:
                     _delete_segment_files(directory, base_offset)
                     continue
                 segment = Segment(directory, base_offset, interval)
-                if recovery_start is None:
-                    recovery_start = base_offset
                 expected = segments[-1].next_offset if segments else base_offset
                 recovered = segment.recover(epoch_cache, expected) > 0 or (
                     # A segment rolled where the next one starts: ending short of it means a
@@ -143,7 +139,7 @@ class LogLoader:
         if not segments:
             segments.append(Segment.create(directory, self._log_start_offset, interval))
         segments[-1].load_first_batch_timestamp()
-        return segments, recovery_start
+        return segments
 
 
 def _list_directory(directory: Path) -> list[str]:

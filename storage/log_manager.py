@@ -18,6 +18,8 @@ every log directory after every log was flushed and checkpointed, and read and r
 start clean: logs then open without scanning, and the broker epoch found there is what the
 broker registers with; otherwise logs recover from their recovery points and the broker
 registers with no epoch, which excludes its replicas from leadership until they catch up.
+What a recovery kept is not fsynced at start (Kafka's LogLoader does not either): it stays
+above the recovery point, as durable as before the crash, until the log's next flush.
 """
 
 from __future__ import annotations
@@ -158,17 +160,16 @@ class LogManager:
         )
         for directory in dirs:
             manager._load_directory(directory)
-        if not clean:
-            # What recovery kept is made durable before any log is used.
-            failures = manager._flush_all()
-            if failures:
-                raise failures[0]
         log.info(
             "log_manager_opened",
             log_dirs=[str(directory) for directory in dirs],
             clean_shutdown=clean,
             broker_epoch=manager.broker_epoch_at_start,
             logs=len(manager._logs),
+            # Those a crash right now would recover again.
+            logs_above_recovery_point=sum(
+                entry.recovery_point < entry.log_end_offset for entry in manager._logs.values()
+            ),
         )
         return manager
 
@@ -179,6 +180,11 @@ class LogManager:
         # Entries know whether they are directories without a stat each.
         with os.scandir(directory) as entries:
             children = sorted(Path(entry.path) for entry in entries if entry.is_dir())
+        # Opened (and after an unclean stop recovered) on the storage threads: their reads,
+        # index writes and truncations overlap, and the CRCs of large batches run without the
+        # interpreter lock. No log is used before all are open.
+        pool = file_threads()
+        opening: dict[TopicPartition, Future[tuple[uuid.UUID | None, Log]]] = {}
         for child in children:
             if child.name.endswith(_DELETED_SUFFIX):
                 # Deleted before a crash (or a stop) finished removing it.
@@ -187,27 +193,30 @@ class LogManager:
             partition = TopicPartition.from_dir_name(child.name)
             if partition is None:
                 continue
-            try:
-                topic_id = read_partition_metadata(child)
-            except PartitionMetadataError as error:
-                # Written atomically, so only something outside the broker left it so: the
-                # log is taken as one without an id, which adopts its topic's on first use.
-                log.warning("partition_metadata_unreadable", directory=str(child), error=str(error))
-                topic_id = None
-            if topic_id is not None:
-                self._topic_ids[partition] = topic_id
-            self._logs[partition] = Log.open(
+            opening[partition] = pool.submit(
+                _open_log,
                 child,
                 self.default_config,
-                log_start_offset=log_starts.get(partition, 0),
-                recovery_point=recovery_points.get(partition, 0),
-                high_watermark=high_watermarks.get(partition, 0),
+                log_start_offset=log_starts.get(child.name, 0),
+                recovery_point=recovery_points.get(child.name, 0),
+                high_watermark=high_watermarks.get(child.name, 0),
                 clean_shutdown=self.clean_shutdown,
                 clock=self._clock,
-                flush_recovered=False,
             )
+        failure: BaseException | None = None
+        for partition, opened in opening.items():
+            try:
+                topic_id, self._logs[partition] = opened.result()
+            except BaseException as error:
+                # Raised once every open is done (the storage threads are shared).
+                failure = failure or error
+                continue
+            if topic_id is not None:
+                self._topic_ids[partition] = topic_id
             self._dir_of[partition] = directory
             self._logs_in_dir[directory] += 1
+        if failure is not None:
+            raise failure
 
     @property
     def logs(self) -> dict[TopicPartition, Log]:
@@ -582,6 +591,38 @@ class LogManager:
             self._deleter = None
 
 
+def _open_log(
+    partition_dir: Path,
+    config: LogConfig,
+    *,
+    log_start_offset: int,
+    recovery_point: int,
+    high_watermark: int,
+    clean_shutdown: bool,
+    clock: Callable[[], int],
+) -> tuple[uuid.UUID | None, Log]:
+    """The topic id recorded in `partition_dir` and its log, opened (on a storage thread) from
+    the checkpointed offsets; what an unclean stop left is recovered, not flushed."""
+    try:
+        topic_id = read_partition_metadata(partition_dir)
+    except PartitionMetadataError as error:
+        # Written atomically, so only something outside the broker left it so: the log is
+        # taken as one without an id, which adopts its topic's on first use.
+        log.warning("partition_metadata_unreadable", directory=str(partition_dir), error=str(error))
+        topic_id = None
+    opened = Log.open(
+        partition_dir,
+        config,
+        log_start_offset=log_start_offset,
+        recovery_point=recovery_point,
+        high_watermark=high_watermark,
+        clean_shutdown=clean_shutdown,
+        clock=clock,
+        flush_recovered=False,
+    )
+    return topic_id, opened
+
+
 def _create_log(
     partition_dir: Path, config: LogConfig, topic_id: uuid.UUID | None, clock: Callable[[], int]
 ) -> Log:
@@ -633,7 +674,9 @@ def _read_marker(directory: Path) -> int | None:
         return None
 
 
-def _read_offsets(path: Path) -> dict[TopicPartition, int]:
+def _read_offsets(path: Path) -> dict[str, int]:
+    """The offsets of a checkpoint by partition directory name (`<topic>-<partition>`): a
+    start looks up thousands of logs by their directory."""
     try:
         rows = read_checkpoint(path, fields=3)
     except CheckpointFormatError as error:
@@ -644,7 +687,7 @@ def _read_offsets(path: Path) -> dict[TopicPartition, int]:
     offsets = {}
     for topic, partition, offset in rows:
         try:
-            offsets[TopicPartition(topic, int(partition))] = int(offset)
+            offsets[f"{topic}-{int(partition)}"] = int(offset)
         except ValueError:
             log.warning("offset_checkpoint_unreadable", path=str(path), row=[topic, partition])
             return {}

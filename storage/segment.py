@@ -262,8 +262,9 @@ class Segment:
                 next_offset=self.next_offset,
             )
             self.truncate_file(position)
-        self.offset_index.persist()
-        self.time_index.persist()
+        # The rebuilt indexes are written by the segment's next flush or close (the first
+        # write cuts what the file held): until then a crash recovers the segment again, and
+        # a start recovering thousands of logs saves two file writes each.
         return truncated
 
     def _validated_batches(self) -> Iterator[tuple[int, BatchHeader]]:

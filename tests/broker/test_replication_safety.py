@@ -22,6 +22,8 @@ from broker.replica_manager import CONSUMER_REPLICA_ID, FetchPartition
 from controller.client import ControllerClient, NoControllerError
 from controller.image import MetadataImage
 from controller.partition_state import PartitionState
+from net.api_keys import ApiKey
+from net.api_registry import ApiRegistry, RequestContext
 from net.protocol import make_entity
 from storage.leader_epoch_cache import EpochEntry, LeaderEpochCache
 from tests.broker.replicas import (
@@ -36,6 +38,7 @@ from tests.broker.replicas import (
     values,
     with_brokers,
 )
+from tests.net.fake_broker import fake_broker
 
 MakeBrokers = Callable[..., list[Broker]]
 
@@ -240,38 +243,14 @@ class LaggingController(ControllerClient):
             if self.received <= self.behind
             else ErrorCode.ineligible_replica
         )
-        asked = request.topics[0]
-        return make_entity(
-            alter_partition_v3.AlterPartitionResponse,
-            throttle_time=datetime.timedelta(0),
-            error_code=ErrorCode.none,
-            topics=(
-                make_entity(
-                    alter_partition_v3.response.TopicData,
-                    topic_id=asked.topic_id,
-                    partitions=(
-                        make_entity(
-                            alter_partition_v3.response.PartitionData,
-                            partition_index=asked.partitions[0].partition_index,
-                            error_code=error,
-                            leader_id=-1,
-                            leader_epoch=-1,
-                            isr=(),
-                            leader_recovery_state=0,
-                            partition_epoch=-1,
-                        ),
-                    ),
-                ),
-            ),
-        )
+        return alter_partition_answer(request, lambda _index: error)
 
 
-async def test_an_isr_change_answered_not_controller_for_its_partition_is_asked_again(
-    brokers: MakeBrokers,
-) -> None:
-    # No record will ever settle a change that no controller decided: without asking again
-    # the leader would hold it pending, and propose nothing else, for ever (fault seed 5).
-    controller = LaggingController(behind=2)
+async def expansion_proposed(
+    brokers: MakeBrokers, controller: ControllerClient
+) -> tuple[IsrChangeSender, Broker]:
+    """A leader (broker 1) sending its ISR changes to `controller`, once it proposed adding
+    broker 2, caught up with its first write, to the ISR."""
     sender = IsrChangeSender(
         controller, 1, lambda: 10, lambda broker_id: 10 * broker_id, retry_backoff_s=0.01
     )
@@ -284,6 +263,16 @@ async def test_an_isr_change_answered_not_controller_for_its_partition_is_asked_
     await replicate(leader, joining)
     await replicate(leader, joining)
     assert leader.partition().pending_isr == (1, 2)
+    return sender, leader
+
+
+async def test_an_isr_change_answered_not_controller_for_its_partition_is_asked_again(
+    brokers: MakeBrokers,
+) -> None:
+    # No record will ever settle a change that no controller decided: without asking again
+    # the leader would hold it pending, and propose nothing else, for ever (fault seed 5).
+    controller = LaggingController(behind=2)
+    sender, leader = await expansion_proposed(brokers, controller)
     for _ in range(100):
         if leader.partition().pending_isr is None:
             break
@@ -309,32 +298,38 @@ class PerPartitionController(ControllerClient):
 
     async def send(self, request: Any, *, deadline_s: float = 30.0, patient: bool = False) -> Any:
         (asked,) = request.topics
-        indexes = [partition.partition_index for partition in asked.partitions]
-        self.requests.append(indexes)
-        return make_entity(
-            alter_partition_v3.AlterPartitionResponse,
-            throttle_time=datetime.timedelta(0),
-            error_code=ErrorCode.none,
-            topics=(
-                make_entity(
-                    alter_partition_v3.response.TopicData,
-                    topic_id=asked.topic_id,
-                    partitions=tuple(
-                        make_entity(
-                            alter_partition_v3.response.PartitionData,
-                            partition_index=index,
-                            error_code=self._next_answer(index),
-                            leader_id=-1,
-                            leader_epoch=-1,
-                            isr=(),
-                            leader_recovery_state=0,
-                            partition_epoch=-1,
-                        )
-                        for index in indexes
-                    ),
+        self.requests.append([partition.partition_index for partition in asked.partitions])
+        return alter_partition_answer(request, self._next_answer)
+
+
+def alter_partition_answer(request: Any, answer: Callable[[int], ErrorCode]) -> Any:
+    """The AlterPartition v3 response to `request` (one topic), `answer(partition index)`
+    the error of each partition."""
+    (asked,) = request.topics
+    return make_entity(
+        alter_partition_v3.AlterPartitionResponse,
+        throttle_time=datetime.timedelta(0),
+        error_code=ErrorCode.none,
+        topics=(
+            make_entity(
+                alter_partition_v3.response.TopicData,
+                topic_id=asked.topic_id,
+                partitions=tuple(
+                    make_entity(
+                        alter_partition_v3.response.PartitionData,
+                        partition_index=partition.partition_index,
+                        error_code=answer(partition.partition_index),
+                        leader_id=-1,
+                        leader_epoch=-1,
+                        isr=(),
+                        leader_recovery_state=0,
+                        partition_epoch=-1,
+                    )
+                    for partition in asked.partitions
                 ),
             ),
-        )
+        ),
+    )
 
 
 async def test_isr_changes_of_many_partitions_go_in_one_request_each_answer_handled_alone(
@@ -372,6 +367,39 @@ async def test_isr_changes_of_many_partitions_go_in_one_request_each_answer_hand
     assert leader.partition(1).pending_isr is None
     assert leader.partition(2).pending_isr == (1, 2)
     await sender.stop()
+
+
+async def test_an_isr_change_answered_slower_than_the_request_timeout_is_sent_once(
+    brokers: MakeBrokers,
+) -> None:
+    # A controller committing thousands of changes on a loaded machine answers after the
+    # client's request timeout: the leader waits for that answer instead of sending the same
+    # changes again (which the controller, having made them, refuses INVALID_UPDATE_VERSION).
+    received: list[Any] = []
+
+    async def slow_alter_partition(context: RequestContext, request: Any) -> Any:
+        received.append(request)
+        await asyncio.sleep(0.5)
+        return alter_partition_answer(request, lambda _index: ErrorCode.none)
+
+    registry = ApiRegistry()
+    registry.register(ApiKey.ALTER_PARTITION, slow_alter_partition, min_version=3, max_version=3)
+    async with fake_broker(registry=registry) as (server, _recorded):
+        client = ControllerClient(
+            {1: ("127.0.0.1", server.port)}, client_id="leader", request_timeout=0.1
+        )
+        sender, leader = await expansion_proposed(brokers, client)
+        for _ in range(300):
+            if received:
+                break
+            await asyncio.sleep(0.01)
+        # Well past the answer and several request timeouts.
+        await asyncio.sleep(1.5)
+        assert len(received) == 1
+        # Accepted: pending until the metadata log settles it.
+        assert leader.partition().pending_isr == (1, 2)
+        await sender.stop()
+        await client.close()
 
 
 async def test_a_fenced_follower_caught_up_is_proposed_for_the_isr_only_once_unfenced(

@@ -1,12 +1,16 @@
 """A node hosting hundreds of replicas restarted, cleanly and after SIGKILL: it is ready again,
 its replicas rejoin every ISR through batched AlterPartition requests, and no acknowledged
-acks=all write is lost (kcat reads them all back once the restarted node leads partitions)."""
+acks=all write is lost (kcat reads them all back once the restarted node leads partitions).
+After SIGKILL, the logs its start recovers (all at once, from their recovery points) are those
+a full recovery of each log alone makes: log end, leader epochs, producer state."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +18,10 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.cluster import Cluster
+from broker.producer_snapshots import ProducerSnapshots
+from broker.producer_state import ProducerStateManager
+from storage.log import Log
+from storage.log_manager import LogManager
 from tests.integration.test_produce_consume import kcat_consume
 
 TOPIC = "many"
@@ -41,12 +49,27 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         cluster.stop_all()
 
 
-def produce_acked(cluster: Cluster, tag: str, count: int) -> set[tuple[int, int, str]]:
-    """`count` acks=all messages spread over every partition: (partition, offset, value) of
-    each one the cluster acknowledged."""
+def produce_acked(
+    cluster: Cluster,
+    tag: str,
+    count: int,
+    *,
+    to: list[int] | None = None,
+    settings: dict[str, str | int | bool] | None = None,
+) -> set[tuple[int, int, str]]:
+    """`count` messages spread over the partitions `to` (default: all), acks=all unless
+    `settings` say otherwise: (partition, offset, value) of each one the cluster
+    acknowledged."""
     producer = Producer(
-        {"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5, "retries": 0}
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "acks": "all",
+            "linger.ms": 5,
+            "retries": 0,
+            **(settings or {}),
+        }
     )
+    targets = to if to is not None else list(range(PARTITIONS))
     acked: set[tuple[int, int, str]] = set()
 
     def delivered(error: Any, message: Any) -> None:
@@ -55,7 +78,10 @@ def produce_acked(cluster: Cluster, tag: str, count: int) -> set[tuple[int, int,
 
     for index in range(count):
         producer.produce(
-            TOPIC, f"{tag}-{index}".encode(), partition=index % PARTITIONS, on_delivery=delivered
+            TOPIC,
+            f"{tag}-{index}".encode(),
+            partition=targets[index % len(targets)],
+            on_delivery=delivered,
         )
     assert producer.flush(60) == 0
     return acked
@@ -142,6 +168,57 @@ def test_a_cleanly_restarted_node_rejoins_every_isr_in_few_requests(cluster: Clu
     assert sum(sum(answers.values()) for answers in requests) == accepted(requests)
     # One request per partition would be at least PARTITIONS requests; batched, a handful.
     assert len(requests) < PARTITIONS / 5
+    read = set(kcat_consume(cluster, TOPIC))
+    assert acked <= read
+
+
+def producer_state_at_end(log: Log) -> bytes:
+    """The log's producer state at its end, loaded as a replica loads it (newest snapshot
+    within the log, then the batches after it)."""
+    found = ProducerSnapshots(log.directory).load(log.log_start_offset, log.log_end_offset)
+    start, state = found if found is not None else (0, ProducerStateManager())
+    state.replay(header for _, header in log.batches(start))
+    return state.to_snapshot()
+
+
+def test_a_killed_nodes_logs_recover_as_a_full_recovery_of_each_would(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    controller = quorum_leader(cluster)
+    victim = max(node for node in NODES if node != controller)
+    acked = produce_acked(
+        cluster, "idempotent", 2 * PARTITIONS, settings={"enable.idempotence": True, "retries": 5}
+    )
+    # acks=1 writes survive the kill of a node that leads none of them.
+    led_elsewhere = [
+        p["partition"] for p in partitions(cluster, controller) if p["leader"] != victim
+    ]
+    assert led_elsewhere
+    acked |= produce_acked(
+        cluster, "acks-1", 2 * PARTITIONS, to=led_elsewhere, settings={"acks": 1}
+    )
+    cluster.kill(victim)
+    left = cluster.nodes[victim].data_dir
+    as_started, alone = tmp_path / "as-started", tmp_path / "alone"
+    shutil.copytree(left, as_started)
+    shutil.copytree(left, alone)
+    # As the node's start opens them: together, from the checkpointed recovery points.
+    started = LogManager.open([as_started])
+    assert not started.clean_shutdown
+    opened = {p: log for p, log in started.logs.items() if p.topic == TOPIC}
+    assert len(opened) == PARTITIONS
+    assert sum(log.log_end_offset for log in opened.values()) > 0
+    for partition, log in opened.items():
+        full = Log.open(alone / partition.dir_name, recovery_point=0, clean_shutdown=False)
+        assert log.log_end_offset == full.log_end_offset, partition
+        assert log.leader_epoch_cache.entries == full.leader_epoch_cache.entries, partition
+        assert log.recovery_point <= full.log_end_offset
+        assert producer_state_at_end(log) == producer_state_at_end(full), partition
+        full.close()
+    started.close()
+    cluster.start(victim)
+    cluster.wait_for(f"node {victim} ready", lambda: cluster.ready(victim), timeout=120)
+    cluster.wait_for("every ISR full", lambda: every_isr_full(cluster, controller), 120)
     read = set(kcat_consume(cluster, TOPIC))
     assert acked <= read
 

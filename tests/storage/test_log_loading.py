@@ -91,3 +91,36 @@ def test_a_missing_log_directory_is_created_empty(tmp_path: Path) -> None:
     log = Log.open(tmp_path / "new" / "topic-0", _CONFIG, clean_shutdown=True)
     assert (log.log_start_offset, log.log_end_offset) == (0, 0)
     assert log.leader_epoch_cache.entries == []
+
+
+@pytest.mark.parametrize("then", ["flush", "close"])
+def test_indexes_rebuilt_by_a_recovery_reach_their_files_at_the_next_flush_or_close(
+    tmp_path: Path, then: str
+) -> None:
+    # Recovery rebuilds the indexes in memory only (a start recovers thousands of logs): the
+    # stale files stay until the segment's next flush or close writes them whole, after which
+    # a clean open trusts them and finds every batch.
+    config = LogConfig(index_interval_bytes=0)
+    log = Log.open(tmp_path, config)
+    for tag in range(5):
+        log.append(make_batch(2, tag=tag), leader_epoch=1)
+    log.flush()
+    log.close()
+    index_files = sorted(tmp_path.glob("*index"))
+    written = {path: path.read_bytes() for path in index_files}
+    assert all(written.values())
+    for path in index_files:
+        path.write_bytes(b"\xff" * 4 * len(written[path]))
+    recovered = Log.open(tmp_path, config, clean_shutdown=False, flush_recovered=False)
+    assert all(path.read_bytes() != written[path] for path in index_files)
+    if then == "flush":
+        recovered.append(make_batch(1, tag=9), leader_epoch=1)
+        recovered.flush()
+        assert all(path.read_bytes().startswith(written[path]) for path in index_files)
+    recovered.close()
+    if then == "close":
+        assert all(path.read_bytes() == written[path] for path in index_files)
+    trusted = Log.open(tmp_path, config, clean_shutdown=True)
+    assert len(read_values(trusted)) == (11 if then == "flush" else 10)
+    assert [trusted.read(offset, 1).records is not None for offset in range(10)] == [True] * 10
+    trusted.close()

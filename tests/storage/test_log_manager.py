@@ -15,7 +15,7 @@ import pytest
 
 from storage import durability
 from storage.errors import InconsistentTopicIdError
-from storage.log import LogConfig
+from storage.log import Log, LogConfig
 from storage.log_manager import (
     CLEAN_SHUTDOWN_MARKER,
     HIGH_WATERMARK_CHECKPOINT,
@@ -155,6 +155,55 @@ def test_a_corrupt_checkpoint_falls_back_to_recovering_everything(tmp_path: Path
     log = reopened.get_log(ORDERS_0)
     assert log is not None and log.log_end_offset == 4
     reopened.close()
+
+
+def test_an_unclean_start_recovers_every_log_as_a_full_recovery_and_keeps_recovery_points(
+    tmp_path: Path,
+) -> None:
+    # Many logs, opened together on the storage threads: each has a flushed prefix, unflushed
+    # batches of two leader epochs, and for some a torn tail. Each comes back cut exactly where
+    # a full recovery of its own cuts it, and its recovery point stays at what was fsynced.
+    directory = tmp_path / "a"
+    config = LogConfig(segment_bytes=600)
+    manager = LogManager.open([directory], config)
+    partitions = [TopicPartition("wide", index) for index in range(24)]
+    flushed: dict[TopicPartition, int] = {}
+    for partition in partitions:
+        written = manager.get_or_create_log(partition)
+        for batch in range(1 + partition.partition % 4):
+            written.append(make_batch(2, tag=batch), leader_epoch=1)
+        written.flush()
+        flushed[partition] = written.log_end_offset
+        for batch in range(partition.partition % 3):
+            written.append(make_batch(3, tag=10 + batch), leader_epoch=2)
+    manager.checkpoint()
+    manager.close()
+    for partition in partitions[::5]:
+        active = sorted((directory / partition.dir_name).glob("*.log"))[-1]
+        with active.open("ab") as torn:
+            torn.write(make_batch(1, tag=99)[:-7])
+    full = tmp_path / "full"
+    shutil.copytree(directory, full)
+
+    reopened = LogManager.open([directory], config)
+    assert not reopened.clean_shutdown
+    for partition in partitions:
+        log = reopened.get_log(partition)
+        assert log is not None
+        alone = Log.open(full / partition.dir_name, config, recovery_point=0)
+        assert log.log_end_offset == alone.log_end_offset
+        assert log.leader_epoch_cache.entries == alone.leader_epoch_cache.entries
+        assert read_values(log) == read_values(alone)
+        assert log.recovery_point == flushed[partition]
+        alone.close()
+    reopened.checkpoint()
+    reopened.close()
+    # Not advanced by the start either: the next unclean start recovers the same tails.
+    points = (directory / RECOVERY_POINT_CHECKPOINT).read_text().splitlines()[2:]
+    assert {tuple(row.split()) for row in points} == {
+        (partition.topic, str(partition.partition), str(flushed[partition]))
+        for partition in partitions
+    }
 
 
 def test_deleted_logs_are_gone_and_half_deleted_ones_are_finished_at_start(
