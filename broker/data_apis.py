@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import typing
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -66,8 +65,8 @@ from net import messages
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, PreEncodedResponse, RequestContext
 from net.fetch_response import encode_fetch_response
+from net.produce_response import PartitionProduced, encode_produce_response
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity
-from net.record_batch import NO_TIMESTAMP
 
 log = structlog.get_logger(__name__)
 
@@ -75,7 +74,6 @@ PRODUCE_VERSIONS = (3, 10)
 FETCH_VERSIONS = (4, 16)
 LIST_OFFSETS_VERSIONS = (1, 10)
 OFFSET_FOR_LEADER_EPOCH_VERSIONS = (2, 4)
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _VALID_ACKS = (-1, 0, 1)
 # The first Produce version whose answers carry record errors.
 _PRODUCE_RECORD_ERRORS = 8
@@ -331,7 +329,7 @@ class DataApis:
 
     async def _on_produce(
         self, context: RequestContext, request: messages.ProduceRequest
-    ) -> messages.ProduceResponse | None:
+    ) -> PreEncodedResponse | None:
         version = context.header.api_version
         acks = request.acks
         partitions = [
@@ -354,48 +352,20 @@ class DataApis:
                 answers = await self._replicas.produce(acks, timeout_ms, partitions)
         if acks == 0:
             return None
-        schema = messages.PRODUCE_RESPONSES[version]
-        topic_type = field_entity_type(schema, "responses")
-        partition_type = field_entity_type(topic_type, "partition_responses")
-        # v8 on name the records at fault in a refused batch (KIP-467).
-        record_error_type = (
-            field_entity_type(partition_type, "record_errors")
-            if version >= _PRODUCE_RECORD_ERRORS
-            else None
-        )
-        by_topic: dict[str, list[object]] = {}
+        by_topic: dict[str, list[PartitionProduced]] = {}
         for (topic, index, _), answer in zip(partitions, answers, strict=True):
             by_topic.setdefault(topic, []).append(
-                make_entity(
-                    partition_type,
-                    index=index,
-                    error_code=answer.error,
-                    base_offset=answer.base_offset,
-                    log_append_time=None
-                    if answer.log_append_time_ms == NO_TIMESTAMP
-                    else _datetime_of(answer.log_append_time_ms),
-                    log_start_offset=answer.log_start_offset,
-                    record_errors=()
-                    if record_error_type is None
-                    else tuple(
-                        make_entity(
-                            record_error_type,
-                            batch_index=record_error.batch_index,
-                            batch_index_error_message=record_error.message,
-                        )
-                        for record_error in answer.record_errors
-                    ),
-                    error_message=answer.message,
+                PartitionProduced(
+                    index,
+                    answer.error,
+                    answer.base_offset,
+                    answer.log_append_time_ms,
+                    answer.log_start_offset,
+                    tuple((error.batch_index, error.message) for error in answer.record_errors),
+                    answer.message,
                 )
             )
-        return make_entity(
-            schema,
-            responses=tuple(
-                make_entity(topic_type, name=name, partition_responses=tuple(answers))
-                for name, answers in by_topic.items()
-            ),
-            throttle_time=NO_THROTTLE,
-        )
+        return PreEncodedResponse([encode_produce_response(version, list(by_topic.items()))])
 
     async def _produce_authorized(
         self,
@@ -817,8 +787,3 @@ def _records_size(result: FetchResult) -> int:
 
 def _now_ms() -> int:
     return int(asyncio.get_running_loop().time() * 1000)
-
-
-def _datetime_of(timestamp_ms: int) -> datetime.datetime:
-    """The UTC datetime of a millisecond timestamp, exactly (no float rounding)."""
-    return _EPOCH + datetime.timedelta(milliseconds=timestamp_ms)
