@@ -12,8 +12,9 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from net.compact_forms import append_length, append_nullable_string, append_string
+
 _INT32 = struct.Struct(">i")
-_INT16 = struct.Struct(">h")
 _PARTITION_V3 = struct.Struct(">ihqq")  # index, error code, base offset, log append time
 _PARTITION_V5 = struct.Struct(">ihqqq")  # ... and log start offset
 _LOG_START_FROM = 5
@@ -48,10 +49,10 @@ def encode_produce_response(
         raise ValueError(f"ProduceResponse v{version} is not served")
     flexible = version >= _FLEXIBLE_FROM
     out = bytearray()
-    _write_length(out, len(responses), flexible)
+    append_length(out, len(responses), flexible)
     for name, partitions in responses:
-        _write_string(out, name, flexible)
-        _write_length(out, len(partitions), flexible)
+        append_string(out, name, flexible)
+        append_length(out, len(partitions), flexible)
         for partition in partitions:
             if version >= _LOG_START_FROM:
                 out += _PARTITION_V5.pack(
@@ -69,13 +70,13 @@ def encode_produce_response(
                     partition.log_append_time_ms,
                 )
             if version >= _RECORD_ERRORS_FROM:
-                _write_length(out, len(partition.record_errors), flexible)
+                append_length(out, len(partition.record_errors), flexible)
                 for batch_index, message in partition.record_errors:
                     out += _INT32.pack(batch_index)
-                    _write_nullable_string(out, message, flexible)
+                    append_nullable_string(out, message, flexible)
                     if flexible:
                         out += _NO_TAGGED_FIELDS
-                _write_nullable_string(out, partition.error_message, flexible)
+                append_nullable_string(out, partition.error_message, flexible)
             if flexible:
                 out += _NO_TAGGED_FIELDS
         if flexible:
@@ -84,36 +85,3 @@ def encode_produce_response(
     if flexible:
         out += _NO_TAGGED_FIELDS
     return bytes(out)
-
-
-def _write_uvarint(out: bytearray, value: int) -> None:
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def _write_length(out: bytearray, length: int, flexible: bool) -> None:
-    if flexible:
-        _write_uvarint(out, length + 1)
-    else:
-        out += _INT32.pack(length)
-
-
-def _write_string(out: bytearray, value: str, flexible: bool) -> None:
-    encoded = value.encode()
-    if flexible:
-        _write_uvarint(out, len(encoded) + 1)
-    else:
-        out += _INT16.pack(len(encoded))
-    out += encoded
-
-
-def _write_nullable_string(out: bytearray, value: str | None, flexible: bool) -> None:
-    if value is None:
-        if flexible:
-            out.append(0)
-        else:
-            out += _INT16.pack(-1)
-        return
-    _write_string(out, value, flexible)
