@@ -52,7 +52,7 @@ from broker.fetch_sessions import (
     RequestedPartition,
     SessionKey,
 )
-from broker.partition import Partition
+from broker.partition import Partition, wake_waiter
 from broker.replica_manager import (
     FetchPartition,
     FetchResult,
@@ -183,7 +183,7 @@ class DataApis:
         self._changes = replicas.changes
         # The incremental fetches waiting for a change of their session's partitions: the
         # event that wakes each, by session id.
-        self._waiting: dict[int, asyncio.Event] = {}
+        self._waiting: dict[int, asyncio.Future[None]] = {}
         replicas.change_listeners.append(self._partition_changed)
 
     def register(self, registry: ApiRegistry) -> None:
@@ -563,7 +563,6 @@ class DataApis:
         refreshed = session.follower_refresh(_now_ms())
         if refreshed:
             self._replicas.record_follower_fetches(wanted.replica_id, refreshed)
-        waiter = asyncio.Event()
         while True:
             due = session.to_read(self._changes)
             refused = self._refusals(context, wanted.replica_id, due)
@@ -600,12 +599,15 @@ class DataApis:
             if any(name in keys for name in self._changes.since(session.session.read_up_to)):
                 # Changed while it was read (the read itself may move a high watermark).
                 continue
-            waiter.clear()
+            # A future and a timer (asyncio.wait_for made a task per wait): woken by
+            # `_partition_changed` or by the timer at the deadline.
+            waiter: asyncio.Future[None] = loop.create_future()
             self._waiting[session_id] = waiter
+            timer = loop.call_later(remaining, wake_waiter, waiter)
             try:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter.wait(), remaining)
+                await waiter
             finally:
+                timer.cancel()
                 if self._waiting.get(session_id) is waiter:
                     del self._waiting[session_id]
 
@@ -616,9 +618,9 @@ class DataApis:
         waiting = self._waiting
         if waiting:
             for session_id in self.sessions.holding(name):
-                event = waiting.get(session_id)
-                if event is not None:
-                    event.set()
+                waiter = waiting.get(session_id)
+                if waiter is not None:
+                    wake_waiter(waiter)
 
     def _refusals(
         self,

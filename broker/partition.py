@@ -743,7 +743,7 @@ async def until_any_changes(partitions: Sequence[Partition], timeout: float | No
     waiter: asyncio.Future[None] = loop.create_future()
     for partition in partitions:
         partition._change_waiters.add(waiter)
-    timer = None if timeout is None else loop.call_later(timeout, _set_done, waiter)
+    timer = None if timeout is None else loop.call_later(timeout, wake_waiter, waiter)
     try:
         await waiter
     finally:
@@ -753,6 +753,7 @@ async def until_any_changes(partitions: Sequence[Partition], timeout: float | No
             partition._change_waiters.discard(waiter)
 
 
-def _set_done(waiter: asyncio.Future[None]) -> None:
+def wake_waiter(waiter: asyncio.Future[None]) -> None:
+    """Completes `waiter` unless it is done already (a timer's or a change's wake-up)."""
     if not waiter.done():
         waiter.set_result(None)
