@@ -23,9 +23,11 @@ cleaner needs the Log).
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import itertools
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import NamedTuple
 from uuid import UUID
@@ -118,6 +120,9 @@ class Partition:
         self._active_segment_base: int
         # The offset of the newest snapshot on disk, if known.
         self._snapshot_offset: int | None
+        # The snapshot taken at the last roll while its writer thread writes it: its offset
+        # and the write's future.
+        self._snapshot_writing: tuple[int, Future[None]] | None = None
         self._load_producer_state()
         self.state: PartitionState | None = None
         self.followers: dict[int, FollowerState] = {}
@@ -603,6 +608,7 @@ class Partition:
         """Empty the log and continue it at `offset` (the leader deleted what lies before)."""
         self.log.truncate_fully_and_start_at(offset)
         # As Kafka does: the producers of a log this replica no longer shares are forgotten.
+        self.wait_for_snapshot()
         self._snapshots.delete_all()
         self._load_producer_state()
         self._wake()
@@ -617,15 +623,30 @@ class Partition:
     def close(self) -> None:
         """Snapshot the producer state at the log end offset, so the next open of this log
         replays nothing. The partition stays usable; a failed write is logged, not raised."""
+        self.wait_for_snapshot()
         if self.log.offline:
             # Reopened with recovery, which may cut the log below the snapshot's offset.
             return
         self._write_snapshot()
 
+    def wait_for_snapshot(self) -> None:
+        """Until the snapshots taken at rolls are on disk (or their failure logged). Blocks:
+        for the rare paths that read or delete snapshots (truncation, restart, close, removal),
+        which must not race with the write of a state they are about to replace."""
+        writing = self._snapshot_writing
+        if writing is None:
+            return
+        self._snapshot_writing = None
+        offset, future = writing
+        if future.exception() is not None and self._snapshot_offset == offset:
+            # Not on disk after all: a close writes it again.
+            self._snapshot_offset = None
+
     def _load_producer_state(self) -> None:
         """The state at the log end: the newest snapshot within the log, then the batches
         after it. Snapshots above the log end count batches the log lost (recovery or
         truncation cut them); those below its start, batches it no longer holds."""
+        self.wait_for_snapshot()
         found = self._snapshots.load(self.log.log_start_offset, self.log.log_end_offset)
         start, self.producers = found if found is not None else (0, ProducerStateManager())
         self._snapshot_offset = start if found is not None else None
@@ -637,7 +658,25 @@ class Partition:
         base = self.log.active_segment_base_offset
         if base != self._active_segment_base:
             self._active_segment_base = base
-            self._write_snapshot()
+            offset = self.log.log_end_offset
+            # The writer thread takes snapshots in order: waiting for this one waits for any
+            # earlier one of this partition still queued.
+            future = self._snapshots.write_later(offset, self.producers, self.log.log_start_offset)
+            future.add_done_callback(functools.partial(self._snapshot_written, offset))
+            self._snapshot_offset = offset
+            self._snapshot_writing = (offset, future)
+
+    def _snapshot_written(self, offset: int, future: Future[None]) -> None:
+        # On the writer thread: only logs (a failed snapshot means a longer replay at open).
+        error = future.exception()
+        if error is not None:
+            log.warning(
+                "producer_snapshot_write_failed",
+                topic=self.topic,
+                partition=self.partition_id,
+                offset=offset,
+                error=str(error),
+            )
 
     def _write_snapshot(self) -> None:
         offset = self.log.log_end_offset
@@ -677,6 +716,8 @@ class Partition:
         self.pending_isr = None
         self._release_high_watermark_waiters(release_all=True)
         self._wake()
+        # Its log directory is deleted next: no snapshot file may appear in it meanwhile.
+        self.wait_for_snapshot()
 
     def _release_high_watermark_waiters(self, *, release_all: bool = False) -> None:
         waiters = self._high_watermark_waiters
