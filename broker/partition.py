@@ -667,16 +667,20 @@ class Partition:
             self._snapshot_writing = (offset, future)
 
     def _snapshot_written(self, offset: int, future: Future[None]) -> None:
-        # On the writer thread: only logs (a failed snapshot means a longer replay at open).
+        # On the writer thread: only logs.
         error = future.exception()
         if error is not None:
-            log.warning(
-                "producer_snapshot_write_failed",
-                topic=self.topic,
-                partition=self.partition_id,
-                offset=offset,
-                error=str(error),
-            )
+            self._snapshot_failed(offset, error)
+
+    def _snapshot_failed(self, offset: int, error: BaseException) -> None:
+        # Only an optimisation: the next open replays more of the log instead.
+        log.warning(
+            "producer_snapshot_write_failed",
+            topic=self.topic,
+            partition=self.partition_id,
+            offset=offset,
+            error=str(error),
+        )
 
     def _write_snapshot(self) -> None:
         offset = self.log.log_end_offset
@@ -689,14 +693,7 @@ class Partition:
             self._snapshot_offset = offset
             self._snapshots.delete_below(self.log.log_start_offset)
         except OSError as error:
-            # Only an optimisation: the next open replays more of the log instead.
-            log.warning(
-                "producer_snapshot_write_failed",
-                topic=self.topic,
-                partition=self.partition_id,
-                offset=offset,
-                error=str(error),
-            )
+            self._snapshot_failed(offset, error)
 
     # -- waiting ----------------------------------------------------------------------------------
 

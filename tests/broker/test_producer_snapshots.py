@@ -350,3 +350,26 @@ def test_a_truncation_waits_for_the_snapshot_being_written(tmp_path: Path) -> No
     assert max(snapshots.offsets()) <= partition.log.log_end_offset == 6
     assert partition.producers.to_snapshot() == replayed(partition.log)
     assert partition.append_as_leader(batch(6)).first_offset == 6
+
+
+def test_a_roll_snapshot_that_failed_is_written_at_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    partition = open_partition(tmp_path / "t-0")
+    produce(partition, range(6))
+    partition.wait_for_snapshot()
+    write_encoded = ProducerSnapshots._write_encoded
+
+    def failing(self: ProducerSnapshots, offset: int, encoded: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ProducerSnapshots, "_write_encoded", failing)
+    produce(partition, range(6, 7))  # rolls: its snapshot, at the log end 7, fails
+    partition.wait_for_snapshot()
+    monkeypatch.setattr(ProducerSnapshots, "_write_encoded", write_encoded)
+    snapshots = ProducerSnapshots(partition.log.directory)
+    assert snapshots.offsets() == [3, 5]
+
+    # Nothing was appended since, yet the close writes it: the failed one is not on disk.
+    partition.close()
+    assert snapshots.offsets() == [5, 7] and partition.log.log_end_offset == 7
