@@ -182,8 +182,10 @@ class DataApis:
         self.sessions = FetchSessionCache() if sessions is None else sessions
         self._changes = replicas.changes
         # The incremental fetches waiting for a change of their session's partitions: the
-        # event that wakes each, by session id.
+        # future that wakes each, by session id; consumers' and followers' apart, since a high
+        # watermark that moved alone wakes only consumers.
         self._waiting: dict[int, asyncio.Future[None]] = {}
+        self._followers_waiting: dict[int, asyncio.Future[None]] = {}
         replicas.change_listeners.append(self._partition_changed)
 
     def register(self, registry: ApiRegistry) -> None:
@@ -551,7 +553,9 @@ class DataApis:
     ) -> list[tuple[RequestedPartition, FetchResult]]:
         """An incremental fetch: reads only the session's partitions that may have something
         new, and waits (up to `max_wait_ms`, for `min_bytes`) on a change of any partition,
-        reading then only what changed."""
+        reading then only what changed. A follower's is not woken by a high watermark that
+        moved alone (nothing new to read: Kafka's DelayedFetch); when it wakes it reads
+        every partition changed, so its answer carries their high watermarks."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wanted.max_wait_ms / 1000
         answers: dict[SessionKey, tuple[RequestedPartition, FetchResult]] = {}
@@ -560,6 +564,8 @@ class DataApis:
         urgent = False
         assert session.session is not None
         session_id = session.session.session_id
+        follower = wanted.replica_id >= 0
+        waiting = self._followers_waiting if follower else self._waiting
         refreshed = session.follower_refresh(_now_ms())
         if refreshed:
             self._replicas.record_follower_fetches(wanted.replica_id, refreshed)
@@ -596,29 +602,36 @@ class DataApis:
                 self._replicas.count_throttled([result for _, result in answers.values()])
                 return list(answers.values())
             keys = session.session.keys
-            if any(name in keys for name in self._changes.since(session.session.read_up_to)):
+            if any(
+                name in keys
+                for name in self._changes.since(session.session.read_up_to, follower=follower)
+            ):
                 # Changed while it was read (the read itself may move a high watermark).
                 continue
             # A future and a timer (asyncio.wait_for made a task per wait): woken by
             # `_partition_changed` or by the timer at the deadline.
             waiter: asyncio.Future[None] = loop.create_future()
-            self._waiting[session_id] = waiter
+            waiting[session_id] = waiter
             timer = loop.call_later(remaining, wake_waiter, waiter)
             try:
                 await waiter
             finally:
                 timer.cancel()
-                if self._waiting.get(session_id) is waiter:
-                    del self._waiting[session_id]
+                if waiting.get(session_id) is waiter:
+                    del waiting[session_id]
 
-    def _partition_changed(self, partition: Partition) -> None:
+    def _partition_changed(self, partition: Partition, high_watermark_only: bool) -> None:
         name = (partition.topic, partition.partition_id)
         # Wakes the incremental fetches waiting on a session that holds this partition (each
         # reads what changed): the sessions holding it, not every waiting one, are looked at.
-        waiting = self._waiting
-        if waiting:
+        # A high watermark that moved alone wakes consumers only.
+        consumers = self._waiting
+        followers = None if high_watermark_only else self._followers_waiting
+        if consumers or followers:
             for session_id in self.sessions.holding(name):
-                waiter = waiting.get(session_id)
+                waiter = consumers.get(session_id)
+                if waiter is None and followers:
+                    waiter = followers.get(session_id)
                 if waiter is not None:
                     wake_waiter(waiter)
 

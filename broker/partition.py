@@ -146,8 +146,10 @@ class Partition:
         self.consumer_fetches_redirected = 0
         self._hold_high_watermark_below_min_isr = hold_high_watermark_below_min_isr
         # Futures of waiters (long-polling fetches, DeleteRecords) woken by the next change;
-        # one fetch over many partitions registers one future with each of them.
+        # one fetch over many partitions registers one future with each of them. Followers'
+        # fetches wait apart: a high watermark that moved alone does not wake them.
         self._change_waiters: set[asyncio.Future[None]] = set()
+        self._follower_waiters: set[asyncio.Future[None]] = set()
         # acks=all produces waiting for the high watermark to reach an offset: a heap of
         # (offset, arrival, future), so an advance releases only the ones it satisfies.
         self._high_watermark_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
@@ -162,8 +164,9 @@ class Partition:
         # Told when this replica goes offline (the replica manager takes its directory
         # offline with it).
         self.offline_listener: Callable[[Partition, StorageError], None] | None = None
-        # Told of every change `wait_for_change` wakes on (the fetch sessions' change notices).
-        self.change_listener: Callable[[Partition], None] | None = None
+        # Told of every change `wait_for_change` wakes on (the fetch sessions' change notices),
+        # and whether only the high watermark moved.
+        self.change_listener: Callable[[Partition, bool], None] | None = None
 
     # -- role -----------------------------------------------------------------------------------
 
@@ -535,7 +538,7 @@ class Partition:
             return False
         self.log.update_high_watermark(candidate)
         self._release_high_watermark_waiters()
-        self._wake()
+        self._wake(high_watermark_only=True)
         return True
 
     # -- follower -------------------------------------------------------------------------------
@@ -554,7 +557,7 @@ class Partition:
             self.producers.replay(appended)
             self._snapshot_if_rolled()
         self.log.update_high_watermark(min(self.log.log_end_offset, leader_high_watermark))
-        self._wake()
+        self._wake(high_watermark_only=not records)
 
     def low_watermark(self, alive: Callable[[int], bool]) -> int:
         """On the leader: the smallest log start offset over this replica and its followers on
@@ -728,23 +731,32 @@ class Partition:
     def waiting(self) -> int:
         """How many waiters (long-polling fetches, DeleteRecords) wait for this replica to
         change."""
-        return len(self._change_waiters)
+        return len(self._change_waiters) + len(self._follower_waiters)
 
     async def wait_for_change(self) -> None:
         """Until the high watermark, the log end offset or the role changes."""
         await until_any_changes((self,), None)
 
-    def _wake(self) -> None:
+    def _wake(self, *, high_watermark_only: bool = False) -> None:
         # Done in the same loop iteration as the change: a follower's long-polling fetch is
-        # answered on the very next iteration, with no timer in between.
+        # answered on the very next iteration, with no timer in between. A high watermark that
+        # moved alone wakes no follower (it has nothing new to read: Kafka's DelayedFetch);
+        # its next answer, on new records or at its timeout, carries the high watermark.
         waiters = self._change_waiters
         if waiters:
             self._change_waiters = set()
             for waiter in waiters:
                 if not waiter.done():
                     waiter.set_result(None)
+        if not high_watermark_only:
+            waiters = self._follower_waiters
+            if waiters:
+                self._follower_waiters = set()
+                for waiter in waiters:
+                    if not waiter.done():
+                        waiter.set_result(None)
         if self.change_listener is not None:
-            self.change_listener(self)
+            self.change_listener(self, high_watermark_only)
 
 
 def _refuse_records_without_keys(
@@ -773,14 +785,17 @@ def _refuse_records_without_keys(
         raise InvalidRecordsError(tuple(refused))
 
 
-async def until_any_changes(partitions: Sequence[Partition], timeout: float | None) -> None:
+async def until_any_changes(
+    partitions: Sequence[Partition], timeout: float | None, *, follower: bool = False
+) -> None:
     """Until the high watermark, the log end offset or the role of any of `partitions`
-    changes, or `timeout` seconds passed (None: no bound). One future for them all, so a
-    fetch over many partitions costs a set insertion per partition, not a task."""
+    changes, or `timeout` seconds passed (None: no bound); for a `follower`, a high watermark
+    that moved alone is no change. One future for them all, so a fetch over many partitions
+    costs a set insertion per partition, not a task."""
     loop = asyncio.get_running_loop()
     waiter: asyncio.Future[None] = loop.create_future()
     for partition in partitions:
-        partition._change_waiters.add(waiter)
+        (partition._follower_waiters if follower else partition._change_waiters).add(waiter)
     timer = None if timeout is None else loop.call_later(timeout, wake_waiter, waiter)
     try:
         await waiter
@@ -788,7 +803,7 @@ async def until_any_changes(partitions: Sequence[Partition], timeout: float | No
         if timer is not None:
             timer.cancel()
         for partition in partitions:
-            partition._change_waiters.discard(waiter)
+            (partition._follower_waiters if follower else partition._change_waiters).discard(waiter)
 
 
 def wake_waiter(waiter: asyncio.Future[None]) -> None:
