@@ -7,14 +7,15 @@ this process (`tests.broker.replicas`)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.fetch_sessions import FetchSessionCache
+from broker.data_apis import DataApis
+from broker.fetch_sessions import FetchSessionCache, RequestedPartition
 from broker.partition import until_any_changes
 from broker.partition_changes import PartitionChanges
 from broker.replica_manager import CONSUMER_REPLICA_ID, FetchPartition, FetchResult
@@ -112,19 +113,55 @@ async def test_a_high_watermark_move_wakes_a_consumer_but_not_a_follower(
     consumer = long_poll(leader, CONSUMER_REPLICA_ID, 0)
     await settle()
     assert not follower.done() and not consumer.done()
+    partition = leader.partition()
+    # The follower's long poll waits on this future (woken, it would read again and wait on
+    # another).
+    (follower_waiter,) = partition._follower_waiters
     # The third's next fetch reports its log end: the high watermark moves, and nothing else.
     await replicate(leader, third)
-    assert leader.partition().high_watermark == 1
+    assert partition.high_watermark == 1
     assert await iterations_until_done(consumer) <= 1
     (seen,) = consumer.result()
     assert (seen.high_watermark, bool(seen.records)) == (1, True)
     await settle()
-    assert not follower.done(), "a follower's long poll was woken by the high watermark alone"
+    assert not follower.done()
+    assert partition._follower_waiters == {follower_waiter}, "woken by the high watermark alone"
+    assert not follower_waiter.done()
     # New records wake it, and its answer carries the high watermark it did not wait for.
     await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"b"))])
     assert await iterations_until_done(follower) <= 1
     (fetched,) = follower.result()
     assert (fetched.high_watermark, bool(fetched.records)) == (1, True)
+
+
+def open_session(apis: DataApis, *, privileged: bool) -> int:
+    requested = [RequestedPartition((TOPIC, 0), TOPIC, None, FetchPartition(TOPIC, 0, 0, 1 << 20))]
+    context = apis.sessions.new_context(
+        0, 0, requested, [], uses_topic_ids=False, privileged=privileged, now_ms=0
+    )
+    context.respond([(requested[0], FetchResult(ErrorCode.none, 0, 0))], 1 << 20, 0)
+    return context.session_id
+
+
+async def test_a_high_watermark_move_wakes_consumers_sessions_but_not_followers(
+    three: tuple[Broker, Broker, Broker],
+) -> None:
+    # The incremental fetches of sessions wait on a future each, woken through the replica
+    # manager's change notices.
+    leader, second, third = three
+    apis = DataApis(leader.replicas)
+    await appended_everywhere_but_uncommitted(leader, second, third)
+    loop = asyncio.get_running_loop()
+    consumer: asyncio.Future[None] = loop.create_future()
+    follower: asyncio.Future[None] = loop.create_future()
+    apis._waiting[open_session(apis, privileged=False)] = consumer
+    apis._followers_waiting[open_session(apis, privileged=True)] = follower
+    await replicate(leader, second)
+    await replicate(leader, third)
+    assert leader.partition().high_watermark == 1
+    assert consumer.done() and not follower.done()
+    await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"b"))])
+    assert follower.done()
 
 
 async def test_a_followers_long_poll_that_times_out_carries_the_high_watermark(
@@ -186,13 +223,14 @@ async def test_a_truncation_and_a_role_change_still_wake_a_follower(
     await appended_everywhere_but_uncommitted(leader, second, third)
     replica = second.partition()
     changes = second.replicas.changes
-    for change in (
+    changes_to_make: list[Callable[[], None]] = [
         lambda: replica.truncate_to(0),
         lambda: replica.restart_at(3),
         lambda: replica.apply(
             PartitionState(replicas=(1, 2, 3), isr=(2, 3), leader=2, leader_epoch=1)
         ),
-    ):
+    ]
+    for change in changes_to_make:
         start = changes.sequence
         waiting = asyncio.ensure_future(until_any_changes((replica,), None, follower=True))
         await settle()
