@@ -742,19 +742,14 @@ class Partition:
         # answered on the very next iteration, with no timer in between. A high watermark that
         # moved alone wakes no follower (it has nothing new to read: Kafka's DelayedFetch);
         # its next answer, on new records or at its timeout, carries the high watermark.
-        waiters = self._change_waiters
-        if waiters:
-            self._change_waiters = set()
+        if self._change_waiters:
+            waiters, self._change_waiters = self._change_waiters, set()
             for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
-        if not high_watermark_only:
-            waiters = self._follower_waiters
-            if waiters:
-                self._follower_waiters = set()
-                for waiter in waiters:
-                    if not waiter.done():
-                        waiter.set_result(None)
+                wake_waiter(waiter)
+        if self._follower_waiters and not high_watermark_only:
+            waiters, self._follower_waiters = self._follower_waiters, set()
+            for waiter in waiters:
+                wake_waiter(waiter)
         if self.change_listener is not None:
             self.change_listener(self, high_watermark_only)
 
