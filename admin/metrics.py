@@ -12,12 +12,19 @@ recoveries are counted as the node derives their events from the metadata log (`
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from kio.schema.index import api_key_map
-from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
@@ -34,6 +41,8 @@ __all__ = [
 
 # Produce and fetch answer in well under a millisecond to a few seconds (long polls).
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+# Their `le` labels as prometheus_client writes them (1 -> "1.0"), and the last, unbounded one.
+_LATENCY_BUCKET_LABELS = (*(repr(float(bound)) for bound in _LATENCY_BUCKETS), "+Inf")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,26 +74,31 @@ class QuorumState:
     log_end_offset: int
 
 
-class RequestStats:
-    """Counts each request the Kafka listener completes, by API name."""
+class _ApiCounts:
+    """What `RequestStats` counted for one API: plain numbers, no lock (the event loop is the
+    only writer, a scrape reads them on the same loop)."""
+
+    __slots__ = ("bytes_in", "bytes_out", "latency_buckets", "latency_sum", "requests")
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.latency_sum = 0.0
+        # Per bucket of _LATENCY_BUCKETS then +Inf, the latencies in it alone (not cumulative).
+        self.latency_buckets = [0] * (len(_LATENCY_BUCKETS) + 1)
+
+
+class RequestStats(Collector):
+    """Counts each request the Kafka listener completes, by API name.
+
+    `observe` runs for every request, so it only adds to plain numbers (prometheus_client's
+    metrics take a lock and check their state on every update, several microseconds per
+    request); `collect` turns them into the Prometheus families at each scrape."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self._requests = Counter("kraft_requests", "Requests completed", ["api"], registry=registry)
-        self._latency = Histogram(
-            "kraft_request_latency_seconds",
-            "From a request's arrival to its response written",
-            ["api"],
-            buckets=_LATENCY_BUCKETS,
-            registry=registry,
-        )
-        self._bytes_in = Counter(
-            "kraft_request_bytes", "Bytes of requests received", ["api"], registry=registry
-        )
-        self._bytes_out = Counter(
-            "kraft_response_bytes", "Bytes of responses sent", ["api"], registry=registry
-        )
-        # Label lookups cost more than the updates: one set of children per API, made once.
-        self._children: dict[int, tuple[Counter, Histogram, Counter, Counter]] = {}
+        self._by_api: dict[int, _ApiCounts] = {}
+        registry.register(self)
 
     def observe(
         self,
@@ -94,20 +108,39 @@ class RequestStats:
         request_bytes: int,
         response_bytes: int,
     ) -> None:
-        children = self._children.get(api_key)
-        if children is None:
-            api = api_key_map.get(api_key, str(api_key))
-            children = self._children[api_key] = (
-                self._requests.labels(api),
-                self._latency.labels(api),
-                self._bytes_in.labels(api),
-                self._bytes_out.labels(api),
+        counts = self._by_api.get(api_key)
+        if counts is None:
+            counts = self._by_api[api_key] = _ApiCounts()
+        counts.requests += 1
+        counts.bytes_in += request_bytes
+        counts.bytes_out += response_bytes
+        counts.latency_sum += latency_seconds
+        # Prometheus' rule: a latency falls in the first bucket whose bound is at least it.
+        counts.latency_buckets[bisect.bisect_left(_LATENCY_BUCKETS, latency_seconds)] += 1
+
+    def collect(self) -> Iterator[Metric]:
+        requests = CounterMetricFamily("kraft_requests", "Requests completed", labels=["api"])
+        latency = HistogramMetricFamily(
+            "kraft_request_latency_seconds",
+            "From a request's arrival to its response written",
+            labels=["api"],
+        )
+        bytes_in = CounterMetricFamily(
+            "kraft_request_bytes", "Bytes of requests received", labels=["api"]
+        )
+        bytes_out = CounterMetricFamily(
+            "kraft_response_bytes", "Bytes of responses sent", labels=["api"]
+        )
+        for api_key, counts in sorted(self._by_api.items()):
+            api = [api_key_map.get(api_key, str(api_key))]
+            requests.add_metric(api, counts.requests)
+            bytes_in.add_metric(api, counts.bytes_in)
+            bytes_out.add_metric(api, counts.bytes_out)
+            cumulative = list(itertools.accumulate(counts.latency_buckets))
+            latency.add_metric(
+                api, list(zip(_LATENCY_BUCKET_LABELS, cumulative, strict=True)), counts.latency_sum
             )
-        requests, latency, bytes_in, bytes_out = children
-        requests.inc()
-        latency.observe(latency_seconds)
-        bytes_in.inc(request_bytes)
-        bytes_out.inc(response_bytes)
+        yield from (requests, latency, bytes_in, bytes_out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import typing
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -53,7 +52,7 @@ from broker.fetch_sessions import (
     RequestedPartition,
     SessionKey,
 )
-from broker.partition import Partition
+from broker.partition import Partition, wake_waiter
 from broker.replica_manager import (
     FetchPartition,
     FetchResult,
@@ -66,8 +65,8 @@ from net import messages
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, PreEncodedResponse, RequestContext
 from net.fetch_response import encode_fetch_response
+from net.produce_response import PartitionProduced, encode_produce_response
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity
-from net.record_batch import NO_TIMESTAMP
 
 log = structlog.get_logger(__name__)
 
@@ -75,7 +74,6 @@ PRODUCE_VERSIONS = (3, 10)
 FETCH_VERSIONS = (4, 16)
 LIST_OFFSETS_VERSIONS = (1, 10)
 OFFSET_FOR_LEADER_EPOCH_VERSIONS = (2, 4)
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _VALID_ACKS = (-1, 0, 1)
 # The first Produce version whose answers carry record errors.
 _PRODUCE_RECORD_ERRORS = 8
@@ -184,8 +182,10 @@ class DataApis:
         self.sessions = FetchSessionCache() if sessions is None else sessions
         self._changes = replicas.changes
         # The incremental fetches waiting for a change of their session's partitions: the
-        # event that wakes each, by session id.
-        self._waiting: dict[int, asyncio.Event] = {}
+        # future that wakes each, by session id; consumers' and followers' apart, since a high
+        # watermark that moved alone wakes only consumers.
+        self._waiting: dict[int, asyncio.Future[None]] = {}
+        self._followers_waiting: dict[int, asyncio.Future[None]] = {}
         replicas.change_listeners.append(self._partition_changed)
 
     def register(self, registry: ApiRegistry) -> None:
@@ -331,7 +331,7 @@ class DataApis:
 
     async def _on_produce(
         self, context: RequestContext, request: messages.ProduceRequest
-    ) -> messages.ProduceResponse | None:
+    ) -> PreEncodedResponse | None:
         version = context.header.api_version
         acks = request.acks
         partitions = [
@@ -354,48 +354,20 @@ class DataApis:
                 answers = await self._replicas.produce(acks, timeout_ms, partitions)
         if acks == 0:
             return None
-        schema = messages.PRODUCE_RESPONSES[version]
-        topic_type = field_entity_type(schema, "responses")
-        partition_type = field_entity_type(topic_type, "partition_responses")
-        # v8 on name the records at fault in a refused batch (KIP-467).
-        record_error_type = (
-            field_entity_type(partition_type, "record_errors")
-            if version >= _PRODUCE_RECORD_ERRORS
-            else None
-        )
-        by_topic: dict[str, list[object]] = {}
+        by_topic: dict[str, list[PartitionProduced]] = {}
         for (topic, index, _), answer in zip(partitions, answers, strict=True):
             by_topic.setdefault(topic, []).append(
-                make_entity(
-                    partition_type,
-                    index=index,
-                    error_code=answer.error,
-                    base_offset=answer.base_offset,
-                    log_append_time=None
-                    if answer.log_append_time_ms == NO_TIMESTAMP
-                    else _datetime_of(answer.log_append_time_ms),
-                    log_start_offset=answer.log_start_offset,
-                    record_errors=()
-                    if record_error_type is None
-                    else tuple(
-                        make_entity(
-                            record_error_type,
-                            batch_index=record_error.batch_index,
-                            batch_index_error_message=record_error.message,
-                        )
-                        for record_error in answer.record_errors
-                    ),
-                    error_message=answer.message,
+                PartitionProduced(
+                    index,
+                    answer.error,
+                    answer.base_offset,
+                    answer.log_append_time_ms,
+                    answer.log_start_offset,
+                    tuple((error.batch_index, error.message) for error in answer.record_errors),
+                    answer.message,
                 )
             )
-        return make_entity(
-            schema,
-            responses=tuple(
-                make_entity(topic_type, name=name, partition_responses=tuple(answers))
-                for name, answers in by_topic.items()
-            ),
-            throttle_time=NO_THROTTLE,
-        )
+        return PreEncodedResponse([encode_produce_response(version, list(by_topic.items()))])
 
     async def _produce_authorized(
         self,
@@ -581,7 +553,9 @@ class DataApis:
     ) -> list[tuple[RequestedPartition, FetchResult]]:
         """An incremental fetch: reads only the session's partitions that may have something
         new, and waits (up to `max_wait_ms`, for `min_bytes`) on a change of any partition,
-        reading then only what changed."""
+        reading then only what changed. A follower's is not woken by a high watermark that
+        moved alone (nothing new to read: Kafka's DelayedFetch); when it wakes it reads
+        every partition changed, so its answer carries their high watermarks."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wanted.max_wait_ms / 1000
         answers: dict[SessionKey, tuple[RequestedPartition, FetchResult]] = {}
@@ -590,10 +564,11 @@ class DataApis:
         urgent = False
         assert session.session is not None
         session_id = session.session.session_id
+        follower = wanted.replica_id >= 0
+        waiting = self._followers_waiting if follower else self._waiting
         refreshed = session.follower_refresh(_now_ms())
         if refreshed:
             self._replicas.record_follower_fetches(wanted.replica_id, refreshed)
-        waiter = asyncio.Event()
         while True:
             due = session.to_read(self._changes)
             refused = self._refusals(context, wanted.replica_id, due)
@@ -627,28 +602,38 @@ class DataApis:
                 self._replicas.count_throttled([result for _, result in answers.values()])
                 return list(answers.values())
             keys = session.session.keys
-            if any(name in keys for name in self._changes.since(session.session.read_up_to)):
+            if any(
+                name in keys
+                for name in self._changes.since(session.session.read_up_to, follower=follower)
+            ):
                 # Changed while it was read (the read itself may move a high watermark).
                 continue
-            waiter.clear()
-            self._waiting[session_id] = waiter
+            # A future and a timer (asyncio.wait_for made a task per wait): woken by
+            # `_partition_changed` or by the timer at the deadline.
+            waiter: asyncio.Future[None] = loop.create_future()
+            waiting[session_id] = waiter
+            timer = loop.call_later(remaining, wake_waiter, waiter)
             try:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter.wait(), remaining)
+                await waiter
             finally:
-                if self._waiting.get(session_id) is waiter:
-                    del self._waiting[session_id]
+                timer.cancel()
+                if waiting.get(session_id) is waiter:
+                    del waiting[session_id]
 
-    def _partition_changed(self, partition: Partition) -> None:
+    def _partition_changed(self, partition: Partition, high_watermark_only: bool) -> None:
         name = (partition.topic, partition.partition_id)
         # Wakes the incremental fetches waiting on a session that holds this partition (each
         # reads what changed): the sessions holding it, not every waiting one, are looked at.
-        waiting = self._waiting
-        if waiting:
+        # A high watermark that moved alone wakes consumers only.
+        consumers = self._waiting
+        followers = None if high_watermark_only else self._followers_waiting
+        if consumers or followers:
             for session_id in self.sessions.holding(name):
-                event = waiting.get(session_id)
-                if event is not None:
-                    event.set()
+                waiter = consumers.get(session_id)
+                if waiter is None and followers:
+                    waiter = followers.get(session_id)
+                if waiter is not None:
+                    wake_waiter(waiter)
 
     def _refusals(
         self,
@@ -817,8 +802,3 @@ def _records_size(result: FetchResult) -> int:
 
 def _now_ms() -> int:
     return int(asyncio.get_running_loop().time() * 1000)
-
-
-def _datetime_of(timestamp_ms: int) -> datetime.datetime:
-    """The UTC datetime of a millisecond timestamp, exactly (no float rounding)."""
-    return _EPOCH + datetime.timedelta(milliseconds=timestamp_ms)

@@ -23,9 +23,11 @@ cleaner needs the Log).
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import itertools
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import NamedTuple
 from uuid import UUID
@@ -118,6 +120,9 @@ class Partition:
         self._active_segment_base: int
         # The offset of the newest snapshot on disk, if known.
         self._snapshot_offset: int | None
+        # The snapshot taken at the last roll while its writer thread writes it: its offset
+        # and the write's future.
+        self._snapshot_writing: tuple[int, Future[None]] | None = None
         self._load_producer_state()
         self.state: PartitionState | None = None
         self.followers: dict[int, FollowerState] = {}
@@ -141,8 +146,10 @@ class Partition:
         self.consumer_fetches_redirected = 0
         self._hold_high_watermark_below_min_isr = hold_high_watermark_below_min_isr
         # Futures of waiters (long-polling fetches, DeleteRecords) woken by the next change;
-        # one fetch over many partitions registers one future with each of them.
+        # one fetch over many partitions registers one future with each of them. Followers'
+        # fetches wait apart: a high watermark that moved alone does not wake them.
         self._change_waiters: set[asyncio.Future[None]] = set()
+        self._follower_waiters: set[asyncio.Future[None]] = set()
         # acks=all produces waiting for the high watermark to reach an offset: a heap of
         # (offset, arrival, future), so an advance releases only the ones it satisfies.
         self._high_watermark_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
@@ -157,8 +164,9 @@ class Partition:
         # Told when this replica goes offline (the replica manager takes its directory
         # offline with it).
         self.offline_listener: Callable[[Partition, StorageError], None] | None = None
-        # Told of every change `wait_for_change` wakes on (the fetch sessions' change notices).
-        self.change_listener: Callable[[Partition], None] | None = None
+        # Told of every change `wait_for_change` wakes on (the fetch sessions' change notices),
+        # and whether only the high watermark moved.
+        self.change_listener: Callable[[Partition, bool], None] | None = None
 
     # -- role -----------------------------------------------------------------------------------
 
@@ -530,7 +538,7 @@ class Partition:
             return False
         self.log.update_high_watermark(candidate)
         self._release_high_watermark_waiters()
-        self._wake()
+        self._wake(high_watermark_only=True)
         return True
 
     # -- follower -------------------------------------------------------------------------------
@@ -549,7 +557,7 @@ class Partition:
             self.producers.replay(appended)
             self._snapshot_if_rolled()
         self.log.update_high_watermark(min(self.log.log_end_offset, leader_high_watermark))
-        self._wake()
+        self._wake(high_watermark_only=not records)
 
     def low_watermark(self, alive: Callable[[int], bool]) -> int:
         """On the leader: the smallest log start offset over this replica and its followers on
@@ -603,6 +611,7 @@ class Partition:
         """Empty the log and continue it at `offset` (the leader deleted what lies before)."""
         self.log.truncate_fully_and_start_at(offset)
         # As Kafka does: the producers of a log this replica no longer shares are forgotten.
+        self.wait_for_snapshot()
         self._snapshots.delete_all()
         self._load_producer_state()
         self._wake()
@@ -617,15 +626,30 @@ class Partition:
     def close(self) -> None:
         """Snapshot the producer state at the log end offset, so the next open of this log
         replays nothing. The partition stays usable; a failed write is logged, not raised."""
+        self.wait_for_snapshot()
         if self.log.offline:
             # Reopened with recovery, which may cut the log below the snapshot's offset.
             return
         self._write_snapshot()
 
+    def wait_for_snapshot(self) -> None:
+        """Until the snapshots taken at rolls are on disk (or their failure logged). Blocks:
+        for the rare paths that read or delete snapshots (truncation, restart, close, removal),
+        which must not race with the write of a state they are about to replace."""
+        writing = self._snapshot_writing
+        if writing is None:
+            return
+        self._snapshot_writing = None
+        offset, future = writing
+        if future.exception() is not None and self._snapshot_offset == offset:
+            # Not on disk after all: a close writes it again.
+            self._snapshot_offset = None
+
     def _load_producer_state(self) -> None:
         """The state at the log end: the newest snapshot within the log, then the batches
         after it. Snapshots above the log end count batches the log lost (recovery or
         truncation cut them); those below its start, batches it no longer holds."""
+        self.wait_for_snapshot()
         found = self._snapshots.load(self.log.log_start_offset, self.log.log_end_offset)
         start, self.producers = found if found is not None else (0, ProducerStateManager())
         self._snapshot_offset = start if found is not None else None
@@ -637,7 +661,29 @@ class Partition:
         base = self.log.active_segment_base_offset
         if base != self._active_segment_base:
             self._active_segment_base = base
-            self._write_snapshot()
+            offset = self.log.log_end_offset
+            # The writer thread takes snapshots in order: waiting for this one waits for any
+            # earlier one of this partition still queued.
+            future = self._snapshots.write_later(offset, self.producers, self.log.log_start_offset)
+            future.add_done_callback(functools.partial(self._snapshot_written, offset))
+            self._snapshot_offset = offset
+            self._snapshot_writing = (offset, future)
+
+    def _snapshot_written(self, offset: int, future: Future[None]) -> None:
+        # On the writer thread: only logs.
+        error = future.exception()
+        if error is not None:
+            self._snapshot_failed(offset, error)
+
+    def _snapshot_failed(self, offset: int, error: BaseException) -> None:
+        # Only an optimisation: the next open replays more of the log instead.
+        log.warning(
+            "producer_snapshot_write_failed",
+            topic=self.topic,
+            partition=self.partition_id,
+            offset=offset,
+            error=str(error),
+        )
 
     def _write_snapshot(self) -> None:
         offset = self.log.log_end_offset
@@ -650,14 +696,7 @@ class Partition:
             self._snapshot_offset = offset
             self._snapshots.delete_below(self.log.log_start_offset)
         except OSError as error:
-            # Only an optimisation: the next open replays more of the log instead.
-            log.warning(
-                "producer_snapshot_write_failed",
-                topic=self.topic,
-                partition=self.partition_id,
-                offset=offset,
-                error=str(error),
-            )
+            self._snapshot_failed(offset, error)
 
     # -- waiting ----------------------------------------------------------------------------------
 
@@ -677,6 +716,8 @@ class Partition:
         self.pending_isr = None
         self._release_high_watermark_waiters(release_all=True)
         self._wake()
+        # Its log directory is deleted next: no snapshot file may appear in it meanwhile.
+        self.wait_for_snapshot()
 
     def _release_high_watermark_waiters(self, *, release_all: bool = False) -> None:
         waiters = self._high_watermark_waiters
@@ -690,23 +731,27 @@ class Partition:
     def waiting(self) -> int:
         """How many waiters (long-polling fetches, DeleteRecords) wait for this replica to
         change."""
-        return len(self._change_waiters)
+        return len(self._change_waiters) + len(self._follower_waiters)
 
     async def wait_for_change(self) -> None:
         """Until the high watermark, the log end offset or the role changes."""
         await until_any_changes((self,), None)
 
-    def _wake(self) -> None:
+    def _wake(self, *, high_watermark_only: bool = False) -> None:
         # Done in the same loop iteration as the change: a follower's long-polling fetch is
-        # answered on the very next iteration, with no timer in between.
-        waiters = self._change_waiters
-        if waiters:
-            self._change_waiters = set()
+        # answered on the very next iteration, with no timer in between. A high watermark that
+        # moved alone wakes no follower (it has nothing new to read: Kafka's DelayedFetch);
+        # its next answer, on new records or at its timeout, carries the high watermark.
+        if self._change_waiters:
+            waiters, self._change_waiters = self._change_waiters, set()
             for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
+                wake_waiter(waiter)
+        if self._follower_waiters and not high_watermark_only:
+            waiters, self._follower_waiters = self._follower_waiters, set()
+            for waiter in waiters:
+                wake_waiter(waiter)
         if self.change_listener is not None:
-            self.change_listener(self)
+            self.change_listener(self, high_watermark_only)
 
 
 def _refuse_records_without_keys(
@@ -735,24 +780,28 @@ def _refuse_records_without_keys(
         raise InvalidRecordsError(tuple(refused))
 
 
-async def until_any_changes(partitions: Sequence[Partition], timeout: float | None) -> None:
+async def until_any_changes(
+    partitions: Sequence[Partition], timeout: float | None, *, follower: bool = False
+) -> None:
     """Until the high watermark, the log end offset or the role of any of `partitions`
-    changes, or `timeout` seconds passed (None: no bound). One future for them all, so a
-    fetch over many partitions costs a set insertion per partition, not a task."""
+    changes, or `timeout` seconds passed (None: no bound); for a `follower`, a high watermark
+    that moved alone is no change. One future for them all, so a fetch over many partitions
+    costs a set insertion per partition, not a task."""
     loop = asyncio.get_running_loop()
     waiter: asyncio.Future[None] = loop.create_future()
     for partition in partitions:
-        partition._change_waiters.add(waiter)
-    timer = None if timeout is None else loop.call_later(timeout, _set_done, waiter)
+        (partition._follower_waiters if follower else partition._change_waiters).add(waiter)
+    timer = None if timeout is None else loop.call_later(timeout, wake_waiter, waiter)
     try:
         await waiter
     finally:
         if timer is not None:
             timer.cancel()
         for partition in partitions:
-            partition._change_waiters.discard(waiter)
+            (partition._follower_waiters if follower else partition._change_waiters).discard(waiter)
 
 
-def _set_done(waiter: asyncio.Future[None]) -> None:
+def wake_waiter(waiter: asyncio.Future[None]) -> None:
+    """Completes `waiter` unless it is done already (a timer's or a change's wake-up)."""
     if not waiter.done():
         waiter.set_result(None)

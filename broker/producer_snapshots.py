@@ -9,6 +9,7 @@ optimisation: a missing or corrupt one only means replaying more of the log.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import structlog
@@ -22,6 +23,16 @@ SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOTS_RETAINED = 2
 
 log = structlog.get_logger(__name__)
+
+# The snapshots taken when a log rolls are written here, off the event loop (each is a file
+# fsynced, renamed and its directory fsynced: milliseconds every produce and fetch of the node
+# would wait out). One thread, so that they reach the disk in the order they were taken.
+_WRITER = ThreadPoolExecutor(1, thread_name_prefix="producer-snapshots")
+
+
+def snapshot_writer() -> ThreadPoolExecutor:
+    """The one thread writing the snapshots taken at rolls, in order."""
+    return _WRITER
 
 
 class ProducerSnapshots:
@@ -45,7 +56,24 @@ class ProducerSnapshots:
     def write(self, offset: int, state: ProducerStateManager) -> None:
         """Save `state` as the state after every batch below `offset`, atomically and durably,
         then delete all but the newest SNAPSHOTS_RETAINED snapshots. Raises OSError."""
-        write_atomically(self.path(offset), state.to_snapshot())
+        self._write_encoded(offset, state.to_snapshot())
+
+    def write_later(
+        self, offset: int, state: ProducerStateManager, log_start_offset: int
+    ) -> Future[None]:
+        """`write` then `delete_below(log_start_offset)` on the snapshot writer thread, after
+        every snapshot taken before this one; `state` is read now. The future raises
+        OSError if the write failed."""
+        encoded = state.to_snapshot()
+
+        def write() -> None:
+            self._write_encoded(offset, encoded)
+            self.delete_below(log_start_offset)
+
+        return _WRITER.submit(write)
+
+    def _write_encoded(self, offset: int, encoded: bytes) -> None:
+        write_atomically(self.path(offset), encoded)
         for old in self.offsets()[:-SNAPSHOTS_RETAINED]:
             remove_durably(self.path(old))
 

@@ -254,7 +254,8 @@ class ReplicaManager:
         self.leadership_listeners: list[Callable[[Partition, bool], None]] = []
         # Called with a hosted partition whose log end, high watermark, log start or role
         # changed (what a long-polling fetch wakes on).
-        self.change_listeners: list[Callable[[Partition], None]] = []
+        # Told of each change of a hosted partition, and whether only its high watermark moved.
+        self.change_listeners: list[Callable[[Partition, bool], None]] = []
         # Every such change, numbered: what changed since a fetch last read.
         self.changes = PartitionChanges()
 
@@ -534,10 +535,12 @@ class ReplicaManager:
         )
         return True
 
-    def _partition_changed(self, partition: Partition) -> None:
-        self.changes.changed((partition.topic, partition.partition_id))
+    def _partition_changed(self, partition: Partition, high_watermark_only: bool) -> None:
+        self.changes.changed(
+            (partition.topic, partition.partition_id), high_watermark_only=high_watermark_only
+        )
         for listener in self.change_listeners:
-            listener(partition)
+            listener(partition, high_watermark_only)
 
     def _replica_went_offline(self, failed: Partition, error: StorageError) -> None:
         """A write to `failed`'s log failed on the disk: its whole log directory goes offline,
@@ -994,7 +997,9 @@ class ReplicaManager:
 
         After a wait, only the partitions changed since the last read are read again (the
         journal, `changes`) while no answer holds records: the others would read the same, and
-        with the whole `max_bytes` left each read is what a full read would give."""
+        with the whole `max_bytes` left each read is what a full read would give. A follower
+        (`replica_id` >= 0) waits for more than a high watermark's move (Kafka's DelayedFetch),
+        then reads what changed, its high watermarks included."""
         if not requests:
             return []
         loop = asyncio.get_running_loop()
@@ -1018,12 +1023,14 @@ class ReplicaManager:
             ):
                 self.count_throttled(results)
                 return results
-            changed = named.intersection(self.changes.since(read_up_to))
-            if not changed:
+            follower = replica_id >= 0
+            if named.isdisjoint(self.changes.since(read_up_to, follower=follower)):
                 # (Not when one changed while it was read: the read itself may move a high
                 # watermark.)
-                await until_any_changes([self.partitions[name] for name in names], remaining)
-                changed = named.intersection(self.changes.since(read_up_to))
+                await until_any_changes(
+                    [self.partitions[name] for name in names], remaining, follower=follower
+                )
+            changed = named.intersection(self.changes.since(read_up_to))
             read_up_to = self.changes.sequence
             if size:
                 # The records held shift the room every later partition gets: all again.

@@ -44,6 +44,8 @@ from kio.static.protocol import Payload
 from net import legacy_produce, manual_recovery, replica_log_info
 from net.api_keys import ApiKey
 from net.buffer_gatherer import Buffer, BufferGatherer
+from net.fetch_request import VERSION as FETCH_REQUEST_VERSION
+from net.fetch_request import encode_fetch_request
 from net.fetch_response import encode_fetch_response
 
 _Entity = TypeVar("_Entity")
@@ -293,8 +295,11 @@ def encode_body(entity: Payload) -> list[Buffer]:
     segment...), so they can be written with `transport.writelines` without a copy. Others come
     back as a single bytes object.
     """
-    if int(entity.__api_key__) == ApiKey.FETCH and entity.__type__ is EntityType.response:
-        return encode_fetch_response(entity)
+    if int(entity.__api_key__) == ApiKey.FETCH:
+        if entity.__type__ is EntityType.response:
+            return encode_fetch_response(entity)
+        if entity.__version__ == FETCH_REQUEST_VERSION:
+            return [encode_fetch_request(entity)]
     writer = entity_writer(type(entity))
     if _has_records(type(entity)):
         gatherer = BufferGatherer()

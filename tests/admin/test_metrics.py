@@ -83,6 +83,22 @@ def test_requests_are_counted_by_api_with_latency_and_bytes() -> None:
     assert "kraft_quorum_role" not in {name for name, _ in found}
 
 
+def test_request_latency_buckets_follow_prometheus_rules() -> None:
+    # A latency on a bound counts in that bucket; buckets are cumulative; beyond the last
+    # bound only +Inf counts it; the sum adds every latency.
+    metrics = NodeMetrics(lambda: replay([]), list, lambda: None)
+    for latency in (0.0025, 0.0025, 0.003, 7.0):
+        metrics.requests.observe(0, 9, latency, 1, 1)
+    found = samples(metrics)
+
+    def bucket(le: str) -> float:
+        return found["kraft_request_latency_seconds_bucket", (("api", "produce"), ("le", le))]
+
+    assert (bucket("0.001"), bucket("0.0025"), bucket("0.005"), bucket("5.0")) == (0, 2, 3, 3)
+    assert bucket("+Inf") == 4
+    assert found["kraft_request_latency_seconds_sum", (("api", "produce"),)] == 7.008
+
+
 def test_unclean_recoveries_are_counted_by_strategy() -> None:
     metrics = NodeMetrics(lambda: MetadataImage.EMPTY, list, lambda: None)
 

@@ -22,7 +22,7 @@ def noticed(broker: Broker) -> list[int]:
     """The partition ids of the changes `broker`'s replicas report, as they come."""
     changed: list[int] = []
 
-    def listener(partition: Partition) -> None:
+    def listener(partition: Partition, high_watermark_only: bool) -> None:
         changed.append(partition.partition_id)
 
     broker.replicas.change_listeners.append(listener)

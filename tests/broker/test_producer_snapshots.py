@@ -3,6 +3,7 @@ and after truncation, so a restarted replica replays only the batches after the 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from uuid import UUID
@@ -10,7 +11,7 @@ from uuid import UUID
 import pytest
 
 from broker.partition import Partition
-from broker.producer_snapshots import SNAPSHOTS_RETAINED, ProducerSnapshots
+from broker.producer_snapshots import SNAPSHOTS_RETAINED, ProducerSnapshots, snapshot_writer
 from broker.producer_state import ProducerStateManager, WrittenBatch
 from broker.replica_manager import ReplicaManager
 from controller.image import MetadataReplayer
@@ -130,6 +131,7 @@ def test_without_a_clean_close_the_tail_after_the_last_roll_snapshot_is_replayed
 ) -> None:
     partition = open_partition(tmp_path / "t-0")
     offsets = produce(partition, range(8))
+    partition.wait_for_snapshot()
     snapshots = ProducerSnapshots(partition.log.directory)
     # Each written once the batch that rolled the log is in the state.
     assert snapshots.offsets() == [5, 7]
@@ -159,6 +161,7 @@ def test_a_follower_snapshots_when_its_log_rolls(tmp_path: Path) -> None:
             ),
             leader_high_watermark=offset,
         )
+    partition.wait_for_snapshot()
     snapshots = ProducerSnapshots(partition.log.directory)
     # Written after the roll's append: the state after offsets 0..2, and after 0..4.
     assert snapshots.offsets() == [3, 5]
@@ -175,6 +178,7 @@ def test_truncation_below_a_snapshot_removes_it_and_forgets_the_batches(
 ) -> None:
     partition = open_partition(tmp_path / "t-0")
     produce(partition, range(8))
+    partition.wait_for_snapshot()
     snapshots = ProducerSnapshots(partition.log.directory)
     assert snapshots.offsets() == [5, 7]
 
@@ -200,6 +204,7 @@ def test_restarting_the_log_elsewhere_drops_every_snapshot(tmp_path: Path) -> No
         records = produce_as.log.read(sequence, 1 << 20).records
         assert records is not None
         partition.append_from_leader(records.read(), sequence)
+    partition.wait_for_snapshot()
     snapshots = ProducerSnapshots(partition.log.directory)
     assert snapshots.offsets()
 
@@ -214,6 +219,7 @@ def test_a_corrupt_newest_snapshot_falls_back_to_the_older_one(
 ) -> None:
     partition = open_partition(tmp_path / "t-0")
     produce(partition, range(7))
+    partition.wait_for_snapshot()
     snapshots = ProducerSnapshots(partition.log.directory)
     older, newest = snapshots.offsets()
     damaged = bytearray(snapshots.path(newest).read_bytes())
@@ -233,6 +239,7 @@ def test_snapshots_below_the_log_start_or_beyond_the_newest_few_are_deleted(
 ) -> None:
     partition = open_partition(tmp_path / "t-0")
     produce(partition, range(9))
+    partition.wait_for_snapshot()
     snapshots = ProducerSnapshots(partition.log.directory)
     assert len(snapshots.offsets()) == SNAPSHOTS_RETAINED
     older, _ = snapshots.offsets()
@@ -302,3 +309,67 @@ async def test_stopping_the_replica_manager_snapshots_every_partition(tmp_path: 
         offset, state = found
         assert offset == partition.log.log_end_offset == index % 4 + 1
         assert state.to_snapshot() == partition.producers.to_snapshot() == replayed(partition.log)
+
+
+def test_a_rolls_snapshot_is_written_on_the_writer_thread_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writers: list[tuple[str, int]] = []
+    write_encoded = ProducerSnapshots._write_encoded
+
+    def recording(self: ProducerSnapshots, offset: int, encoded: bytes) -> None:
+        writers.append((threading.current_thread().name, offset))
+        write_encoded(self, offset, encoded)
+
+    monkeypatch.setattr(ProducerSnapshots, "_write_encoded", recording)
+    partition = open_partition(tmp_path / "t-0")
+    produce(partition, range(9))
+    partition.wait_for_snapshot()
+    # Not on the event loop's thread, and in the order the rolls took them.
+    assert {name for name, _ in writers} == {"producer-snapshots_0"}
+    assert [offset for _, offset in writers] == [3, 5, 7, 9]
+    assert ProducerSnapshots(partition.log.directory).offsets() == [7, 9]
+
+
+def test_a_truncation_waits_for_the_snapshot_being_written(tmp_path: Path) -> None:
+    partition = open_partition(tmp_path / "t-0")
+    produce(partition, range(6))
+    partition.wait_for_snapshot()
+    # The writer thread is held busy, so the next roll's snapshot (at 7) is still queued
+    # when the truncation below it starts; it is released a little later.
+    release = threading.Event()
+    snapshot_writer().submit(release.wait)
+    produce(partition, range(6, 8))
+    threading.Timer(0.2, release.set).start()
+    partition.truncate_to(6)
+    snapshot_writer().submit(lambda: None).result()  # whatever was queued is written now
+
+    # The snapshot at 7 describes batches the log no longer holds: it was written before the
+    # truncation looked, and removed by it.
+    snapshots = ProducerSnapshots(partition.log.directory)
+    assert max(snapshots.offsets()) <= partition.log.log_end_offset == 6
+    assert partition.producers.to_snapshot() == replayed(partition.log)
+    assert partition.append_as_leader(batch(6)).first_offset == 6
+
+
+def test_a_roll_snapshot_that_failed_is_written_at_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    partition = open_partition(tmp_path / "t-0")
+    produce(partition, range(6))
+    partition.wait_for_snapshot()
+    write_encoded = ProducerSnapshots._write_encoded
+
+    def failing(self: ProducerSnapshots, offset: int, encoded: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ProducerSnapshots, "_write_encoded", failing)
+    produce(partition, range(6, 7))  # rolls: its snapshot, at the log end 7, fails
+    partition.wait_for_snapshot()
+    monkeypatch.setattr(ProducerSnapshots, "_write_encoded", write_encoded)
+    snapshots = ProducerSnapshots(partition.log.directory)
+    assert snapshots.offsets() == [3, 5]
+
+    # Nothing was appended since, yet the close writes it: the failed one is not on disk.
+    partition.close()
+    assert snapshots.offsets() == [5, 7] and partition.log.log_end_offset == 7
