@@ -58,6 +58,14 @@ def fetch_counters(cluster: Cluster, node_id: int, topic: str) -> tuple[float, f
     return found["as_follower"], found["redirected"]
 
 
+def fully_in_sync(admin: AdminClient, topic: str) -> bool:
+    """Whether partition 0 of `topic` has all 3 replicas in its ISR. False while the answering
+    broker has not learnt of the topic yet (LEADER_NOT_AVAILABLE, no partitions): CreateTopics
+    answers once the controller committed it, the brokers' metadata follows."""
+    partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+    return 0 in partitions and len(partitions[0].isrs) == 3
+
+
 def produce(cluster: Cluster, topic: str, values: list[str]) -> None:
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5})
     failures: list[Any] = []
@@ -93,14 +101,7 @@ def test_a_consumer_in_a_followers_rack_reads_every_record_from_that_follower(
     # Node 1 leads; nodes 2 and 3 follow.
     topic = NewTopic("racked", 1, replica_assignment=[[1, 2, 3]])
     admin.create_topics([topic])["racked"].result(timeout=30)
-    cluster.wait_for(
-        "racked fully in sync",
-        lambda: (
-            len(admin.list_topics("racked", timeout=10).topics["racked"].partitions[0].isrs) == 3
-            or None
-        ),
-        timeout=30,
-    )
+    cluster.wait_for("racked fully in sync", lambda: fully_in_sync(admin, "racked"), timeout=30)
     first = [f"first-{index}" for index in range(200)]
     produce(cluster, "racked", first)
 
@@ -138,13 +139,7 @@ async def test_aiokafka_with_client_rack_reads_from_the_follower_of_its_rack(
         "racked-aio"
     ].result(timeout=30)
     cluster.wait_for(
-        "racked-aio fully in sync",
-        lambda: (
-            len(admin.list_topics("racked-aio", timeout=10).topics["racked-aio"].partitions[0].isrs)
-            == 3
-            or None
-        ),
-        timeout=30,
+        "racked-aio fully in sync", lambda: fully_in_sync(admin, "racked-aio"), timeout=30
     )
     values = [f"aio-{index}" for index in range(150)]
     produce(cluster, "racked-aio", values)
