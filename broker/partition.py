@@ -118,7 +118,8 @@ class Partition:
         # Both set by _load_producer_state, as after every truncation.
         self.producers: ProducerStateManager
         self._active_segment_base: int
-        # The offset of the newest snapshot on disk, if known.
+        # The offset of the newest snapshot on disk, if known (or of a state that needs none:
+        # a new log's empty one).
         self._snapshot_offset: int | None
         # The snapshot taken at the last roll while its writer thread writes it: its offset
         # and the write's future.
@@ -650,6 +651,13 @@ class Partition:
         after it. Snapshots above the log end count batches the log lost (recovery or
         truncation cut them); those below its start, batches it no longer holds."""
         self.wait_for_snapshot()
+        if self.log.never_written:
+            # A log just created holds no snapshot nor batch (a listing of its directory
+            # each, for thousands of new replicas); its empty state needs no snapshot.
+            self.producers = ProducerStateManager()
+            self._snapshot_offset = self.log.log_end_offset
+            self._active_segment_base = self.log.active_segment_base_offset
+            return
         found = self._snapshots.load(self.log.log_start_offset, self.log.log_end_offset)
         start, self.producers = found if found is not None else (0, ProducerStateManager())
         self._snapshot_offset = start if found is not None else None

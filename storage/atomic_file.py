@@ -1,4 +1,5 @@
-"""Replace small files atomically and durably: temp file, fsync, rename, fsync the directory.
+"""Replace small files atomically and durably: temp file, fsync, rename, fsync the directory
+(and the unsynced forms whose caller syncs them later).
 
 `write_atomically` replaces one file; `write_all_atomically` replaces many (a topic's thousands
 of new partitions each write a leader-epoch checkpoint and a `partition.metadata`) with the
@@ -39,8 +40,17 @@ def replace_unsynced(path: Path, data: bytes) -> None:
     os.replace(temporary, path)
 
 
+def write_new_unsynced(path: Path, data: bytes) -> None:
+    """Write `data` in place to `path`, a file no one reads yet (in a directory just made),
+    with no fsync and no temp file: a crash may leave it missing, empty or cut short, which
+    its reader must take as never written. For a file nothing depends on until the
+    caller's `sync_replaced` of it."""
+    _write(path, data, synced=False)
+
+
 def sync_replaced(path: Path) -> None:
-    """Make a file `replace_unsynced` wrote durable: its content, then its name."""
+    """Make a file `replace_unsynced` or `write_new_unsynced` wrote durable: its content,
+    then its name."""
     fd = os.open(path, os.O_RDONLY)
     try:
         durability.sync_file(fd, path)

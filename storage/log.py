@@ -212,6 +212,9 @@ class Log:
         self._truncations = 0
         # Files of the log's directory written without fsync that its first flush syncs.
         self._unsynced_files: list[Path] = []
+        # Made empty by `create` in a new directory, and neither appended to nor restarted
+        # elsewhere since: nothing of it, nor any file of its owner's, is on disk yet.
+        self._never_written = False
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -279,14 +282,15 @@ class Log:
         unsynced_files: Sequence[Path] = (),
     ) -> Log:
         """A new, empty log in `directory`, which the caller just made: nothing to list, load
-        or recover there (`open` does that for a directory that may hold a log).
-        `unsynced_files`: files of the directory written without fsync (`replace_unsynced`)
-        that the log's first flush syncs, before any of its batches is durable."""
+        or recover there (`open` does that for a directory that may hold a log), and no
+        segment file is made until the first append (`Segment.unwritten`).
+        `unsynced_files`: files of the directory written without fsync that the log's first
+        flush syncs (file and directory entry), before any of its batches is durable."""
         config = config or LogConfig()
         created = cls(
             directory,
             config=config,
-            segments=[Segment.create(directory, 0, config.index_interval_bytes)],
+            segments=[Segment.unwritten(directory, 0, config.index_interval_bytes)],
             epoch_cache=LeaderEpochCache.empty(directory),
             log_start_offset=0,
             recovery_point=0,
@@ -294,9 +298,17 @@ class Log:
             clock=clock,
         )
         created._unsynced_files = list(unsynced_files)
+        created._never_written = True
         return created
 
     # -- offsets ---------------------------------------------------------------------------
+
+    @property
+    def never_written(self) -> bool:
+        """Whether the log was created empty by `create` in a directory just made, and has
+        taken no batch (nor restarted at another offset) since: its directory holds no file
+        but those `create` was given, so an owner has nothing of its own to load from it."""
+        return self._never_written
 
     @property
     def log_start_offset(self) -> int:
@@ -600,6 +612,7 @@ class Log:
             self.leader_epoch_cache.truncate_from_end(self._log_end_offset, persist=False)
             raise
         self._log_end_offset = last_offset + 1
+        self._never_written = False
         self._unflushed_messages += record_count
         info = _new_tuple(
             AppendInfo,
@@ -779,6 +792,7 @@ class Log:
         self._segments = [new]
         self._base_offsets = [offset]
         self._log_start_offset = offset
+        self._never_written = False
         self.leader_epoch_cache.clear()
         self._after_truncation()
         # Nothing is left below `offset`, all of it committed or gone (Kafka sets it so too).

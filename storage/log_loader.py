@@ -137,7 +137,8 @@ class LogLoader:
                     continue
             segments.append(segment)
         if not segments:
-            segments.append(Segment.create(directory, self._log_start_offset, interval))
+            # No segment file (a log that never took a batch): none is made before one does.
+            segments.append(Segment.unwritten(directory, self._log_start_offset, interval))
         segments[-1].load_first_batch_timestamp()
         return segments
 

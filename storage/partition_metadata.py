@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from uuid import UUID
 
-from storage.atomic_file import replace_unsynced, write_atomically
+from storage.atomic_file import write_atomically, write_new_unsynced
 
 PARTITION_METADATA_FILE = "partition.metadata"
 _VERSION = 0
@@ -63,11 +63,13 @@ def write_partition_metadata(
 
 
 def write_partition_metadata_unsynced(directory: Path, topic_id: UUID) -> Path:
-    """Record `topic_id` in `directory` with no fsync (a new log's, as Kafka records it at
-    creation and syncs it with the log's first flush): the caller syncs the returned file
-    (`atomic_file.sync_replaced`) before any record of the log is durable."""
+    """Record `topic_id` in `directory`, a new log's directory just made, in place and with
+    no fsync (as Kafka records it at creation and syncs it with the log's first flush): the
+    caller syncs the returned file (`atomic_file.sync_replaced`) before any record of the
+    log is durable. A crash before may leave the file missing, empty or cut short: read as
+    no topic id yet (`read_partition_metadata`), as nothing of the log was durable."""
     path = directory / PARTITION_METADATA_FILE
-    replace_unsynced(path, _content(topic_id))
+    write_new_unsynced(path, _content(topic_id))
     return path
 
 
@@ -80,8 +82,10 @@ def _content(topic_id: UUID) -> bytes:
 
 def read_partition_metadata(directory: Path) -> UUID | None:
     """The topic id recorded in `directory`, or None when it has no `partition.metadata` (a
-    log from before topic ids were recorded). Raises PartitionMetadataError for a file that
-    is not in Kafka's format, OSError if it cannot be read."""
+    log from before topic ids were recorded) or one a crash cut short while a new log's
+    directory was made (`write_partition_metadata_unsynced`): empty, NUL bytes only, or a
+    prefix of the file that ends before the topic id is whole. Raises PartitionMetadataError for a
+    file that is not in Kafka's format, OSError if it cannot be read."""
     path = directory / PARTITION_METADATA_FILE
     try:
         text = path.read_text(encoding="ascii")
@@ -89,6 +93,8 @@ def read_partition_metadata(directory: Path) -> UUID | None:
         return None
     except UnicodeDecodeError as error:
         raise PartitionMetadataError(f"{path}: not ASCII text") from error
+    if _cut_short(text):
+        return None
     lines = text.splitlines()
     # The version line and the topic id line (Kafka ignores what follows them).
     if len(lines) < 2:
@@ -103,6 +109,19 @@ def read_partition_metadata(directory: Path) -> UUID | None:
     if topic_id.int == 0:
         raise PartitionMetadataError(f"{path}: the zero topic id names no topic")
     return topic_id
+
+
+def _cut_short(text: str) -> bool:
+    """Whether `text` is what a crash leaves of a file being written: nothing (or the NUL
+    bytes of a size extended before its data), or a prefix of the two lines that ends
+    before the topic id is whole."""
+    if not text.strip("\0"):
+        return True
+    shape = f"version: {_VERSION}\ntopic_id: "
+    if len(text) <= len(shape):
+        return shape.startswith(text)
+    rest = text[len(shape) :]
+    return text.startswith(shape) and len(rest) < _ENCODED_UUID_LENGTH and "\n" not in rest
 
 
 def _value(path: Path, line: str, key: str) -> str:

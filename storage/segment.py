@@ -7,6 +7,7 @@ served. A segment never decodes records: it walks batch headers to find batch bo
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -55,13 +56,14 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
 
 class SegmentFile:
     """An open log file. It stays open while any FileSlice refers to it, even once the segment
-    has been deleted, so a slice handed to a Fetch response can always be read."""
+    has been deleted, so a slice handed to a Fetch response can always be read. Made with
+    `opened=False`, it is not created (nor opened) yet: its segment holds nothing to read."""
 
     __slots__ = ("fd", "path")
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, opened: bool = True) -> None:
         self.path = path
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644) if opened else -1
 
     def pread(self, size: int, position: int) -> bytes:
         if self.fd < 0:
@@ -104,17 +106,25 @@ class BatchPlacement(NamedTuple):
 
 
 class Segment:
-    """A log segment. Not thread-safe: the owning Log serialises access."""
+    """A log segment. Not thread-safe: the owning Log serialises access.
 
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+    A segment made by `unwritten` has no file on disk until its first append creates its log
+    file (and its close, with it, the index files): a new partition's log costs no segment
+    file until it takes a batch, and a log that never took one has none."""
+
+    def __init__(
+        self, directory: Path, base_offset: int, index_interval_bytes: int, *, on_disk: bool = True
+    ) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.log_path = directory / segment_file_name(base_offset, LOG_SUFFIX)
-        self.file = SegmentFile(self.log_path)
+        self.file = SegmentFile(self.log_path, opened=on_disk)
         self.offset_index = OffsetIndex(directory / segment_file_name(base_offset, INDEX_SUFFIX))
         self.time_index = TimeIndex(directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX))
-        self.size = os.fstat(self.file.fd).st_size
+        self.size = os.fstat(self.file.fd).st_size if on_disk else 0
+        # No file yet (`unwritten`): the first append creates the log file.
+        self._unwritten = not on_disk
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
@@ -126,7 +136,8 @@ class Segment:
         self.flushed_size = 0
         self._bytes_since_index_entry = 0
         self._walked_to = 0
-        self._name_synced = False
+        # Whether the log file's name is durable (an unwritten segment has none to sync).
+        self._name_synced = not on_disk
         # The batches after the last offset index entry (that batch included), which a lookup
         # would otherwise walk header by header: their base offset, last offsets and
         # positions. Consumers and followers at the end of the log look up there all the time.
@@ -138,12 +149,19 @@ class Segment:
 
     @classmethod
     def create(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> Segment:
-        """A new, empty segment (its files are created; the directory is synced on flush)."""
+        """A new, empty segment (its files are created, replacing any stale ones of that base
+        offset; the directory is synced on flush)."""
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-            path = directory / segment_file_name(base_offset, suffix)
-            if path.exists():
-                path.unlink()
+            with contextlib.suppress(FileNotFoundError):
+                (directory / segment_file_name(base_offset, suffix)).unlink()
         return cls(directory, base_offset, index_interval_bytes)
+
+    @classmethod
+    def unwritten(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> Segment:
+        """A new, empty segment in a directory that holds no file of it (one just made, or
+        a log directory holding no segment): no file is touched until its first append
+        creates the log file. It reads as empty, and flushing or closing it writes nothing."""
+        return cls(directory, base_offset, index_interval_bytes, on_disk=False)
 
     @classmethod
     def open_existing(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> Segment:
@@ -314,6 +332,8 @@ class Segment:
         A disk error raises StorageIOError once the file is cut back to its previous size, so a
         failed append leaves nothing behind; if even that cut fails, LogOfflineError.
         """
+        if self._unwritten:
+            self._create_file()
         start = self.size
         try:
             if len(buffers) > _IOV_MAX or os.writev(self.file.fd, buffers) != total_size:
@@ -344,6 +364,18 @@ class Segment:
             position += placement.size
         self.size = position
         self.next_offset = placements[-1].next_offset
+
+    def _create_file(self) -> None:
+        """Create the log file of an unwritten segment (its first append); its name becomes
+        durable with the segment's next sync. StorageIOError if the disk refuses."""
+        try:
+            self.file = SegmentFile(self.log_path)
+        except OSError as error:
+            raise StorageIOError(
+                f"{self.log_path}: cannot create the segment file: {error}", error.errno
+            ) from error
+        self._unwritten = False
+        self._name_synced = False
 
     def _index_batch(self, position: int, header: BatchHeader) -> None:
         self._index(
@@ -551,6 +583,9 @@ class Segment:
         self.flushed_size = size
 
     def close(self) -> None:
+        """Write the indexes and close the log file (an unwritten segment has neither)."""
+        if self._unwritten:
+            return
         self.offset_index.persist()
         self.time_index.persist()
         self.file.close()

@@ -211,7 +211,8 @@ def efbig(directory: Path) -> Report:
     tag = 0
     while True:
         batch = planned(tag, records=12, value_size=230, epoch=1)
-        size_before = segment.stat().st_size
+        # A log that never took a batch has no segment file yet.
+        size_before = segment.stat().st_size if segment.exists() else 0
         batch_size = len(encode_planned(batch))
         if size_before + batch_size > limit:
             report["failure"] = attempt(log, batch, acked)

@@ -16,6 +16,7 @@ from storage.partition_metadata import (
     encode_topic_id,
     read_partition_metadata,
     write_partition_metadata,
+    write_partition_metadata_unsynced,
 )
 
 TOPIC_ID = UUID("b0a1bf6c-0f61-4bba-9e9c-1d2f3a4b5c6d")
@@ -98,7 +99,6 @@ def test_the_zero_topic_id_is_never_written(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "content",
     [
-        "version: 0\n",
         "version: 1\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ\n",
         "version:0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ\n",
         "version: 0\ntopic: AAAAAAAAAAAAAAAAAAAAAQ\n",
@@ -110,3 +110,46 @@ def test_a_file_not_in_kafkas_format_is_refused(tmp_path: Path, content: str) ->
     (tmp_path / PARTITION_METADATA_FILE).write_text(content)
     with pytest.raises(PartitionMetadataError):
         read_partition_metadata(tmp_path)
+
+
+@pytest.mark.parametrize("length", range(len(f"version: 0\ntopic_id: {encode_topic_id(TOPIC_ID)}")))
+def test_a_file_a_crash_cut_short_records_no_topic_id_yet(tmp_path: Path, length: int) -> None:
+    # A new log's file is written in place: a crash may leave any prefix of it.
+    whole = f"version: 0\ntopic_id: {encode_topic_id(TOPIC_ID)}\n"
+    (tmp_path / PARTITION_METADATA_FILE).write_text(whole[:length])
+    assert read_partition_metadata(tmp_path) is None
+
+
+@pytest.mark.parametrize("size", [1, 45, 4096])
+def test_a_file_of_nul_bytes_records_no_topic_id_yet(tmp_path: Path, size: int) -> None:
+    # A size extended on disk before the data it covered reached it.
+    (tmp_path / PARTITION_METADATA_FILE).write_bytes(b"\0" * size)
+    assert read_partition_metadata(tmp_path) is None
+
+
+def test_a_prefix_that_goes_wrong_is_refused_not_taken_as_cut_short(tmp_path: Path) -> None:
+    (tmp_path / PARTITION_METADATA_FILE).write_text("version: 0\ntopic_idX")
+    with pytest.raises(PartitionMetadataError):
+        read_partition_metadata(tmp_path)
+
+
+def test_the_whole_id_without_its_line_end_reads(tmp_path: Path) -> None:
+    # Cut just before the last newline: the id is whole (and Kafka writes none there).
+    whole = f"version: 0\ntopic_id: {encode_topic_id(TOPIC_ID)}"
+    (tmp_path / PARTITION_METADATA_FILE).write_text(whole)
+    assert read_partition_metadata(tmp_path) == TOPIC_ID
+
+
+def test_a_new_logs_file_is_written_with_no_fsync(tmp_path: Path) -> None:
+    journal = tmp_path / "journal"
+    partition_dir = tmp_path / "orders-0"
+    partition_dir.mkdir()
+    durability.enable_journal(journal)
+    try:
+        path = write_partition_metadata_unsynced(partition_dir, TOPIC_ID)
+    finally:
+        durability.disable_journal()
+    assert path == partition_dir / PARTITION_METADATA_FILE
+    assert read_partition_metadata(partition_dir) == TOPIC_ID
+    assert sorted(p.name for p in partition_dir.iterdir()) == [PARTITION_METADATA_FILE]
+    assert journal.read_text() == ""
