@@ -42,6 +42,7 @@ import shutil
 import ssl
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import Future as ConcurrentFuture
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,7 +83,7 @@ from storage.errors import (
 )
 from storage.file_threads import FILE_THREADS
 from storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, EpochCheckpoints
-from storage.log import LogConfig
+from storage.log import Log, LogConfig
 from storage.log_manager import LogManager, TopicPartition
 
 log = structlog.get_logger(__name__)
@@ -94,6 +95,9 @@ APPLY_SLICE_S = 0.02
 # Replicas applied together: their new logs' directories synced once for them all, and their
 # new leaderships' epoch checkpoints written with their fsyncs in parallel.
 _NEW_LOGS_AT_ONCE = 64
+# A step of applying metadata: None, or the creation of a new log's files, which the steps
+# after it need done (an apply on the event loop awaits it instead of blocking).
+ApplyStep = ConcurrentFuture[Log] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,25 +315,40 @@ class ReplicaManager:
         if self._applier is not None and not self._applier.done():
             return  # it applies the newest image once it is done with this one
         steps = self._apply_steps(self._replayer.image)
-        if self._run_slice(steps):
-            self._applier = start_essential(self._apply_rest(steps), "replica-metadata")
+        left = self._run_slice(steps)
+        if left is not None:
+            self._applier = start_essential(self._apply_rest(steps, left), "replica-metadata")
 
-    def _run_slice(self, steps: Iterator[None]) -> bool:
-        """Runs `steps` for up to APPLY_SLICE_S; True if some are left."""
+    def _run_slice(self, steps: Iterator[ApplyStep]) -> ApplyStep | bool:
+        """Runs `steps` for up to APPLY_SLICE_S, or until one waits on file work not done
+        yet: True (or that file work) if some are left, None once all are done."""
         deadline = time.monotonic() + APPLY_SLICE_S
-        return any(time.monotonic() >= deadline for _ in steps)
+        for step in steps:
+            if step is not None and not step.done():
+                return step
+            if time.monotonic() >= deadline:
+                return True
+        return None
 
-    async def _apply_rest(self, steps: Iterator[None]) -> None:
+    async def _apply_rest(self, steps: Iterator[ApplyStep], left: ApplyStep | bool) -> None:
         while True:
-            while self._run_slice(steps):
-                await asyncio.sleep(0)
+            while left is not None:
+                if isinstance(left, ConcurrentFuture):
+                    # The event loop serves others while the storage threads make files (a
+                    # failed creation raises from the step that takes the log).
+                    await asyncio.wait([asyncio.wrap_future(left)])
+                else:
+                    await asyncio.sleep(0)
+                left = self._run_slice(steps)
             if self._replayer.image is self._applied:
                 return
             steps = self._apply_steps(self._replayer.image)
+            left = True
 
-    def _apply_steps(self, image: MetadataImage) -> Iterator[None]:
+    def _apply_steps(self, image: MetadataImage) -> Iterator[ApplyStep]:
         """Brings the hosted replicas in line with `image`, one step per replica created,
-        changed or deleted (the caller may yield the event loop between steps)."""
+        changed or deleted, and one per creation of new logs' files the next steps wait for
+        (the caller may yield the event loop between steps, and await those)."""
         old = self._applied
         if image is old:
             return
@@ -360,23 +379,26 @@ class ReplicaManager:
                     self.broker_id not in state.replicas or partition.topic_id != topic_id
                 ):
                     self._remove(key, topic_id)
-                    yield
+                    yield None
                 if self.broker_id not in state.replicas:
                     continue
                 if key not in self.partitions and not self._take_local_log(key, topic_id):
-                    yield
+                    yield None
                     continue
                 hosted.append((topic_id, state, config, log_config, key))
+        upcoming: list[ConcurrentFuture[Log]] = []
         for first in range(0, len(hosted), _NEW_LOGS_AT_ONCE):
             chunk = hosted[first : first + _NEW_LOGS_AT_ONCE]
             # The new replicas' logs of a chunk at once: their directories are synced once,
-            # not each.
+            # not each. The files made ahead for it are awaited, not blocked on (a change of
+            # one chunk or less still applies in the step that saw it).
             wanted, topic_ids = self._new_logs_of(chunk)
+            yield from upcoming
             new_logs = iter(self._logs.get_or_create_logs(wanted, topic_ids=topic_ids))
             # The next chunk's files are made meanwhile, on the storage threads.
-            upcoming = hosted[first + _NEW_LOGS_AT_ONCE : first + 2 * _NEW_LOGS_AT_ONCE]
-            wanted, topic_ids = self._new_logs_of(upcoming)
-            self._logs.prepare_logs(wanted, topic_ids=topic_ids)
+            following = hosted[first + _NEW_LOGS_AT_ONCE : first + 2 * _NEW_LOGS_AT_ONCE]
+            wanted, topic_ids = self._new_logs_of(following)
+            upcoming = self._logs.prepare_logs(wanted, topic_ids=topic_ids)
             checkpoints = EpochCheckpoints()
             applied: list[tuple[Partition, PartitionState, tuple[bool, int]]] = []
             for topic_id, state, config, _, key in chunk:
@@ -408,7 +430,7 @@ class ReplicaManager:
                     self._fetchers.unfollow(partition)
                 else:
                     self._fetchers.follow(partition, state.leader)
-                yield
+                yield None
         # A topic leaves the image (deleted, or created again under a new id) only with a
         # change of the topics' names or ids: other images need no pass over every replica.
         if reconciling_all or image.topic_ids is not old.topic_ids:
@@ -416,7 +438,7 @@ class ReplicaManager:
                 if partition.topic_id not in image.topics:
                     # A topic of its name now (created again with fewer partitions) has a new id.
                     self._remove(key, image.topic_ids.get(key[0]))
-                    yield
+                    yield None
             # A replica unassigned at run time went with its log (`_remove`): only then can a
             # log be a stray.
             yield from self._delete_strays(image)
@@ -473,7 +495,7 @@ class ReplicaManager:
             return True
         return self._delete_log(found, recorded, topic_id, reason="topic_recreated")
 
-    def _delete_strays(self, image: MetadataImage) -> Iterator[None]:
+    def _delete_strays(self, image: MetadataImage) -> Iterator[ApplyStep]:
         """Deletes the local logs no replica hosts whose topic is gone from `image` or is
         there under another id, or whose partition no longer lists this broker as a replica;
         one step per log deleted."""
@@ -503,7 +525,7 @@ class ReplicaManager:
                 continue
             if deleted:
                 self._unhosted.discard(found)
-            yield
+            yield None
 
     def _delete_log(
         self,

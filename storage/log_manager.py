@@ -296,12 +296,15 @@ class LogManager:
         wanted: Sequence[tuple[TopicPartition, LogConfig | None]],
         *,
         topic_ids: Mapping[str, uuid.UUID] | None = None,
-    ) -> None:
+    ) -> list[Future[Log]]:
         """Start creating the logs of `wanted` that do not exist yet, on the storage threads,
         as `get_or_create_logs` would create them; the `get_or_create_logs` that asks for them
         then takes them as made. So the files of a next batch of new replicas are made while
-        the caller sets up the previous one's."""
-        self._preparing.update(self._start_creating(wanted, None, topic_ids or {}))
+        the caller sets up the previous one's. Returns the creations started, each done once
+        its files are made (an event loop waits for them before asking, not to block on it)."""
+        started = self._start_creating(wanted, None, topic_ids or {})
+        self._preparing.update(started)
+        return [making for _, _, making in started.values()]
 
     def _start_creating(
         self,

@@ -1,17 +1,20 @@
 """A large metadata change reaches the hosted replicas in slices, with the event loop free
 between them: creating thousands of replicas (a log and an fsynced epoch checkpoint each) must
 not hold up heartbeats, fetches and requests for seconds; and whenever the loop runs, the new
-leaderships' epochs are in their caches, to be checkpointed by their logs' first appends."""
+leaderships' epochs are in their caches, to be checkpointed by their logs' first appends; while
+the storage threads make the files of the next new replicas, the loop runs."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 from broker.replica_manager import APPLY_SLICE_S, ReplicaManager
 from controller.image import MetadataReplayer
 from controller.partition_state import PartitionState
 from controller.topic_config import KAFKA_DEFAULTS
+from storage.file_threads import FILE_THREADS, file_threads
 from storage.leader_epoch_cache import EpochEntry, LeaderEpochCache
 from storage.log import LogConfig
 from storage.log_manager import LogManager
@@ -67,5 +70,39 @@ async def test_thousands_of_new_replicas_are_created_in_slices_with_the_loop_fre
         assert on_disk is not None and on_disk.entries == [EpochEntry(0, 0)]
     finally:
         ticker.cancel()
+        await replicas.stop()
+        logs.close()
+
+
+async def test_the_loop_runs_while_the_storage_threads_make_the_next_replicas_files(
+    tmp_path: Path,
+) -> None:
+    logs = LogManager.open([tmp_path], LogConfig())
+    replayer = MetadataReplayer(image(dict.fromkeys(range(PARTITIONS), LED)))
+    replicas = ReplicaManager(1, logs, replayer, LogConfig(), KAFKA_DEFAULTS)
+    release = threading.Event()
+    try:
+        replicas.on_commit([])
+        assert 0 < len(replicas.partitions) < PARTITIONS
+        # Every storage thread busy from now on: the logs the apply asks for next wait.
+        busy = [file_threads().submit(release.wait, 60) for _ in range(FILE_THREADS)]
+        ticks = 0
+        async with asyncio.timeout(60):
+            while ticks < 50:
+                await asyncio.sleep(0.005)
+                ticks += 1
+        stalled = len(replicas.partitions)
+        assert stalled < PARTITIONS
+        await asyncio.sleep(0.1)
+        # Nothing blocked the loop meanwhile, and the apply waits on the files.
+        assert len(replicas.partitions) == stalled
+        release.set()
+        async with asyncio.timeout(120):
+            while len(replicas.partitions) < PARTITIONS:
+                await asyncio.sleep(APPLY_SLICE_S)
+        assert all(future.result() for future in busy)
+        assert all(replicas.partitions[(TOPIC, p)].is_leader for p in range(PARTITIONS))
+    finally:
+        release.set()
         await replicas.stop()
         logs.close()
