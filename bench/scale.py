@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench import scale_fetch, scale_latency, scale_restart
@@ -144,7 +145,13 @@ def timed_creation(cluster: Cluster, topics: dict[str, int]) -> dict[str, Any]:
         for name, count in topics.items()
     ]
     for future in futures:
-        future.result(STEP_TIMEOUT_S)
+        try:
+            future.result(STEP_TIMEOUT_S)
+        except KafkaException as error:
+            # The client sent it again (a controller failover mid-creation) and the first
+            # copy had created it: the topic exists, which is what is timed.
+            if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
     created_s = time.perf_counter() - started
     _wait("leaders in metadata", lambda: partitions_without_leader(admin, list(topics)) == 0)
     metadata_leaders_s = time.perf_counter() - started
