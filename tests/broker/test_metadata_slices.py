@@ -24,12 +24,17 @@ PARTITIONS = 2_000
 LED = PartitionState(replicas=(1,), isr=(1,), leader=1)
 
 
+def _leading_all(tmp_path: Path) -> tuple[LogManager, ReplicaManager]:
+    """Broker 1's logs and replicas, its metadata naming it leader of PARTITIONS new ones."""
+    logs = LogManager.open([tmp_path], LogConfig())
+    replayer = MetadataReplayer(image(dict.fromkeys(range(PARTITIONS), LED)))
+    return logs, ReplicaManager(1, logs, replayer, LogConfig(), KAFKA_DEFAULTS)
+
+
 async def test_thousands_of_new_replicas_are_created_in_slices_with_the_loop_free_between(
     tmp_path: Path,
 ) -> None:
-    logs = LogManager.open([tmp_path], LogConfig())
-    replayer = MetadataReplayer(image(dict.fromkeys(range(PARTITIONS), LED)))
-    replicas = ReplicaManager(1, logs, replayer, LogConfig(), KAFKA_DEFAULTS)
+    logs, replicas = _leading_all(tmp_path)
     ticks = 0
     checked: set[tuple[str, int]] = set()
 
@@ -77,9 +82,7 @@ async def test_thousands_of_new_replicas_are_created_in_slices_with_the_loop_fre
 async def test_the_loop_runs_while_the_storage_threads_make_the_next_replicas_files(
     tmp_path: Path,
 ) -> None:
-    logs = LogManager.open([tmp_path], LogConfig())
-    replayer = MetadataReplayer(image(dict.fromkeys(range(PARTITIONS), LED)))
-    replicas = ReplicaManager(1, logs, replayer, LogConfig(), KAFKA_DEFAULTS)
+    logs, replicas = _leading_all(tmp_path)
     release = threading.Event()
     try:
         replicas.on_commit([])
