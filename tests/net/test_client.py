@@ -370,7 +370,7 @@ async def test_a_lone_request_is_written_at_once_and_concurrent_ones_together() 
     transport, _ = await asyncio.get_running_loop().create_connection(
         lambda: protocol, "127.0.0.1", port
     )
-    recording = _RecordingTransport(typing.cast(asyncio.Transport, transport))
+    recording = _RecordingTransport(transport)
     protocol._transport = typing.cast(asyncio.Transport, recording)
     try:
         # The only request awaiting an answer (a replica fetcher's Fetch): no loop turn first.
