@@ -96,11 +96,13 @@ class FetchSession:
     # Read again on the next fetch whatever the change notices say (new, records left, error).
     # (A dict, for a reading order that does not depend on hashing.)
     unsettled: dict[SessionKey, None] = field(default_factory=dict)
-    # The change number up to which its partitions were read; when a follower's fetch of
-    # some of them was last recorded, and where the next share to record starts.
+    # The change number up to which its partitions were read; when a follower's fetches
+    # were last looked at for recording, where the next share to record starts, and the
+    # part of a partition owed since (in partition-milliseconds, below FOLLOWER_REFRESH_MS).
     read_up_to: int = 0
     refreshed_ms: int = 0
     refresh_cursor: int = 0
+    refresh_owed: int = 0
     served_count: int = 0
 
     def add(self, partition: RequestedPartition) -> None:
@@ -166,11 +168,12 @@ class FetchContext:
         """For a follower's incremental fetch: what it asks of the next share of its
         session's partitions, read or not, whose fetch is recorded now as a read records it
         (Kafka reads them all on every fetch). The shares go round the session in order,
-        each as large as the time since the previous one asks, so that every partition is
-        recorded at least once per FOLLOWER_REFRESH_MS plus the gap between two fetches,
-        and no fetch records them all at once while fetches come often (a pause of the
-        event loop, and of every other request, as long as the session is large). None for
-        a consumer's fetch or a full one."""
+        each as large as the time since the previous one asks (whole partitions; the rest
+        is owed to the next), so that every partition is recorded at least once per
+        FOLLOWER_REFRESH_MS plus the gap between two fetches, no fetch records them all at
+        once while fetches come often (a pause of the event loop, and of every other
+        request, as long as the session is large), and a small session's frequent fetches
+        record nothing most of the time. None for a consumer's fetch or a full one."""
         session = self.session
         if not self.incremental or session is None or not session.privileged:
             return []
@@ -179,9 +182,14 @@ class FetchContext:
         if elapsed <= 0 or not partitions:
             return []
         size = len(partitions)
-        share = min(size, -(-size * elapsed // FOLLOWER_REFRESH_MS))
-        start = session.refresh_cursor % size
         session.refreshed_ms = now_ms
+        owed = session.refresh_owed + size * elapsed
+        share, session.refresh_owed = divmod(owed, FOLLOWER_REFRESH_MS)
+        if share >= size:
+            share, session.refresh_owed = size, 0
+        if not share:
+            return []
+        start = session.refresh_cursor % size
         session.refresh_cursor = (start + share) % size
         chosen = itertools.islice(
             itertools.chain(

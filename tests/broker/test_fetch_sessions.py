@@ -263,6 +263,15 @@ def test_a_large_followers_session_is_recorded_a_little_on_each_frequent_fetch()
     assert sorted(recorded) == list(range(2000))
 
 
+def test_a_small_followers_session_is_recorded_once_a_second_not_on_every_fetch() -> None:
+    cache = FetchSessionCache()
+    follower = _refresher(cache, open_session(cache, 1, privileged=True), privileged=True)
+    recorded_at = [
+        now_ms for now_ms in range(2, 3 * FOLLOWER_REFRESH_MS + 1, 2) if follower(now_ms) == [0]
+    ]
+    assert recorded_at == [FOLLOWER_REFRESH_MS, 2 * FOLLOWER_REFRESH_MS, 3 * FOLLOWER_REFRESH_MS]
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.integers(min_value=1, max_value=40),
