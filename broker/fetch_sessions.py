@@ -31,6 +31,7 @@ starts moved by DeleteRecords or retention, truncations, roles), so nothing else
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -46,9 +47,9 @@ from broker.replica_manager import FetchPartition, FetchResult
 # broker gives its FetchSessionCache.
 DEFAULT_CACHE_SLOTS = 1000
 EVICTION_MS = 120_000
-# How often a follower's session records its fetch of the partitions it does not read (well
+# How often a follower's session records its fetch of each partition it does not read (well
 # below replica.lag.time.max.ms: an idle partition's followers stay caught up, and one that
-# may join the ISR again is seen to).
+# may join the ISR again is seen to). Spread over its fetches, a share of them each time.
 FOLLOWER_REFRESH_MS = 1_000
 
 # A partition as a session knows it: by topic id (Fetch v13+) or by topic name, and index.
@@ -95,10 +96,13 @@ class FetchSession:
     # Read again on the next fetch whatever the change notices say (new, records left, error).
     # (A dict, for a reading order that does not depend on hashing.)
     unsettled: dict[SessionKey, None] = field(default_factory=dict)
-    # The change number up to which its partitions were read, and when a follower's fetch of
-    # them all was last recorded.
+    # The change number up to which its partitions were read; when a follower's fetches
+    # were last looked at for recording, where the next share to record starts, and the
+    # part of a partition owed since (in partition-milliseconds, below FOLLOWER_REFRESH_MS).
     read_up_to: int = 0
     refreshed_ms: int = 0
+    refresh_cursor: int = 0
+    refresh_owed: int = 0
     served_count: int = 0
 
     def add(self, partition: RequestedPartition) -> None:
@@ -161,23 +165,39 @@ class FetchContext:
         return INVALID_SESSION_ID if self.session is None else self.session.session_id
 
     def follower_refresh(self, now_ms: int) -> list[FetchPartition]:
-        """For a follower's incremental fetch, once per FOLLOWER_REFRESH_MS: what it asks of
-        every partition of its session, read or not (its fetch of each is recorded as a read
-        records it: Kafka reads them all on every fetch); else none."""
+        """For a follower's incremental fetch: what it asks of the next share of its
+        session's partitions, read or not, whose fetch is recorded now as a read records it
+        (Kafka reads them all on every fetch). The shares go round the session in order,
+        each as large as the time since the previous one asks (whole partitions; the rest
+        is owed to the next), so that every partition is recorded at least once per
+        FOLLOWER_REFRESH_MS plus the gap between two fetches, no fetch records them all at
+        once while fetches come often (a pause of the event loop, and of every other
+        request, as long as the session is large), and a small session's frequent fetches
+        record nothing most of the time. None for a consumer's fetch or a full one."""
         session = self.session
-        if (
-            not self.incremental
-            or session is None
-            or not session.privileged
-            or now_ms - session.refreshed_ms < FOLLOWER_REFRESH_MS
-        ):
+        if not self.incremental or session is None or not session.privileged:
             return []
+        partitions = session.partitions
+        elapsed = now_ms - session.refreshed_ms
+        if elapsed <= 0 or not partitions:
+            return []
+        size = len(partitions)
         session.refreshed_ms = now_ms
-        return [
-            cached.requested.fetch
-            for cached in session.partitions.values()
-            if cached.requested.fetch is not None
-        ]
+        owed = session.refresh_owed + size * elapsed
+        share, session.refresh_owed = divmod(owed, FOLLOWER_REFRESH_MS)
+        if share >= size:
+            share, session.refresh_owed = size, 0
+        if not share:
+            return []
+        start = session.refresh_cursor % size
+        session.refresh_cursor = (start + share) % size
+        chosen = itertools.islice(
+            itertools.chain(
+                itertools.islice(partitions.values(), start, None), partitions.values()
+            ),
+            share,
+        )
+        return [cached.requested.fetch for cached in chosen if cached.requested.fetch is not None]
 
     def to_read(self, changes: PartitionChanges) -> list[RequestedPartition]:
         """The partitions to read for this fetch (an incremental one: only those that may have

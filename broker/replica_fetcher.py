@@ -104,6 +104,10 @@ class ReplicaFetcher:
         # and those to take out of it.
         self._changed_keys: set[PartitionKey] = set()
         self._leaving: set[PartitionKey] = set()
+        # While a Fetch is in flight: what `partitions` held, before it changed meanwhile, of
+        # each key added or removed since it was sent (None: none), so that its answer is
+        # applied only to the replicas it was sent for without a copy of them all per Fetch.
+        self._replaced: dict[PartitionKey, Partition | None] | None = None
 
     def start(self) -> None:
         self._task = start_essential(self._run(), f"replica-fetcher-{self.leader_id}")
@@ -119,6 +123,7 @@ class ReplicaFetcher:
         """Fetch `partition` from this leader; one backing off is asked for again at once (its
         metadata changed)."""
         key = (partition.topic, partition.partition_id)
+        self._note_replaced(key)
         self.partitions[key] = partition
         self._delayed_until.pop(key, None)
         self._changed_keys.add(key)
@@ -127,10 +132,16 @@ class ReplicaFetcher:
 
     def remove(self, partition: Partition) -> None:
         key = (partition.topic, partition.partition_id)
+        self._note_replaced(key)
         self.partitions.pop(key, None)
         self._delayed_until.pop(key, None)
         self._changed_keys.discard(key)
         self._leaving.add(key)
+
+    def _note_replaced(self, key: PartitionKey) -> None:
+        replaced = self._replaced
+        if replaced is not None and key not in replaced:
+            replaced[key] = self.partitions.get(key)
 
     def due_partitions(self) -> dict[tuple[str, int], Partition]:
         """The partitions to ask for now, in fetch order: all but those backing off, those
@@ -152,7 +163,7 @@ class ReplicaFetcher:
             if plan is None:
                 await self._idle()
                 continue
-            fetched = dict(self.partitions)
+            replaced = self._replaced = {}
             try:
                 response = await self._connection.send(self._request(plan))
             except (OSError, RequestTimedOutError, ProtocolError) as error:
@@ -160,6 +171,8 @@ class ReplicaFetcher:
                 self.session.reset()
                 await asyncio.sleep(BACKOFF_S)
                 continue
+            finally:
+                self._replaced = None
             # The connection decodes the answer as the response to the request's version.
             assert isinstance(response, fetch_v12.FetchResponse)
             refusal = ErrorCode(response.error_code)
@@ -179,7 +192,7 @@ class ReplicaFetcher:
                 if plan.full
                 else _SentEpochs(self.session.sent)
             )
-            self.apply_response(fetched, epochs, response)
+            self.apply_response(_AsSent(self.partitions, replaced), epochs, response)
 
     def _next_plan(self) -> FetchPlan | None:
         """The next Fetch: full without a session (or while a follower rate is set: the
@@ -392,6 +405,34 @@ def _position(partition: Partition) -> FetchPosition:
         last_fetched_epoch=-1 if latest_epoch is None else latest_epoch,
         log_start_offset=partition.log_start_offset,
     )
+
+
+class _AsSent(Mapping[PartitionKey, Partition]):
+    """The partitions a fetcher held when it sent a Fetch (a view): those it holds now, but
+    for the keys `replaced` (added or removed since) says what they were then."""
+
+    def __init__(
+        self,
+        held: Mapping[PartitionKey, Partition],
+        replaced: Mapping[PartitionKey, Partition | None],
+    ) -> None:
+        self._held = held
+        self._replaced = replaced
+
+    def __getitem__(self, key: PartitionKey) -> Partition:
+        if key not in self._replaced:
+            return self._held[key]
+        partition = self._replaced[key]
+        if partition is None:
+            raise KeyError(key)
+        return partition
+
+    def __iter__(self) -> Iterator[PartitionKey]:
+        yield from (key for key in self._held if key not in self._replaced)
+        yield from (key for key, partition in self._replaced.items() if partition is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class _SentEpochs(Mapping[PartitionKey, int]):

@@ -92,8 +92,15 @@ class _ClientProtocol(asyncio.Protocol):
         await self._writable.wait()
 
     def write(self, frames: Sequence[Buffer]) -> None:
+        """Send a request's `frames`: at once when it is the only request awaiting an answer
+        (a replica fetcher's next Fetch), else with the others sent in this loop iteration."""
         if self._transport is None or self.closed:
             raise KafkaConnectionError(f"connection to {self._peer} is closed")
+        if not self._outgoing and len(self._waiting) == 1:
+            # Nothing to gather it with: waiting for the next loop iteration would only add
+            # everything else queued on a busy node to the round trip.
+            self._transport.writelines(frames)
+            return
         # Requests sent in the same loop iteration leave in one write system call.
         if not self._outgoing:
             asyncio.get_running_loop().call_soon(self._flush)

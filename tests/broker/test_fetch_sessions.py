@@ -3,7 +3,9 @@ fetcher's session handler."""
 
 from __future__ import annotations
 
+import itertools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hypothesis import given, settings
@@ -212,29 +214,85 @@ def test_a_partition_the_replication_quota_bounds_is_read_on_every_fetch() -> No
         )
 
 
-def test_a_followers_session_records_its_fetch_of_every_partition_once_a_second() -> None:
-    cache = FetchSessionCache()
-    follower = open_session(cache, 3, now_ms=0, privileged=True)
-    consumer = open_session(cache, 3, now_ms=0)
+def _refresher(
+    cache: FetchSessionCache, session_id: int, *, privileged: bool
+) -> Callable[[int], list[int]]:
+    """A function that sends the session's next incremental fetch (naming nothing) at a
+    time and returns the partitions whose fetch that records, in order."""
+    epochs = itertools.count(1)
 
-    def refresh(session_id: int, epoch: int, now_ms: int) -> list[int]:
+    def refresh(now_ms: int) -> list[int]:
         context = cache.new_context(
             session_id,
-            epoch,
+            next(epochs),
             [],
             [],
             uses_topic_ids=False,
-            privileged=session_id == follower,
+            privileged=privileged,
             now_ms=now_ms,
         )
         return [fetch.partition_id for fetch in context.follower_refresh(now_ms)]
 
-    assert refresh(follower, 1, 500) == []
-    assert refresh(follower, 2, FOLLOWER_REFRESH_MS) == [0, 1, 2]
-    assert refresh(follower, 3, FOLLOWER_REFRESH_MS + 500) == []
-    assert refresh(follower, 4, 2 * FOLLOWER_REFRESH_MS) == [0, 1, 2]
+    return refresh
+
+
+def test_a_followers_session_records_its_fetch_of_each_partition_in_turn() -> None:
+    cache = FetchSessionCache()
+    follower = _refresher(cache, open_session(cache, 4, privileged=True), privileged=True)
+    consumer = _refresher(cache, open_session(cache, 4), privileged=False)
+    # A share as large as the time since the previous one asks, round the session in order.
+    assert follower(FOLLOWER_REFRESH_MS // 2) == [0, 1]
+    assert follower(FOLLOWER_REFRESH_MS // 2) == []
+    assert follower(FOLLOWER_REFRESH_MS // 2 + FOLLOWER_REFRESH_MS // 4) == [2]
+    assert follower(FOLLOWER_REFRESH_MS + FOLLOWER_REFRESH_MS // 4) == [3, 0]
+    # Never more than the whole session, however long since.
+    assert follower(10 * FOLLOWER_REFRESH_MS) == [1, 2, 3, 0]
     # A consumer's fetch state is not the leader's concern.
-    assert refresh(consumer, 1, 5 * FOLLOWER_REFRESH_MS) == []
+    assert consumer(5 * FOLLOWER_REFRESH_MS) == []
+
+
+def test_a_large_followers_session_is_recorded_a_little_on_each_frequent_fetch() -> None:
+    cache = FetchSessionCache()
+    follower = _refresher(cache, open_session(cache, 2000, privileged=True), privileged=True)
+    recorded: list[int] = []
+    # A busy partition's follower fetches every few milliseconds.
+    for now_ms in range(2, FOLLOWER_REFRESH_MS + 1, 2):
+        share = follower(now_ms)
+        assert len(share) <= 4
+        recorded.extend(share)
+    assert sorted(recorded) == list(range(2000))
+
+
+def test_a_small_followers_session_is_recorded_once_a_second_not_on_every_fetch() -> None:
+    cache = FetchSessionCache()
+    follower = _refresher(cache, open_session(cache, 1, privileged=True), privileged=True)
+    recorded_at = [
+        now_ms for now_ms in range(2, 3 * FOLLOWER_REFRESH_MS + 1, 2) if follower(now_ms) == [0]
+    ]
+    assert recorded_at == [FOLLOWER_REFRESH_MS, 2 * FOLLOWER_REFRESH_MS, 3 * FOLLOWER_REFRESH_MS]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(min_value=1, max_value=40),
+    st.lists(st.integers(min_value=1, max_value=700), min_size=1, max_size=80),
+)
+def test_every_partition_of_a_followers_session_is_recorded_within_the_refresh_time(
+    partitions: int, gaps: list[int]
+) -> None:
+    cache = FetchSessionCache()
+    follower = _refresher(cache, open_session(cache, partitions, privileged=True), privileged=True)
+    # The full fetch that opened the session at 0 read (and recorded) every partition.
+    last = dict.fromkeys(range(partitions), 0)
+    now_ms = 0
+    for gap in gaps:
+        now_ms += gap
+        share = follower(now_ms)
+        assert len(share) <= -(-partitions * gap // FOLLOWER_REFRESH_MS)
+        for partition in share:
+            last[partition] = now_ms
+        # Each was recorded within the refresh time, give or take the gap between fetches.
+        assert all(now_ms - at < FOLLOWER_REFRESH_MS + max(gaps) for at in last.values())
 
 
 def test_the_cache_knows_which_sessions_hold_a_partition() -> None:

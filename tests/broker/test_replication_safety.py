@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from kio.schema.alter_partition import v3 as alter_partition_v3
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import Records
+from kio.static.primitive import Records, i32
 
 from broker.isr_changes import IsrChangeSender
+from broker.replica_fetcher import ReplicaFetcher
 from broker.replica_manager import CONSUMER_REPLICA_ID, FetchPartition
 from controller.client import ControllerClient, NoControllerError
 from controller.image import MetadataImage
@@ -677,3 +678,52 @@ async def test_a_refused_partition_backs_off_alone(brokers: MakeBrokers) -> None
     # New metadata for it: asked for again at once.
     fetcher.add(follower.partition(1))
     assert list(fetcher.due_partitions()) == [(TOPIC, 0), (TOPIC, 1)]
+
+
+async def test_an_answer_is_not_applied_to_a_replica_that_replaced_its_partition_meanwhile(
+    brokers: MakeBrokers,
+) -> None:
+    """A Fetch in flight while its partition is removed and another replica of it is added
+    (the topic deleted and created again): the answer, for the replica it was sent for, is
+    not applied to the new one, which is asked for from its own position next."""
+    leader, follower, recreated = brokers(1, 2, 3)
+    lead_from_first([leader, follower, recreated])
+    await leader.replicas.produce(1, 1_000, [(TOPIC, 0, batch(b"old"))])
+    asked: asyncio.Queue[Any] = asyncio.Queue()
+    release = asyncio.Event()
+
+    async def on_fetch(context: RequestContext, request: Any) -> Any:
+        await asked.put(request)
+        await release.wait()
+        wanted = [
+            FetchPartition(TOPIC, p.partition, p.fetch_offset, 1 << 20, current_leader_epoch=0)
+            for topic in request.topics
+            for p in topic.partitions
+        ]
+        results = await leader.replicas.fetch(2, 0, 1, 1 << 20, wanted)
+        # No session: every Fetch names the partitions it asks for.
+        return dataclasses.replace(response_of(results), session_id=i32(0))
+
+    registry = ApiRegistry()
+    registry.register(ApiKey.FETCH, on_fetch, min_version=12, max_version=12)
+    async with fake_broker(registry=registry) as (server, _):
+        fetcher = ReplicaFetcher(2, 1, ("127.0.0.1", server.port))
+        fetcher.add(follower.partition())
+        fetcher.start()
+        try:
+            first = await asyncio.wait_for(asked.get(), 10)
+            assert [p.fetch_offset for t in first.topics for p in t.partitions] == [0]
+            fetcher.remove(follower.partition())
+            fetcher.add(recreated.partition())
+            # The first answer goes; the next one waits (its records would be the new
+            # replica's own).
+            release.set()
+            release.clear()
+            # The next Fetch comes once the first answer was handled.
+            second = await asyncio.wait_for(asked.get(), 10)
+            assert [p.fetch_offset for t in second.topics for p in t.partitions] == [0]
+            assert values(recreated.partition().log) == []
+            assert values(follower.partition().log) == []
+        finally:
+            release.set()
+            await fetcher.stop()

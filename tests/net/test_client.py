@@ -10,6 +10,7 @@ import random
 import socket
 import struct
 import time
+import typing
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,6 +26,7 @@ from net.client import (
     NodeConnection,
     RequestTimedOutError,
     UnsupportedVersionError,
+    _ClientProtocol,
     parse_bootstrap_servers,
 )
 from net.protocol import (
@@ -337,3 +339,57 @@ def test_bootstrap_servers_parse() -> None:
     for bad in ("", "nohost", "a:b", ":1"):
         with pytest.raises(ValueError):
             parse_bootstrap_servers(bad)
+
+
+class _RecordingTransport:
+    """A real loopback transport that also records each write call, in order."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self.writes: list[bytes] = []
+
+    def writelines(self, frames: Any) -> None:
+        self.writes.append(b"".join(frames))
+        self._transport.writelines(frames)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+async def test_a_lone_request_is_written_at_once_and_concurrent_ones_together() -> None:
+    received = bytearray()
+
+    async def read_all(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while data := await reader.read(65536):
+            received.extend(data)
+        writer.close()
+
+    server = await asyncio.start_server(read_all, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    protocol = _ClientProtocol("test", 1 << 20)
+    transport, _ = await asyncio.get_running_loop().create_connection(
+        lambda: protocol, "127.0.0.1", port
+    )
+    recording = _RecordingTransport(transport)
+    protocol._transport = typing.cast(asyncio.Transport, recording)
+    try:
+        # The only request awaiting an answer (a replica fetcher's Fetch): no loop turn first.
+        protocol.expect(1, ApiKey.FETCH, 12)
+        protocol.write([b"one-", b"request"])
+        assert recording.writes == [b"one-request"]
+        # Two awaiting answers: gathered into one write on the next loop iteration.
+        protocol.expect(2, ApiKey.FETCH, 12)
+        protocol.write([b"second"])
+        protocol.expect(3, ApiKey.FETCH, 12)
+        protocol.write([b"third"])
+        assert recording.writes == [b"one-request"]
+        await asyncio.sleep(0)
+        assert recording.writes == [b"one-request", b"secondthird"]
+        deadline = time.monotonic() + 10
+        while len(received) < len(b"one-requestsecondthird") and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert bytes(received) == b"one-requestsecondthird"
+    finally:
+        transport.close()
+        server.close()
+        await server.wait_closed()
