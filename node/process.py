@@ -501,6 +501,11 @@ class BrokerRole:
             heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
             session_timeout_ms=config.broker_session_timeout_ms,
             on_registered=self._on_registered,
+            peer_in_controlled_shutdown=lambda: any(
+                registration.in_controlled_shutdown and not registration.fenced
+                for broker_id, registration in replayer.image.brokers.items()
+                if broker_id != config.node_id
+            ),
         )
         # The broker epochs of this incarnation's registrations.
         self._broker_epochs: set[int] = set()
@@ -609,6 +614,12 @@ class BrokerRole:
             return False
         self.lifecycle.unregistered()
         return True
+
+    def notice_peer_shutdown(self, event: MetadataEvent) -> None:
+        """A peer that entered controlled shutdown waits for this broker's next heartbeat
+        (see `BrokerLifecycleManager.heartbeat_soon`)."""
+        if event.type is EventType.BROKER_CONTROLLED_SHUTDOWN and event.broker != self._node_id:
+            self.lifecycle.heartbeat_soon()
 
     def fetch_session_state(self) -> FetchSessionState:
         """The fetch session cache as `/metrics` shows it."""
@@ -890,6 +901,7 @@ async def serve(config: NodeConfig, *, collect_after_start: bool = True) -> None
                 stop.set()
 
         events.listeners.append(stop_when_unregistered)
+        events.listeners.append(broker.notice_peer_shutdown)
 
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
