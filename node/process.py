@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
@@ -78,13 +79,11 @@ from net.server import KafkaServer, RequestMetrics
 from net.tasks import set_fatal_handler, start_essential
 from node.bootstrap_records import read_bootstrap_records
 from node.config import NodeConfig, Role
-from node.meta_properties import ensure_formatted
-from storage import durability
+from node.log_opening import open_logs_in_background
 from storage.log import Log, LogConfig
 from storage.log_manager import LogManager, TopicPartition
 
 METADATA_PARTITION = TopicPartition("__cluster_metadata", 0)
-DURABILITY_JOURNAL_ENV = "KRAFT_DURABILITY_JOURNAL"
 # The exit status after a fatal fault (what `kraft serve` returns for a failed start, too).
 FATAL_FAULT_EXIT_STATUS = 1
 # How long requests in flight may take to finish once the listener stops accepting.
@@ -765,8 +764,16 @@ def open_metadata_log(logs: LogManager, log_config: LogConfig, directory: Path) 
     return metadata_log
 
 
-async def serve(config: NodeConfig, *, collect_after_start: bool = True) -> None:
+async def serve(
+    config: NodeConfig,
+    *,
+    collect_after_start: bool = True,
+    opened_logs: Future[LogManager] | None = None,
+) -> None:
     """Run the node until SIGTERM or SIGINT (or until a fatal fault ends the process).
+
+    `opened_logs`: the node's logs, being opened since before this module was imported
+    (`node.log_opening`); opened here when not given.
 
     The garbage collector is off from here until the start-up heap is frozen, then on again
     if `collect_after_start`: opening thousands of logs and wiring the node make objects that
@@ -775,10 +782,7 @@ async def serve(config: NodeConfig, *, collect_after_start: bool = True) -> None
     """
     gc.disable()
     set_fatal_handler(terminate_process)
-    if journal := os.environ.get(DURABILITY_JOURNAL_ENV):
-        durability.enable_journal(journal)
-    ensure_formatted(config.all_log_dirs, config.cluster_id, config.node_id)
-    logs = LogManager.open(config.all_log_dirs, config.log_config(), partition_dirs=config.log_dirs)
+    logs = await asyncio.wrap_future(opened_logs or open_logs_in_background(config))
     metadata_log = open_metadata_log(
         logs, metadata_log_config(config), config.metadata_log_directory
     )
