@@ -826,7 +826,7 @@ async def serve(
     # This process's broker incarnation, known to its own controller too (see LifecycleConfig).
     incarnation_id = uuid4()
     # After the replayer: the event log compares each batch with the image before it.
-    events = EventLog(lambda: replayer.image)
+    events = EventLog(lambda: replayer.image, records_of=replayer.records_of)
     driver.add_listener(events)
     controller: QuorumController | None = None
     if is_voter:
