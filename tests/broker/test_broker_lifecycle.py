@@ -5,6 +5,8 @@ applied."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -104,10 +106,12 @@ class ShuttingDownController(RegisteringController):
         )
 
 
-def _lifecycle(
+@contextlib.asynccontextmanager
+async def _unfenced(
     controller: RegisteringController, peer_in_controlled_shutdown: bool = False
-) -> BrokerLifecycleManager:
-    return BrokerLifecycleManager(
+) -> AsyncIterator[BrokerLifecycleManager]:
+    """A lifecycle manager running against `controller`, once unfenced; stopped after."""
+    lifecycle = BrokerLifecycleManager(
         controller,  # type: ignore[arg-type]
         BrokerIdentity(
             broker_id=1, cluster_id="c", listeners=(), rack=None, previous_broker_epoch=-1
@@ -117,6 +121,12 @@ def _lifecycle(
         session_timeout_ms=HEARTBEAT_INTERVAL_MS * 3,
         peer_in_controlled_shutdown=lambda: peer_in_controlled_shutdown,
     )
+    lifecycle.start()
+    try:
+        await asyncio.wait_for(_until(lambda: not lifecycle.fenced), timeout=30)
+        yield lifecycle
+    finally:
+        await lifecycle.stop()
 
 
 async def _until(condition: Any) -> None:
@@ -126,45 +136,30 @@ async def _until(condition: Any) -> None:
 
 async def test_a_controlled_shutdown_heartbeats_soon_until_the_controller_agrees() -> None:
     controller = ShuttingDownController(agree_at=4)
-    lifecycle = _lifecycle(controller)
-    lifecycle.start()
-    try:
-        await asyncio.wait_for(_until(lambda: not lifecycle.fenced), timeout=30)
+    async with _unfenced(controller) as lifecycle:
         # Only heartbeats sooner than the (ten-minute) interval can reach the fourth ask.
         outcome = await asyncio.wait_for(
             lifecycle.shut_down(timeout_s=600, give_up=asyncio.Event()), timeout=30
         )
-    finally:
-        await lifecycle.stop()
     assert outcome is None
     assert controller.shutdown_asks == 4
 
 
 async def test_a_broker_heartbeats_soon_while_a_peer_is_in_controlled_shutdown() -> None:
     controller = ShuttingDownController(agree_at=1)
-    lifecycle = _lifecycle(controller, peer_in_controlled_shutdown=True)
-    lifecycle.start()
-    try:
-        await asyncio.wait_for(_until(lambda: not lifecycle.fenced), timeout=30)
+    async with _unfenced(controller, peer_in_controlled_shutdown=True):
         answered = len(controller.heartbeats)
         # The controller waits for this broker to report the peer's moves applied.
         await asyncio.wait_for(_until(lambda: len(controller.heartbeats) >= answered + 3), 30)
-    finally:
-        await lifecycle.stop()
     assert controller.shutdown_asks == 0
 
 
 async def test_a_broker_told_of_a_peer_shutting_down_heartbeats_at_once() -> None:
     controller = ShuttingDownController(agree_at=1)
-    lifecycle = _lifecycle(controller)
-    lifecycle.start()
-    try:
-        await asyncio.wait_for(_until(lambda: not lifecycle.fenced), timeout=30)
+    async with _unfenced(controller) as lifecycle:
         answered = len(controller.heartbeats)
         await asyncio.sleep(0.2)
         # No peer in controlled shutdown: the next heartbeat waits for the interval.
         assert len(controller.heartbeats) == answered
         lifecycle.heartbeat_soon()
         await asyncio.wait_for(_until(lambda: len(controller.heartbeats) > answered), 30)
-    finally:
-        await lifecycle.stop()
