@@ -84,34 +84,18 @@ if TYPE_CHECKING:
     from kio.schema.list_offsets import v10 as list_offsets_v10
     from typing_extensions import TypeIs
 
+    # Each later field's versions are a subset of an earlier one's: the unions nest.
     _FetchWithReplicaState: TypeAlias = fetch_v15.FetchRequest | fetch_v16.FetchRequest
     # Fetch v7 on have sessions: every served version but these.
     _FetchWithoutSession: TypeAlias = (
         fetch_v4.FetchRequest | fetch_v5.FetchRequest | fetch_v6.FetchRequest
     )
-    _FetchWithRackId: TypeAlias = (
-        fetch_v11.FetchRequest
-        | fetch_v12.FetchRequest
-        | fetch_v13.FetchRequest
-        | fetch_v14.FetchRequest
-        | fetch_v15.FetchRequest
-        | fetch_v16.FetchRequest
-    )
     _FetchByTopicId: TypeAlias = (
-        fetch_v13.FetchRequest
-        | fetch_v14.FetchRequest
-        | fetch_v15.FetchRequest
-        | fetch_v16.FetchRequest
+        fetch_v13.FetchRequest | fetch_v14.FetchRequest | _FetchWithReplicaState
     )
-    _FetchPartitionWithLogStart: TypeAlias = (
-        fetch_v5.request.FetchPartition
-        | fetch_v6.request.FetchPartition
-        | fetch_v7.request.FetchPartition
-        | fetch_v8.request.FetchPartition
-        | fetch_v9.request.FetchPartition
-        | fetch_v10.request.FetchPartition
-        | fetch_v11.request.FetchPartition
-        | fetch_v12.request.FetchPartition
+    _FetchWithRackId: TypeAlias = fetch_v11.FetchRequest | fetch_v12.FetchRequest | _FetchByTopicId
+    _FetchPartitionWithLastFetchedEpoch: TypeAlias = (
+        fetch_v12.request.FetchPartition
         | fetch_v13.request.FetchPartition
         | fetch_v14.request.FetchPartition
         | fetch_v15.request.FetchPartition
@@ -121,18 +105,14 @@ if TYPE_CHECKING:
         fetch_v9.request.FetchPartition
         | fetch_v10.request.FetchPartition
         | fetch_v11.request.FetchPartition
-        | fetch_v12.request.FetchPartition
-        | fetch_v13.request.FetchPartition
-        | fetch_v14.request.FetchPartition
-        | fetch_v15.request.FetchPartition
-        | fetch_v16.request.FetchPartition
+        | _FetchPartitionWithLastFetchedEpoch
     )
-    _FetchPartitionWithLastFetchedEpoch: TypeAlias = (
-        fetch_v12.request.FetchPartition
-        | fetch_v13.request.FetchPartition
-        | fetch_v14.request.FetchPartition
-        | fetch_v15.request.FetchPartition
-        | fetch_v16.request.FetchPartition
+    _FetchPartitionWithLogStart: TypeAlias = (
+        fetch_v5.request.FetchPartition
+        | fetch_v6.request.FetchPartition
+        | fetch_v7.request.FetchPartition
+        | fetch_v8.request.FetchPartition
+        | _FetchPartitionWithLeaderEpoch
     )
     _ListOffsetsPartitionWithLeaderEpoch: TypeAlias = (
         list_offsets_v4.request.ListOffsetsPartition
