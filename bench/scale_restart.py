@@ -174,9 +174,11 @@ def _phases(log_path: Path, from_byte: int, stopped_at: float) -> dict[str, floa
     previous = stopped_at
     for event_name, phase in _PHASES:
         if event_name in seen:
+            # 0 for a phase that ended before the previous one did (a broker may register
+            # before its replay of the metadata log is summed up).
             if phase is not None:
-                phases[phase] = round(seen[event_name] - previous, 3)
-            previous = seen[event_name]
+                phases[phase] = round(max(seen[event_name] - previous, 0.0), 3)
+            previous = max(previous, seen[event_name])
     return phases
 
 
