@@ -39,7 +39,7 @@ from admin.handlers.common import (
 )
 from admin.metrics import CONTENT_TYPE_LATEST, NodeMetrics
 from admin.openapi import Route
-from admin.routes import OPENAPI_DOCUMENT, ROUTES, document
+from admin.routes import ROUTES
 from admin.status import NodeStatus
 from broker.scram_credentials import user_password_check
 from controller.acls import Authorizer, AuthorizerSettings
@@ -63,7 +63,6 @@ def create_app(
     expect). With `peer_ssl`, other nodes' admin APIs are asked over https with that context."""
     app = web.Application(middlewares=[_json_errors])
     app[CONTEXT] = AdminContext(status)
-    app[OPENAPI_DOCUMENT] = document()
     app[PEER_SCHEME] = "http" if peer_ssl is None else "https"
     guard = AdminAuth(
         token=token,

@@ -3,6 +3,7 @@ application builds its router and `document()` the OpenAPI document (`/v1/openap
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from aiohttp import web
@@ -52,12 +53,9 @@ from admin.models import (
 from admin.openapi import PathParam, Route, openapi_document
 from controller.acls import AclOperation
 
-# The document the `/v1/openapi.json` route answers with, built once per application.
-OPENAPI_DOCUMENT = web.AppKey("openapi_document", dict)
-
 
 async def openapi(request: web.Request) -> web.Response:
-    return web.json_response(request.app[OPENAPI_DOCUMENT])
+    return web.json_response(document())
 
 
 # What the Kafka counterparts of the routes need (Kafka's ControllerApis and KafkaApis): the
@@ -363,8 +361,11 @@ ROUTES: tuple[Route, ...] = (
 )
 
 
+@functools.cache
 def document() -> dict[str, Any]:
-    """The OpenAPI document of `ROUTES`."""
+    """The OpenAPI document of `ROUTES`, built when first asked for (pydantic's JSON schemas
+    of every model took a tenth of a second of each node's start-up, for a document few ever
+    read)."""
     return openapi_document(
         ROUTES,
         title="kraft-broker admin API",

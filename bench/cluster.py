@@ -33,7 +33,7 @@ from storage.durability import power_cut
 
 CLUSTER_ID = "integration"
 
-# node.process.DURABILITY_JOURNAL_ENV (not imported: it would load the whole node into every
+# node.log_opening.DURABILITY_JOURNAL_ENV (not imported: it would load the whole node into every
 # test that only starts processes).
 DURABILITY_JOURNAL_ENV = "KRAFT_DURABILITY_JOURNAL"
 

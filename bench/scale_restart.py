@@ -5,13 +5,18 @@ how long its replicas take to be back in every ISR.
                                   [--runs 3] [--kill]
 
 Three combined nodes on 127.0.0.1 (RF 3, min.insync.replicas 2) host `--topics` topics of
-`--partitions` partitions each; `--messages` 100-byte messages are produced (acks=all) spread
-over them. Then, `--runs` times, a node that is not the active controller is stopped (SIGTERM:
-a controlled shutdown; or, with `--kill`, SIGKILL) and started again, and the bench reports:
+`--partitions` partitions each. Then, `--runs` times: leadership goes back to the preferred
+replicas and `--messages` 100-byte messages are produced (acks=all) spread over the
+partitions, so that every run stops a node leading its share of them with fresh writes; a node
+that is not the active controller is stopped (SIGTERM: a controlled shutdown; or, with
+`--kill`, SIGKILL) and started again, and the bench reports:
 - `ready_s`: from the start of its process until its `GET /v1/health/ready` answers 200;
 - `isr_full_s`: from ready until every partition's ISR holds all three replicas again (as the
   active controller's admin API shows them);
-- `stop_s`: how long the controlled shutdown took (clean restarts only).
+- `stop_s`: how long the controlled shutdown took (clean restarts only);
+- `phases`: the same times split by the node's own log events (seconds from the previous
+  one): `leaderships_moved`, `broker_stopped`, `logs_flushed` of the stop; `logs_opened`
+  (from the process start), `raft_started`, `metadata_replayed`, `registered`, `unfenced`.
 Medians are over the runs. Prints one JSON object; every process is killed at the end.
 With `--profile DIR`, py-spy records each restarted node from its start for `--profile-seconds`
 into DIR (collapsed stacks, `run<N>.txt`), to find where the start-up time goes.
@@ -20,6 +25,7 @@ into DIR (collapsed stacks, `run<N>.txt`), to find where the start-up time goes.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import shutil
 import statistics
@@ -28,6 +34,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +140,56 @@ def _produce(cluster: Cluster, topics: list[str], messages: int) -> None:
         raise RuntimeError(f"{failures} messages failed")
 
 
+# The node log events that end each phase of a restart, in order (see the module doc).
+_PHASES = (
+    ("controlled_shutdown_leaderships_moved", "leaderships_moved"),
+    ("broker_stopped", "broker_stopped"),
+    ("log_manager_shutdown_clean", "logs_flushed"),
+    ("node_stopped", None),
+    ("log_manager_opened", "logs_opened"),
+    ("raft_started", "raft_started"),
+    ("metadata_log_replayed", "metadata_replayed"),
+    ("broker_registered", "registered"),
+    ("broker_unfenced", "unfenced"),
+)
+
+
+def _phases(log_path: Path, from_byte: int, stopped_at: float) -> dict[str, float]:
+    """The seconds each phase of a restart took, from the node's JSON log lines written since
+    `from_byte`; the stop phases count from `stopped_at` (wall clock), the first start phase
+    from the node's `node_stopped` (its new process started right after)."""
+    seen: dict[str, float] = {}
+    with log_path.open("rb") as lines:
+        lines.seek(from_byte)
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            name = event.get("event") if isinstance(event, dict) else None
+            if name in dict(_PHASES) and name not in seen:
+                stamp = event["timestamp"].replace("Z", "+00:00")
+                seen[name] = datetime.datetime.fromisoformat(stamp).timestamp()
+    phases: dict[str, float] = {}
+    previous = stopped_at
+    for event_name, phase in _PHASES:
+        if event_name in seen:
+            # 0 for a phase that ended before the previous one did (a broker may register
+            # before its replay of the metadata log is summed up).
+            if phase is not None:
+                phases[phase] = round(max(seen[event_name] - previous, 0.0), 3)
+            previous = max(previous, seen[event_name])
+    return phases
+
+
+def _elect_preferred(cluster: Cluster, node_id: int, topics: list[str], partitions: int) -> None:
+    """Leadership back to each partition's preferred replica (where it is not already)."""
+    asked = [
+        {"topic": topic, "partition": index} for topic in topics for index in range(partitions)
+    ]
+    _post(cluster, node_id, "/v1/elections", {"type": "preferred", "partitions": asked})
+
+
 def _profile(pid: int, output: Path, seconds: float) -> subprocess.Popen[bytes]:
     """py-spy recording process `pid` for `seconds` into `output` (collapsed stacks)."""
     py_spy = shutil.which("py-spy") or str(Path(kraft_executable()).parent / "py-spy")
@@ -154,8 +211,11 @@ def _restart_once(
     kill: bool,
     timeout: float,
     profile: tuple[Path, float] | None = None,
-) -> dict[str, float]:
-    result: dict[str, float] = {}
+) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    node = cluster.nodes[node_id]
+    log_from = node.log_path.stat().st_size if node.log_path.exists() else 0
+    stopped_at = time.time()
     if kill:
         cluster.kill(node_id)
     else:
@@ -184,6 +244,7 @@ def _restart_once(
             raise RuntimeError(f"the ISRs are not full {timeout} s after node {node_id} restarted")
         time.sleep(0.05)
     result["isr_full_s"] = time.monotonic() - ready
+    result["phases"] = _phases(node.log_path, log_from, stopped_at)
     if profiler is not None:
         profiler.wait(timeout=timeout)
     return result
@@ -227,14 +288,17 @@ def measure(
                 lambda: _all_led(cluster, controller, names, topics * partitions),
                 timeout=timeout,
             )
-            if messages:
-                _produce(cluster, names, messages)
-            cluster.wait_for(
-                "every ISR full", lambda: _all_isr_full(cluster, controller, names), timeout=timeout
-            )
             samples = []
             for run in range(runs):
                 controller = _controller(cluster)
+                _elect_preferred(cluster, controller, names, partitions)
+                if messages:
+                    _produce(cluster, names, messages)
+                cluster.wait_for(
+                    "every ISR full",
+                    partial(_all_isr_full, cluster, controller, names),
+                    timeout=timeout,
+                )
                 restarted = max(node for node in cluster.nodes if node != controller)
                 profile = None
                 if profile_dir is not None:
@@ -254,7 +318,13 @@ def measure(
         "runs": samples,
     }
     for key in samples[0]:
-        summary[f"{key}_median"] = round(statistics.median(s[key] for s in samples), 3)
+        if key != "phases":
+            summary[f"{key}_median"] = round(statistics.median(s[key] for s in samples), 3)
+    summary["phases_median"] = {
+        phase: round(statistics.median(s["phases"][phase] for s in samples), 3)
+        for phase in samples[0]["phases"]
+        if all(phase in s["phases"] for s in samples)
+    }
     return summary
 
 

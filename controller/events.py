@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any
 from uuid import UUID
 
-from controller.image import MetadataImage
+from controller.image import MetadataImage, metadata_records
 from controller.partition_state import NO_LEADER, PartitionState
 from controller.records import (
     BrokerRegistrationChangeRecord,
@@ -37,10 +37,9 @@ from controller.records import (
     UncleanRecoveryRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
-    decode_record,
 )
 from controller.unclean_recovery import lost_offsets
-from kraft.messages import Entry, EntryKind, SnapshotId
+from kraft.messages import Entry, SnapshotId
 
 DEFAULT_CAPACITY = 10_000
 
@@ -122,16 +121,6 @@ class MetadataEvent:
     adding_replicas: tuple[int, ...] | None = None
     removing_replicas: tuple[int, ...] | None = None
     detail: str | None = None
-
-
-def metadata_records(entries: Iterable[Entry]) -> list[tuple[int, MetadataRecord]]:
-    """The metadata records of committed `entries` with their offsets (LeaderChange entries
-    are the quorum's own, not metadata records)."""
-    return [
-        (entry.offset, decode_record(entry.data))
-        for entry in entries
-        if entry.kind is not EntryKind.LEADER_CHANGE
-    ]
 
 
 def derive_events(
@@ -422,8 +411,14 @@ class EventLog:
         image: Callable[[], MetadataImage],
         capacity: int = DEFAULT_CAPACITY,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        records_of: Callable[[Sequence[Entry]], list[tuple[int, MetadataRecord]]] = (
+            metadata_records
+        ),
     ) -> None:
+        """`records_of` decodes a commit's entries (`MetadataReplayer.records_of`: what the
+        replayer already decoded)."""
         self._image = image
+        self._records_of = records_of
         self._before = image()
         self._clock = clock
         self._events: deque[MetadataEvent] = deque(maxlen=capacity)
@@ -440,7 +435,7 @@ class EventLog:
         if not entries:
             return
         time = self._clock().isoformat(timespec="milliseconds")
-        derived = derive_events(self._before, metadata_records(entries), time, self._recovered)
+        derived = derive_events(self._before, self._records_of(entries), time, self._recovered)
         self._events.extend(derived)
         for listener in self.listeners:
             for event in derived:

@@ -499,6 +499,16 @@ class MetadataDelta:
             configs.pop(resource, None)
 
 
+def metadata_records(entries: Iterable[Entry]) -> list[tuple[int, MetadataRecord]]:
+    """The metadata records of committed `entries` with their offsets (LeaderChange entries
+    are the quorum's own, not metadata records)."""
+    return [
+        (entry.offset, decode_record(entry.data))
+        for entry in entries
+        if entry.kind is not EntryKind.LEADER_CHANGE
+    ]
+
+
 class MetadataReplayer:
     """A node's current metadata image, kept up to date from the metadata log.
 
@@ -522,6 +532,9 @@ class MetadataReplayer:
         self.leader_epoch = 0
         self._logged_below = logged_below
         self._replayed_quietly = 0
+        # The entries of the latest commit and their records, for the listeners after this
+        # one in the same commit (`records_of`): decoding each record once, not per listener.
+        self._decoded: tuple[Sequence[Entry], list[tuple[int, MetadataRecord]]] | None = None
 
     @property
     def image(self) -> MetadataImage:
@@ -533,14 +546,17 @@ class MetadataReplayer:
         if not entries:
             return
         delta = MetadataDelta(self._image)
+        decoded = []
         for entry in entries:
             if entry.kind is not EntryKind.LEADER_CHANGE:
                 record = decode_record(entry.data)
+                decoded.append((entry.offset, record))
                 delta.replay(record)
                 if entry.offset >= self._logged_below:
                     _log_applied(record, entry, delta)
                 else:
                     self._replayed_quietly += 1
+        self._decoded = (entries, decoded)
         last = entries[-1]
         self._image = delta.apply(last.offset + 1, last.epoch)
         if self._replayed_quietly and self._image.end_offset >= self._logged_below:
@@ -552,6 +568,13 @@ class MetadataReplayer:
                 records=self._replayed_quietly,
             )
             self._replayed_quietly = 0
+
+    def records_of(self, entries: Sequence[Entry]) -> list[tuple[int, MetadataRecord]]:
+        """`metadata_records(entries)`: the records this replayer decoded, when `entries` is
+        the commit it replayed last (a listener after it in the same commit), else decoded."""
+        if self._decoded is not None and self._decoded[0] is entries:
+            return self._decoded[1]
+        return metadata_records(entries)
 
     def on_leader_change(self, leader_id: int | None, leader_epoch: int) -> None:
         """Remembers the quorum leader (the active controller)."""

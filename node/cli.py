@@ -34,6 +34,7 @@ from net.records import decode_batch
 from node import admin_cli
 from node.bootstrap_records import write_bootstrap_records
 from node.config import ConfigError, NodeConfig, load_config
+from node.log_opening import open_logs_in_background
 from node.logging_setup import configure_logging
 from node.meta_properties import LogDirectoryError, ensure_formatted, read_meta_properties
 from storage.errors import StorageError
@@ -119,11 +120,13 @@ def serve_command(config_file: Path, overrides: Sequence[str]) -> int:
     try:
         config = load_config(config_file, overrides)
         configure_logging(config.node_id)
+        # The logs open on a thread while the node is imported (see node.log_opening).
+        opened_logs = open_logs_in_background(config)
         # Imported here: the node (most of the product) takes seconds to import, which the
         # operator commands sharing this entry point should not pay.
         from node.process import serve  # noqa: PLC0415
 
-        uvloop.run(serve(config, collect_after_start=collecting))
+        uvloop.run(serve(config, collect_after_start=collecting, opened_logs=opened_logs))
     except ConfigError as error:
         print(f"kraft serve: {error}", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
@@ -78,13 +79,11 @@ from net.server import KafkaServer, RequestMetrics
 from net.tasks import set_fatal_handler, start_essential
 from node.bootstrap_records import read_bootstrap_records
 from node.config import NodeConfig, Role
-from node.meta_properties import ensure_formatted
-from storage import durability
+from node.log_opening import open_logs_in_background
 from storage.log import Log, LogConfig
 from storage.log_manager import LogManager, TopicPartition
 
 METADATA_PARTITION = TopicPartition("__cluster_metadata", 0)
-DURABILITY_JOURNAL_ENV = "KRAFT_DURABILITY_JOURNAL"
 # The exit status after a fatal fault (what `kraft serve` returns for a failed start, too).
 FATAL_FAULT_EXIT_STATUS = 1
 # How long requests in flight may take to finish once the listener stops accepting.
@@ -501,6 +500,11 @@ class BrokerRole:
             heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
             session_timeout_ms=config.broker_session_timeout_ms,
             on_registered=self._on_registered,
+            peer_in_controlled_shutdown=lambda: any(
+                registration.in_controlled_shutdown and not registration.fenced
+                for broker_id, registration in replayer.image.brokers.items()
+                if broker_id != config.node_id
+            ),
         )
         # The broker epochs of this incarnation's registrations.
         self._broker_epochs: set[int] = set()
@@ -609,6 +613,12 @@ class BrokerRole:
             return False
         self.lifecycle.unregistered()
         return True
+
+    def notice_peer_shutdown(self, event: MetadataEvent) -> None:
+        """A peer that entered controlled shutdown waits for this broker's next heartbeat
+        (see `BrokerLifecycleManager.heartbeat_soon`)."""
+        if event.type is EventType.BROKER_CONTROLLED_SHUTDOWN and event.broker != self._node_id:
+            self.lifecycle.heartbeat_soon()
 
     def fetch_session_state(self) -> FetchSessionState:
         """The fetch session cache as `/metrics` shows it."""
@@ -754,8 +764,16 @@ def open_metadata_log(logs: LogManager, log_config: LogConfig, directory: Path) 
     return metadata_log
 
 
-async def serve(config: NodeConfig, *, collect_after_start: bool = True) -> None:
+async def serve(
+    config: NodeConfig,
+    *,
+    collect_after_start: bool = True,
+    opened_logs: Future[LogManager] | None = None,
+) -> None:
     """Run the node until SIGTERM or SIGINT (or until a fatal fault ends the process).
+
+    `opened_logs`: the node's logs, being opened since before this module was imported
+    (`node.log_opening`); opened here when not given.
 
     The garbage collector is off from here until the start-up heap is frozen, then on again
     if `collect_after_start`: opening thousands of logs and wiring the node make objects that
@@ -764,10 +782,7 @@ async def serve(config: NodeConfig, *, collect_after_start: bool = True) -> None
     """
     gc.disable()
     set_fatal_handler(terminate_process)
-    if journal := os.environ.get(DURABILITY_JOURNAL_ENV):
-        durability.enable_journal(journal)
-    ensure_formatted(config.all_log_dirs, config.cluster_id, config.node_id)
-    logs = LogManager.open(config.all_log_dirs, config.log_config(), partition_dirs=config.log_dirs)
+    logs = await asyncio.wrap_future(opened_logs or open_logs_in_background(config))
     metadata_log = open_metadata_log(
         logs, metadata_log_config(config), config.metadata_log_directory
     )
@@ -811,7 +826,7 @@ async def serve(config: NodeConfig, *, collect_after_start: bool = True) -> None
     # This process's broker incarnation, known to its own controller too (see LifecycleConfig).
     incarnation_id = uuid4()
     # After the replayer: the event log compares each batch with the image before it.
-    events = EventLog(lambda: replayer.image)
+    events = EventLog(lambda: replayer.image, records_of=replayer.records_of)
     driver.add_listener(events)
     controller: QuorumController | None = None
     if is_voter:
@@ -890,6 +905,7 @@ async def serve(config: NodeConfig, *, collect_after_start: bool = True) -> None
                 stop.set()
 
         events.listeners.append(stop_when_unregistered)
+        events.listeners.append(broker.notice_peer_shutdown)
 
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -8,8 +8,8 @@ from uuid import UUID
 
 from admin.handlers.events import event_model
 from admin.models import Event
-from controller.events import MetadataEvent, derive_events, metadata_records
-from controller.image import MetadataImage
+from controller.events import MetadataEvent, derive_events
+from controller.image import MetadataImage, metadata_records
 from kraft.messages import Entry
 
 

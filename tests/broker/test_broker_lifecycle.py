@@ -5,6 +5,8 @@ applied."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -76,3 +78,88 @@ async def test_a_broker_catching_up_heartbeats_soon_and_is_unfenced_once_caught_
     assert controller.heartbeats[-1] == REGISTRATION_OFFSET
     assert len(controller.heartbeats) >= 2
     assert all(offset < REGISTRATION_OFFSET for offset in controller.heartbeats[:-1])
+
+
+class ShuttingDownController(RegisteringController):
+    """Registers and unfences at once; agrees to a controlled shutdown at the
+    `agree_at`-th heartbeat that asks for one (as ours does once the leaderships moved and every
+    other broker reported them applied)."""
+
+    def __init__(self, agree_at: int) -> None:
+        super().__init__()
+        self.agree_at = agree_at
+        self.shutdown_asks = 0
+
+    async def send(self, request: Any, **kwargs: Any) -> Any:
+        if isinstance(request, messages.BROKER_REGISTRATION_REQUESTS[request.__version__]):
+            return await super().send(request, **kwargs)
+        self.heartbeats.append(request.current_metadata_offset)
+        self.shutdown_asks += request.want_shut_down
+        agreed = request.want_shut_down and self.shutdown_asks >= self.agree_at
+        return make_entity(
+            messages.BROKER_HEARTBEAT_RESPONSES[request.__version__],
+            throttle_time=timedelta(0),
+            error_code=ErrorCode.none,
+            is_caught_up=True,
+            is_fenced=agreed,
+            should_shut_down=agreed,
+        )
+
+
+@contextlib.asynccontextmanager
+async def _unfenced(
+    controller: RegisteringController, peer_in_controlled_shutdown: bool = False
+) -> AsyncIterator[BrokerLifecycleManager]:
+    """A lifecycle manager running against `controller`, once unfenced; stopped after."""
+    lifecycle = BrokerLifecycleManager(
+        controller,  # type: ignore[arg-type]
+        BrokerIdentity(
+            broker_id=1, cluster_id="c", listeners=(), rack=None, previous_broker_epoch=-1
+        ),
+        lambda: REGISTRATION_OFFSET,
+        heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
+        session_timeout_ms=HEARTBEAT_INTERVAL_MS * 3,
+        peer_in_controlled_shutdown=lambda: peer_in_controlled_shutdown,
+    )
+    lifecycle.start()
+    try:
+        await asyncio.wait_for(_until(lambda: not lifecycle.fenced), timeout=30)
+        yield lifecycle
+    finally:
+        await lifecycle.stop()
+
+
+async def _until(condition: Any) -> None:
+    while not condition():
+        await asyncio.sleep(0.001)
+
+
+async def test_a_controlled_shutdown_heartbeats_soon_until_the_controller_agrees() -> None:
+    controller = ShuttingDownController(agree_at=4)
+    async with _unfenced(controller) as lifecycle:
+        # Only heartbeats sooner than the (ten-minute) interval can reach the fourth ask.
+        outcome = await asyncio.wait_for(
+            lifecycle.shut_down(timeout_s=600, give_up=asyncio.Event()), timeout=30
+        )
+    assert outcome is None
+    assert controller.shutdown_asks == 4
+
+
+async def test_a_broker_heartbeats_soon_while_a_peer_is_in_controlled_shutdown() -> None:
+    controller = ShuttingDownController(agree_at=1)
+    async with _unfenced(controller, peer_in_controlled_shutdown=True):
+        answered = len(controller.heartbeats)
+        # The controller waits for this broker to report the peer's moves applied.
+        await asyncio.wait_for(_until(lambda: len(controller.heartbeats) >= answered + 3), 30)
+    assert controller.shutdown_asks == 0
+
+
+async def test_a_broker_told_of_a_peer_shutting_down_heartbeats_at_once() -> None:
+    controller = ShuttingDownController(agree_at=1)
+    async with _unfenced(controller) as lifecycle:
+        answered = len(controller.heartbeats)
+        await asyncio.sleep(0.2)
+        # No peer in controlled shutdown: the next heartbeat waits for the interval.
+        assert len(controller.heartbeats) == answered
+        lifecycle.heartbeat_soon()
+        await asyncio.wait_for(_until(lambda: len(controller.heartbeats) > answered), 30)

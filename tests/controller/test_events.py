@@ -12,9 +12,8 @@ from controller.events import (
     OffsetRange,
     ReplicaLogReport,
     derive_events,
-    metadata_records,
 )
-from controller.image import MetadataImage, MetadataReplayer
+from controller.image import MetadataImage, MetadataReplayer, metadata_records
 from controller.partition_state import NO_LEADER
 from controller.records import (
     MetadataRecord,
@@ -81,3 +80,29 @@ def test_the_event_log_tells_its_listeners_of_each_new_event_in_order() -> None:
         listener.on_commit(batch)
     assert heard == [EventType.TOPIC_CREATED, EventType.PARTITION_CREATED]
     assert [e.type for e in log.events()] == heard
+
+
+def test_the_replayer_hands_the_records_it_decoded_to_the_listeners_after_it() -> None:
+    replayer = MetadataReplayer()
+    shared = EventLog(lambda: replayer.image, records_of=replayer.records_of)
+    decoding = EventLog(lambda: replayer.image)
+    first = [
+        Entry(0, 1, b"", EntryKind.LEADER_CHANGE),
+        Entry(1, 1, encode_record(TopicRecord("orders", TOPIC_ID))),
+        Entry(2, 1, encode_record(PartitionRecord(TOPIC_ID, 0, replicas=(1,), isr=(1,), leader=1))),
+    ]
+    second = [
+        Entry(3, 1, encode_record(PartitionRecord(TOPIC_ID, 1, replicas=(1,), isr=(1,), leader=1)))
+    ]
+    for batch in (first, second):
+        replayer.on_commit(batch)
+        # The very records decoded for the image, not a second decoding of them.
+        assert replayer.records_of(batch) is replayer.records_of(batch)
+        assert replayer.records_of(batch) == metadata_records(batch)
+        shared.on_commit(batch)
+        decoding.on_commit(batch)
+    assert shared.events() == decoding.events()
+    assert [event.partition for event in shared.events()][-2:] == [0, 1]
+    # Entries it did not replay last are decoded afresh.
+    assert replayer.records_of(first) is not replayer.records_of(first)
+    assert replayer.records_of(first) == metadata_records(first)
