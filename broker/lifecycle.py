@@ -173,7 +173,8 @@ class BrokerLifecycleManager:
             await self._register()
             while await self._heartbeat_or_retry():
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._heartbeat_now.wait(), self._next_heartbeat_s)
+                    async with asyncio.timeout(self._next_heartbeat_s):
+                        await self._heartbeat_now.wait()
                 self._heartbeat_now.clear()
         log.info("broker_lifecycle_ended", broker_epoch=self.broker_epoch)
 

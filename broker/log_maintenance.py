@@ -99,7 +99,8 @@ class LogMaintenance:
 
     async def _stopped_within(self, interval_ms: int) -> bool:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), interval_ms / 1000)
+            async with asyncio.timeout(interval_ms / 1000):
+                await self._stopping.wait()
         return self._stopping.is_set()
 
     async def _flush(self) -> None:

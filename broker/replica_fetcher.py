@@ -240,10 +240,10 @@ class ReplicaFetcher:
             backoffs.append(time.monotonic() + THROTTLE_RECHECK_S)
         self._changed.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(
-                self._changed.wait(),
-                max(0.0, min(backoffs) - time.monotonic()) if backoffs else None,
-            )
+            async with asyncio.timeout(
+                max(0.0, min(backoffs) - time.monotonic()) if backoffs else None
+            ):
+                await self._changed.wait()
 
     def _session_answered(self, plan: FetchPlan, session_id: int) -> None:
         opened = plan.full and session_id != self.session.session_id

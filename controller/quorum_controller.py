@@ -464,9 +464,8 @@ class QuorumController:
             if not self._driver.is_leader:
                 raise NotControllerError
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self._activated.wait(), self._config.activation_timeout_ms / 1000
-                )
+                async with asyncio.timeout(self._config.activation_timeout_ms / 1000):
+                    await self._activated.wait()
         if self._active is None:
             raise NotControllerError
         return self._active

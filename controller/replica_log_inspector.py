@@ -79,9 +79,8 @@ class ReplicaLogInspector:
             )
         )
         try:
-            response = await asyncio.wait_for(
-                connection.send(request, timeout=self._timeout_s), self._timeout_s
-            )
+            async with asyncio.timeout(self._timeout_s):
+                response = await connection.send(request, timeout=self._timeout_s)
         except (KafkaConnectionError, RequestTimedOutError, TimeoutError, ProtocolError) as error:
             log.info("replica_log_info_unanswered", broker_id=broker_id, error=repr(error))
             connection.disconnect()

@@ -418,9 +418,8 @@ class RaftDriver:
         if connection is None:
             return local
         try:
-            answer = await asyncio.wait_for(
-                connection.send(describe_quorum_request()), DESCRIBE_QUORUM_TIMEOUT_S
-            )
+            async with asyncio.timeout(DESCRIBE_QUORUM_TIMEOUT_S):
+                answer = await connection.send(describe_quorum_request())
             return quorum_view_from_wire(answer)
         except (*_UNANSWERED, TimeoutError) as error:
             log.debug("raft_describe_quorum_failed", leader_id=leader, error=str(error))
@@ -708,7 +707,8 @@ class RaftDriver:
         node.receive(message, sender, self._now_ms())
         self._process()
         try:
-            answer = await asyncio.wait_for(waiter, self.config.request_timeout_ms / 1000)
+            async with asyncio.timeout(self.config.request_timeout_ms / 1000):
+                answer = await waiter
         except TimeoutError:
             header = context.header
             return error_response(header.api_key, header.api_version, ErrorCode.request_timed_out)

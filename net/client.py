@@ -280,7 +280,8 @@ class NodeConnection:
             if deadline is not None:
                 attempt_timeout = min(attempt_timeout, max(0.0, deadline - loop.time()))
             try:
-                await asyncio.wait_for(self._open(), attempt_timeout)
+                async with asyncio.timeout(attempt_timeout):
+                    await self._open()
             except (
                 OSError,
                 TimeoutError,

@@ -163,3 +163,17 @@ async def test_a_broker_told_of_a_peer_shutting_down_heartbeats_at_once() -> Non
         assert len(controller.heartbeats) == answered
         lifecycle.heartbeat_soon()
         await asyncio.wait_for(_until(lambda: len(controller.heartbeats) > answered), 30)
+
+
+async def test_a_stop_as_a_heartbeat_is_called_for_ends_the_heartbeats() -> None:
+    # A peer's controlled shutdown record applied as this node stops (all nodes of a cluster
+    # stopping at once): the stop must not be lost to the wake-up, or the node heartbeats on
+    # and never stops (Python 3.11's asyncio.wait_for returned the wake-up instead).
+    controller = ShuttingDownController(agree_at=1)
+    async with _unfenced(controller) as lifecycle:
+        lifecycle.heartbeat_soon()
+        stopping = asyncio.ensure_future(lifecycle.stop())
+        # asyncio.wait leaves `stopping` alone at the timeout (a second cancellation would
+        # end the heartbeats and hide the lost first one).
+        stopped, _ = await asyncio.wait({stopping}, timeout=5)
+        assert stopped, "the heartbeats went on after stop"
