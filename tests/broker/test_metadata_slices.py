@@ -7,6 +7,7 @@ the storage threads make the files of the next new replicas, the loop runs."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from pathlib import Path
 
@@ -44,14 +45,16 @@ async def test_thousands_of_new_replicas_are_created_in_slices_with_the_loop_fre
             await asyncio.sleep(0)
             ticks += 1
             # Whenever the loop runs, each new leadership's epoch is in its cache already; its
-            # checkpoint waits for the first append (the log holds no batch yet).
-            for key, partition in list(replicas.partitions.items()):
-                if key not in checked:
-                    cache = partition.log.leader_epoch_cache
-                    assert cache.entries == [EpochEntry(0, 0)]
-                    assert cache.unpersisted
-                    assert LeaderEpochCache.load(partition.log.directory) is None
-                    checked.add(key)
+            # checkpoint waits for the first append (the log holds no batch yet). The replicas
+            # are only added: those after the ones checked are the new ones.
+            for key, partition in list(
+                itertools.islice(replicas.partitions.items(), len(checked), None)
+            ):
+                cache = partition.log.leader_epoch_cache
+                assert cache.entries == [EpochEntry(0, 0)]
+                assert cache.unpersisted
+                assert LeaderEpochCache.load(partition.log.directory) is None
+                checked.add(key)
 
     ticker = asyncio.create_task(tick())
     await asyncio.sleep(0)
