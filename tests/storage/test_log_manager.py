@@ -160,7 +160,7 @@ def test_a_corrupt_checkpoint_falls_back_to_recovering_everything(tmp_path: Path
 def test_an_unclean_start_recovers_every_log_as_a_full_recovery_and_keeps_recovery_points(
     tmp_path: Path,
 ) -> None:
-    # Many logs, opened together on the storage threads: each has a flushed prefix, unflushed
+    # Many logs, opened at one start: each has a flushed prefix, unflushed
     # batches of two leader epochs, and for some a torn tail. Each comes back cut exactly where
     # a full recovery of its own cuts it, and its recovery point stays at what was fsynced.
     directory = tmp_path / "a"
