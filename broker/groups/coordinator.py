@@ -303,6 +303,18 @@ class GroupCoordinator:
     # --- driving the shards --------------------------------------------------------------------
 
     def _run(self, partition_id: int, step: ShardStep[Waiter]) -> None:
+        for change in step.state_changes:
+            log.info(
+                "group_state_changed",
+                partition=partition_id,
+                group=change.group_id,
+                state=change.state.value,
+                previous_state=change.previous_state.value,
+                generation_id=change.generation_id,
+                protocol=change.protocol_name,
+                leader=change.leader_id,
+                members=list(change.member_ids),
+            )
         for waiter, answer in step.answers:
             if not waiter.done():
                 waiter.set_result(answer)

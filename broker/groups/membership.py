@@ -226,11 +226,26 @@ class MetadataWrite:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupStateChange:
+    """The group moved to `state`: as it was right after the move, for the operator's log."""
+
+    group_id: str
+    state: GroupState
+    previous_state: GroupState
+    generation_id: int
+    protocol_name: str | None
+    leader_id: str | None
+    member_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class GroupStep(Generic[K]):
-    """What one input produced: answers to send now, and records to write, in order."""
+    """What one input produced: answers to send now, records to write, and the state changes
+    it made, each in order."""
 
     answers: tuple[tuple[K, Answer], ...] = ()
     writes: tuple[MetadataWrite, ...] = ()
+    state_changes: tuple[GroupStateChange, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,6 +408,7 @@ class ClassicGroup(Generic[K]):
         self._next_write_id = 0
         self._answers: list[tuple[K, Answer]] = []
         self._new_writes: list[MetadataWrite] = []
+        self._state_changes: list[GroupStateChange] = []
 
     @classmethod
     def load(
@@ -1203,14 +1219,26 @@ class ClassicGroup(Generic[K]):
         self._previous_state = self._state
         self._state = state
         self._state_since_ms = now_ms
+        self._state_changes.append(
+            GroupStateChange(
+                self.group_id,
+                state,
+                self._previous_state,
+                self._generation_id,
+                self._protocol_name,
+                self._leader_id,
+                tuple(self._members),
+            )
+        )
 
     def _answer(self, key: K, answer: Answer) -> None:
         self._answers.append((key, answer))
 
     def _step(self) -> GroupStep[K]:
-        step = GroupStep(tuple(self._answers), tuple(self._new_writes))
+        step = GroupStep(tuple(self._answers), tuple(self._new_writes), tuple(self._state_changes))
         self._answers.clear()
         self._new_writes.clear()
+        self._state_changes.clear()
         return step
 
 

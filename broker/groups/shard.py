@@ -44,6 +44,7 @@ from broker.groups.membership import (
     GroupConfig,
     GroupDescription,
     GroupState,
+    GroupStateChange,
     GroupStep,
     HeartbeatAnswer,
     HeartbeatRequest,
@@ -126,10 +127,12 @@ class Write:
 
 @dataclass(frozen=True, slots=True)
 class ShardStep(Generic[K]):
-    """What one input produced: answers to send now and writes to make, in order."""
+    """What one input produced: answers to send now, writes to make, and the groups' state
+    changes, each in order."""
 
     answers: tuple[tuple[K, ShardAnswer], ...] = ()
     writes: tuple[Write, ...] = ()
+    state_changes: tuple[GroupStateChange, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,6 +414,7 @@ class CoordinatorShard(Generic[K]):
         errors: list[tuple[str, ErrorCode]] = []
         deleted: list[_DeletedGroup] = []
         answers: list[tuple[K, ShardAnswer]] = []
+        state_changes: list[GroupStateChange] = []
         for group_id in group_ids:
             error = self._deletion_error(group_id)
             errors.append((group_id, error))
@@ -418,6 +422,7 @@ class CoordinatorShard(Generic[K]):
                 deletion, step = self._start_deletion(group_id, now_ms)
                 deleted.append(deletion)
                 answers.extend(step.answers)
+                state_changes.extend(step.state_changes)
         if not deleted:
             answers.append((key, DeleteGroupsAnswer(tuple(errors))))
             return ShardStep(tuple(answers))
@@ -426,7 +431,7 @@ class CoordinatorShard(Generic[K]):
             records.extend((encode_key(k), None) for k in d.offsets)
             records.append((encode_key(GroupMetadataKey(d.group_id)), None))
         write = self._new_write(_GroupsDeletion(key, tuple(errors), tuple(deleted)), tuple(records))
-        return ShardStep(tuple(answers), (write,))
+        return ShardStep(tuple(answers), (write,), tuple(state_changes))
 
     def _deletion_error(self, group_id: str) -> ErrorCode:
         """Kafka's ClassicGroup.validateDeleteGroup."""
@@ -556,6 +561,7 @@ class CoordinatorShard(Generic[K]):
         """Timers of every group, and the retention of offsets."""
         answers: list[tuple[K, ShardAnswer]] = []
         writes: list[Write] = []
+        state_changes: list[GroupStateChange] = []
         for group in list(self._groups.values()):
             deadline = group.next_deadline_ms()
             if deadline is not None and deadline <= now_ms:
@@ -563,6 +569,7 @@ class CoordinatorShard(Generic[K]):
                 step = self._from_group(group.tick(now_ms))
                 answers.extend(step.answers)
                 writes.extend(step.writes)
+                state_changes.extend(step.state_changes)
         expired = tuple(
             k
             for k in self.offsets.expired(now_ms, self._config.offsets_retention_ms)
@@ -574,7 +581,7 @@ class CoordinatorShard(Generic[K]):
                     _TombstoneWrite(expired), tuple((encode_key(k), None) for k in expired)
                 )
             )
-        return ShardStep(tuple(answers), tuple(writes))
+        return ShardStep(tuple(answers), tuple(writes), tuple(state_changes))
 
     def _offsets_may_expire(self, group_id: str) -> bool:
         """Kafka expires a classic group's offsets only while it is Empty; the store learns of
@@ -684,7 +691,7 @@ class CoordinatorShard(Generic[K]):
             )
             for write in step.writes
         )
-        return ShardStep(tuple(step.answers), writes)
+        return ShardStep(tuple(step.answers), writes, step.state_changes)
 
     def _new_write(
         self,

@@ -3,6 +3,7 @@ typed (`EventType`, tuples, dataclasses), and the `EventLog` tells its listeners
 
 from __future__ import annotations
 
+from datetime import datetime
 from uuid import UUID
 
 from controller.events import (
@@ -27,6 +28,10 @@ from kraft.messages import Entry, EntryKind
 
 TOPIC_ID = UUID(int=7)
 TIME = "2026-01-01T00:00:00.000+00:00"
+
+
+def fixed_clock() -> datetime:
+    return datetime.fromisoformat(TIME)
 
 
 def test_events_come_from_decoded_records_at_their_offsets() -> None:
@@ -84,8 +89,9 @@ def test_the_event_log_tells_its_listeners_of_each_new_event_in_order() -> None:
 
 def test_the_replayer_hands_the_records_it_decoded_to_the_listeners_after_it() -> None:
     replayer = MetadataReplayer()
-    shared = EventLog(lambda: replayer.image, records_of=replayer.records_of)
-    decoding = EventLog(lambda: replayer.image)
+    # One fixed clock: the two logs stamp their events at different instants.
+    shared = EventLog(lambda: replayer.image, clock=fixed_clock, records_of=replayer.records_of)
+    decoding = EventLog(lambda: replayer.image, clock=fixed_clock)
     first = [
         Entry(0, 1, b"", EntryKind.LEADER_CHANGE),
         Entry(1, 1, encode_record(TopicRecord("orders", TOPIC_ID))),

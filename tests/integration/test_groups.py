@@ -129,6 +129,17 @@ def test_a_consumer_resumes_from_what_it_committed(node: Cluster) -> None:
     assert sorted(seen + rest) == sorted(f"m-{i}" for i in range(40))
 
 
+def learn_partitions_before_joining(consumer: KafkaConsumer, topic: str) -> None:
+    """Have a kafka-python group member learn `topic`'s partitions before its first join.
+
+    Otherwise, as a leader, it may assign before its metadata lists them, and rejoin once it
+    does; kafka-python (3.0.12) loses that rejoin when a poll's timeout ends it between the
+    assignment and the SyncGroup answer: the member then never takes its assignment nor
+    heartbeats again, and the coordinator rightly expires it.
+    """
+    assert consumer.partitions_for_topic(topic), f"no partitions of {topic} in the metadata"
+
+
 def read_rest_with_kafka_python(node: Cluster, topic: str, group: str) -> list[str]:
     """What a kafka-python member of `group` reads of `topic`, starting from the group's
     commits, until nothing more comes for a while."""
@@ -141,6 +152,7 @@ def read_rest_with_kafka_python(node: Cluster, topic: str, group: str) -> list[s
         consumer_timeout_ms=8_000,
     )
     try:
+        learn_partitions_before_joining(resumed, topic)
         return [record.value.decode() for record in resumed]
     finally:
         resumed.close()
@@ -302,6 +314,8 @@ def test_kafka_python_members_share_the_partitions_and_resume_from_commits(node:
         )
 
     members = [member(), member()]
+    for consumer in members:
+        learn_partitions_before_joining(consumer, "py-shared")
     seen: list[str] = []
     stop = threading.Event()
 

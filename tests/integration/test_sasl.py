@@ -39,6 +39,7 @@ from bench.tls_certificates import SERVER_SUBJECT
 from net.client import ClusterClient, KafkaConnectionError
 from net.sasl import SaslClientCredentials
 from node.certificates import CertificateAuthority
+from tests.integration.test_groups import learn_partitions_before_joining
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -131,6 +132,7 @@ def test_kafka_python_produces_consumes_and_administers(node: Cluster, mechanism
         **python_client(node, mechanism),
     )
     try:
+        learn_partitions_before_joining(consumer, topic)
         values = [message.value for message in consumer][:10]
         consumer.commit()
     finally:

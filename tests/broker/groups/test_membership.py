@@ -17,6 +17,7 @@ from broker.groups.membership import (
     ClassicGroup,
     GroupConfig,
     GroupState,
+    GroupStateChange,
     GroupStep,
     HeartbeatAnswer,
     HeartbeatRequest,
@@ -82,6 +83,7 @@ class Driver:
     group: ClassicGroup[int]
     answers: dict[int, Answer] = field(default_factory=dict)
     writes: list[MetadataWrite] = field(default_factory=list)
+    state_changes: list[GroupStateChange] = field(default_factory=list)
     keys: itertools.count[int] = field(default_factory=itertools.count)
 
     def state(self) -> GroupState:
@@ -94,6 +96,7 @@ class Driver:
             assert key not in self.answers, f"request {key} answered twice"
             self.answers[key] = answer
         self.writes.extend(step.writes)
+        self.state_changes.extend(step.state_changes)
         return step
 
     def join(self, request: JoinRequest, now: int) -> int:
@@ -260,6 +263,30 @@ def test_full_rebalance_with_three_members() -> None:
     # A later SyncGroup of the same generation is answered at once.
     again = driver.sync(SyncRequest(followers[0].member_id, 1), 7_300)
     assert driver.sync_answer(again).assignment == assignments[followers[0].member_id]
+
+
+def test_each_state_change_is_reported_with_the_group_as_it_became() -> None:
+    driver, members = stable_group(["a", "b"])
+    a, b = members["a"], members["b"]
+    assert [
+        (c.previous_state, c.state, c.generation_id, c.protocol_name, c.leader_id, c.member_ids)
+        for c in driver.state_changes
+    ] == [
+        (GroupState.EMPTY, GroupState.PREPARING_REBALANCE, 0, None, a, (a,)),
+        (GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE, 1, "range", a, (a, b)),
+        (GroupState.COMPLETING_REBALANCE, GroupState.STABLE, 1, "range", a, (a, b)),
+    ]
+    assert {c.group_id for c in driver.state_changes} == {"g"}
+
+    # b's session runs out: a rebalance without it, which a alone completes.
+    driver.state_changes.clear()
+    driver.heartbeat(a, 1, 2 * DELAY + SESSION - 1)
+    driver.tick(2 * DELAY + SESSION)
+    driver.join(join_request("a", a), 2 * DELAY + SESSION + 1)
+    assert [(c.state, c.generation_id, c.member_ids) for c in driver.state_changes] == [
+        (GroupState.PREPARING_REBALANCE, 1, (a,)),
+        (GroupState.COMPLETING_REBALANCE, 2, (a,)),
+    ]
 
 
 def test_initial_delay_is_extended_by_joins_up_to_the_rebalance_timeout() -> None:
