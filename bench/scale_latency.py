@@ -14,14 +14,18 @@ latency, produce call to delivery report):
    leader, then with `--producers` producers added (ours, acks=all, linger 0,
    `--producer-rate` msg/s each, to another one-partition topic, so that the row measures
    clients, not partitions); the ratios of the p50 and p99 to those alone, and the leader's
-   RSS per idle connection. The helper runs on the same machine, so its own CPU counts;
+   RSS per idle connection. The helper runs on the same machine, so its own CPU counts: as a
+   control, the same messages are then sent by one producer alone (no idle connections), so
+   that what the number of clients costs shows apart from what their load costs;
 4. `memory_per_partition`: on another fresh cluster, each node's RSS before and after a topic
    of `--partitions` partitions of replication factor 3 is created and led, per replica.
 
 A percentile of a few seconds on a machine others share swings with their load, so each
 latency figure is taken `--repeat` times (the paced rows alternate, so that a burst of load
 spreads over both) and reported as the median of the repetitions' p50s and p99s, beside every
-repetition and the machine's one-minute load average before and after it.
+repetition, the machine's one-minute load average before and after it, and how busy its CPUs
+were during it (`machine_busy`: the fraction of all cores' time, every process counted;
+`machine_stolen`: the fraction the hypervisor gave to other machines).
 
 Prints one JSON object; `measure(...)` returns it (for `bench.scale`). Every process is
 killed by pid at the end.
@@ -40,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,8 +99,19 @@ def paced_latency(
     next_at = start
     while next_at < end:
         next_at += interval
+        # Waits without spinning: poll's timeout counts whole milliseconds (a shorter one
+        # does not wait at all), and a spinning loop takes a core the nodes need.
         while (wait := next_at - time.perf_counter()) > 0:
-            producer.poll(min(wait, 0.001))
+            if wait >= 0.001:
+                # Serves the delivery reports meanwhile (it returns as soon as it did).
+                producer.poll(0.001)
+            elif interval >= 0.001:
+                time.sleep(wait)
+            else:
+                # Less than a millisecond apart, the messages due within the next one go
+                # together, as an application's would: a wake-up per message would cost more
+                # than the message.
+                break
         if not counting[0] and next_at >= warm_until:
             producer.flush(10)
             counting[0] = True
@@ -119,30 +134,51 @@ def load_average() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+def machine_cpu_ticks() -> tuple[int, int, int]:
+    """The machine's CPU time so far, all cores, in clock ticks: (busy, stolen, total).
+
+    Stolen: what the hypervisor ran elsewhere while this machine had work (other machines'
+    load), not counted as busy."""
+    # The first line of /proc/stat: "cpu user nice system idle iowait irq softirq steal ...".
+    ticks = [int(field) for field in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    user, nice, system, idle, iowait, irq, softirq, steal = ticks[:8]
+    busy = user + nice + system + irq + softirq
+    return busy, steal, busy + idle + iowait + steal
+
+
 def paced_run(
     cluster: Cluster, topic: str, rate: int, seconds: float, linger_ms: float
 ) -> dict[str, Any]:
     """One `paced_latency` repetition with the CPU milliseconds the three nodes spent per
-    1,000 messages (a figure the other load on a shared machine disturbs less) and the load
-    average before and after it."""
+    1,000 messages (a figure the other load on a shared machine disturbs less), the load
+    average before and after it, and the fractions of the machine's CPU time busy and stolen
+    during it."""
     load_before = load_average()
+    busy_before, stolen_before, total_before = machine_cpu_ticks()
     before = cpu_seconds(cluster)
     run = paced_latency(cluster.bootstrap, topic, rate, seconds, linger_ms)
     spent = cpu_seconds(cluster) - before
+    busy, stolen, total = machine_cpu_ticks()
+    elapsed = max(total - total_before, 1)
     # The warm-up second is produced (and spent on) too.
     run["broker_cpu_ms_per_1000"] = round(spent * 1000 / (rate * (seconds + 1)) * 1000, 2)
     run["load_average"] = [load_before, load_average()]
+    run["machine_busy"] = round((busy - busy_before) / elapsed, 3)
+    run["machine_stolen"] = round((stolen - stolen_before) / elapsed, 3)
     return run
 
 
 def medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The repetitions of one row: the medians of their p50s, p99s and CPU cost, and each."""
+    """The repetitions of one row: the medians of their p50s, p99s, CPU cost and machine
+    busy and stolen fractions, and each."""
     return {
         "p50_ms": round(statistics.median(run["p50_ms"] for run in runs), 3),
         "p99_ms": round(statistics.median(run["p99_ms"] for run in runs), 3),
         "broker_cpu_ms_per_1000": round(
             statistics.median(run["broker_cpu_ms_per_1000"] for run in runs), 2
         ),
+        "machine_busy": round(statistics.median(run["machine_busy"] for run in runs), 3),
+        "machine_stolen": round(statistics.median(run["machine_stolen"] for run in runs), 3),
         "repetitions": runs,
     }
 
@@ -239,46 +275,35 @@ def _many_clients(
     producers: int,
     producer_rate: float,
 ) -> dict[str, Any]:
-    """The 1,000 msg/s row alone, beside idle connections, then beside producers too (each
-    phase `repeat` times): the medians and their ratios to those alone."""
+    """The 1,000 msg/s row alone, beside idle connections, then beside producers too, then
+    beside one producer sending as much as they did (each phase `repeat` times): the medians
+    and their ratios to those alone."""
 
     def phase() -> dict[str, Any]:
         return medians([paced_run(cluster, "latency", 1000, seconds, 0) for _ in range(repeat)])
 
+    def ratios(name: str, measured: dict[str, Any]) -> dict[str, float]:
+        return {
+            f"{name}_p50_ratio": round(measured["p50_ms"] / alone["p50_ms"], 3),
+            f"{name}_p99_ratio": round(measured["p99_ms"] / alone["p99_ms"], 3),
+        }
+
     node = cluster.nodes[leader]
     assert node.process is not None and node.broker_port is not None
+    leader_address = f"127.0.0.1:{node.broker_port}"
     _create(admin, "load", 1)
     _wait_led(cluster, admin, "load", 1)
     alone = phase()
     rss_before = rss_kib(node.process.pid)
-    helper = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bench.scale_latency",
-            "--load",
-            cluster.bootstrap,
-            f"127.0.0.1:{node.broker_port}",
-            str(connections),
-            str(producers),
-            str(producer_rate),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert helper.stdin is not None and helper.stdout is not None
-        _expect(helper.stdout.readline(), _IDLE_READY)
+    bootstrap = cluster.bootstrap
+    with _load_helper(bootstrap, leader_address, connections, producers, producer_rate) as start:
         rss_idle = rss_kib(node.process.pid)
         idle = phase()
-        helper.stdin.write("start\n")
-        helper.stdin.flush()
-        _expect(helper.stdout.readline(), _LOAD_READY)
+        start()
         loaded = phase()
-    finally:
-        helper.kill()
-        helper.wait(10)
+    with _load_helper(bootstrap, leader_address, 0, 1, producers * producer_rate) as start:
+        start()
+        one_producer = phase()
     return {
         "connections": connections,
         "producers": producers,
@@ -286,12 +311,50 @@ def _many_clients(
         "alone": alone,
         "idle_connections": idle,
         "loaded": loaded,
-        "idle_p50_ratio": round(idle["p50_ms"] / alone["p50_ms"], 3),
-        "idle_p99_ratio": round(idle["p99_ms"] / alone["p99_ms"], 3),
-        "loaded_p50_ratio": round(loaded["p50_ms"] / alone["p50_ms"], 3),
-        "loaded_p99_ratio": round(loaded["p99_ms"] / alone["p99_ms"], 3),
+        "same_load_one_producer": one_producer,
+        **ratios("idle", idle),
+        **ratios("loaded", loaded),
+        **ratios("one_producer", one_producer),
         "leader_rss_kib_per_connection": round((rss_idle - rss_before) / connections, 2),
     }
+
+
+@contextlib.contextmanager
+def _load_helper(
+    bootstrap: str, leader: str, connections: int, producers: int, rate: float
+) -> Iterator[Callable[[], None]]:
+    """The many-clients helper process (`_load`), its idle connections open; gives the call
+    that starts its producers. Killed on exit."""
+    helper = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bench.scale_latency",
+            "--load",
+            bootstrap,
+            leader,
+            str(connections),
+            str(producers),
+            str(rate),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    stdin, stdout = helper.stdin, helper.stdout
+    assert stdin is not None and stdout is not None
+
+    def start_producers() -> None:
+        stdin.write("start\n")
+        stdin.flush()
+        _expect(stdout.readline(), _LOAD_READY)
+
+    try:
+        _expect(stdout.readline(), _IDLE_READY)
+        yield start_producers
+    finally:
+        helper.kill()
+        helper.wait(10)
 
 
 def _expect(line: str, expected: str) -> None:
@@ -332,10 +395,14 @@ async def _load(bootstrap: str, leader: str, connections: int, producers: int, r
         await producer.start()
 
     async def run(producer: OurProducer) -> None:
+        # Paced to a schedule, so that `rate` holds whatever each acknowledgement takes.
+        loop = asyncio.get_running_loop()
+        next_at = loop.time()
         while True:
             producer.append("load", 0, Record(_VALUE))
             await producer.flush()
-            await asyncio.sleep(1 / rate)
+            next_at += 1 / rate
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
 
     runners = [asyncio.create_task(run(producer)) for producer in ours]
     await asyncio.sleep(2)  # every producer has written (metadata, connections) by now
