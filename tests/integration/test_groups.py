@@ -5,6 +5,7 @@ consumer resumes from."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -313,9 +314,6 @@ def test_kafka_python_members_share_the_partitions_and_resume_from_commits(node:
             **PYTHON_MEMBER_SETTINGS,
         )
 
-    members = [member(), member()]
-    for consumer in members:
-        learn_partitions_before_joining(consumer, "py-shared")
     seen: list[str] = []
     stop = threading.Event()
 
@@ -326,21 +324,30 @@ def test_kafka_python_members_share_the_partitions_and_resume_from_commits(node:
                 seen.extend(record.value.decode() for record in records)
                 consumer.commit()
 
-    threads = [threading.Thread(target=run, args=(consumer,)) for consumer in members]
-    for thread in threads:
-        thread.start()
-    try:
+    # Every member is closed whatever fails (after its thread stopped): one left open retries
+    # the stopped node from its own thread for the rest of the session.
+    with contextlib.ExitStack() as cleanup:
+        members: list[KafkaConsumer] = []
+        for _ in range(2):
+            members.append(member())
+            cleanup.callback(members[-1].close)
+        for consumer in members:
+            learn_partitions_before_joining(consumer, "py-shared")
+        threads = [threading.Thread(target=run, args=(consumer,)) for consumer in members]
+
+        @cleanup.callback
+        def stop_members() -> None:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=30)
+
+        for thread in threads:
+            thread.start()
         node.wait_for(
             "both kafka-python members own partitions", lambda: each_owned_once(members, 4), 60.0
         )
         produce_with_librdkafka(node, "py-shared", [(i % 4, f"p-{i}") for i in range(80)])
         node.wait_for("half the records read", lambda: len(seen) >= 40, 30.0)
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=30)
-        for consumer in members:
-            consumer.close()
     assert len(seen) == len(set(seen))
 
     # A member of the group restarted after both left: from the commits, no gap, no repeat.

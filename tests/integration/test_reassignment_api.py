@@ -186,20 +186,26 @@ def test_a_move_waiting_for_a_stopped_broker_can_be_cancelled(
     _wait_until_led(cluster, topic)
     admin.close()
     cluster.terminate(4)
-    admin = KafkaAdminClient(
+    # Closed on every path: an admin client left open retries the stopped cluster from its
+    # thread for the rest of the session.
+    node_admin = KafkaAdminClient(
         bootstrap_servers=f"127.0.0.1:{cluster.nodes[1].broker_port}", request_timeout_ms=30_000
     )
     tp = TopicPartition(topic, 0)
-    assert admin.alter_partition_reassignments({tp: [1, 4]}) == {tp: None}
-    # Broker 4 is registered but down: the move waits for it.
-    time.sleep(1)
-    assert admin.list_partition_reassignments() == {
-        tp: {"replicas": [1, 4, 2], "adding_replicas": [4], "removing_replicas": [2]}
-    }
-    assert admin.list_partition_reassignments([tp]) == admin.list_partition_reassignments()
+    try:
+        assert node_admin.alter_partition_reassignments({tp: [1, 4]}) == {tp: None}
+        # Broker 4 is registered but down: the move waits for it.
+        time.sleep(1)
+        assert node_admin.list_partition_reassignments() == {
+            tp: {"replicas": [1, 4, 2], "adding_replicas": [4], "removing_replicas": [2]}
+        }
+        listed = node_admin.list_partition_reassignments([tp])
+        assert listed == node_admin.list_partition_reassignments()
 
-    assert admin.alter_partition_reassignments({tp: None}) == {tp: None}
-    assert admin.list_partition_reassignments() == {}
+        assert node_admin.alter_partition_reassignments({tp: None}) == {tp: None}
+        assert node_admin.list_partition_reassignments() == {}
+    finally:
+        node_admin.close()
     # Node 1 replays the committed cancel soon after the controller answers.
     state = cluster.wait_for(
         "back to the original replicas",

@@ -120,10 +120,12 @@ def test_kafka_python_produces_consumes_and_administers(node: Cluster, mechanism
     finally:
         admin.close()
     producer = KafkaProducer(**python_client(node, mechanism))
-    for i in range(10):
-        producer.send(topic, f"m{i}".encode())
-    producer.flush(timeout=20)
-    producer.close()
+    try:
+        for i in range(10):
+            producer.send(topic, f"m{i}".encode())
+        producer.flush(timeout=20)
+    finally:
+        producer.close()
     consumer = KafkaConsumer(
         topic,
         group_id=f"group-{topic}",
