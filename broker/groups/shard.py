@@ -475,17 +475,29 @@ class CoordinatorShard(Generic[K]):
     ) -> ShardStep[K]:
         deleted = {d.group_id for d in pending.deleted}
         if error is not ErrorCode.none:
+            restored: list[GroupStateChange] = []
             for d in pending.deleted:
                 if d.restore is None:
                     del self._groups[d.group_id]
                 else:
-                    self._groups[d.group_id] = ClassicGroup.load(
+                    group = self._groups[d.group_id] = ClassicGroup.load(
                         d.group_id, d.restore, now_ms, self._config.group, self._new_uuid
                     )
                     self._touched.add(d.group_id)
+                    restored.append(
+                        GroupStateChange(
+                            group_id=d.group_id,
+                            state=group.state,
+                            previous_state=GroupState.DEAD,
+                            generation_id=group.generation_id,
+                            protocol_name=group.protocol_name,
+                            leader_id=group.leader_id,
+                            member_ids=group.member_ids,
+                        )
+                    )
             failed = WRITE_ERROR_ANSWERS.get(error, error)
             errors = tuple((g, failed if g in deleted else e) for g, e in pending.errors)
-            return ShardStep(((pending.key, DeleteGroupsAnswer(errors)),))
+            return ShardStep(((pending.key, DeleteGroupsAnswer(errors)),), (), tuple(restored))
         for d in pending.deleted:
             for key in d.offsets:
                 self.offsets.apply(key, None)

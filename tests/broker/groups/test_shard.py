@@ -55,9 +55,12 @@ class Coordinator:
         self.log: list[Record] = []
         self.held: list[Write] = []
         self.hold_writes = False
+        # (group, state) of every state change the shard reported, in order.
+        self.state_changes: list[tuple[str, GroupState]] = []
 
     def run(self, step: ShardStep[int], now: int) -> None:
         self.answers.update(step.answers)
+        self.state_changes.extend((c.group_id, c.state) for c in step.state_changes)
         for write in step.writes:
             if self.hold_writes:
                 self.held.append(write)
@@ -485,6 +488,40 @@ def test_listed_includes_groups_with_offsets_alone_and_filters_by_state() -> Non
     assert loaded.listed(ListGroupsFilter()) == every
     assert loaded.listed(ListGroupsFilter(states=frozenset({"empty"}))) == every[1:]
     assert loaded.listed(ListGroupsFilter(types=frozenset({"consumer"}))) == []
+
+
+def test_the_groups_state_changes_come_out_of_requests_timers_writes_and_deletions() -> None:
+    coordinator = Coordinator()
+    member, _ = coordinator.join_and_sync("g", 0)
+    assert coordinator.state_changes == [
+        ("g", GroupState.PREPARING_REBALANCE),  # the join
+        ("g", GroupState.COMPLETING_REBALANCE),  # the initial delay's end, a tick
+        ("g", GroupState.STABLE),  # the assignment written
+    ]
+    coordinator.state_changes.clear()
+    key = next(coordinator.keys)
+    coordinator.run(coordinator.shard.leave(key, "g", [LeavingMember(member)], 1), 1)
+    key = next(coordinator.keys)
+    coordinator.run(coordinator.shard.delete_groups(key, ["g"], 2), 2)
+    assert coordinator.state_changes == [
+        ("g", GroupState.PREPARING_REBALANCE),
+        ("g", GroupState.EMPTY),
+        ("g", GroupState.DEAD),
+    ]
+
+    # A deletion whose tombstones cannot be written brings the group back, and says so.
+    member, _ = coordinator.join_and_sync("h", 3)
+    coordinator.run(
+        coordinator.shard.leave(next(coordinator.keys), "h", [LeavingMember(member)], 4), 4
+    )
+    coordinator.state_changes.clear()
+    coordinator.hold_writes = True
+    coordinator.run(coordinator.shard.delete_groups(next(coordinator.keys), ["h"], 5), 5)
+    (write,) = coordinator.held
+    failed = coordinator.shard.write_completed(write.write_id, ErrorCode.not_leader_or_follower, 6)
+    coordinator.run(failed, 6)
+    assert coordinator.state_changes == [("h", GroupState.DEAD), ("h", GroupState.EMPTY)]
+    assert coordinator.shard.describe("h").state is GroupState.EMPTY
 
 
 def test_deleting_groups_refuses_non_empty_and_unknown_ones_and_answers_once_written() -> None:
