@@ -487,6 +487,18 @@ class ClassicGroup(Generic[K]):
         """The members' ids, in join order (pending members are not members yet)."""
         return tuple(self._members)
 
+    def state_change(self, previous_state: GroupState) -> GroupStateChange:
+        """The group as it is now, reported as a move from `previous_state`."""
+        return GroupStateChange(
+            self.group_id,
+            self._state,
+            previous_state,
+            self._generation_id,
+            self._protocol_name,
+            self._leader_id,
+            tuple(self._members),
+        )
+
     def describe(self) -> GroupDescription:
         """The DescribeGroups view of the group, as Kafka builds it."""
         stable = self._state is GroupState.STABLE
@@ -1219,17 +1231,7 @@ class ClassicGroup(Generic[K]):
         self._previous_state = self._state
         self._state = state
         self._state_since_ms = now_ms
-        self._state_changes.append(
-            GroupStateChange(
-                self.group_id,
-                state,
-                self._previous_state,
-                self._generation_id,
-                self._protocol_name,
-                self._leader_id,
-                tuple(self._members),
-            )
-        )
+        self._state_changes.append(self.state_change(self._previous_state))
 
     def _answer(self, key: K, answer: Answer) -> None:
         self._answers.append((key, answer))

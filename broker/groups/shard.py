@@ -484,17 +484,7 @@ class CoordinatorShard(Generic[K]):
                         d.group_id, d.restore, now_ms, self._config.group, self._new_uuid
                     )
                     self._touched.add(d.group_id)
-                    restored.append(
-                        GroupStateChange(
-                            group_id=d.group_id,
-                            state=group.state,
-                            previous_state=GroupState.DEAD,
-                            generation_id=group.generation_id,
-                            protocol_name=group.protocol_name,
-                            leader_id=group.leader_id,
-                            member_ids=group.member_ids,
-                        )
-                    )
+                    restored.append(group.state_change(GroupState.DEAD))
             failed = WRITE_ERROR_ANSWERS.get(error, error)
             errors = tuple((g, failed if g in deleted else e) for g, e in pending.errors)
             return ShardStep(((pending.key, DeleteGroupsAnswer(errors)),), (), tuple(restored))
