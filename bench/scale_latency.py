@@ -394,17 +394,23 @@ async def _load(bootstrap: str, leader: str, connections: int, producers: int, r
         await client.bootstrap()
         await producer.start()
 
-    async def run(producer: OurProducer) -> None:
-        # Paced to a schedule, so that `rate` holds whatever each acknowledgement takes.
+    async def run(producer: OurProducer, phase: float) -> None:
+        # Paced to a schedule, so that `rate` holds whatever each acknowledgement takes; each
+        # producer at its own phase of the interval, as independent clients would be (started
+        # together, they would all send in the same millisecond of every interval).
         loop = asyncio.get_running_loop()
-        next_at = loop.time()
+        next_at = loop.time() + phase
+        await asyncio.sleep(phase)
         while True:
             producer.append("load", 0, Record(_VALUE))
             await producer.flush()
             next_at += 1 / rate
             await asyncio.sleep(max(0.0, next_at - loop.time()))
 
-    runners = [asyncio.create_task(run(producer)) for producer in ours]
+    runners = [
+        asyncio.create_task(run(producer, index / (len(ours) * rate)))
+        for index, producer in enumerate(ours)
+    ]
     await asyncio.sleep(2)  # every producer has written (metadata, connections) by now
     print(_LOAD_READY, flush=True)
     await asyncio.gather(*runners)
