@@ -29,6 +29,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 
 from bench.cluster import Cluster
 from bench.groups import each_owned_once
+from tests.integration.test_broker_metadata import log_events
 from tests.integration.test_produce_consume import create_topic, produce_with_librdkafka
 
 pytestmark = pytest.mark.timeout(180)
@@ -103,6 +104,14 @@ def test_librdkafka_members_share_the_partitions_and_take_over_when_one_leaves(
     finally:
         for consumer in consumers:
             consumer.close()
+    # The coordinator logged each move of the group, each with the generation it reached.
+    moves = [e for e in log_events(node, 1, "group_state_changed") if e["group"] == "sharers"]
+    stable = [e for e in moves if e["state"] == "Stable"]
+    assert moves[0]["previous_state"] == "Empty"
+    of_three = next(e for e in stable if len(e["members"]) == 3)
+    assert len(stable[-1]["members"]) == 2
+    assert stable[-1]["generation_id"] > of_three["generation_id"]
+    assert all(e["protocol"] == "range" for e in stable) and moves[-1]["state"] == "Empty"
 
 
 def test_a_consumer_resumes_from_what_it_committed(node: Cluster) -> None:
