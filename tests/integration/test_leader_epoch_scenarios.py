@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.cluster import Cluster
 from tests.integration.test_produce_consume import kcat_consume
-from tests.integration.test_replication import partition_state, segment_bytes
+from tests.integration.test_replication import segment_bytes, wait_for_partition_state
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -53,9 +53,8 @@ def two_replica_topic(cluster: Cluster, name: str) -> tuple[int, int, int]:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     topic = NewTopic(name, 1, replica_assignment=[[leader, follower]])
     admin.create_topics([topic])[name].result(30)
-    cluster.wait_for(
-        f"{name} led by {leader}",
-        lambda: partition_state(cluster, quorum_leader, name)["leader"] == leader,
+    wait_for_partition_state(
+        cluster, quorum_leader, name, f"{name} led by {leader}", lambda s: s["leader"] == leader
     )
     return leader, follower, quorum_leader
 
@@ -72,10 +71,8 @@ def produce(cluster: Cluster, topic: str, values: list[str], acks: str) -> None:
 
 
 def wait_for_leader(cluster: Cluster, observer: int, topic: str, leader: int) -> None:
-    cluster.wait_for(
-        f"{topic} led by {leader}",
-        lambda: partition_state(cluster, observer, topic)["leader"] == leader,
-        30.0,
+    wait_for_partition_state(
+        cluster, observer, topic, f"{topic} led by {leader}", lambda s: s["leader"] == leader, 30.0
     )
 
 
@@ -88,10 +85,8 @@ def reregistered(cluster: Cluster, observer: int, node_id: int, old_epoch: int) 
 
 
 def wait_for_isr(cluster: Cluster, observer: int, topic: str, isr: list[int]) -> None:
-    cluster.wait_for(
-        f"{topic} ISR {isr}",
-        lambda: sorted(partition_state(cluster, observer, topic)["isr"]) == isr,
-        30.0,
+    wait_for_partition_state(
+        cluster, observer, topic, f"{topic} ISR {isr}", lambda s: sorted(s["isr"]) == isr, 30.0
     )
 
 
@@ -156,12 +151,12 @@ async def test_data_diverge_scenario_the_returning_replica_truncates_its_orphane
     cluster.kill(b)
     cluster.start(b)
     await asyncio.to_thread(
-        cluster.wait_for,
+        wait_for_partition_state,
+        cluster,
+        observer,
+        "diverge",
         "B leads again",
-        lambda: (
-            (state := partition_state(cluster, observer, "diverge"))["leader"] == b
-            and state["leader_epoch"] >= 2
-        ),
+        lambda state: state["leader"] == b and state["leader_epoch"] >= 2,
         30.0,
     )
     recoveries = [

@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.cluster import Cluster
 from tests.integration.test_produce_consume import create_topic
-from tests.integration.test_replication import partition_state
+from tests.integration.test_replication import wait_for_partition_state
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -214,7 +214,7 @@ def test_a_follower_catching_up_from_a_compacted_leader_can_lead_with_the_same_r
         # Node 1 leads; node 2 is next in line.
         topic = NewTopic("replicated", 1, replica_assignment=[[1, 2, 3]], config=configs)
         admin.create_topics([topic])["replicated"].result(timeout=30)
-        cluster.wait_for("led", lambda: partition_state(cluster, 1, "replicated")["leader"] == 1)
+        wait_for_partition_state(cluster, 1, "replicated", "led", lambda s: s["leader"] == 1)
 
         # Node 2 is away while the leader is written to and compacted.
         cluster.kill(2)
@@ -231,16 +231,17 @@ def test_a_follower_catching_up_from_a_compacted_leader_can_lead_with_the_same_r
 
         # Back, node 2 fetches the compacted log (offsets with gaps) and rejoins the ISR.
         cluster.start(2)
-        cluster.wait_for(
+        wait_for_partition_state(
+            cluster,
+            1,
+            "replicated",
             "node 2 in the ISR",
-            lambda: sorted(partition_state(cluster, 1, "replicated")["isr"]) == [1, 2, 3],
+            lambda state: sorted(state["isr"]) == [1, 2, 3],
             60.0,
         )
         cluster.kill(1)
-        cluster.wait_for(
-            "node 2 leading",
-            lambda: partition_state(cluster, 3, "replicated")["leader"] == 2,
-            30.0,
+        wait_for_partition_state(
+            cluster, 3, "replicated", "node 2 leading", lambda s: s["leader"] == 2, 30.0
         )
         records = read_all(cluster, "replicated")
         assert records[-1][0] == produced - 1

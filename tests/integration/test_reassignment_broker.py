@@ -26,6 +26,7 @@ from bench.cluster import Cluster
 from controller.client import incremental_alter_configs_request
 from controller.records import ConfigResourceType
 from net.client import NodeConnection
+from tests.integration.test_replication import partition_state, wait_for_partition_state
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -69,17 +70,11 @@ def reassigner(cluster: Cluster) -> Iterator[KafkaAdminClient]:
         client.close()
 
 
-def partition_state(cluster: Cluster, topic: str) -> dict[str, Any]:
-    described = cluster.nodes[1].get(f"/v1/topics/{topic}", timeout=5)
-    found: dict[str, Any] = next(p for p in described["partitions"] if p["partition"] == 0)
-    return found
-
-
 def create_with_data(cluster: Cluster, topic: str, replicas: list[int], size: int) -> None:
     """`topic`, one partition on `replicas`, holding `size` bytes of record values."""
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic(topic, 1, replica_assignment=[replicas])])[topic].result(30)
-    cluster.wait_for("topic led", lambda: partition_state(cluster, topic)["leader"] >= 0 or None)
+    wait_for_partition_state(cluster, 1, topic, "topic led", lambda s: s["leader"] >= 0)
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5})
     value = b"v" * 1000
     for _ in range(size // len(value)):
@@ -143,7 +138,7 @@ def move(
         cluster.wait_for(f"{topic}'s move under way", copying, timeout=30)
 
     def done() -> bool | None:
-        state = partition_state(cluster, topic)
+        state = partition_state(cluster, 1, topic)
         return True if state["replicas"] == target and state["isr"] == target else None
 
     cluster.wait_for(f"{topic} moved to {target}", done, timeout=60)
@@ -213,4 +208,4 @@ def test_a_replica_moved_away_while_its_broker_was_down_is_deleted_when_it_retur
     cluster.wait_for("the moved replica's log deleted", lambda: not directory.exists() or None)
     log_text = cluster.nodes[3].log_path.read_text()
     assert "replica_unassigned" in log_text
-    assert partition_state(cluster, topic)["replicas"] == [1, 2]
+    assert partition_state(cluster, 1, topic)["replicas"] == [1, 2]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-from collections.abc import Iterator
+import urllib.error
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,30 @@ def partition_state(cluster: Cluster, node_id: int, topic: str) -> dict[str, Any
     return state
 
 
+def wait_for_partition_state(
+    cluster: Cluster,
+    node_id: int,
+    topic: str,
+    what: str,
+    condition: Callable[[dict[str, Any]], bool],
+    timeout: float = 20.0,
+) -> dict[str, Any]:
+    """Partition 0's state as `node_id` sees it, once `condition` holds. A node whose metadata
+    image does not have the topic yet (404: the controller answered the creation first) has
+    not seen the condition yet."""
+
+    def check() -> dict[str, Any] | None:
+        try:
+            state = partition_state(cluster, node_id, topic)
+        except urllib.error.HTTPError as error:
+            if error.code != 404:
+                raise
+            return None
+        return state if condition(state) else None
+
+    return cluster.wait_for(what, check, timeout)
+
+
 def produce_one(cluster: Cluster, topic: str, value: bytes) -> KafkaError | None:
     """One acks=all message without retries: the broker's answer as the application sees it."""
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "retries": 0})
@@ -94,26 +119,33 @@ async def test_a_stalled_follower_leaves_the_isr_and_rejoins(tmp_path: Path) -> 
         )
         assert await asyncio.to_thread(produce_one, cluster, "guarded", b"before") is None
         quorum_leader = cluster.nodes[1].get("/v1/quorum")["leader_id"]
-        state = partition_state(cluster, 1, "guarded")
+        state = await asyncio.to_thread(
+            wait_for_partition_state, cluster, 1, "guarded", "guarded known", lambda _: True
+        )
         # Stall a follower that is neither the partition leader nor the quorum leader.
         (stalled,) = [r for r in state["replicas"] if r not in (state["leader"], quorum_leader)][:1]
         observer = state["leader"]
         cluster.pause(stalled)
-        shrunk = await asyncio.to_thread(
-            cluster.wait_for,
+        await asyncio.to_thread(
+            wait_for_partition_state,
+            cluster,
+            observer,
+            "guarded",
             "the stalled follower out of the ISR",
-            lambda: stalled not in partition_state(cluster, observer, "guarded")["isr"],
+            lambda state: stalled not in state["isr"],
             15.0,
         )
-        assert shrunk
         refused = await asyncio.to_thread(produce_one, cluster, "guarded", b"refused")
         assert refused is not None and refused.code() == KafkaError.NOT_ENOUGH_REPLICAS
 
         cluster.resume(stalled)
         await asyncio.to_thread(
-            cluster.wait_for,
+            wait_for_partition_state,
+            cluster,
+            observer,
+            "guarded",
             "the follower back in the ISR",
-            lambda: sorted(partition_state(cluster, observer, "guarded")["isr"]) == [1, 2, 3],
+            lambda state: sorted(state["isr"]) == [1, 2, 3],
             15.0,
         )
         assert await asyncio.to_thread(produce_one, cluster, "guarded", b"after") is None
@@ -141,7 +173,10 @@ async def test_leader_killed_during_an_idempotent_stream_keeps_every_message_exa
         await asyncio.to_thread(
             create_topic, cluster, "stream", 1, replication_factor=3, configs=settings
         )
-        leader = partition_state(cluster, 1, "stream")["leader"]
+        stream_state = await asyncio.to_thread(
+            wait_for_partition_state, cluster, 1, "stream", "stream led", lambda s: s["leader"] >= 0
+        )
+        leader = stream_state["leader"]
         acknowledged: list[str] = []
         failed: list[str] = []
 
@@ -192,9 +227,12 @@ async def test_leader_killed_during_an_idempotent_stream_keeps_every_message_exa
         # heals to all three with identical logs.
         cluster.start(leader)
         await asyncio.to_thread(
-            cluster.wait_for,
+            wait_for_partition_state,
+            cluster,
+            survivors[0],
+            "stream",
             "ISR healed",
-            lambda: sorted(partition_state(cluster, survivors[0], "stream")["isr"]) == [1, 2, 3],
+            lambda state: sorted(state["isr"]) == [1, 2, 3],
             60.0,
         )
 

@@ -20,7 +20,7 @@ from bench.cluster import Cluster
 from net.client import KafkaConnectionError, NodeConnection
 from net.records import Record, encode_batch
 from tests.integration.test_produce_consume import create_topic, produce_answer
-from tests.integration.test_replication import partition_state
+from tests.integration.test_replication import partition_state, wait_for_partition_state
 
 TOPIC = "fenced"
 
@@ -39,9 +39,7 @@ async def test_a_restarted_leader_takes_no_write_until_its_registration_is_repla
         await asyncio.to_thread(cluster.wait_for, "brokers unfenced", cluster.brokers_unfenced)
         await asyncio.to_thread(create_topic, cluster, TOPIC, 1, replication_factor=3)
         state = await asyncio.to_thread(
-            cluster.wait_for,
-            "a leader",
-            lambda: (s := partition_state(cluster, 1, TOPIC))["leader"] >= 0 and s,
+            wait_for_partition_state, cluster, 1, TOPIC, "a leader", lambda s: s["leader"] >= 0
         )
         leader = state["leader"]
         cluster.kill(leader)
