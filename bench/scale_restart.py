@@ -18,8 +18,10 @@ that is not the active controller is stopped (SIGTERM: a controlled shutdown; or
   one): `leaderships_moved`, `broker_stopped`, `logs_flushed` of the stop; `logs_opened`
   (from the process start), `raft_started`, `metadata_replayed`, `registered`, `unfenced`.
 Medians are over the runs. Prints one JSON object; every process is killed at the end.
-With `--profile DIR`, py-spy records each restarted node from its start for `--profile-seconds`
-into DIR (collapsed stacks, `run<N>.txt`), to find where the start-up time goes.
+With `--profile DIR`, py-spy records each stopped node from the SIGTERM until it exits
+(`stop<N>.txt`, idle threads included: the storage threads wait on fsyncs there), and each
+restarted node from its start for `--profile-seconds` (`run<N>.txt`), into DIR as collapsed
+stacks, to find where the stop and the start-up time go.
 """
 
 from __future__ import annotations
@@ -190,13 +192,17 @@ def _elect_preferred(cluster: Cluster, node_id: int, topics: list[str], partitio
     _post(cluster, node_id, "/v1/elections", {"type": "preferred", "partitions": asked})
 
 
-def _profile(pid: int, output: Path, seconds: float) -> subprocess.Popen[bytes]:
-    """py-spy recording process `pid` for `seconds` into `output` (collapsed stacks)."""
+def _profile(
+    pid: int, output: Path, seconds: float, *, idle: bool = False
+) -> subprocess.Popen[bytes]:
+    """py-spy recording process `pid` for `seconds` (or until it exits) into `output`
+    (collapsed stacks); with `idle`, threads waiting in the kernel too."""
     py_spy = shutil.which("py-spy") or str(Path(kraft_executable()).parent / "py-spy")
     return subprocess.Popen(
         [
             *(py_spy, "record", "--pid", str(pid), "--duration", str(int(seconds))),
             *("--rate", "200", "--format", "raw", "--output", str(output)),
+            *(["--idle"] if idle else []),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -210,8 +216,10 @@ def _restart_once(
     topics: list[str],
     kill: bool,
     timeout: float,
-    profile: tuple[Path, float] | None = None,
+    profile: tuple[Path, Path, float] | None = None,
 ) -> dict[str, Any]:
+    """One stop and start of node `node_id`; `profile`: (stop profile, start profile, seconds
+    of the start's profile)."""
     result: dict[str, Any] = {}
     node = cluster.nodes[node_id]
     log_from = node.log_path.stat().st_size if node.log_path.exists() else 0
@@ -219,20 +227,27 @@ def _restart_once(
     if kill:
         cluster.kill(node_id)
     else:
-        started = time.monotonic()
         process = cluster.nodes[node_id].process
         assert process is not None
+        stop_profiler = None
+        if profile is not None:
+            stop_profiler = _profile(process.pid, profile[0], timeout, idle=True)
+            time.sleep(1.0)  # py-spy attached
+            stopped_at = time.time()
+        started = time.monotonic()
         process.terminate()
         process.wait(timeout=timeout)
         cluster.nodes[node_id].process = None
         result["stop_s"] = time.monotonic() - started
+        if stop_profiler is not None:
+            stop_profiler.wait(timeout=timeout)
     started = time.monotonic()
     cluster.start(node_id)
     profiler = None
     if profile is not None:
         process = cluster.nodes[node_id].process
         assert process is not None
-        profiler = _profile(process.pid, *profile)
+        profiler = _profile(process.pid, profile[1], profile[2])
     while not cluster.ready(node_id):
         if time.monotonic() - started > timeout:
             raise RuntimeError(f"node {node_id} not ready after {timeout} s")
@@ -303,7 +318,11 @@ def measure(
                 profile = None
                 if profile_dir is not None:
                     profile_dir.mkdir(parents=True, exist_ok=True)
-                    profile = (profile_dir / f"run{run}.txt", profile_seconds)
+                    profile = (
+                        profile_dir / f"stop{run}.txt",
+                        profile_dir / f"run{run}.txt",
+                        profile_seconds,
+                    )
                 samples.append(
                     _restart_once(cluster, restarted, controller, names, kill, timeout, profile)
                 )
@@ -335,7 +354,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=30_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--kill", action="store_true", help="SIGKILL instead of SIGTERM")
-    parser.add_argument("--profile", type=Path, help="py-spy each restart into this directory")
+    parser.add_argument("--profile", type=Path, help="py-spy each stop and start into DIR")
     parser.add_argument("--profile-seconds", type=float, default=20.0)
     args = parser.parse_args()
     compile_node_packages()

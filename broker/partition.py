@@ -624,14 +624,16 @@ class Partition:
 
     # -- producer state ---------------------------------------------------------------------------
 
-    def close(self) -> None:
+    def close(self, *, durable: bool = True) -> None:
         """Snapshot the producer state at the log end offset, so the next open of this log
-        replays nothing. The partition stays usable; a failed write is logged, not raised."""
+        replays nothing. The partition stays usable; a failed write is logged, not raised.
+        Not `durable`: the snapshot is written with no fsync, for a stop that syncs the whole
+        file system next (`ProducerSnapshots.write`)."""
         self.wait_for_snapshot()
         if self.log.offline:
             # Reopened with recovery, which may cut the log below the snapshot's offset.
             return
-        self._write_snapshot()
+        self._write_snapshot(durable=durable)
 
     def wait_for_snapshot(self) -> None:
         """Until the snapshots taken at rolls are on disk (or their failure logged). Blocks:
@@ -693,16 +695,16 @@ class Partition:
             error=str(error),
         )
 
-    def _write_snapshot(self) -> None:
+    def _write_snapshot(self, *, durable: bool = True) -> None:
         offset = self.log.log_end_offset
         if offset == self._snapshot_offset:
             # The newest snapshot is of this very state (nothing was appended since it was
             # loaded or written): a stop after a restart writes none again.
             return
         try:
-            self._snapshots.write(offset, self.producers)
+            self._snapshots.write(offset, self.producers, durable=durable)
             self._snapshot_offset = offset
-            self._snapshots.delete_below(self.log.log_start_offset)
+            self._snapshots.delete_below(self.log.log_start_offset, durable=durable)
         except OSError as error:
             self._snapshot_failed(offset, error)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import structlog
 
 from broker.producer_state import CorruptSnapshotError, ProducerStateManager
-from storage.atomic_file import remove_durably, write_atomically
+from storage.atomic_file import remove_durably, replace_unsynced, write_atomically
 
 SNAPSHOT_SUFFIX = ".snapshot"
 # The newest is what a reopen uses; the one before it is what a truncation below the newest,
@@ -53,10 +53,14 @@ class ProducerSnapshots:
             if path.suffix == SNAPSHOT_SUFFIX and path.stem.isdigit()
         )
 
-    def write(self, offset: int, state: ProducerStateManager) -> None:
+    def write(self, offset: int, state: ProducerStateManager, *, durable: bool = True) -> None:
         """Save `state` as the state after every batch below `offset`, atomically and durably,
-        then delete all but the newest SNAPSHOTS_RETAINED snapshots. Raises OSError."""
-        self._write_encoded(offset, state.to_snapshot())
+        then delete all but the newest SNAPSHOTS_RETAINED snapshots. Raises OSError.
+
+        Not `durable`: with no fsync, for a stop whose sync of the whole file system follows
+        (a power cut before it may leave the snapshot missing or corrupt, which costs a longer
+        replay at the next open, never a wrong state)."""
+        self._write_encoded(offset, state.to_snapshot(), durable=durable)
 
     def write_later(
         self, offset: int, state: ProducerStateManager, log_start_offset: int
@@ -72,10 +76,19 @@ class ProducerSnapshots:
 
         return _WRITER.submit(write)
 
-    def _write_encoded(self, offset: int, encoded: bytes) -> None:
-        write_atomically(self.path(offset), encoded)
+    def _write_encoded(self, offset: int, encoded: bytes, *, durable: bool = True) -> None:
+        if durable:
+            write_atomically(self.path(offset), encoded)
+        else:
+            replace_unsynced(self.path(offset), encoded)
         for old in self.offsets()[:-SNAPSHOTS_RETAINED]:
-            remove_durably(self.path(old))
+            self._remove(old, durable=durable)
+
+    def _remove(self, offset: int, *, durable: bool = True) -> None:
+        if durable:
+            remove_durably(self.path(offset))
+        else:
+            self.path(offset).unlink(missing_ok=True)
 
     def load(self, log_start: int, log_end: int) -> tuple[int, ProducerStateManager] | None:
         """The newest readable snapshot within [`log_start`, `log_end`] with its offset (None
@@ -105,12 +118,12 @@ class ProducerSnapshots:
                 remove_durably(path)
         return None
 
-    def delete_below(self, offset: int) -> None:
+    def delete_below(self, offset: int, *, durable: bool = True) -> None:
         """Delete the snapshots below `offset` (the log start offset: their state describes
-        batches the log no longer holds)."""
+        batches the log no longer holds); not `durable`: with no sync of the directory."""
         for found in self.offsets():
             if found < offset:
-                remove_durably(self.path(found))
+                self._remove(found, durable=durable)
 
     def delete_all(self) -> None:
         """Delete every snapshot (the log was emptied and restarted)."""

@@ -83,14 +83,14 @@ class SparseIndex:
         self._persisted = min(self._persisted, count)
         self._version += 1
 
-    def load(self, *, max_value: int) -> bool:
+    def load(self, *, max_value: int, missing_is_empty: bool = False) -> bool:
         """Read the index file. Returns False (leaving the index empty) when the file is
-        missing or inconsistent: a size that is not whole entries, keys or values that go
-        backwards, or a value above `max_value`."""
+        inconsistent (a size that is not whole entries, keys or values that go backwards, or
+        a value above `max_value`) or missing, unless `missing_is_empty`."""
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
-            return False
+            return missing_is_empty
         size = self._ENTRY.size
         if len(data) % size:
             return False
@@ -142,6 +142,16 @@ class SparseIndex:
             durability.sync_file(fd, self.path)
         finally:
             os.close(fd)
+        self._synced_version = self._version
+
+    def write_back(self) -> None:
+        """The entries `sync` makes durable, written without fsync (an index with none has no
+        file: creating thousands of empty ones took seconds): for a sync of the whole file
+        system, after which `synced` records it."""
+        self.persist()
+
+    def synced(self) -> None:
+        """The file as `write_back` left it is durable (its file system was synced)."""
         self._synced_version = self._version
 
 

@@ -964,6 +964,37 @@ class Log:
                 self._unflushed_messages = 0
             self._last_flush_ms = self._clock()
 
+    def write_back(self) -> int:
+        """Write what `flush` would make durable, without fsync: the indexes (the batches and
+        the files written unsynced are in the page cache already). For a stop that syncs the
+        whole file system after (`durability.FileSystemSync`) and then calls `synced_to` with
+        the log end offset returned here."""
+        with self._flush_lock:
+            self._check_online()
+            try:
+                for segment in self._segments:
+                    segment.write_back()
+            except OSError as error:
+                self._offline = True
+                log.error("log_flush_failed", directory=str(self.directory), error=str(error))
+                raise LogOfflineError(f"write of {self.directory} failed: {error}") from error
+            return self._log_end_offset
+
+    def synced_to(self, offset: int) -> None:
+        """The file system holding this log was synced after a `write_back` that returned
+        `offset`: everything below it is durable, as `flush(offset)` would have made it."""
+        with self._flush_lock:
+            self._check_online()
+            if offset == self._log_end_offset:
+                # Nothing was appended since the write-back: all of it was synced.
+                self._unsynced_files = []
+                self.leader_epoch_cache.unsynced = False
+                for segment in self._segments:
+                    segment.synced()
+                self._unflushed_messages = 0
+            self._recovery_point = max(self._recovery_point, min(offset, self._log_end_offset))
+            self._last_flush_ms = self._clock()
+
     def flush_if_due(self, now_ms: int | None = None) -> None:
         """Flush what policy says is due: sealed segments not yet fsynced (Kafka flushes a
         segment once it rolls), and everything when `flush.ms` has elapsed."""

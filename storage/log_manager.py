@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -36,12 +37,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_futures
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import structlog
 
 from storage import durability
 from storage.atomic_file import remove_durably, write_atomically
 from storage.checkpoint_file import CheckpointFormatError, read_checkpoint, write_checkpoint
+from storage.durability import FileSystemSync
 from storage.errors import InconsistentTopicIdError, StorageError, StorageIOError
 from storage.file_threads import FILE_THREADS, file_threads
 from storage.log import Log, LogConfig, wall_clock_ms
@@ -58,6 +61,8 @@ HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 _MARKER_VERSION = 0
 _DELETED_SUFFIX = "-delete"
+
+T = TypeVar("T")
 # The longest file name the file systems in use take (a name aside for deletion is cut to it).
 _MAX_FILE_NAME = 255
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
@@ -125,6 +130,13 @@ class LogManager:
         self._deleter: ThreadPoolExecutor | None = None
         self._deletions: set[Future[None]] = set()
         self._deletions_lock = threading.Lock()
+        # One syncfs per directory makes a clean stop durable (opened now, so that they report
+        # the writeback errors of the whole run); None where the kernel cannot.
+        self._file_system_syncs = (
+            [FileSystemSync(directory) for directory in log_dirs]
+            if FileSystemSync.supported()
+            else None
+        )
 
     @classmethod
     def open(
@@ -519,11 +531,12 @@ class LogManager:
         with `broker_epoch` (-1 when the broker never registered) in every directory."""
         self._take_prepared()
         # A log that fails is offline now (the marker will not be written); the rest go on.
-        self._flush_all()
+        self._make_durable()
         self.checkpoint()
         for entry in self._logs.values():
             entry.close()
         self._stop_deleter()
+        self._close_file_system_syncs()
         if any(entry.offline for entry in self._logs.values()):
             log.error("log_manager_shutdown_unclean", reason="a log is offline")
             return
@@ -533,20 +546,51 @@ class LogManager:
             write_atomically(directory / CLEAN_SHUTDOWN_MARKER, marker)
         log.info("log_manager_shutdown_clean", broker_epoch=broker_epoch)
 
-    def _flush_all(self) -> list[StorageError]:
-        """Flush every online log, many at once (fsyncs wait on the disk, not the interpreter,
-        and the file system commits concurrent ones together): a node hosting thousands of logs
-        would otherwise wait out thousands of fsyncs one after the other (each log is flushed by
-        one thread only; nothing else uses the logs meanwhile). Returns the errors of the
-        logs whose flush failed, offline since; the rest were flushed."""
+    def _make_durable(self) -> None:
+        """Make every online log durable to its end (a log that fails goes offline). Each
+        log's writes go to the kernel, then one syncfs per directory makes them durable: a
+        node hosting 10,000 logs spent 9 s fsyncing them file by file. Without syncfs, or when
+        it reports an error, each log is flushed on its own, whose fsyncs tell which logs
+        failed."""
+        started = time.monotonic()
+        if self._file_system_syncs is None:
+            flushed = self._on_every_online_log(Log.flush)
+            log.info("logs_flushed", logs=len(flushed), seconds=_since(started))
+            return
+        written = self._on_every_online_log(Log.write_back)
+        written_back = time.monotonic()
+        try:
+            for file_system in self._file_system_syncs:
+                file_system.sync()
+        except OSError as error:
+            log.error("log_dirs_sync_failed", error=str(error))
+            flushed = self._on_every_online_log(Log.flush)
+            log.info("logs_flushed", logs=len(flushed), seconds=_since(started))
+            return
+        for entry, log_end_offset in written:
+            entry.synced_to(log_end_offset)
+        log.info(
+            "log_dirs_synced",
+            logs=len(written),
+            log_dirs=[str(file_system.directory) for file_system in self._file_system_syncs],
+            write_back_seconds=round(written_back - started, 3),
+            sync_seconds=_since(written_back),
+        )
+
+    def _on_every_online_log(self, action: Callable[[Log], T]) -> list[tuple[Log, T]]:
+        """`action` (a flush or a write-back) on every online log, many at once (fsyncs and
+        writes wait on the disk, not the interpreter, and the file system commits concurrent
+        fsyncs together; each log is handled by one thread only, nothing else uses the logs
+        meanwhile): each log with what it returned. A log whose action failed is offline
+        since, logged and left out."""
         online = [(tp, entry) for tp, entry in self._logs.items() if not entry.offline]
         if not online:
             return []
         with ThreadPoolExecutor(FILE_THREADS, thread_name_prefix="log-flush") as flushers:
-            flushes = [(tp, flushers.submit(entry.flush)) for tp, entry in online]
-        failures = []
-        for partition, flush in flushes:
-            error = flush.exception()
+            started = [(tp, entry, flushers.submit(action, entry)) for tp, entry in online]
+        done = []
+        for partition, entry, future in started:
+            error = future.exception()
             if isinstance(error, StorageError):
                 log.error(
                     "log_flush_failed",
@@ -554,10 +598,15 @@ class LogManager:
                     partition=partition.partition,
                     error=str(error),
                 )
-                failures.append(error)
             elif error is not None:
                 raise error
-        return failures
+            else:
+                done.append((entry, future.result()))
+        return done
+
+    def _close_file_system_syncs(self) -> None:
+        for file_system in self._file_system_syncs or []:
+            file_system.close()
 
     def close(self) -> None:
         """Close every log without flushing or writing the marker (an unclean stop)."""
@@ -565,6 +614,7 @@ class LogManager:
         for entry in self._logs.values():
             entry.close()
         self._stop_deleter()
+        self._close_file_system_syncs()
 
     def _take_prepared(self) -> None:
         """Register the logs `prepare_logs` made that no `get_or_create_logs` took (an apply
@@ -581,6 +631,10 @@ class LogManager:
         if self._deleter is not None:
             self._deleter.shutdown(wait=False)
             self._deleter = None
+
+
+def _since(started: float) -> float:
+    return round(time.monotonic() - started, 3)
 
 
 def _open_log(

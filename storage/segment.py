@@ -170,10 +170,13 @@ class Segment:
         segment = cls(directory, base_offset, index_interval_bytes)
         segment.flushed_size = segment.size
         segment._name_synced = True
+        # A segment no larger than the index interval never took an index entry, and an index
+        # with no entry may have no file (a clean stop writes none).
+        small = segment.size <= index_interval_bytes
         # Every index entry points at a batch start, so strictly before the end of the file.
-        loaded = segment.offset_index.load(max_value=segment.size - 1) and segment.time_index.load(
-            max_value=MAX_RELATIVE_OFFSET
-        )
+        loaded = segment.offset_index.load(
+            max_value=segment.size - 1, missing_is_empty=small
+        ) and segment.time_index.load(max_value=MAX_RELATIVE_OFFSET, missing_is_empty=small)
         if not loaded or not segment._load_tail():
             log.info("segment_index_rebuild", segment=str(segment.log_path))
             segment.rebuild_indexes()
@@ -581,6 +584,23 @@ class Segment:
             durability.sync_directory(self.directory)
             self._name_synced = True
         self.flushed_size = size
+
+    def write_back(self) -> None:
+        """What `sync` makes durable, written without fsync (the log file's bytes are in the
+        page cache already; the indexes are written here): for a sync of the whole file
+        system, after which `synced` records it."""
+        if self.size == self.flushed_size and self._name_synced:
+            return
+        self.offset_index.write_back()
+        self.time_index.write_back()
+
+    def synced(self) -> None:
+        """The segment as `write_back` left it (nothing appended since) is durable, its name
+        included: its file system was synced."""
+        self.offset_index.synced()
+        self.time_index.synced()
+        self._name_synced = True
+        self.flushed_size = self.size
 
     def close(self) -> None:
         """Write the indexes and close the log file (an unwritten segment has neither)."""

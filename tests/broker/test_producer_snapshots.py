@@ -19,6 +19,7 @@ from controller.partition_state import PartitionState
 from controller.topic_config import KAFKA_DEFAULTS
 from net.record_batch import BatchHeader, read_header
 from net.records import Record, encode_batch
+from storage import durability
 from storage.log import Log, LogConfig
 from storage.log_manager import LogManager, TopicPartition
 from storage.segment import FileSlice
@@ -309,6 +310,38 @@ async def test_stopping_the_replica_manager_snapshots_every_partition(tmp_path: 
         offset, state = found
         assert offset == partition.log.log_end_offset == index % 4 + 1
         assert state.to_snapshot() == partition.producers.to_snapshot() == replayed(partition.log)
+
+
+async def test_a_clean_stop_writes_the_snapshots_unsynced_and_its_file_system_sync_keeps_them(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    journal = tmp_path / "journal"
+    durability.enable_journal(journal)
+    try:
+        # Segments that do not roll: the only snapshots are those of the stop.
+        logs = LogManager.open([data])
+        manager = ReplicaManager(BROKER, logs, MetadataReplayer(), LogConfig(), KAFKA_DEFAULTS)
+        for index in range(3):
+            partition = Partition(
+                "t", UUID(int=1), index, BROKER, logs.get_or_create_log(TopicPartition("t", index))
+            )
+            partition.apply(PartitionState(replicas=(1,), isr=(1,), leader=BROKER))
+            manager.partitions[("t", index)] = partition
+            produce(partition, range(index + 1), producer_id=100 + index)
+        await manager.stop()
+        # No fsync per snapshot (thousands of replicas stop at once)...
+        assert not any(p.endswith(".snapshot") for p in durability.durable_lengths(journal))
+        logs.shutdown(broker_epoch=1)
+    finally:
+        durability.disable_journal()
+    # ...the stop's sync of the file system made them durable.
+    durability.power_cut(journal, data)
+    for (_, index), partition in manager.partitions.items():
+        found = ProducerSnapshots(partition.log.directory).load(0, index + 1)
+        assert found is not None
+        assert found[0] == index + 1
+        assert found[1].to_snapshot() == partition.producers.to_snapshot()
 
 
 def test_a_rolls_snapshot_is_written_on_the_writer_thread_in_order(

@@ -9,6 +9,7 @@ errno, that nothing is lost or cut, and that the log reopens to exactly what was
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 from collections.abc import Callable, Iterator
@@ -204,7 +205,23 @@ def test_a_log_whose_retention_fails_does_not_stop_the_others(
     manager.close()
 
 
-def test_a_log_failing_its_fsync_at_shutdown_does_not_stop_the_others(
+@contextmanager
+def failing_file_system_sync(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """syncfs fails with EIO, as it does after a writeback error on its file system; yields
+    the descriptors it failed on."""
+    failed: list[int] = []
+
+    def fail(fd: int) -> int:
+        failed.append(fd)
+        ctypes.set_errno(errno.EIO)
+        return -1
+
+    with monkeypatch.context() as patch:
+        patch.setattr(durability, "_syncfs", fail)
+        yield failed
+
+
+def test_when_the_file_system_sync_fails_each_log_is_flushed_and_a_failing_one_stops_no_other(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     manager = LogManager.open([tmp_path])
@@ -212,8 +229,13 @@ def test_a_log_failing_its_fsync_at_shutdown_does_not_stop_the_others(
     healthy = [manager.get_or_create_log(TopicPartition("good", index)) for index in range(3)]
     for log in [failing_log, *healthy]:
         log.append(make_batch(3), leader_epoch=1)
-    with failing(monkeypatch, "fdatasync", failing_log.directory, by_fd):
+    with (
+        failing_file_system_sync(monkeypatch) as failed_syncs,
+        failing(monkeypatch, "fdatasync", failing_log.directory, by_fd),
+    ):
         manager.shutdown(broker_epoch=7)
+    assert failed_syncs
+    # The fsyncs of each log told which one the error was in.
     assert failing_log.offline
     assert all(log.recovery_point == 3 for log in healthy)
     # Not a clean shutdown: the next start recovers, and finds every log whole.
@@ -242,3 +264,21 @@ def test_a_truncation_is_made_durable(tmp_path: Path) -> None:
         log.close()
     finally:
         durability.disable_journal()
+
+
+def test_a_file_system_sync_failing_alone_leaves_a_clean_stop_by_fsyncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The error syncfs reported was not in these logs (each one's own fsyncs succeed).
+    manager = LogManager.open([tmp_path])
+    logs = [manager.get_or_create_log(TopicPartition("good", index)) for index in range(3)]
+    for log in logs:
+        log.append(make_batch(3), leader_epoch=1)
+    with failing_file_system_sync(monkeypatch) as failed_syncs:
+        manager.shutdown(broker_epoch=7)
+    assert failed_syncs
+    assert all(not log.offline and log.recovery_point == 3 for log in logs)
+    reopened = LogManager.open([tmp_path])
+    assert reopened.clean_shutdown
+    assert all(log.log_end_offset == 3 for log in reopened.logs.values())
+    reopened.close()

@@ -124,3 +124,41 @@ def test_indexes_rebuilt_by_a_recovery_reach_their_files_at_the_next_flush_or_cl
     assert len(read_values(trusted)) == (11 if then == "flush" else 10)
     assert [trusted.read(offset, 1).records is not None for offset in range(10)] == [True] * 10
     trusted.close()
+
+
+def test_a_segment_below_the_index_interval_opens_without_index_files_and_a_larger_one_rebuilds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = Log.open(tmp_path / "small", _CONFIG)
+    small.append(make_batch(1, tag=0), leader_epoch=0)
+    assert small.size_in_bytes <= _CONFIG.index_interval_bytes
+    small.write_back()
+    small.close()
+    large = _written(tmp_path / "large")
+    for name in ("small", "large"):
+        shutil.copytree(tmp_path / name, tmp_path / f"{name}-whole")
+    # A clean stop writes no file for an index with no entry (a log the log manager creates
+    # has none until then); the larger log's first segment lost its index files.
+    for name, base_offset in (("small", 0), ("large", large.segment_base_offsets[0])):
+        for suffix in (".index", ".timeindex"):
+            (tmp_path / name / f"{base_offset:020d}{suffix}").unlink()
+
+    def reopened(name: str, log_end_offset: int) -> Log:
+        return Log.open(
+            tmp_path / name,
+            _CONFIG,
+            clean_shutdown=True,
+            high_watermark=log_end_offset,
+            recovery_point=log_end_offset,
+        )
+
+    rebuilt = {}
+    for name, log in (("small", small), ("large", large)):
+        capsys.readouterr()
+        opened = reopened(name, log.log_end_offset)
+        rebuilt[name] = capsys.readouterr().out.count("segment_index_rebuild")
+        whole = reopened(f"{name}-whole", log.log_end_offset)
+        assert _answers(opened) == _answers(whole)
+        opened.close()
+        whole.close()
+    assert rebuilt == {"small": 0, "large": 1}

@@ -469,3 +469,58 @@ def test_a_new_logs_topic_id_is_in_its_directory_before_any_sync_of_it(
     assert seen
     assert all(PARTITION_METADATA_FILE in names for names in seen)
     manager.close()
+
+
+def test_a_clean_shutdown_makes_every_log_durable_with_one_sync_per_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    journal = tmp_path / "journal"
+    durability.enable_journal(journal)
+    try:
+        manager = LogManager.open(dirs, LogConfig(segment_bytes=400, index_interval_bytes=1))
+        values = {}
+        for index in range(6):
+            log = manager.get_or_create_log(TopicPartition("orders", index), topic_id=ORDERS_ID)
+            for tag in range(index + 2):
+                log.append(make_batch(2, value_size=60, tag=tag), leader_epoch=1 + tag // 3)
+            values[index] = read_values(log)
+        assert any(len(log.segment_base_offsets) > 1 for log in manager.logs.values())
+        file_syncs: list[Path] = []
+        file_system_syncs: list[int] = []
+        real_sync_file, real_sync_directory = durability.sync_file, durability.sync_directory
+        real_syncfs = durability._syncfs
+        assert real_syncfs is not None
+
+        def sync_file(fd: int, path: str | os.PathLike[str]) -> None:
+            file_syncs.append(Path(path))
+            real_sync_file(fd, path)
+
+        def sync_directory(path: str | os.PathLike[str]) -> None:
+            file_syncs.append(Path(path))
+            real_sync_directory(path)
+
+        def syncfs(fd: int) -> int:
+            file_system_syncs.append(fd)
+            return real_syncfs(fd)
+
+        monkeypatch.setattr(durability, "sync_file", sync_file)
+        monkeypatch.setattr(durability, "sync_directory", sync_directory)
+        monkeypatch.setattr(durability, "_syncfs", syncfs)
+        manager.shutdown(broker_epoch=3)
+    finally:
+        durability.disable_journal()
+    assert len(file_system_syncs) == len(dirs)
+    # Only the checkpoints and markers beside the logs were fsynced, nothing of a log.
+    assert file_syncs and all(path.parent in dirs or path in dirs for path in file_syncs)
+    assert all(log.recovery_point == log.log_end_offset for log in manager.logs.values())
+
+    # A power cut right after keeps every log whole: the stop was clean.
+    durability.power_cut(journal, *dirs)
+    reopened = LogManager.open(dirs, LogConfig(segment_bytes=400, index_interval_bytes=1))
+    assert reopened.clean_shutdown
+    assert reopened.broker_epoch_at_start == 3
+    for partition, log in reopened.logs.items():
+        assert read_values(log) == values[partition.partition]
+        assert log.recovery_point == log.log_end_offset
+    reopened.close()
