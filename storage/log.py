@@ -984,7 +984,8 @@ class Log:
         """The file system holding this log was synced after a `write_back` that returned
         `offset`: everything below it is durable, as `flush(offset)` would have made it."""
         with self._flush_lock:
-            self._check_online()
+            if self._offline:
+                return
             if offset == self._log_end_offset:
                 # Nothing was appended since the write-back: all of it was synced.
                 self._unsynced_files = []

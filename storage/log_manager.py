@@ -61,11 +61,11 @@ HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 _MARKER_VERSION = 0
 _DELETED_SUFFIX = "-delete"
-
-T = TypeVar("T")
 # The longest file name the file systems in use take (a name aside for deletion is cut to it).
 _MAX_FILE_NAME = 255
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+T = TypeVar("T")
 
 log = structlog.get_logger(__name__)
 
