@@ -956,9 +956,7 @@ class Log:
                         break
                     segment.sync()
             except OSError as error:
-                self._offline = True
-                log.error("log_flush_failed", directory=str(self.directory), error=str(error))
-                raise LogOfflineError(f"fsync of {self.directory} failed: {error}") from error
+                raise self._flush_failed("fsync", error) from error
             self._recovery_point = max(self._recovery_point, target)
             if target == self._log_end_offset:
                 self._unflushed_messages = 0
@@ -975,10 +973,15 @@ class Log:
                 for segment in self._segments:
                     segment.write_back()
             except OSError as error:
-                self._offline = True
-                log.error("log_flush_failed", directory=str(self.directory), error=str(error))
-                raise LogOfflineError(f"write of {self.directory} failed: {error}") from error
+                raise self._flush_failed("write", error) from error
             return self._log_end_offset
+
+    def _flush_failed(self, what: str, error: OSError) -> LogOfflineError:
+        """The log goes offline after a failed `what` (fsync or write) of a flush: the kernel
+        may have dropped the dirty pages, so only a reopen with recovery can be trusted."""
+        self._offline = True
+        log.error("log_flush_failed", directory=str(self.directory), error=str(error))
+        return LogOfflineError(f"{what} of {self.directory} failed: {error}")
 
     def synced_to(self, offset: int) -> None:
         """The file system holding this log was synced after a `write_back` that returned

@@ -553,29 +553,29 @@ class LogManager:
         it reports an error, each log is flushed on its own, whose fsyncs tell which logs
         failed."""
         started = time.monotonic()
-        if self._file_system_syncs is None:
-            flushed = self._on_every_online_log(Log.flush)
-            log.info("logs_flushed", logs=len(flushed), seconds=_since(started))
-            return
-        written = self._on_every_online_log(Log.write_back)
-        written_back = time.monotonic()
-        try:
-            for file_system in self._file_system_syncs:
-                file_system.sync()
-        except OSError as error:
-            log.error("log_dirs_sync_failed", error=str(error))
-            flushed = self._on_every_online_log(Log.flush)
-            log.info("logs_flushed", logs=len(flushed), seconds=_since(started))
-            return
-        for entry, log_end_offset in written:
-            entry.synced_to(log_end_offset)
-        log.info(
-            "log_dirs_synced",
-            logs=len(written),
-            log_dirs=[str(file_system.directory) for file_system in self._file_system_syncs],
-            write_back_seconds=round(written_back - started, 3),
-            sync_seconds=_since(written_back),
-        )
+        if self._file_system_syncs is not None:
+            written = self._on_every_online_log(Log.write_back)
+            written_back = time.monotonic()
+            try:
+                for file_system in self._file_system_syncs:
+                    file_system.sync()
+            except OSError as error:
+                log.error("log_dirs_sync_failed", error=str(error))
+            else:
+                for entry, log_end_offset in written:
+                    entry.synced_to(log_end_offset)
+                log.info(
+                    "log_dirs_synced",
+                    logs=len(written),
+                    log_dirs=[
+                        str(file_system.directory) for file_system in self._file_system_syncs
+                    ],
+                    write_back_seconds=round(written_back - started, 3),
+                    sync_seconds=_since(written_back),
+                )
+                return
+        flushed = self._on_every_online_log(Log.flush)
+        log.info("logs_flushed", logs=len(flushed), seconds=_since(started))
 
     def _on_every_online_log(self, action: Callable[[Log], T]) -> list[tuple[Log, T]]:
         """`action` (a flush or a write-back) on every online log, many at once (fsyncs and
