@@ -647,10 +647,13 @@ class ReplicaManager:
         # Each close writes a producer snapshot, with no fsync: the node's clean stop then
         # syncs each log directory's whole file system where the kernel can
         # (`LogManager.shutdown`), and a snapshot a power cut loses only lengthens the next
-        # open's replay. Many at once: a node hosts thousands of replicas.
+        # open's replay. Many at once: a node hosts thousands of replicas. Awaited, not
+        # blocked on: closing 10,000 replicas takes seconds, and the node's Raft replica (the
+        # quorum's leader, maybe) goes on answering meanwhile.
         close = functools.partial(Partition.close, durable=False)
+        partitions = list(self.partitions.values())
         with ThreadPoolExecutor(FILE_THREADS, thread_name_prefix="replica-close") as closers:
-            list(closers.map(close, self.partitions.values()))
+            await asyncio.to_thread(lambda: list(closers.map(close, partitions)))
 
     async def _expire_lagging_followers(self) -> None:
         """Kafka's isr-expiration task: every half lag time, leaders drop followers that have

@@ -104,6 +104,11 @@ TICK_INTERVAL_S = 0.02
 # How long the admin API waits for the leader's DescribeQuorum answer (connecting included)
 # before it shows the local view: an admin request must not hang on a dead leader.
 DESCRIBE_QUORUM_TIMEOUT_S = 0.5
+# How long committed entries are applied (each `Ready` hands out a bounded number) before the
+# event loop runs again: a whole large commit held the node for a second or more, its Raft
+# fetches and heartbeats unanswered. Every yield costs the loop a GIL hand-back from busy
+# storage threads, so not one per `Ready`.
+COMMIT_SLICE_S = 0.1
 # Kafka's `metadata.log.max.record.bytes.between.snapshots`.
 DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS = 20 * 1024 * 1024
 # The append time of the last entry a snapshot holds: entries are written with timestamp 0
@@ -248,6 +253,8 @@ class RaftDriver:
         self._failed = False
         # The fsync of the metadata log running in a thread, if any (see the module docstring).
         self._flushing: asyncio.Task[None] | None = None
+        # A `_process` call due on the next loop iteration (`_process_soon`).
+        self._process_due: asyncio.Handle | None = None
         # Its own thread: in the shared default executor the fsync could queue behind slow
         # work (log cleaning, password hashing) and hold up every vote and commit meanwhile.
         self._fsync_thread = ThreadPoolExecutor(1, thread_name_prefix="metadata-log-fsync")
@@ -331,6 +338,8 @@ class RaftDriver:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
+        if self._process_due is not None:
+            self._process_due.cancel()
         await self._flushes_done()
         for task in list(self._tasks):
             task.cancel()
@@ -480,6 +489,7 @@ class RaftDriver:
         node = self._require_node()
         # A listener told of a commit may append, which applies the next `Ready` (nested)
         # and may start an fsync: nothing more is applied until it completes.
+        slice_ends = time.monotonic() + COMMIT_SLICE_S
         while self._flushing is None:
             ready = node.take_ready()
             if _is_empty(ready):
@@ -491,6 +501,19 @@ class RaftDriver:
                 self._flushing = asyncio.create_task(self._flush_then_finish(ready))
                 return
             self._finish_ready(ready)
+            if node.has_committed_to_hand_out and time.monotonic() >= slice_ends:
+                # The rest of a large commit is applied on later loop iterations, after the
+                # requests and responses that arrived meanwhile.
+                self._process_soon()
+                return
+
+    def _process_soon(self) -> None:
+        if self._process_due is None:
+            self._process_due = asyncio.get_running_loop().call_soon(self._process_when_due)
+
+    def _process_when_due(self) -> None:
+        self._process_due = None
+        self._process()
 
     async def _flush_then_finish(self, ready: Ready) -> None:
         """fsync the metadata log in a thread, tell the node, finish `ready` (messages, high

@@ -3,6 +3,7 @@ and after truncation, so a restarted replica replays only the batches after the 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -342,6 +343,48 @@ async def test_a_clean_stop_writes_the_snapshots_unsynced_and_its_file_system_sy
         assert found is not None
         assert found[0] == index + 1
         assert found[1].to_snapshot() == partition.producers.to_snapshot()
+
+
+async def test_the_event_loop_runs_on_while_the_replicas_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Closing thousands of replicas takes seconds; the node's Raft replica answers meanwhile.
+    logs = LogManager.open([tmp_path / "data"])
+    manager = ReplicaManager(BROKER, logs, MetadataReplayer(), LogConfig(), KAFKA_DEFAULTS)
+    for index in range(4):
+        partition = Partition(
+            "t", UUID(int=1), index, BROKER, logs.get_or_create_log(TopicPartition("t", index))
+        )
+        partition.apply(PartitionState(replicas=(1,), isr=(1,), leader=BROKER))
+        manager.partitions[("t", index)] = partition
+    closing = threading.Event()
+    release = threading.Event()
+    close = Partition.close
+
+    closed: list[int] = []
+
+    def slow_close(partition: Partition, *, durable: bool = True) -> None:
+        closing.set()
+        # Bounded, so that a stop blocking the loop fails this test instead of hanging.
+        release.wait(10)
+        close(partition, durable=durable)
+        closed.append(partition.partition_id)
+
+    monkeypatch.setattr(Partition, "close", slow_close)
+    stopping = asyncio.create_task(manager.stop())
+    async with asyncio.timeout(10):
+        while not closing.is_set():
+            await asyncio.sleep(0.01)
+    ticks = 0
+    for _ in range(3):
+        await asyncio.sleep(0.01)
+        ticks += 1
+    assert ticks == 3 and not stopping.done()
+    release.set()
+    async with asyncio.timeout(10):
+        await stopping
+    assert sorted(closed) == [0, 1, 2, 3]
+    logs.shutdown(broker_epoch=1)
 
 
 def test_a_rolls_snapshot_is_written_on_the_writer_thread_in_order(

@@ -275,6 +275,31 @@ def test_leader_counts_its_own_entries_only_once_fsynced() -> None:
     assert [entry.data for entry in ready.committed] == [b"", b"a", b"b"]
 
 
+def test_a_large_commit_is_handed_out_a_bounded_number_of_entries_per_ready() -> None:
+    node = RaftNode(
+        node_id=1,
+        voters=(1,),
+        config=RaftConfig(max_committed_per_ready=2),
+        jitter=no_jitter,
+        quorum_state=QuorumState(),
+        log=(),
+        now_ms=0,
+    )
+    node.tick(5_000)
+    node.append([b"a", b"b", b"c", b"d"])
+    node.take_ready()
+    node.fsync_completed(node.log_end_offset, 5_001)
+    assert node.high_watermark == 5
+    handed_out = []
+    while node.has_committed_to_hand_out:
+        committed = node.take_ready().committed
+        assert 0 < len(committed) <= 2
+        handed_out += committed
+    assert [entry.data for entry in handed_out] == [b"", b"a", b"b", b"c", b"d"]
+    assert [entry.offset for entry in handed_out] == list(range(5))
+    assert node.take_ready().committed == []
+
+
 def test_leader_does_not_count_itself_for_entries_its_flush_has_not_reached() -> None:
     # Five voters: two followers and the leader make the majority, so the commit needs the
     # leader's own fsync. The driver fsyncs in a thread while appends go on: a completed flush
