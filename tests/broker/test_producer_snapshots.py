@@ -313,6 +313,18 @@ async def test_stopping_the_replica_manager_snapshots_every_partition(tmp_path: 
         assert state.to_snapshot() == partition.producers.to_snapshot() == replayed(partition.log)
 
 
+def leading(logs: LogManager, count: int) -> ReplicaManager:
+    """A replica manager leading partitions 0 to `count` - 1 of topic `t` alone."""
+    manager = ReplicaManager(BROKER, logs, MetadataReplayer(), LogConfig(), KAFKA_DEFAULTS)
+    for index in range(count):
+        partition = Partition(
+            "t", UUID(int=1), index, BROKER, logs.get_or_create_log(TopicPartition("t", index))
+        )
+        partition.apply(PartitionState(replicas=(1,), isr=(1,), leader=BROKER))
+        manager.partitions[("t", index)] = partition
+    return manager
+
+
 async def test_a_clean_stop_writes_the_snapshots_unsynced_and_its_file_system_sync_keeps_them(
     tmp_path: Path,
 ) -> None:
@@ -322,13 +334,8 @@ async def test_a_clean_stop_writes_the_snapshots_unsynced_and_its_file_system_sy
     try:
         # Segments that do not roll: the only snapshots are those of the stop.
         logs = LogManager.open([data])
-        manager = ReplicaManager(BROKER, logs, MetadataReplayer(), LogConfig(), KAFKA_DEFAULTS)
-        for index in range(3):
-            partition = Partition(
-                "t", UUID(int=1), index, BROKER, logs.get_or_create_log(TopicPartition("t", index))
-            )
-            partition.apply(PartitionState(replicas=(1,), isr=(1,), leader=BROKER))
-            manager.partitions[("t", index)] = partition
+        manager = leading(logs, 3)
+        for (_, index), partition in manager.partitions.items():
             produce(partition, range(index + 1), producer_id=100 + index)
         await manager.stop()
         # No fsync per snapshot (thousands of replicas stop at once)...
@@ -350,13 +357,7 @@ async def test_the_event_loop_runs_on_while_the_replicas_close(
 ) -> None:
     # Closing thousands of replicas takes seconds; the node's Raft replica answers meanwhile.
     logs = LogManager.open([tmp_path / "data"])
-    manager = ReplicaManager(BROKER, logs, MetadataReplayer(), LogConfig(), KAFKA_DEFAULTS)
-    for index in range(4):
-        partition = Partition(
-            "t", UUID(int=1), index, BROKER, logs.get_or_create_log(TopicPartition("t", index))
-        )
-        partition.apply(PartitionState(replicas=(1,), isr=(1,), leader=BROKER))
-        manager.partitions[("t", index)] = partition
+    manager = leading(logs, 4)
     closing = threading.Event()
     release = threading.Event()
     close = Partition.close

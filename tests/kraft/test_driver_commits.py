@@ -38,35 +38,38 @@ class _Recorder:
         del snapshot_id, records
 
 
-async def test_a_large_commit_reaches_the_listeners_in_pieces_with_the_loop_free_between(
-    elected: tuple[RaftDriver, Log],  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # No time to apply commits before the loop runs again: it runs after every piece.
-    monkeypatch.setattr(kraft.driver, "COMMIT_SLICE_S", 0.0)
-    driver, _ = elected
+async def commit_two_and_a_half_pieces(driver: RaftDriver) -> list[int | str]:
+    """Commits 2.5 pieces' worth of entries in one append; what the listener saw, in order,
+    once the append resolved (with the last piece: every entry was handed out by then)."""
     bound = driver.config.max_committed_per_ready
     recorder = _Recorder()
     driver.add_listener(recorder)
     pending = driver.submit([b"r%d" % i for i in range(2 * bound + bound // 2)])
     async with asyncio.timeout(30):
         assert await pending.committed == pending.end_offset
-    # The append resolves with the last piece: every entry was handed out by then, in order.
     assert recorder.offsets == list(range(pending.base_offset, pending.end_offset))
-    assert recorder.seen == [bound, "loop ran", bound, bound // 2]
+    return recorder.seen
 
 
-async def test_a_large_commit_is_applied_at_once_within_the_time_slice(
+@pytest.mark.parametrize(
+    ("slice_s", "loop_runs_after"),
+    [
+        # No time to apply commits before the loop runs again: it runs after every piece.
+        (0.0, 1),
+        # Every yield costs the loop a GIL hand-back: within the slice the pieces follow at once.
+        (60.0, 3),
+    ],
+    ids=["after-each-piece", "within-the-slice"],
+)
+async def test_a_large_commit_reaches_the_listeners_in_pieces_with_the_loop_free_between(
     elected: tuple[RaftDriver, Log],  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
+    slice_s: float,
+    loop_runs_after: int,
 ) -> None:
-    # Every yield costs the loop a GIL hand-back: within the slice the pieces follow at once.
-    monkeypatch.setattr(kraft.driver, "COMMIT_SLICE_S", 60.0)
+    monkeypatch.setattr(kraft.driver, "COMMIT_SLICE_S", slice_s)
     driver, _ = elected
     bound = driver.config.max_committed_per_ready
-    recorder = _Recorder()
-    driver.add_listener(recorder)
-    pending = driver.submit([b"r%d" % i for i in range(2 * bound + bound // 2)])
-    async with asyncio.timeout(30):
-        await pending.committed
-    assert recorder.seen == [bound, bound, bound // 2, "loop ran"]
+    pieces: list[int | str] = [bound, bound, bound // 2]
+    pieces.insert(loop_runs_after, "loop ran")
+    assert await commit_two_and_a_half_pieces(driver) == pieces
