@@ -7,7 +7,8 @@ under-replicated, under-min-ISR and leader counts for the partitions it leads), 
 the metadata image says (offline partitions, brokers, fenced brokers) and the node's view of the
 controller quorum (role, epoch, high watermark, lag), and the broker's KIP-227 fetch sessions
 (Kafka's NumIncrementalFetchSessions, NumIncrementalFetchPartitionsCached, evictions). Unclean
-recoveries are counted as the node derives their events from the metadata log (`count_event`).
+recoveries are counted as the node derives their events from the metadata log (`count_event`),
+and the event loop's lag as the node measures it (`observe_loop_lag`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from kio.schema.index import api_key_map
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -41,6 +42,8 @@ __all__ = [
 
 # Produce and fetch answer in well under a millisecond to a few seconds (long polls).
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+# The event loop is late by a few milliseconds when busy; by seconds it holds up the quorum.
+_LOOP_LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 # Their `le` labels as prometheus_client writes them (1 -> "1.0"), and the last, unbounded one.
 _LATENCY_BUCKET_LABELS = (*(repr(float(bound)) for bound in _LATENCY_BUCKETS), "+Inf")
 
@@ -345,6 +348,16 @@ class NodeMetrics:
             ["strategy"],
             registry=self.registry,
         )
+        self._loop_lag = Histogram(
+            "kraft_event_loop_lag_seconds",
+            "How much later than asked the node's event loop ran a periodic check",
+            buckets=_LOOP_LAG_BUCKETS,
+            registry=self.registry,
+        )
+
+    def observe_loop_lag(self, seconds: float) -> None:
+        """One measurement of the event loop's lag (`node.loop_stalls`)."""
+        self._loop_lag.observe(seconds)
 
     def count_event(self, event: MetadataEvent) -> None:
         """Counts the potential data-loss events of unclean recoveries; give it every event

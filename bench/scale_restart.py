@@ -16,7 +16,10 @@ that is not the active controller is stopped (SIGTERM: a controlled shutdown; or
 - `stop_s`: how long the controlled shutdown took (clean restarts only);
 - `phases`: the same times split by the node's own log events (seconds from the previous
   one): `leaderships_moved`, `broker_stopped`, `logs_flushed` of the stop; `logs_opened`
-  (from the process start), `raft_started`, `metadata_replayed`, `registered`, `unfenced`.
+  (from the process start), `raft_started`, `metadata_replayed`, `registered`, `unfenced`;
+- `longest_stalls`: by node, the longest stall of its event loop (`event_loop_stalled`, logged
+  from 0.5 s on; 0 for none) from the stop until the ISRs are full again; `longest_stall_s`
+  is the longest over every run and node.
 Medians are over the runs. Prints one JSON object; every process is killed at the end.
 With `--profile DIR`, py-spy records each stopped node from the SIGTERM until it exits
 (`stop<N>.txt`, idle threads included: the storage threads wait on fsyncs there), and each
@@ -184,6 +187,27 @@ def _phases(log_path: Path, from_byte: int, stopped_at: float) -> dict[str, floa
     return phases
 
 
+def _longest_stalls(cluster: Cluster, logs_from: dict[int, int]) -> dict[str, float]:
+    """By node, its event loop's longest stall logged (`event_loop_stalled`: 0.5 s or more)
+    in its log after byte `logs_from[node]`; 0 for none."""
+    longest: dict[str, float] = {}
+    for node_id, node in cluster.nodes.items():
+        stalls = [0.0]
+        with node.log_path.open("rb") as lines:
+            lines.seek(logs_from.get(node_id, 0))
+            for line in lines:
+                if b"event_loop_stalled" not in line:
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict) and event.get("event") == "event_loop_stalled":
+                    stalls.append(float(event["seconds"]))
+        longest[str(node_id)] = max(stalls)
+    return longest
+
+
 def _elect_preferred(cluster: Cluster, node_id: int, topics: list[str], partitions: int) -> None:
     """Leadership back to each partition's preferred replica (where it is not already)."""
     asked = [
@@ -222,7 +246,11 @@ def _restart_once(
     of the start's profile)."""
     result: dict[str, Any] = {}
     node = cluster.nodes[node_id]
-    log_from = node.log_path.stat().st_size if node.log_path.exists() else 0
+    logs_from = {
+        each: peer.log_path.stat().st_size if peer.log_path.exists() else 0
+        for each, peer in cluster.nodes.items()
+    }
+    log_from = logs_from[node_id]
     stopped_at = time.time()
     if kill:
         cluster.kill(node_id)
@@ -260,6 +288,7 @@ def _restart_once(
         time.sleep(0.05)
     result["isr_full_s"] = time.monotonic() - ready
     result["phases"] = _phases(node.log_path, log_from, stopped_at)
+    result["longest_stalls"] = _longest_stalls(cluster, logs_from)
     if profiler is not None:
         profiler.wait(timeout=timeout)
     return result
@@ -337,8 +366,9 @@ def measure(
         "runs": samples,
     }
     for key in samples[0]:
-        if key != "phases":
+        if key not in ("phases", "longest_stalls"):
             summary[f"{key}_median"] = round(statistics.median(s[key] for s in samples), 3)
+    summary["longest_stall_s"] = max(max(s["longest_stalls"].values()) for s in samples)
     summary["phases_median"] = {
         phase: round(statistics.median(s["phases"][phase] for s in samples), 3)
         for phase in samples[0]["phases"]

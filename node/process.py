@@ -80,6 +80,7 @@ from net.tasks import set_fatal_handler, start_essential
 from node.bootstrap_records import read_bootstrap_records
 from node.config import NodeConfig, Role
 from node.log_opening import open_logs_in_background
+from node.loop_stalls import watch_loop_stalls
 from storage.log import Log, LogConfig
 from storage.log_manager import LogManager, TopicPartition
 
@@ -848,6 +849,7 @@ async def serve(
         lambda: None if broker is None else broker.fetch_session_state(),
     )
     events.listeners.append(node_metrics.count_event)
+    loop_stalls = start_essential(watch_loop_stalls(node_metrics.observe_loop_lag), "loop-stalls")
     if is_broker:
         broker = BrokerRole(config, replayer, logs, node_metrics.requests, incarnation_id)
         driver.add_listener(broker.replicas)
@@ -930,5 +932,6 @@ async def serve(
     if runner is not None:
         await runner.cleanup()
     await admin_controller.close()
+    loop_stalls.cancel()
     logs.shutdown(broker_epoch=broker_epoch)
     log.info("node_stopped", node_id=config.node_id)

@@ -117,3 +117,16 @@ def test_unclean_recoveries_are_counted_by_strategy() -> None:
     text = metrics.render().decode()
     assert 'kraft_unclean_recoveries_total{strategy="balanced"} 2.0' in text
     assert 'kraft_unclean_recoveries_total{strategy="manual"} 1.0' in text
+
+
+def test_the_event_loops_lag_is_a_histogram() -> None:
+    metrics = NodeMetrics(lambda: MetadataImage.EMPTY, list, lambda: None)
+    for seconds in (0.001, 0.002, 0.3, 1.7):
+        metrics.observe_loop_lag(seconds)
+    found = samples(metrics)
+    assert found[("kraft_event_loop_lag_seconds_count", ())] == 4
+    assert found[("kraft_event_loop_lag_seconds_bucket", (("le", "0.005"),))] == 2
+    assert found[("kraft_event_loop_lag_seconds_bucket", (("le", "0.25"),))] == 2
+    assert found[("kraft_event_loop_lag_seconds_bucket", (("le", "0.5"),))] == 3
+    assert found[("kraft_event_loop_lag_seconds_bucket", (("le", "+Inf"),))] == 4
+    assert abs(found[("kraft_event_loop_lag_seconds_sum", ())] - 2.003) < 1e-9
