@@ -42,10 +42,10 @@ __all__ = [
 
 # Produce and fetch answer in well under a millisecond to a few seconds (long polls).
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
-# The event loop is late by a few milliseconds when busy; by seconds it holds up the quorum.
-_LOOP_LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 # Their `le` labels as prometheus_client writes them (1 -> "1.0"), and the last, unbounded one.
 _LATENCY_BUCKET_LABELS = (*(repr(float(bound)) for bound in _LATENCY_BUCKETS), "+Inf")
+# The event loop is late by a few milliseconds when busy; by seconds it holds up the quorum.
+_LOOP_LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 
 
 @dataclass(frozen=True, slots=True)
