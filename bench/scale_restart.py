@@ -39,6 +39,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Container, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -164,17 +165,10 @@ def _phases(log_path: Path, from_byte: int, stopped_at: float) -> dict[str, floa
     `from_byte`; the stop phases count from `stopped_at` (wall clock), the first start phase
     from the node's `node_stopped` (its new process started right after)."""
     seen: dict[str, float] = {}
-    with log_path.open("rb") as lines:
-        lines.seek(from_byte)
-        for line in lines:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            name = event.get("event") if isinstance(event, dict) else None
-            if name in dict(_PHASES) and name not in seen:
-                stamp = event["timestamp"].replace("Z", "+00:00")
-                seen[name] = datetime.datetime.fromisoformat(stamp).timestamp()
+    for event in _log_events(log_path, from_byte, dict(_PHASES)):
+        if event["event"] not in seen:
+            stamp = event["timestamp"].replace("Z", "+00:00")
+            seen[event["event"]] = datetime.datetime.fromisoformat(stamp).timestamp()
     phases: dict[str, float] = {}
     previous = stopped_at
     for event_name, phase in _PHASES:
@@ -190,22 +184,31 @@ def _phases(log_path: Path, from_byte: int, stopped_at: float) -> dict[str, floa
 def _longest_stalls(cluster: Cluster, logs_from: dict[int, int]) -> dict[str, float]:
     """By node, its event loop's longest stall logged (`event_loop_stalled`: 0.5 s or more)
     in its log after byte `logs_from[node]`; 0 for none."""
-    longest: dict[str, float] = {}
-    for node_id, node in cluster.nodes.items():
-        stalls = [0.0]
-        with node.log_path.open("rb") as lines:
-            lines.seek(logs_from.get(node_id, 0))
-            for line in lines:
-                if b"event_loop_stalled" not in line:
-                    continue
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(event, dict) and event.get("event") == "event_loop_stalled":
-                    stalls.append(float(event["seconds"]))
-        longest[str(node_id)] = max(stalls)
-    return longest
+    return {
+        str(node_id): max(
+            (
+                float(event["seconds"])
+                for event in _log_events(
+                    node.log_path, logs_from.get(node_id, 0), {"event_loop_stalled"}
+                )
+            ),
+            default=0.0,
+        )
+        for node_id, node in cluster.nodes.items()
+    }
+
+
+def _log_events(log_path: Path, from_byte: int, names: Container[str]) -> Iterator[dict[str, Any]]:
+    """The JSON events named in `names` that the node logged after byte `from_byte`."""
+    with log_path.open("rb") as lines:
+        lines.seek(from_byte)
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and event.get("event") in names:
+                yield event
 
 
 def _elect_preferred(cluster: Cluster, node_id: int, topics: list[str], partitions: int) -> None:
