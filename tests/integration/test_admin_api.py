@@ -577,6 +577,12 @@ def test_metrics_show_requests_replicas_and_the_quorum(cluster: Cluster) -> None
         if name == "kraft_quorum_role" and value == 1
     }
     assert roles == {"leader", "follower"}
+    # Every node watches its event loop's lag, ten times a second since it started.
+    for node_id in cluster.nodes:
+        lags = scrape(node_id)
+        measured = lags["kraft_event_loop_lag_seconds_count", ()]
+        assert measured > 10
+        assert lags["kraft_event_loop_lag_seconds_bucket", (("le", "+Inf"),)] == measured
 
 
 def test_without_a_quorum_mutations_answer_503_and_reads_still_work(cluster: Cluster) -> None:
