@@ -14,7 +14,6 @@ responses are encoded by `net.fetch_response` with the record bytes as the log s
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import typing
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -44,7 +43,8 @@ from controller.topics import INTERNAL_TOPICS
 from net import messages
 from net.api_keys import ApiKey
 from net.api_registry import ApiRegistry, PreEncodedResponse, RequestContext
-from net.fetch_response import encode_fetch_response
+from net.buffer_gatherer import Buffer
+from net.fetch_response import PartitionFetched, encode_fetch_answers
 from net.produce_response import PartitionProduced, encode_produce_response
 from net.protocol import NO_THROTTLE, field_entity_type, make_entity
 
@@ -133,6 +133,8 @@ _FETCH_TOPIC_IDS = 13
 _FETCH_LOG_START_OFFSET = 5
 _FETCH_CURRENT_LEADER_EPOCH = 9
 _FETCH_LAST_FETCHED_EPOCH = 12
+# A FetchResponse's (epoch, end offset) or (leader id, leader epoch) left out.
+_NOT_SET = (-1, -1)
 _LIST_OFFSETS_CURRENT_LEADER_EPOCH = 4
 
 
@@ -465,8 +467,9 @@ class DataApis:
             now_ms=_now_ms(),
         )
         if session.error is not ErrorCode.none:
-            response = _fetch_response(version, [], session_id=0, error=session.error)
-            return PreEncodedResponse(encode_fetch_response(response))
+            return PreEncodedResponse(
+                _fetch_response(version, [], session_id=0, error=session.error)
+            )
         wanted = _FetchWanted(
             replica_id,
             round(request.max_wait.total_seconds() * 1000),
@@ -486,8 +489,7 @@ class DataApis:
                 replica_id=replica_id,
                 partitions=len(requested),
             )
-        response = _fetch_response(version, answered, session_id=session.session_id)
-        return PreEncodedResponse(encode_fetch_response(response))
+        return PreEncodedResponse(_fetch_response(version, answered, session_id=session.session_id))
 
     def _requested_partitions(
         self, request: messages.FetchRequest, version: int, replica_id: int
@@ -770,51 +772,32 @@ def _fetch_response(
     *,
     session_id: int,
     error: ErrorCode = ErrorCode.none,
-) -> messages.FetchResponse:
-    schema = messages.FETCH_RESPONSES[version]
-    topic_type = field_entity_type(schema, "responses")
-    partition_type = field_entity_type(topic_type, "partitions")
-    nested: dict[str, type] = {}
-    for field_name in ("diverging_epoch", "current_leader"):
-        with contextlib.suppress(TypeError):
-            nested[field_name] = field_entity_type(partition_type, field_name)
-    by_topic: dict[tuple[str | None, UUID | None], list[object]] = {}
+) -> list[Buffer]:
+    """The body of a FetchResponse of `version` carrying `answered`, grouped by topic in the
+    order the partitions come."""
+    by_topic: dict[tuple[str | None, UUID | None], list[PartitionFetched]] = {}
     for requested, result in answered:
-        values: dict[str, object] = {
-            "partition_index": requested.key[1],
-            "error_code": result.error,
-            "high_watermark": result.high_watermark,
-            "last_stable_offset": result.high_watermark,
-            "log_start_offset": result.log_start_offset,
-            "aborted_transactions": None,
-            "preferred_read_replica": result.preferred_read_replica,
-            # Kafka sends empty records, never null: librdkafka refuses a null record set.
-            "records": b"" if result.records is None else result.records,
-        }
-        if result.diverging_epoch is not None and "diverging_epoch" in nested:
-            epoch, end_offset = result.diverging_epoch
-            values["diverging_epoch"] = nested["diverging_epoch"](
-                epoch=epoch, end_offset=end_offset
-            )
-        if result.leader[0] >= 0 and "current_leader" in nested:
-            leader_id, leader_epoch = result.leader
-            values["current_leader"] = nested["current_leader"](
-                leader_id=leader_id, leader_epoch=leader_epoch
-            )
         by_topic.setdefault((requested.topic, requested.topic_id), []).append(
-            make_entity(partition_type, **values)
+            PartitionFetched(
+                requested.key[1],
+                result.error,
+                result.high_watermark,
+                result.high_watermark,
+                result.log_start_offset,
+                # Kafka sends empty records, never null: librdkafka refuses a null record set.
+                b"" if result.records is None else result.records,
+                None,
+                result.preferred_read_replica,
+                _NOT_SET if result.diverging_epoch is None else result.diverging_epoch,
+                # A leader id of -1 (none now) is not told, whatever its epoch.
+                result.leader if result.leader[0] >= 0 else _NOT_SET,
+            )
         )
-    return make_entity(
-        schema,
-        throttle_time=NO_THROTTLE,
+    return encode_fetch_answers(
+        version,
+        [(name or "", topic_id, partitions) for (name, topic_id), partitions in by_topic.items()],
         error_code=error,
         session_id=session_id,
-        responses=tuple(
-            make_entity(
-                topic_type, topic=name or "", topic_id=topic_id, partitions=tuple(partitions)
-            )
-            for (name, topic_id), partitions in by_topic.items()
-        ),
     )
 
 
