@@ -464,13 +464,6 @@ class Partition:
     def isr_size(self) -> int:
         return 0 if self.state is None else len(self.state.isr)
 
-    def maximal_isr(self) -> frozenset[int]:
-        """The ISR plus any member a pending change adds (Kafka's maximal ISR): a replica
-        about to join counts for the high watermark before the metadata log says it joined,
-        so the high watermark never passes the log end of an ISR member."""
-        assert self.state is not None
-        return frozenset(self.state.isr) | frozenset(self.pending_isr or ())
-
     def record_follower_fetch(
         self, replica: int, fetch_offset: int, now_ms: int, log_start_offset: int = -1
     ) -> tuple[int, ...] | None:
@@ -529,12 +522,17 @@ class Partition:
             self._min_insync_replicas, len(self.state.replicas)
         ):
             return False
-        log_end_offsets = [self.log.log_end_offset]
-        for replica in self.maximal_isr():
-            if replica != self.broker_id:
-                follower = self.followers.get(replica)
-                log_end_offsets.append(-1 if follower is None else follower.log_end_offset)
-        candidate = min(log_end_offsets)
+        candidate = self.log.log_end_offset
+        followers = self.followers
+        # Over the maximal ISR (Kafka's): the ISR plus any member a pending change adds, so
+        # that a replica about to join counts before the metadata log says it joined and the
+        # high watermark never passes the log end of an ISR member. (Not built as a set: a
+        # member counted twice changes no minimum.)
+        for members in (self.state.isr, self.pending_isr or ()):
+            for replica in members:
+                if replica != self.broker_id:
+                    follower = followers.get(replica)
+                    candidate = min(candidate, -1 if follower is None else follower.log_end_offset)
         if candidate <= self.log.high_watermark:
             return False
         self.log.update_high_watermark(candidate)

@@ -55,7 +55,13 @@ from broker.configs import topic_log_config
 from broker.isr_changes import IsrChangeSender
 from broker.metadata_api import DEFAULT_LISTENER
 from broker.offsets import OffsetAnswer
-from broker.partition import LeaderAppend, NotLeaderError, Partition, until_any_changes
+from broker.partition import (
+    LeaderAppend,
+    NotLeaderError,
+    Partition,
+    until_any_changes,
+    wake_waiter,
+)
 from broker.partition_changes import PartitionChanges
 from broker.producer_state import ActiveProducer, ProducerStateError
 from broker.replica_fetcher import ReplicaFetcherManager
@@ -780,10 +786,23 @@ class ReplicaManager:
         """The answer to an acks=all append once the high watermark passed it (Kafka's
         DelayedProduce): success only if this replica led throughout, in the epoch it appended
         in; a leadership lost even for a moment may have truncated the records."""
+        waiter = partition.until_high_watermark(required)
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            wake_waiter(waiter)
+
+        # A timer of its own rather than asyncio.timeout, which costs several times as much on
+        # the path of every acks=all answer.
+        timer = asyncio.get_running_loop().call_at(deadline, expire)
         try:
-            async with asyncio.timeout_at(deadline):
-                await partition.until_high_watermark(required)
-        except TimeoutError:
+            await waiter
+        finally:
+            timer.cancel()
+            waiter.cancel()
+        if expired and partition.high_watermark < required:
             return ProduceResult(ErrorCode.request_timed_out)
         return self._replicated_answer(partition, required, leader_epoch, appended)
 
