@@ -801,7 +801,6 @@ class ReplicaManager:
             await waiter
         finally:
             timer.cancel()
-            waiter.cancel()
         if expired and partition.high_watermark < required:
             return ProduceResult(ErrorCode.request_timed_out)
         return self._replicated_answer(partition, required, leader_epoch, appended)

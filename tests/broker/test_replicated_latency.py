@@ -157,3 +157,18 @@ async def test_an_acks_all_produce_over_many_partitions_times_out_only_the_uncom
     assert middle.error is ErrorCode.request_timed_out
     # The high watermark waits of the request are all gone with it.
     assert all(not leader.partition(p)._high_watermark_waiters for p in (0, 2))
+
+
+async def test_an_acks_all_produce_to_one_partition_times_out_at_its_deadline(
+    three: tuple[Broker, Broker, Broker],
+) -> None:
+    leader, second, _ = three
+    produce = acks_all_to(leader, 1, 200)
+    await settle()
+    # One follower has the batch; the other never fetches it.
+    await replicate(leader, second)
+    await replicate(leader, second)
+    (answer,) = await asyncio.wait_for(produce, 10)
+    assert answer.error is ErrorCode.request_timed_out
+    assert leader.partition().high_watermark == 0
+
