@@ -5,7 +5,7 @@
 
 Three combined nodes, a one-partition topic of replication factor 3 with min.insync.replicas
 2, 100-byte values, acks=all, measured with confluent-kafka (librdkafka's own per-message
-latency, produce call to delivery report):
+latency, produce call to delivery report, the reports served by a thread as they arrive):
 
 1. `paced_1000_linger_0`: 1,000 msg/s paced, linger.ms 0 (about one message per request);
 2. `paced_10000_linger_5`: 10,000 msg/s paced, linger.ms 5;
