@@ -8,7 +8,10 @@ Three combined nodes, a one-partition topic of replication factor 3 with min.ins
 latency, produce call to delivery report, the reports served by a thread as they arrive):
 
 1. `paced_1000_linger_0`: 1,000 msg/s paced, linger.ms 0 (about one message per request);
-2. `paced_10000_linger_5`: 10,000 msg/s paced, linger.ms 5;
+2. `paced_10000_linger_5`: 10,000 msg/s paced, linger.ms 5; and, as a control,
+   `paced_10000_linger_5_acks_0`, the same with acks=0: a message's wait in the client for its
+   batch to fill or linger out (about half of linger.ms) and its sending, which no broker can
+   take off the second row's figures;
 3. `many_clients`: the first row again, alone, then while a helper process holds
    `--connections` idle connections (each exchanged ApiVersions once) to the partition's
    leader, then with `--producers` producers added (ours, acks=all, linger 0,
@@ -77,12 +80,12 @@ def rss_kib(pid: int) -> int:
 
 
 def paced_latency(
-    bootstrap: str, topic: str, rate: int, seconds: float, linger_ms: float
+    bootstrap: str, topic: str, rate: int, seconds: float, linger_ms: float, acks: str = "all"
 ) -> dict[str, Any]:
     """Produce `rate` msg/s for `seconds` (after a one-second warm-up not counted) with
-    acks=all; the latency per message, p50/p99/max in ms, from the produce call until the
-    application holds its delivery report."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms})
+    `acks`; the latency per message, p50/p99/max in ms, from the produce call until the
+    application holds its delivery report (with acks=0, once the message was sent)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": linger_ms})
     latencies: list[float] = []
     errors = [0]
     counting = [False]
@@ -134,6 +137,7 @@ def paced_latency(
     return {
         "rate": rate,
         "linger_ms": linger_ms,
+        "acks": acks,
         "messages": len(latencies),
         "errors": errors[0],
         "p50_ms": percentile(latencies, 0.5),
@@ -160,7 +164,7 @@ def machine_cpu_ticks() -> tuple[int, int, int]:
 
 
 def paced_run(
-    cluster: Cluster, topic: str, rate: int, seconds: float, linger_ms: float
+    cluster: Cluster, topic: str, rate: int, seconds: float, linger_ms: float, acks: str = "all"
 ) -> dict[str, Any]:
     """One `paced_latency` repetition with the CPU milliseconds the three nodes spent per
     1,000 messages (a figure the other load on a shared machine disturbs less), the load
@@ -169,7 +173,7 @@ def paced_run(
     load_before = load_average()
     busy_before, stolen_before, total_before = machine_cpu_ticks()
     before = cpu_seconds(cluster)
-    run = paced_latency(cluster.bootstrap, topic, rate, seconds, linger_ms)
+    run = paced_latency(cluster.bootstrap, topic, rate, seconds, linger_ms, acks)
     spent = cpu_seconds(cluster) - before
     busy, stolen, total = machine_cpu_ticks()
     elapsed = max(total - total_before, 1)
@@ -197,12 +201,16 @@ def medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def paced_rows(cluster: Cluster, seconds: float, repeat: int) -> dict[str, dict[str, Any]]:
-    """The two paced rows to topic `latency`, `repeat` times each, alternating."""
-    settings = {"paced_1000_linger_0": (1000, 0.0), "paced_10000_linger_5": (10_000, 5.0)}
+    """The paced rows to topic `latency`, `repeat` times each, alternating."""
+    settings = {
+        "paced_1000_linger_0": (1000, 0.0, "all"),
+        "paced_10000_linger_5": (10_000, 5.0, "all"),
+        "paced_10000_linger_5_acks_0": (10_000, 5.0, "0"),
+    }
     runs: dict[str, list[dict[str, Any]]] = {row: [] for row in settings}
     for _ in range(repeat):
-        for row, (rate, linger_ms) in settings.items():
-            runs[row].append(paced_run(cluster, "latency", rate, seconds, linger_ms))
+        for row, (rate, linger_ms, acks) in settings.items():
+            runs[row].append(paced_run(cluster, "latency", rate, seconds, linger_ms, acks))
     return {row: medians(rows) for row, rows in runs.items()}
 
 
