@@ -60,13 +60,6 @@ log = structlog.get_logger(__name__)
 
 # Kafka's replica.fetch.* defaults.
 FETCH_MAX_WAIT = datetime.timedelta(milliseconds=500)
-# The v12 request's classes, called with plain ints: kio's field types are phantom types whose
-# constructors validate (about 0.8 µs each, a dozen per request), and its generic make_entity
-# costs more again; the encoder packs every value with `struct`, which range-checks it.
-_FetchPartition: Any = fetch_v12.request.FetchPartition
-_FetchTopic: Any = fetch_v12.request.FetchTopic
-_ForgottenTopic: Any = fetch_v12.request.ForgottenTopic
-_FetchRequest: Any = fetch_v12.FetchRequest
 FETCH_MAX_BYTES = 10 * 1024 * 1024
 PARTITION_MAX_BYTES = 1024 * 1024
 BACKOFF_S = 1.0
@@ -76,6 +69,13 @@ THROTTLE_RECHECK_S = 0.1
 
 # The answer to one partition of a Fetch (v12, the version sent).
 FetchAnswer = fetch_v12.response.PartitionData
+# The v12 request's classes, called with plain ints: kio's field types are phantom types whose
+# constructors validate (about 0.8 µs each, a dozen per request), and its generic make_entity
+# costs more again; the encoder packs every value with `struct`, which range-checks it.
+_FetchPartition: Any = fetch_v12.request.FetchPartition
+_FetchTopic: Any = fetch_v12.request.FetchTopic
+_ForgottenTopic: Any = fetch_v12.request.ForgottenTopic
+_FetchRequest: Any = fetch_v12.FetchRequest
 
 
 class ReplicaFetcher:
