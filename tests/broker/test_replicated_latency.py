@@ -171,4 +171,3 @@ async def test_an_acks_all_produce_to_one_partition_times_out_at_its_deadline(
     (answer,) = await asyncio.wait_for(produce, 10)
     assert answer.error is ErrorCode.request_timed_out
     assert leader.partition().high_watermark == 0
-
