@@ -17,18 +17,20 @@ latency, produce call to delivery report, the reports served by a thread as they
    leader, then with `--producers` producers added (ours, acks=all, linger 0,
    `--producer-rate` msg/s each, to another one-partition topic, so that the row measures
    clients, not partitions); the ratios of the p50 and p99 to those alone, and the leader's
-   RSS per idle connection. The helper runs on the same machine, so its own CPU counts: as a
-   control, the same messages are then sent by one producer alone (no idle connections), so
-   that what the number of clients costs shows apart from what their load costs;
+   RSS per idle connection (of the first helper's). The helper runs on the same machine, so
+   its own CPU counts: as a control, the same messages are then sent by one producer alone (no
+   idle connections), so that what the number of clients costs shows apart from what their
+   load costs. Each repetition runs the four phases in turn, with fresh helpers;
 4. `memory_per_partition`: on another fresh cluster, each node's RSS before and after a topic
    of `--partitions` partitions of replication factor 3 is created and led, per replica.
 
 A percentile of a few seconds on a machine others share swings with their load, so each
-latency figure is taken `--repeat` times (the paced rows alternate, so that a burst of load
-spreads over both) and reported as the median of the repetitions' p50s and p99s, beside every
-repetition, the machine's one-minute load average before and after it, and how busy its CPUs
-were during it (`machine_busy`: the fraction of all cores' time, every process counted;
-`machine_stolen`: the fraction the hypervisor gave to other machines).
+latency figure is taken `--repeat` times (the paced rows alternate, as do the many-clients
+phases, so that a burst of load spreads over all of them) and reported as the median of the
+repetitions' p50s and p99s, beside every repetition, the machine's one-minute load average
+before and after it, and how busy its CPUs were during it (`machine_busy`: the fraction of
+all cores' time, every process counted; `machine_stolen`: the fraction the hypervisor gave to
+other machines).
 
 Prints one JSON object; `measure(...)` returns it (for `bench.scale`). Every process is
 killed by pid at the end.
@@ -297,46 +299,59 @@ def _many_clients(
     producer_rate: float,
 ) -> dict[str, Any]:
     """The 1,000 msg/s row alone, beside idle connections, then beside producers too, then
-    beside one producer sending as much as they did (each phase `repeat` times): the medians
-    and their ratios to those alone."""
-
-    def phase() -> dict[str, Any]:
-        return medians([paced_run(cluster, "latency", 1000, seconds, 0) for _ in range(repeat)])
-
-    def ratios(name: str, measured: dict[str, Any]) -> dict[str, float]:
-        return {
-            f"{name}_p50_ratio": round(measured["p50_ms"] / alone["p50_ms"], 3),
-            f"{name}_p99_ratio": round(measured["p99_ms"] / alone["p99_ms"], 3),
-        }
-
+    beside one producer sending as much as they did: each phase once per repetition, in turn
+    (so that a burst of the neighbours' load spreads over the phases rather than landing on
+    one), with fresh helpers each time; the medians and their ratios to those alone."""
     node = cluster.nodes[leader]
     assert node.process is not None and node.broker_port is not None
     leader_address = f"127.0.0.1:{node.broker_port}"
     _create(admin, "load", 1)
     _wait_led(cluster, admin, "load", 1)
-    alone = phase()
-    rss_before = rss_kib(node.process.pid)
     bootstrap = cluster.bootstrap
-    with _load_helper(bootstrap, leader_address, connections, producers, producer_rate) as start:
-        rss_idle = rss_kib(node.process.pid)
-        idle = phase()
-        start()
-        loaded = phase()
-    with _load_helper(bootstrap, leader_address, 0, 1, producers * producer_rate) as start:
-        start()
-        one_producer = phase()
+    phases: dict[str, list[dict[str, Any]]] = {
+        "alone": [],
+        "idle_connections": [],
+        "loaded": [],
+        "same_load_one_producer": [],
+    }
+    # The first helper's connections: later ones reuse the memory the first freed.
+    rss_per_connection = 0.0
+
+    def run() -> dict[str, Any]:
+        return paced_run(cluster, "latency", 1000, seconds, 0)
+
+    for repetition in range(repeat):
+        rss_before = rss_kib(node.process.pid)
+        phases["alone"].append(run())
+        with _load_helper(
+            bootstrap, leader_address, connections, producers, producer_rate
+        ) as start:
+            if repetition == 0:
+                rss_per_connection = (rss_kib(node.process.pid) - rss_before) / connections
+            phases["idle_connections"].append(run())
+            start()
+            phases["loaded"].append(run())
+        with _load_helper(bootstrap, leader_address, 0, 1, producers * producer_rate) as start:
+            start()
+            phases["same_load_one_producer"].append(run())
+    measured = {phase: medians(runs) for phase, runs in phases.items()}
+    alone = measured["alone"]
+
+    def ratios(name: str, phase: str) -> dict[str, float]:
+        return {
+            f"{name}_p50_ratio": round(measured[phase]["p50_ms"] / alone["p50_ms"], 3),
+            f"{name}_p99_ratio": round(measured[phase]["p99_ms"] / alone["p99_ms"], 3),
+        }
+
     return {
         "connections": connections,
         "producers": producers,
         "producer_rate_each": producer_rate,
-        "alone": alone,
-        "idle_connections": idle,
-        "loaded": loaded,
-        "same_load_one_producer": one_producer,
-        **ratios("idle", idle),
-        **ratios("loaded", loaded),
-        **ratios("one_producer", one_producer),
-        "leader_rss_kib_per_connection": round((rss_idle - rss_before) / connections, 2),
+        **measured,
+        **ratios("idle", "idle_connections"),
+        **ratios("loaded", "loaded"),
+        **ratios("one_producer", "same_load_one_producer"),
+        "leader_rss_kib_per_connection": round(rss_per_connection, 2),
     }
 
 
