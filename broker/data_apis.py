@@ -133,8 +133,6 @@ _FETCH_TOPIC_IDS = 13
 _FETCH_LOG_START_OFFSET = 5
 _FETCH_CURRENT_LEADER_EPOCH = 9
 _FETCH_LAST_FETCHED_EPOCH = 12
-# A FetchResponse's (epoch, end offset) or (leader id, leader epoch) left out.
-_NOT_SET = (-1, -1)
 _LIST_OFFSETS_CURRENT_LEADER_EPOCH = 4
 
 
@@ -788,9 +786,9 @@ def _fetch_response(
                 b"" if result.records is None else result.records,
                 None,
                 result.preferred_read_replica,
-                _NOT_SET if result.diverging_epoch is None else result.diverging_epoch,
+                result.diverging_epoch,
                 # A leader id of -1 (none now) is not told, whatever its epoch.
-                result.leader if result.leader[0] >= 0 else _NOT_SET,
+                result.leader if result.leader[0] >= 0 else None,
             )
         )
     return encode_fetch_answers(

@@ -35,7 +35,6 @@ _TAGGED_SNAPSHOT_ID = struct.Struct(">BBqiB")  # tag 2, size 13, end offset, epo
 _FLEXIBLE_FROM = 12
 _TOPIC_ID_FROM = 13
 _NODE_ENDPOINTS_FROM = 16
-_NONE = (-1, -1)
 _NO_TOPIC_ID = bytes(16)
 
 
@@ -53,10 +52,10 @@ class PartitionFetched(NamedTuple):
     # (producer id, first offset) per aborted transaction; None: a null array.
     aborted_transactions: Sequence[tuple[int, int]] | None = None
     preferred_read_replica: int = -1
-    # The tagged fields of v12+, left out while (-1, -1) as kio does.
-    diverging_epoch: tuple[int, int] = _NONE  # (epoch, end offset)
-    current_leader: tuple[int, int] = _NONE  # (leader id, leader epoch)
-    snapshot_id: tuple[int, int] = _NONE  # (end offset, epoch)
+    # The tagged fields of v12+, left out when None.
+    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset)
+    current_leader: tuple[int, int] | None = None  # (leader id, leader epoch)
+    snapshot_id: tuple[int, int] | None = None  # (end offset, epoch)
 
 
 # A topic of the response: its name (before v13) or id (v13 on), and its partitions' answers.
@@ -158,12 +157,12 @@ def _write_partition_tags(out: bytearray, partition: PartitionFetched) -> None:
     diverging = partition.diverging_epoch
     leader = partition.current_leader
     snapshot = partition.snapshot_id
-    out.append((diverging != _NONE) + (leader != _NONE) + (snapshot != _NONE))
-    if diverging != _NONE:
+    out.append((diverging is not None) + (leader is not None) + (snapshot is not None))
+    if diverging is not None:
         out += _TAGGED_EPOCH_END_OFFSET.pack(0, 13, diverging[0], diverging[1], 0)
-    if leader != _NONE:
+    if leader is not None:
         out += _TAGGED_LEADER.pack(1, 9, leader[0], leader[1], 0)
-    if snapshot != _NONE:
+    if snapshot is not None:
         out += _TAGGED_SNAPSHOT_ID.pack(2, 13, snapshot[0], snapshot[1], 0)
 
 
@@ -195,7 +194,18 @@ def encode_fetch_response(response: Any) -> list[Buffer]:
 def _partition_fetched(partition: Any, version: int) -> PartitionFetched:
     """A kio FetchResponse partition as plain values."""
     aborted = partition.aborted_transactions
-    flexible = version >= _FLEXIBLE_FROM
+    tags: dict[str, tuple[int, int] | None] = {}
+    if version >= _FLEXIBLE_FROM:
+        diverging, leader, snapshot = (
+            partition.diverging_epoch,
+            partition.current_leader,
+            partition.snapshot_id,
+        )
+        tags = {
+            "diverging_epoch": _told((diverging.epoch, diverging.end_offset)),
+            "current_leader": _told((leader.leader_id, leader.leader_epoch)),
+            "snapshot_id": _told((snapshot.end_offset, snapshot.epoch)),
+        }
     return PartitionFetched(
         partition.partition_index,
         partition.error_code,
@@ -207,14 +217,13 @@ def _partition_fetched(partition: Any, version: int) -> PartitionFetched:
         if aborted is None
         else [(transaction.producer_id, transaction.first_offset) for transaction in aborted],
         partition.preferred_read_replica if version >= 11 else -1,
-        (partition.diverging_epoch.epoch, partition.diverging_epoch.end_offset)
-        if flexible
-        else _NONE,
-        (partition.current_leader.leader_id, partition.current_leader.leader_epoch)
-        if flexible
-        else _NONE,
-        (partition.snapshot_id.end_offset, partition.snapshot_id.epoch) if flexible else _NONE,
+        **tags,
     )
+
+
+def _told(pair: tuple[int, int]) -> tuple[int, int] | None:
+    # kio leaves a tagged field out when it equals its default, all -1.
+    return None if pair == (-1, -1) else pair
 
 
 def _encode_node_endpoints(response_type: type, node_endpoints: Any) -> bytes:

@@ -1,13 +1,17 @@
 """The Fetch and ListOffsets fields the data APIs read by version (their kio classes are not
-imported at start) are exactly the fields kio's class of each served version has."""
+imported at start) are exactly the fields kio's class of each served version has, and the
+Fetch answers they write read back as kio decodes them."""
 
 from __future__ import annotations
 
 import dataclasses
 import subprocess
 import sys
+from typing import Any
+from uuid import UUID
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from broker import data_apis
 from broker.data_apis import (
@@ -18,8 +22,10 @@ from broker.data_apis import (
     _has_replica_state,
     _has_topic_ids,
 )
+from broker.fetch_sessions import RequestedPartition
+from broker.replica_manager import FetchResult
 from net.api_keys import ApiKey
-from net.protocol import field_entity_type, request_schema
+from net.protocol import decode_response, field_entity_type, frame_response, request_schema
 
 FETCHES = range(FETCH_VERSIONS[0], FETCH_VERSIONS[1] + 1)
 
@@ -81,3 +87,35 @@ def test_the_data_apis_import_no_fetch_or_list_offsets_class_but_the_followers()
     ).stdout.split()
     # Fetch v12 is the replica fetcher's own request.
     assert {name.split(".")[3] for name in imported} <= {"v12"}
+
+
+@pytest.mark.parametrize("version", FETCHES)
+def test_a_fetch_answer_reads_back_as_kio_decodes_it(version: int) -> None:
+    topic_id = UUID(int=7)
+    asked = RequestedPartition(("t", 3), "t", topic_id, None)
+    answered = [
+        (asked, FetchResult(ErrorCode.none, 10, 2, b"r" * 5000, leader=(1, 4))),
+        (asked, FetchResult(ErrorCode.none, 10, 2, None, diverging_epoch=(3, 8), leader=(-1, 4))),
+    ]
+    body = data_apis._fetch_response(version, answered, session_id=9)
+    frame = b"".join(frame_response(1, ApiKey.FETCH, version, body))
+    decoded: Any = decode_response(frame[4:], ApiKey.FETCH, version)
+    (topic,) = decoded.responses
+    assert topic.topic_id == topic_id if version >= 13 else topic.topic == "t"
+    with_records, diverging = topic.partitions
+    assert (with_records.partition_index, with_records.high_watermark) == (3, 10)
+    assert with_records.last_stable_offset == 10
+    assert with_records.records == b"r" * 5000
+    # Kafka sends empty records, never null (librdkafka refuses a null record set).
+    assert diverging.records == b""
+    if version >= 12:
+        assert (
+            with_records.current_leader.leader_id,
+            with_records.current_leader.leader_epoch,
+        ) == (1, 4)
+        assert (diverging.diverging_epoch.epoch, diverging.diverging_epoch.end_offset) == (3, 8)
+        # No leader now: not told, whatever its epoch.
+        assert diverging.current_leader.leader_id == -1
+        assert diverging.current_leader.leader_epoch == -1
+    if version >= 7:
+        assert decoded.session_id == 9
