@@ -786,21 +786,7 @@ class ReplicaManager:
         """The answer to an acks=all append once the high watermark passed it (Kafka's
         DelayedProduce): success only if this replica led throughout, in the epoch it appended
         in; a leadership lost even for a moment may have truncated the records."""
-        waiter = partition.until_high_watermark(required)
-        expired = False
-
-        def expire() -> None:
-            nonlocal expired
-            expired = True
-            wake_waiter(waiter)
-
-        # A timer of its own rather than asyncio.timeout, which costs several times as much on
-        # the path of every acks=all answer.
-        timer = asyncio.get_running_loop().call_at(deadline, expire)
-        try:
-            await waiter
-        finally:
-            timer.cancel()
+        expired = await _until_done_or(partition.until_high_watermark(required), deadline)
         if expired and partition.high_watermark < required:
             return ProduceResult(ErrorCode.request_timed_out)
         return self._replicated_answer(partition, required, leader_epoch, appended)
@@ -835,17 +821,15 @@ class ReplicaManager:
             future = futures[index] = partition.until_high_watermark(required)
             future.add_done_callback(functools.partial(answer, index))
         try:
-            async with asyncio.timeout_at(deadline):
-                await all_answered
-        except TimeoutError:
-            for index in list(unanswered):
-                future = futures[index]
-                if future.done():
-                    # Passed, but its callback had not run yet: answered as passed.
-                    answer(index, future)
-                else:
-                    unanswered.pop(index)
-                    results[index] = ProduceResult(ErrorCode.request_timed_out)
+            if await _until_done_or(all_answered, deadline):
+                for index in list(unanswered):
+                    future = futures[index]
+                    if future.done():
+                        # Passed, but its callback had not run yet: answered as passed.
+                        answer(index, future)
+                    else:
+                        unanswered.pop(index)
+                        results[index] = ProduceResult(ErrorCode.request_timed_out)
         finally:
             for future in futures.values():
                 future.cancel()
@@ -1319,3 +1303,22 @@ def _read_records(
 
 def _now_ms() -> int:
     return int(asyncio.get_running_loop().time() * 1000)
+
+
+async def _until_done_or(waiter: asyncio.Future[None], deadline: float) -> bool:
+    """Await `waiter`, woken at `deadline` (loop time) if nothing woke it before; whether the
+    deadline did. A timer of its own rather than asyncio.timeout, which costs several times as
+    much on the path of every acks=all answer."""
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
+        wake_waiter(waiter)
+
+    timer = asyncio.get_running_loop().call_at(deadline, expire)
+    try:
+        await waiter
+    finally:
+        timer.cancel()
+    return expired
