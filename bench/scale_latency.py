@@ -321,8 +321,8 @@ def _many_clients(
         return paced_run(cluster, "latency", 1000, seconds, 0)
 
     for repetition in range(repeat):
-        rss_before = rss_kib(node.process.pid)
         phases["alone"].append(run())
+        rss_before = rss_kib(node.process.pid) if repetition == 0 else 0
         with _load_helper(
             bootstrap, leader_address, connections, producers, producer_rate
         ) as start:
