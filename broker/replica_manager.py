@@ -262,10 +262,12 @@ class ReplicaManager:
         # Called with a hosted partition whose leadership (or leader epoch) changed, and
         # whether this broker leads it now (a deleted replica leads nothing).
         self.leadership_listeners: list[Callable[[Partition, bool], None]] = []
-        # Called with a hosted partition whose log end, high watermark, log start or role
-        # changed (what a long-polling fetch wakes on).
-        # Told of each change of a hosted partition, and whether only its high watermark moved.
+        # Told of each change of a hosted partition (its log end, high watermark, log start or
+        # role: what a long-polling fetch wakes on), and whether only its high watermark moved.
         self.change_listeners: list[Callable[[Partition, bool], None]] = []
+        # Told how many replicas an apply started and stopped hosting, as it goes (a large
+        # change in steps), and whether the apply of an image ended there.
+        self.hosting_listeners: list[Callable[[int, int, bool], None]] = []
         # Every such change, numbered: what changed since a fetch last read.
         self.changes = PartitionChanges()
 
@@ -407,9 +409,11 @@ class ReplicaManager:
             upcoming = self._logs.prepare_logs(wanted, topic_ids=topic_ids)
             checkpoints = EpochCheckpoints()
             applied: list[tuple[Partition, PartitionState, tuple[bool, int]]] = []
+            started = 0
             for topic_id, state, config, _, key in chunk:
                 partition = self.partitions.get(key)
                 if partition is None:
+                    started += 1
                     partition = Partition(
                         key[0],
                         topic_id,
@@ -428,6 +432,8 @@ class ReplicaManager:
                 applied.append((partition, state, led))
             # Durable before the event loop runs anything that could append to those logs.
             checkpoints.write()
+            if started:
+                self._hosting_changed(started, 0, image_done=False)
             for partition, state, led in applied:
                 if (partition.is_leader, partition.leader_epoch) != led:
                     for listener in self.leadership_listeners:
@@ -449,6 +455,11 @@ class ReplicaManager:
             # log be a stray.
             yield from self._delete_strays(image)
         self._applied = image
+        self._hosting_changed(0, 0, image_done=True)
+
+    def _hosting_changed(self, started: int, stopped: int, *, image_done: bool) -> None:
+        for listener in self.hosting_listeners:
+            listener(started, stopped, image_done)
 
     def _new_logs_of(
         self, chunk: Sequence[tuple[UUID, PartitionState, TopicConfig, LogConfig, tuple[str, int]]]
@@ -604,6 +615,7 @@ class ReplicaManager:
         topic of its name now, None if there is none)."""
         partition = self.partitions.pop(key)
         partition.remove()
+        self._hosting_changed(0, 1, image_done=False)
         if partition.is_leader:
             for listener in self.leadership_listeners:
                 listener(partition, False)

@@ -79,6 +79,7 @@ from net.server import KafkaServer, RequestMetrics
 from net.tasks import set_fatal_handler, start_essential
 from node.bootstrap_records import read_bootstrap_records
 from node.config import NodeConfig, Role
+from node.frozen_heap import ReplicaHeap
 from node.log_opening import open_logs_in_background
 from node.loop_stalls import watch_loop_stalls
 from storage.log import Log, LogConfig
@@ -538,6 +539,7 @@ class BrokerRole:
         )
         self._offsets_topic_segment_bytes = config.offsets_topic_segment_bytes
         self._controlled_shutdown_timeout_ms = config.controlled_shutdown_timeout_ms
+        self.replicas.hosting_listeners.append(ReplicaHeap().hosting_changed)
         self.maintenance = LogMaintenance(logs, self.replicas, maintenance_config(config))
         self._serving: asyncio.Task[None] | None = None
         self.groups = GroupCoordinator(

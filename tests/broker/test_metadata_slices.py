@@ -112,3 +112,38 @@ async def test_the_loop_runs_while_the_storage_threads_make_the_next_replicas_fi
         release.set()
         await replicas.stop()
         logs.close()
+
+
+async def test_the_replicas_started_and_stopped_are_told_as_the_apply_goes(
+    tmp_path: Path,
+) -> None:
+    logs, replicas = _leading_all(tmp_path)
+    told: list[tuple[int, int, bool]] = []
+    replicas.hosting_listeners.append(
+        lambda started, stopped, image_done: told.append((started, stopped, image_done))
+    )
+    try:
+        replicas.on_commit([])
+        # The first slice told of the replicas it started; the image is not done.
+        assert told and sum(started for started, _, _ in told) == len(replicas.partitions)
+        assert not any(image_done for *_, image_done in told)
+        async with asyncio.timeout(120):
+            while not told[-1][2]:
+                await asyncio.sleep(APPLY_SLICE_S)
+        assert len(replicas.partitions) == PARTITIONS
+        assert sum(started for started, _, _ in told) == PARTITIONS
+        assert sum(stopped for _, stopped, _ in told) == 0
+        # Told as it went (a chunk of new replicas at a time), and done once.
+        assert len(told) > 10
+        assert [image_done for *_, image_done in told].count(True) == 1
+
+        told.clear()
+        moved = PartitionState(replicas=(2,), isr=(2,), leader=2)
+        replicas.apply(image(dict.fromkeys(range(PARTITIONS), moved)))
+        assert replicas.partitions == {}
+        assert sum(stopped for _, stopped, _ in told) == PARTITIONS
+        assert sum(started for started, _, _ in told) == 0
+        assert told[-1] == (0, 0, True)
+    finally:
+        await replicas.stop()
+        logs.close()
