@@ -15,6 +15,7 @@ started rebalances.
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 import time
 from collections.abc import AsyncIterator
@@ -81,7 +82,10 @@ def create_app(
         exposition = metrics
 
         async def scrape(_: web.Request) -> web.Response:
-            response = web.Response(body=exposition.render())
+            # Read on the event loop, written on a thread: the text of thousands of replicas
+            # takes long enough to write to hold up every request waiting on the loop.
+            reading = exposition.read()
+            response = web.Response(body=await asyncio.to_thread(reading.exposition))
             response.headers["Content-Type"] = CONTENT_TYPE_LATEST
             return response
 

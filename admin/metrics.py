@@ -1,14 +1,19 @@
 """`/metrics`: the node's state and request statistics in Prometheus text format.
 
 Request counts, latencies and bytes are counted as requests complete (`RequestStats`, the Kafka
-listener's `RequestMetrics`). Everything else is read when scraped (`StateCollector`): the
-replicas this node hosts (high watermark, log end offset, ISR size, and Kafka's per-broker
-under-replicated, under-min-ISR and leader counts for the partitions it leads), the cluster as
-the metadata image says (offline partitions, brokers, fenced brokers) and the node's view of the
-controller quorum (role, epoch, high watermark, lag), and the broker's KIP-227 fetch sessions
-(Kafka's NumIncrementalFetchSessions, NumIncrementalFetchPartitionsCached, evictions). Unclean
-recoveries are counted as the node derives their events from the metadata log (`count_event`),
-and the event loop's lag as the node measures it (`observe_loop_lag`).
+listener's `RequestMetrics`). Everything else is read when scraped (`NodeMetrics.read`, on the
+event loop, whose state it is): the replicas this node hosts (high watermark, log end offset,
+ISR size, and Kafka's per-broker under-replicated, under-min-ISR and leader counts for the
+partitions it leads), the cluster as the metadata image says (offline partitions, brokers,
+fenced brokers) and the node's view of the controller quorum (role, epoch, high watermark,
+lag), and the broker's KIP-227 fetch sessions (Kafka's NumIncrementalFetchSessions,
+NumIncrementalFetchPartitionsCached, evictions). Unclean recoveries are counted as the node
+derives their events from the metadata log (`count_event`), and the event loop's lag as the
+node measures it (`observe_loop_lag`).
+
+The text is written apart from the reading (`MetricsReading.exposition`), so that a scrape can
+write it on a thread: a node hosting 10,000 replicas writes 3.8 MB, 0.35 s that would otherwise
+hold the event loop (and every request waiting on it) at each scrape.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from controller.image import MetadataImage
 __all__ = [
     "CONTENT_TYPE_LATEST",
     "FetchSessionState",
+    "MetricsReading",
     "NodeMetrics",
     "QuorumState",
     "ReplicaState",
@@ -189,76 +195,22 @@ class _FetchSessionCollector(Collector):
 
 
 class StateCollector(Collector):
-    """Reads the node's state at each scrape."""
+    """Reads the cluster as the metadata image says and the node's view of the quorum, at each
+    scrape (the hosted replicas are read apart: `NodeMetrics.read`)."""
 
     def __init__(
         self,
         image: Callable[[], MetadataImage],
-        replicas: Callable[[], Sequence[ReplicaState]],
         quorum: Callable[[], QuorumState | None],
     ) -> None:
         self._image = image
-        self._replicas = replicas
         self._quorum = quorum
 
     def collect(self) -> Iterator[Metric]:
-        yield from self._replica_metrics(self._replicas())
         yield from self._cluster_metrics(self._image())
         quorum = self._quorum()
         if quorum is not None:
             yield from self._quorum_metrics(quorum)
-
-    @staticmethod
-    def _replica_metrics(replicas: Sequence[ReplicaState]) -> Iterator[Metric]:
-        labels = ["topic", "partition"]
-        high_watermark = GaugeMetricFamily(
-            "kraft_partition_high_watermark", "High watermark of a hosted replica", labels=labels
-        )
-        log_end = GaugeMetricFamily(
-            "kraft_partition_log_end_offset", "Log end offset of a hosted replica", labels=labels
-        )
-        log_start = GaugeMetricFamily(
-            "kraft_partition_log_start_offset",
-            "Log start offset of a hosted replica",
-            labels=labels,
-        )
-        isr = GaugeMetricFamily(
-            "kraft_partition_isr_size", "ISR size of a partition this node leads", labels=labels
-        )
-        from_follower = CounterMetricFamily(
-            "kraft_partition_consumer_fetches_as_follower",
-            "Consumer fetches (KIP-392) a follower replica served",
-            labels=labels,
-        )
-        redirected = CounterMetricFamily(
-            "kraft_partition_consumer_fetches_redirected",
-            "Consumer fetches the leader answered with a follower to read from (KIP-392)",
-            labels=labels,
-        )
-        led = [replica for replica in replicas if replica.is_leader]
-        for replica in replicas:
-            key = [replica.topic, str(replica.partition)]
-            high_watermark.add_metric(key, replica.high_watermark)
-            log_end.add_metric(key, replica.log_end_offset)
-            log_start.add_metric(key, replica.log_start_offset)
-            from_follower.add_metric(key, replica.consumer_fetches_as_follower)
-            redirected.add_metric(key, replica.consumer_fetches_redirected)
-        for replica in led:
-            isr.add_metric([replica.topic, str(replica.partition)], replica.isr)
-        yield from (high_watermark, log_end, log_start, isr, from_follower, redirected)
-        yield GaugeMetricFamily(
-            "kraft_leader_partitions", "Partitions this node leads", value=len(led)
-        )
-        yield GaugeMetricFamily(
-            "kraft_under_replicated_partitions",
-            "Partitions this node leads whose ISR is smaller than their replicas",
-            value=sum(1 for replica in led if replica.isr < replica.replicas),
-        )
-        yield GaugeMetricFamily(
-            "kraft_under_min_isr_partitions",
-            "Partitions this node leads whose ISR is below min.insync.replicas",
-            value=sum(1 for replica in led if replica.isr < replica.min_insync_replicas),
-        )
 
     @staticmethod
     def _cluster_metrics(image: MetadataImage) -> Iterator[Metric]:
@@ -311,6 +263,57 @@ class StateCollector(Collector):
         )
 
 
+def _replica_metrics(replicas: Sequence[ReplicaState]) -> Iterator[Metric]:
+    """The families of the hosted replicas, and Kafka's per-broker counts of those led."""
+    labels = ["topic", "partition"]
+    high_watermark = GaugeMetricFamily(
+        "kraft_partition_high_watermark", "High watermark of a hosted replica", labels=labels
+    )
+    log_end = GaugeMetricFamily(
+        "kraft_partition_log_end_offset", "Log end offset of a hosted replica", labels=labels
+    )
+    log_start = GaugeMetricFamily(
+        "kraft_partition_log_start_offset",
+        "Log start offset of a hosted replica",
+        labels=labels,
+    )
+    isr = GaugeMetricFamily(
+        "kraft_partition_isr_size", "ISR size of a partition this node leads", labels=labels
+    )
+    from_follower = CounterMetricFamily(
+        "kraft_partition_consumer_fetches_as_follower",
+        "Consumer fetches (KIP-392) a follower replica served",
+        labels=labels,
+    )
+    redirected = CounterMetricFamily(
+        "kraft_partition_consumer_fetches_redirected",
+        "Consumer fetches the leader answered with a follower to read from (KIP-392)",
+        labels=labels,
+    )
+    led = [replica for replica in replicas if replica.is_leader]
+    for replica in replicas:
+        key = [replica.topic, str(replica.partition)]
+        high_watermark.add_metric(key, replica.high_watermark)
+        log_end.add_metric(key, replica.log_end_offset)
+        log_start.add_metric(key, replica.log_start_offset)
+        from_follower.add_metric(key, replica.consumer_fetches_as_follower)
+        redirected.add_metric(key, replica.consumer_fetches_redirected)
+    for replica in led:
+        isr.add_metric([replica.topic, str(replica.partition)], replica.isr)
+    yield from (high_watermark, log_end, log_start, isr, from_follower, redirected)
+    yield GaugeMetricFamily("kraft_leader_partitions", "Partitions this node leads", value=len(led))
+    yield GaugeMetricFamily(
+        "kraft_under_replicated_partitions",
+        "Partitions this node leads whose ISR is smaller than their replicas",
+        value=sum(1 for replica in led if replica.isr < replica.replicas),
+    )
+    yield GaugeMetricFamily(
+        "kraft_under_min_isr_partitions",
+        "Partitions this node leads whose ISR is below min.insync.replicas",
+        value=sum(1 for replica in led if replica.isr < replica.min_insync_replicas),
+    )
+
+
 class _DenialCollector(Collector):
     """The requests (or items of them) the authorizer denied, read at each scrape."""
 
@@ -336,9 +339,10 @@ class NodeMetrics:
         authorization_denials: Callable[[], int] = lambda: 0,
         fetch_sessions: Callable[[], FetchSessionState | None] = lambda: None,
     ) -> None:
+        self._replicas = replicas
         self.registry = CollectorRegistry(auto_describe=False)
         self.requests = RequestStats(self.registry)
-        self.registry.register(StateCollector(image, replicas, quorum))
+        self.registry.register(StateCollector(image, quorum))
         self.registry.register(_DenialCollector(authorization_denials))
         self.registry.register(_FetchSessionCollector(fetch_sessions))
         self._unclean_recoveries = Counter(
@@ -365,6 +369,30 @@ class NodeMetrics:
         if event.type is EventType.UNCLEAN_RECOVERY:
             self._unclean_recoveries.labels(event.strategy or "unknown").inc()
 
-    def render(self) -> bytes:
-        """The Prometheus text exposition of every metric."""
-        return generate_latest(self.registry)
+    def read(self) -> MetricsReading:
+        """Every metric as of now: called on the event loop, whose state it reads."""
+        return MetricsReading(tuple(self._replicas()), tuple(self.registry.collect()))
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsReading:
+    """What a scrape read: the hosted replicas and every other metric family."""
+
+    replicas: Sequence[ReplicaState]
+    others: Sequence[Metric]
+
+    def exposition(self) -> bytes:
+        """The Prometheus text exposition (reads nothing live: any thread may write it)."""
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Read([*_replica_metrics(self.replicas), *self.others]))
+        return generate_latest(registry)
+
+
+class _Read(Collector):
+    """Families read before: what a reading's exposition writes."""
+
+    def __init__(self, families: Sequence[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self._families)

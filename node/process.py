@@ -637,8 +637,12 @@ class BrokerRole:
         """The hosted replicas as `/metrics` shows them."""
         image = self._replayer.image
         states = []
+        # Per topic, not per replica: a topic's configuration is its overrides on the defaults.
+        min_isr: dict[str, int] = {}
         for (topic, partition_id), replica in self.replicas.partitions.items():
             state = replica.state
+            if topic not in min_isr:
+                min_isr[topic] = image.topic_config(topic, self._topic_defaults).min_insync_replicas
             states.append(
                 ReplicaState(
                     topic=topic,
@@ -649,9 +653,7 @@ class BrokerRole:
                     log_start_offset=replica.log.log_start_offset,
                     replicas=0 if state is None else len(state.replicas),
                     isr=replica.isr_size() if replica.is_leader else 0,
-                    min_insync_replicas=image.topic_config(
-                        topic, self._topic_defaults
-                    ).min_insync_replicas,
+                    min_insync_replicas=min_isr[topic],
                     consumer_fetches_as_follower=replica.consumer_fetches_as_follower,
                     consumer_fetches_redirected=replica.consumer_fetches_redirected,
                 )

@@ -12,12 +12,17 @@ from controller.image import MetadataImage
 from controller.partition_state import PartitionState
 from tests.controller.images import broker, replay, topic
 
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
-def samples(metrics: NodeMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = metrics.render().decode()
+
+def samples(metrics: NodeMetrics) -> Samples:
+    return parsed(metrics.read().exposition())
+
+
+def parsed(exposition: bytes) -> Samples:
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
+        for family in text_string_to_metric_families(exposition.decode())
         for sample in family.samples
     }
 
@@ -64,6 +69,23 @@ def test_state_is_read_at_scrape_time() -> None:
     # The next scrape sees the new state.
     hosted.clear()
     assert samples(metrics)["kraft_leader_partitions", ()] == 0
+
+
+def test_a_reading_is_written_as_it_was_read_whatever_changed_since() -> None:
+    # A scrape reads on the event loop and writes the text on a thread: the text is the state
+    # as read, never what the loop changed meanwhile.
+    hosted = [ReplicaState("orders", 0, True, 10, 12, 0, replicas=3, isr=3, min_insync_replicas=2)]
+    metrics = NodeMetrics(lambda: replay([]), lambda: hosted, lambda: None)
+    metrics.requests.observe(0, 9, 0.002, 1_000, 60)
+    reading = metrics.read()
+    hosted.clear()
+    metrics.requests.observe(0, 9, 0.002, 1_000, 60)
+    found = parsed(reading.exposition())
+    assert found["kraft_leader_partitions", ()] == 1
+    assert found["kraft_partition_high_watermark", (("partition", "0"), ("topic", "orders"))] == 10
+    assert found["kraft_requests_total", (("api", "produce"),)] == 1
+    # The next reading sees the new state.
+    assert samples(metrics)["kraft_requests_total", (("api", "produce"),)] == 2
 
 
 def test_requests_are_counted_by_api_with_latency_and_bytes() -> None:
@@ -114,7 +136,7 @@ def test_unclean_recoveries_are_counted_by_strategy() -> None:
     ):
         metrics.count_event(item)
 
-    text = metrics.render().decode()
+    text = metrics.read().exposition().decode()
     assert 'kraft_unclean_recoveries_total{strategy="balanced"} 2.0' in text
     assert 'kraft_unclean_recoveries_total{strategy="manual"} 1.0' in text
 
