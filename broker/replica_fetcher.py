@@ -33,7 +33,7 @@ import contextlib
 import datetime
 import ssl
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 import structlog
@@ -58,6 +58,11 @@ from storage.errors import StorageError
 
 log = structlog.get_logger(__name__)
 
+# How long one slice of bulk replica work may hold the event loop before it lets others run:
+# applying one Fetch answer (the first records of thousands of partitions, each a log's segment
+# file and epoch checkpoint made, took seconds at once) or a metadata change
+# (`replica_manager._apply_latest`).
+APPLY_SLICE_S = 0.02
 # Kafka's replica.fetch.* defaults.
 FETCH_MAX_WAIT = datetime.timedelta(milliseconds=500)
 FETCH_MAX_BYTES = 10 * 1024 * 1024
@@ -171,36 +176,50 @@ class ReplicaFetcher:
             if plan is None:
                 await self._idle()
                 continue
-            replaced = self._replaced = {}
+            # What changes in `partitions` until the answer is applied is noted there.
+            self._replaced = {}
             try:
-                response = await self._connection.send(self._request(plan))
-            except (OSError, RequestTimedOutError, ProtocolError) as error:
-                log.info("replica_fetch_failed", leader_id=self.leader_id, error=str(error))
-                self.session.reset()
-                await asyncio.sleep(BACKOFF_S)
-                continue
+                connection_failed = await self._fetch(plan, self._replaced)
             finally:
                 self._replaced = None
-            # The connection decodes the answer as the response to the request's version.
-            assert isinstance(response, fetch_v12.FetchResponse)
-            refusal = ErrorCode(response.error_code)
-            if refusal is not ErrorCode.none:
-                log.info(
-                    "replica_fetch_session_failed",
-                    leader_id=self.leader_id,
-                    session_id=plan.session_id,
-                    session_epoch=plan.epoch,
-                    error=refusal.name,
-                )
-                self.session.reset()
-                continue
-            self._session_answered(plan, response.session_id)
-            epochs: Mapping[PartitionKey, int] = (
-                {key: position.current_leader_epoch for key, position in plan.partitions.items()}
-                if plan.full
-                else _SentEpochs(self.session.sent)
+            if connection_failed:
+                await asyncio.sleep(BACKOFF_S)
+
+    async def _fetch(self, plan: FetchPlan, replaced: dict[PartitionKey, Partition | None]) -> bool:
+        """Send `plan`'s Fetch and apply its answer, to the replicas it was sent for (those of
+        `partitions` but for what `replaced` says they were); True if the connection failed."""
+        try:
+            response = await self._connection.send(self._request(plan))
+        except (OSError, RequestTimedOutError, ProtocolError) as error:
+            log.info("replica_fetch_failed", leader_id=self.leader_id, error=str(error))
+            self.session.reset()
+            return True
+        # The connection decodes the answer as the response to the request's version.
+        assert isinstance(response, fetch_v12.FetchResponse)
+        refusal = ErrorCode(response.error_code)
+        if refusal is not ErrorCode.none:
+            log.info(
+                "replica_fetch_session_failed",
+                leader_id=self.leader_id,
+                session_id=plan.session_id,
+                session_epoch=plan.epoch,
+                error=refusal.name,
             )
-            self.apply_response(_AsSent(self.partitions, replaced), epochs, response)
+            self.session.reset()
+            return False
+        self._session_answered(plan, response.session_id)
+        epochs: Mapping[PartitionKey, int] = (
+            {key: position.current_leader_epoch for key, position in plan.partitions.items()}
+            if plan.full
+            else _SentEpochs(self.session.sent)
+        )
+        answers = self._apply_answers(_AsSent(self.partitions, replaced), epochs, response)
+        deadline = time.monotonic() + APPLY_SLICE_S
+        for _ in answers:
+            if time.monotonic() >= deadline:
+                await asyncio.sleep(0)
+                deadline = time.monotonic() + APPLY_SLICE_S
+        return False
 
     def _next_plan(self) -> FetchPlan | None:
         """The next Fetch: full without a session (or while a follower rate is set: the
@@ -270,8 +289,23 @@ class ReplicaFetcher:
         epochs: Mapping[tuple[str, int], int],
         response: fetch_v12.FetchResponse,
     ) -> bool:
-        """Apply the answers of a Fetch sent for `fetched` at leader `epochs`; False when a
-        partition backs off. Partitions that got records move to the end of the order."""
+        """Apply the answers of a Fetch sent for `fetched` at leader `epochs`, at once; False
+        when a partition backs off. Partitions that got records move to the end of the order."""
+        answers = self._apply_answers(fetched, epochs, response)
+        while True:
+            try:
+                next(answers)
+            except StopIteration as applied:
+                return bool(applied.value)
+
+    def _apply_answers(
+        self,
+        fetched: Mapping[tuple[str, int], Partition],
+        epochs: Mapping[tuple[str, int], int],
+        response: fetch_v12.FetchResponse,
+    ) -> Generator[None, None, bool]:
+        """`apply_response`, a step per partition answered (the fetcher's task frees the
+        event loop between slices of them); returns whether none backs off."""
         went_on = True
         served = []
         throttled = 0
@@ -295,6 +329,7 @@ class ReplicaFetcher:
                         went_on = False
                     elif answer.records:
                         served.append(key)
+                    yield
         if throttled:
             self.quota.record(throttled, int(time.monotonic() * 1000))
         for key in served:

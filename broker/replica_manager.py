@@ -64,7 +64,7 @@ from broker.partition import (
 )
 from broker.partition_changes import PartitionChanges
 from broker.producer_state import ActiveProducer, ProducerStateError
-from broker.replica_fetcher import ReplicaFetcherManager
+from broker.replica_fetcher import APPLY_SLICE_S, ReplicaFetcherManager
 from broker.replication_quota import NO_THROTTLE, UNTHROTTLED, ThrottleSettings
 from controller.broker_config import dynamic_broker_value
 from controller.image import MetadataImage, MetadataReplayer
@@ -96,8 +96,6 @@ log = structlog.get_logger(__name__)
 
 # Fetch's replica id of consumers (and of the ReplicaState of v15+).
 CONSUMER_REPLICA_ID = -1
-# How long one slice of a metadata change may hold the event loop (`_apply_latest`).
-APPLY_SLICE_S = 0.02
 # Replicas applied together: their new logs' directories synced once for them all, and their
 # new leaderships' epoch checkpoints written with their fsyncs in parallel.
 _NEW_LOGS_AT_ONCE = 64

@@ -11,7 +11,8 @@ import itertools
 import threading
 from pathlib import Path
 
-from broker.replica_manager import APPLY_SLICE_S, ReplicaManager
+from broker.replica_fetcher import APPLY_SLICE_S
+from broker.replica_manager import ReplicaManager
 from controller.image import MetadataReplayer
 from controller.partition_state import PartitionState
 from controller.topic_config import KAFKA_DEFAULTS

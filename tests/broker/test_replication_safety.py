@@ -727,3 +727,57 @@ async def test_an_answer_is_not_applied_to_a_replica_that_replaced_its_partition
         finally:
             release.set()
             await fetcher.stop()
+
+
+async def test_an_answer_of_thousands_of_partitions_is_applied_with_the_loop_free_between(
+    brokers: MakeBrokers,
+) -> None:
+    """The first records of many partitions (each a log's segment file and epoch checkpoint
+    made) are applied in slices: the event loop runs between them, and the answer is applied
+    whole, each partition once."""
+    partitions = 1_000
+    leader, follower = brokers(1, 2)
+    lead_from_first([leader, follower], partitions=partitions)
+    await leader.replicas.produce(
+        1, 1_000, [(TOPIC, p, batch(b"%d" % p)) for p in range(partitions)]
+    )
+    answered = asyncio.Event()
+
+    async def on_fetch(context: RequestContext, request: Any) -> Any:
+        wanted = [
+            FetchPartition(TOPIC, p.partition, p.fetch_offset, 1 << 20, current_leader_epoch=0)
+            for topic in request.topics
+            for p in topic.partitions
+        ]
+        if answered.is_set():
+            # The next Fetch, from the positions the first answer left: nothing new.
+            await asyncio.sleep(10)
+        answered.set()
+        results = await leader.replicas.fetch(2, 0, 1, 1 << 30, wanted)
+        return dataclasses.replace(response_of(results), session_id=i32(0))
+
+    def applied() -> int:
+        return sum(follower.partition(p).log.log_end_offset for p in range(partitions))
+
+    registry = ApiRegistry()
+    registry.register(ApiKey.FETCH, on_fetch, min_version=12, max_version=12)
+    async with fake_broker(registry=registry) as (server, _):
+        fetcher = ReplicaFetcher(2, 1, ("127.0.0.1", server.port))
+        for partition_id in range(partitions):
+            fetcher.add(follower.partition(partition_id))
+        fetcher.start()
+        seen: list[int] = []
+        try:
+            await asyncio.wait_for(answered.wait(), 30)
+            async with asyncio.timeout(60):
+                while not seen or seen[-1] < partitions:
+                    seen.append(applied())
+                    await asyncio.sleep(0)
+        finally:
+            await fetcher.stop()
+    # The loop ran while part of the answer was applied, and more than once.
+    assert len([count for count in seen if 0 < count < partitions]) > 1
+    assert [values(follower.partition(p).log) for p in (0, partitions - 1)] == [
+        [b"0"],
+        [b"%d" % (partitions - 1)],
+    ]
