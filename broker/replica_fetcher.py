@@ -11,7 +11,9 @@ moment) or a batch that fails validation backs that partition off (Kafka's
 changes; a connection error backs the whole fetcher off. The metadata log moves a partition to
 another fetcher when its leader changes. Partitions that got records go to the end of the next
 request, so a batch too large for what the response has left is not starved by busier
-partitions before it.
+partitions before it. An answer is applied in slices (`APPLY_SLICE_S`) with the event loop free
+between them; a replica added, removed or moved to another epoch meanwhile takes nothing of an
+answer fetched for the one before it.
 
 Fetch sessions (KIP-227, `broker.fetch_session_handler`): the first Fetch names every
 partition and opens a session on the leader; the next ones name only the partitions whose fetch
