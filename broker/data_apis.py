@@ -365,9 +365,11 @@ class DataApis:
                     authorizer, context, request, acks, timeout_ms, partitions
                 )
             elif any(topic in INTERNAL_TOPICS for topic, _, _ in partitions):
-                answers = await self._produce_except_internal(acks, timeout_ms, partitions)
+                answers = await self._produce_except_internal(context, acks, timeout_ms, partitions)
             else:
-                answers = await self._replicas.produce(acks, timeout_ms, partitions)
+                answers = await self._replicas.produce(
+                    acks, timeout_ms, partitions, connection_id=context.connection_id
+                )
         if acks == 0:
             return None
         by_topic: dict[str, list[PartitionProduced]] = {}
@@ -412,9 +414,13 @@ class DataApis:
         if not allowed:
             appended: Iterator[ProduceResult] = iter(())
         elif any(topic in INTERNAL_TOPICS for topic, _, _ in allowed):
-            appended = iter(await self._produce_except_internal(acks, timeout_ms, allowed))
+            appended = iter(await self._produce_except_internal(context, acks, timeout_ms, allowed))
         else:
-            appended = iter(await self._replicas.produce(acks, timeout_ms, allowed))
+            appended = iter(
+                await self._replicas.produce(
+                    acks, timeout_ms, allowed, connection_id=context.connection_id
+                )
+            )
         return [
             next(appended)
             if writable[topic]
@@ -423,12 +429,20 @@ class DataApis:
         ]
 
     async def _produce_except_internal(
-        self, acks: int, timeout_ms: int, partitions: Sequence[tuple[str, int, bytes | None]]
+        self,
+        context: RequestContext,
+        acks: int,
+        timeout_ms: int,
+        partitions: Sequence[tuple[str, int, bytes | None]],
     ) -> list[ProduceResult]:
         """Only brokers write internal topics: their partitions are refused, as Kafka refuses
         them, and the others are appended."""
         allowed = [entry for entry in partitions if entry[0] not in INTERNAL_TOPICS]
-        appended = iter(await self._replicas.produce(acks, timeout_ms, allowed))
+        appended = iter(
+            await self._replicas.produce(
+                acks, timeout_ms, allowed, connection_id=context.connection_id
+            )
+        )
         return [
             ProduceResult(
                 ErrorCode.invalid_topic_exception,

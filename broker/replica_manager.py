@@ -232,6 +232,8 @@ class ReplicaManager:
         self._expiration: asyncio.Task[None] | None = None
         # Applies a large metadata change in slices (`_apply_latest`); None or done when idle.
         self._applier: asyncio.Task[None] | None = None
+        # A connection's produce whose appends are sliced: done once they all are.
+        self._appending: dict[int, asyncio.Future[None]] = {}
         self._logs = logs
         self._replayer = replayer
         self._log_config = log_config
@@ -707,33 +709,61 @@ class ReplicaManager:
         acks: int,
         timeout_ms: int,
         partitions: Sequence[tuple[str, int, memoryview | bytes | None]],
+        *,
+        connection_id: int | None = None,
     ) -> list[ProduceResult]:
-        """Append each (topic, partition, records); answers in the same order."""
+        """Append each (topic, partition, records); answers in the same order.
+
+        The appends run in slices of APPLY_SLICE_S with the event loop free between them (the
+        first batches of thousands of new partitions, each a segment file and an epoch
+        checkpoint made, held it for seconds). The produces of one `connection_id` append in
+        the order they came all the same: Kafka handles a connection's requests in order, and
+        an idempotent producer's pipelined batches count on it."""
+        loop = asyncio.get_running_loop()
+        if connection_id is not None:
+            while (earlier := self._appending.get(connection_id)) is not None:
+                await earlier
         results: list[ProduceResult] = []
         # Each acks=all append: where its answer goes, and the offset and leader epoch the
         # high watermark must pass in.
         waits: list[tuple[int, Partition, int, int]] = []
-        for topic, partition_id, records in partitions:
-            partition = self.partitions.get((topic, partition_id))
-            appended = self._append(partition, topic, acks, records)
-            if isinstance(appended, ProduceResult):
-                results.append(appended)
-                continue
-            assert partition is not None
-            if acks == -1:
-                # A retried batch waits for its first write alone (Kafka's requiredOffset).
-                waits.append((len(results), partition, appended.end_offset, partition.leader_epoch))
-            results.append(
-                ProduceResult(
-                    ErrorCode.none,
-                    appended.first_offset,
-                    partition.log_start_offset,
-                    log_append_time_ms=appended.log_append_time_ms,
+        # Set while this produce, its appends sliced, lets others run: the connection's next
+        # produces wait for it.
+        appending: asyncio.Future[None] | None = None
+        slice_ends = time.monotonic() + APPLY_SLICE_S
+        try:
+            for topic, partition_id, records in partitions:
+                if time.monotonic() >= slice_ends:
+                    if connection_id is not None and appending is None:
+                        appending = self._appending[connection_id] = loop.create_future()
+                    await asyncio.sleep(0)
+                    slice_ends = time.monotonic() + APPLY_SLICE_S
+                partition = self.partitions.get((topic, partition_id))
+                appended = self._append(partition, topic, acks, records)
+                if isinstance(appended, ProduceResult):
+                    results.append(appended)
+                    continue
+                assert partition is not None
+                if acks == -1:
+                    # A retried batch waits for its first write alone (Kafka's requiredOffset).
+                    waits.append(
+                        (len(results), partition, appended.end_offset, partition.leader_epoch)
+                    )
+                results.append(
+                    ProduceResult(
+                        ErrorCode.none,
+                        appended.first_offset,
+                        partition.log_start_offset,
+                        log_append_time_ms=appended.log_append_time_ms,
+                    )
                 )
-            )
+        finally:
+            if appending is not None and connection_id is not None:
+                del self._appending[connection_id]
+                appending.set_result(None)
         if not waits:
             return results
-        deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+        deadline = loop.time() + timeout_ms / 1000
         if len(waits) == 1:
             # Awaited in this task, not a child one: the answer goes out in the loop
             # iteration after the high watermark passes it, not two or three later.
