@@ -15,6 +15,8 @@ Every case starts its own fresh cluster of three combined `kraft serve` processe
   with the RSS of each node after, and its growth per 1,000 replicas the node hosts;
 - `create_many`: the same for `--topics` topics of `--topic-partitions` partitions each, one
   CreateTopics per topic, sent at once;
+- `create_many_beside_load`: the same while a producer sends 1,000 msg/s (acks=all, linger 0)
+  to a partition of its own: its latency p50/p99/max over the 20 s around the creation;
 - `idle_partitions` (`bench.scale_fetch`): on one cluster, a one-partition baseline, the same
   beside `--partitions` idle partitions, and `--spread-count` lines spread over them;
 - `restart`, `restart_many`, `restart_many_kill` (`bench.scale_restart`): a node hosting
@@ -38,6 +40,7 @@ import argparse
 import json
 import statistics
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -195,6 +198,40 @@ def case_create_many(settings: CaseSettings, root: Path) -> dict[str, Any]:
         cluster.stop_all()
 
 
+def case_create_many_beside_load(settings: CaseSettings, root: Path) -> dict[str, Any]:
+    """`create_many` while a producer sends 1,000 msg/s (acks=all, linger 0) to a partition of
+    its own: the creation's times, and that producer's latency over the 20 s from 2 s before
+    the creation (the latency of everyone else while thousands of replicas are set up)."""
+    cluster = start_cluster(root)
+    try:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("paced", 1, REPLICATION_FACTOR)])["paced"].result(60)
+        _wait("a leader for paced", lambda: partitions_without_leader(admin, ["paced"]) == 0)
+        beside: dict[str, Any] = {}
+        # paced_latency counts after a warm-up second: 2 s of it before the creation starts.
+        producing = threading.Thread(
+            target=lambda: beside.update(
+                scale_latency.paced_latency(cluster.bootstrap, "paced", 1000, 20.0, 0.0)
+            )
+        )
+        producing.start()
+        time.sleep(3.0)
+        topics = {f"wide-{index}": settings.topic_partitions for index in range(settings.topics)}
+        creation = timed_creation(cluster, topics)
+        producing.join(STEP_TIMEOUT_S)
+        if not beside:
+            raise RuntimeError("the paced producer did not finish")
+        return {
+            **creation,
+            "paced_p50_ms": beside["p50_ms"],
+            "paced_p99_ms": beside["p99_ms"],
+            "paced_max_ms": beside["max_ms"],
+            "paced_errors": beside["errors"],
+        }
+    finally:
+        cluster.stop_all()
+
+
 def case_baseline(settings: CaseSettings, root: Path) -> dict[str, Any]:
     cluster = start_cluster(root)
     try:
@@ -249,6 +286,7 @@ CASES: dict[str, Case] = {
     "baseline": case_baseline,
     "create": case_create,
     "create_many": case_create_many,
+    "create_many_beside_load": case_create_many_beside_load,
     "idle_partitions": case_idle_partitions,
     "restart": case_restart,
     "restart_many": case_restart_many,
