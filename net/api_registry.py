@@ -39,7 +39,7 @@ class RequestContext(NamedTuple):
     header: RequestHeader
     # "host:port" of the client.
     peer: str
-    # Unique per server; distinguishes connections from the same peer.
+    # Unique in the process, over every listener; distinguishes connections from one peer.
     connection_id: int
     # Event-loop time (`loop.time()`) when the request's last byte arrived; deadlines such as
     # Produce's timeout or Fetch's max wait count from here.

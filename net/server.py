@@ -77,6 +77,10 @@ from net.tls import principal_of
 
 log = structlog.get_logger(__name__)
 
+# Every listener's connections numbered from one count: an id names one connection in the
+# process (a handler may key per-connection state on it, as the produce path's order does).
+_CONNECTION_IDS = itertools.count(1)
+
 DEFAULT_MAX_REQUEST_SIZE = 104_857_600  # Kafka's socket.request.max.bytes
 DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600_000  # Kafka's connections.max.idle.ms
 DEFAULT_MAX_IN_FLIGHT_REQUEST_BYTES = 64 * 1024 * 1024
@@ -717,7 +721,6 @@ class KafkaServer:
         self.queued_bytes = 0
         self.starved: set[_Connection] = set()
         self._server: asyncio.Server | None = None
-        self._connection_ids = itertools.count(1)
 
     def admit(self, connection: _Connection, address: str) -> str | None:
         """Counts a new connection from `address` in, or says why it is refused."""
@@ -776,7 +779,7 @@ class KafkaServer:
         requests yet."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: _Connection(self, next(self._connection_ids)),
+            lambda: _Connection(self, next(_CONNECTION_IDS)),
             self.host,
             self._requested_port,
             reuse_address=True,

@@ -672,3 +672,20 @@ async def test_the_answer_to_the_only_request_in_flight_is_written_when_its_hand
     assert struct.unpack_from(">i", frame)[0] == 1
     response: Any = decode_response(frame, ApiKey.HEARTBEAT, 3)
     assert response.error_code == ErrorCode.none
+
+
+async def test_connection_ids_are_unique_across_every_listener_of_the_process() -> None:
+    # A handler may key per-connection state on the id (the produce path keeps a
+    # connection's appends in order by it): two listeners' connections never share one.
+    request = make_entity(request_type(ApiKey.METADATA, 1), topics=None)
+    async with fake_broker() as (first, first_seen), fake_broker() as (second, second_seen):
+        connections = [
+            await RawConnection.open(port)
+            for port in (first.port, second.port, first.port, second.port)
+        ]
+        for connection in connections:
+            await connection.request(request)
+            await connection.close()
+    ids = [context.connection_id for context, _ in first_seen.requests + second_seen.requests]
+    assert len(ids) == 4
+    assert len(set(ids)) == 4
