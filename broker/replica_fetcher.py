@@ -215,7 +215,7 @@ class ReplicaFetcher:
             if plan.full
             else _SentEpochs(self.session.sent)
         )
-        answers = self._apply_answers(_AsSent(self.partitions, replaced), epochs, response)
+        answers = self.apply_response(_AsSent(self.partitions, replaced), epochs, response)
         deadline = time.monotonic() + APPLY_SLICE_S
         for _ in answers:
             if time.monotonic() >= deadline:
@@ -290,24 +290,11 @@ class ReplicaFetcher:
         fetched: Mapping[tuple[str, int], Partition],
         epochs: Mapping[tuple[str, int], int],
         response: fetch_v12.FetchResponse,
-    ) -> bool:
-        """Apply the answers of a Fetch sent for `fetched` at leader `epochs`, at once; False
-        when a partition backs off. Partitions that got records move to the end of the order."""
-        answers = self._apply_answers(fetched, epochs, response)
-        while True:
-            try:
-                next(answers)
-            except StopIteration as applied:
-                return bool(applied.value)
-
-    def _apply_answers(
-        self,
-        fetched: Mapping[tuple[str, int], Partition],
-        epochs: Mapping[tuple[str, int], int],
-        response: fetch_v12.FetchResponse,
     ) -> Generator[None, None, bool]:
-        """`apply_response`, a step per partition answered (the fetcher's task frees the
-        event loop between slices of them); returns whether none backs off."""
+        """Apply the answers of a Fetch sent for `fetched` at leader `epochs`, a step per
+        partition answered (the fetcher's task frees the event loop between slices of them);
+        returns False when a partition backs off. Partitions that got records move to the end
+        of the order."""
         went_on = True
         served = []
         throttled = 0

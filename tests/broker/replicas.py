@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from uuid import UUID
@@ -189,3 +189,12 @@ def values(replica_log: Log) -> list[bytes]:
         _, records = decode_batch(piece.read())
         found.extend(record.value or b"" for record in records)
     return found
+
+
+def applied_at_once(steps: Generator[None, None, bool]) -> bool:
+    """Run every step of `ReplicaFetcher.apply_response` at once; what it returned."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as applied:
+            return bool(applied.value)

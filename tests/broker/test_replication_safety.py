@@ -30,6 +30,7 @@ from storage.leader_epoch_cache import EpochEntry, LeaderEpochCache
 from tests.broker.replicas import (
     TOPIC,
     Broker,
+    applied_at_once,
     as_received,
     batch,
     image,
@@ -571,7 +572,9 @@ async def test_partitions_that_got_records_are_asked_for_last_next_time(
         1 << 20,
         [FetchPartition(TOPIC, p, 0, 1 << 20, current_leader_epoch=0) for p in (0, 1)],
     )
-    assert fetcher.apply_response(fetched, {key: 0 for key in fetched}, response_of(results))
+    assert applied_at_once(
+        fetcher.apply_response(fetched, {key: 0 for key in fetched}, response_of(results))
+    )
     # Partition 0 got records: partition 1 comes first in the next request, so a batch too
     # large for what partition 0 leaves of the response is not starved for ever.
     assert list(fetcher.partitions) == [(TOPIC, 1), (TOPIC, 0)]
@@ -599,7 +602,9 @@ async def test_a_followers_first_records_of_many_partitions_start_their_epoch_on
     rotten = bytearray(results[2].records or b"")
     rotten[-1] ^= 0xFF
     results[2] = dataclasses.replace(results[2], records=bytes(rotten))
-    assert not fetcher.apply_response(fetched, dict.fromkeys(fetched, 4), response_of(results))
+    assert not applied_at_once(
+        fetcher.apply_response(fetched, dict.fromkeys(fetched, 4), response_of(results))
+    )
     for partition_id in (0, 1):
         replica_log = follower.partition(partition_id).log
         assert values(replica_log) == [b"%d" % partition_id]
@@ -673,7 +678,9 @@ async def test_a_refused_partition_backs_off_alone(brokers: MakeBrokers) -> None
         ],
     )
     assert results[1].error is ErrorCode.unknown_leader_epoch
-    assert not fetcher.apply_response(fetched, {key: 0 for key in fetched}, response_of(results))
+    assert not applied_at_once(
+        fetcher.apply_response(fetched, {key: 0 for key in fetched}, response_of(results))
+    )
     assert list(fetcher.due_partitions()) == [(TOPIC, 0)]
     # New metadata for it: asked for again at once.
     fetcher.add(follower.partition(1))

@@ -19,7 +19,15 @@ from broker.replication_quota import UNTHROTTLED, ReplicationQuota
 from controller.image import ConfigResource, MetadataImage
 from controller.partition_state import PartitionState
 from controller.records import ConfigResourceType
-from tests.broker.replicas import TOPIC, Broker, batch, image, replicate, response_of
+from tests.broker.replicas import (
+    TOPIC,
+    Broker,
+    applied_at_once,
+    batch,
+    image,
+    replicate,
+    response_of,
+)
 
 LEADER, FOLLOWER = 1, 2
 # Broker 2 being added by a reassignment: not in the ISR yet.
@@ -163,7 +171,7 @@ async def test_what_a_throttled_replica_fetches_counts_against_the_follower_quot
     fetched = dict(fetcher.partitions)
     request = FetchPartition(TOPIC, 0, 0, 1 << 20, current_leader_epoch=replica.leader_epoch)
     results = await leader.replicas.fetch(FOLLOWER, 0, 1, 1 << 20, [request])
-    assert fetcher.apply_response(fetched, {(TOPIC, 0): 0}, response_of(results))
+    assert applied_at_once(fetcher.apply_response(fetched, {(TOPIC, 0): 0}, response_of(results)))
     assert replica.log.log_end_offset == 1
     size = len(results[0].records or b"")
     # Counted over the window's 10 s minimum (Kafka's 11 samples of 1 s), plus the moments
