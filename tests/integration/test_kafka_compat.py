@@ -494,8 +494,17 @@ def produce_one_batch(
 ) -> list[KafkaError | None]:
     """Each (key, timestamp) with a value of its index, all in one batch; each one's error."""
     producer = Producer(
-        {"bootstrap.servers": cluster.bootstrap, "linger.ms": 500, "message.timeout.ms": 30000}
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            # Long enough that nothing is sent before flush() below sends all at once (with
+            # 500 ms, a loaded CI machine once saw the first and last records sent apart from
+            # the others, and delivered).
+            "linger.ms": 10000,
+            "message.timeout.ms": 30000,
+        }
     )
+    # The partition known before the first record, so all of them queue for it together.
+    producer.list_topics(topic, timeout=10)
     errors: dict[int, KafkaError | None] = {}
     for index, (key, timestamp) in enumerate(messages):
         producer.produce(
