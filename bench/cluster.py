@@ -13,6 +13,7 @@ and cuts its files back to that, as a power failure that loses the page cache wo
 from __future__ import annotations
 
 import compileall
+import contextlib
 import json
 import os
 import random
@@ -24,7 +25,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -126,6 +127,11 @@ class Node:
         request = urllib.request.Request(url, headers=self.admin_headers)
         with urllib.request.urlopen(request, timeout=timeout, context=self.admin_tls) as response:
             return json.loads(response.read())
+
+    def log_events(self) -> list[dict[str, Any]]:
+        """The structured events the node logged so far (its JSON lines), in order."""
+        lines = self.log_path.read_text(errors="replace").splitlines()
+        return [json.loads(line) for line in lines if line.startswith("{")]
 
     def quorum(self) -> dict[str, Any] | None:
         try:
@@ -427,3 +433,15 @@ class Cluster:
         if leader_view is None or leader_view["high_watermark"] < 1:
             return None
         return leader_id, epoch, leader_view["high_watermark"]
+
+
+@contextlib.contextmanager
+def lone_node(root: Path, **extra: str) -> Iterator[Cluster]:
+    """One combined node (node 1) under `root`, started and unfenced; stopped on exit."""
+    cluster = Cluster.combined(root, 1, **extra)
+    cluster.start_all()
+    try:
+        cluster.wait_for("broker unfenced", cluster.brokers_unfenced, 60)
+        yield cluster
+    finally:
+        cluster.stop_all()

@@ -96,9 +96,9 @@ def replay_from_snapshot(replayer: MetadataReplayer, directory: Path) -> tuple[f
     image = replayer.image
     snapshot_id = SnapshotId(image.end_offset, image.epoch)
     path = directory / "bench.checkpoint"
-    path.write_bytes(
-        encode_snapshot(snapshot_id, replayer.snapshot_records(image.end_offset), int(time.time()))
-    )
+    records = replayer.snapshot_records(image.end_offset)
+    assert records is not None, "the bench's records hold no metadata transaction"
+    path.write_bytes(encode_snapshot(snapshot_id, records, int(time.time())))
     started = time.perf_counter()
     loaded = MetadataReplayer()
     loaded.on_snapshot_loaded(snapshot_id, decode_snapshot(path.read_bytes()))

@@ -1,7 +1,8 @@
 """The metadata state machine on top of `kraft`.
 
 Pure rules: the metadata records and their encoding (`records`), the image every node replays
-from the metadata log (`image`), the topic config catalogue and the typed config the image
+from the metadata log (`image`) and the metadata transactions it takes whole
+(`metadata_transactions`), the topic config catalogue and the typed config the image
 hands out per topic (`topic_config`), the dynamic broker configs (`broker_config`: the
 replication throttle's rates), one partition's state (`partition_state`) and its
 changes — ISR, ELR, LastKnownELR, elections, the configuration they run under and the records

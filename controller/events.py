@@ -22,6 +22,7 @@ from typing import Any
 from uuid import UUID
 
 from controller.image import MetadataImage, metadata_records
+from controller.metadata_transactions import MetadataTransactions
 from controller.partition_state import NO_LEADER, PartitionState
 from controller.records import (
     BrokerRegistrationChangeRecord,
@@ -403,7 +404,9 @@ class EventLog:
     A `RaftListener` added after the node's `MetadataReplayer`: `image()` then gives the image
     after each batch, and the log keeps the image before the next. It remembers, across
     batches, the partitions whose unclean recovery it reported and whose election is still to
-    come, so that election is not reported as a second data-loss event.
+    come, so that election is not reported as a second data-loss event. The events of a
+    metadata transaction come when its end is committed, as its changes reach the image then
+    (those of an aborted one never).
     """
 
     def __init__(
@@ -426,6 +429,7 @@ class EventLog:
         self.listeners: list[Callable[[MetadataEvent], None]] = []
         # Partitions whose recovery was reported and whose election is still to come.
         self._recovered: set[tuple[UUID, int]] = set()
+        self._transactions: MetadataTransactions[int] = MetadataTransactions()
 
     def events(self) -> list[MetadataEvent]:
         """The events kept, oldest first."""
@@ -435,7 +439,8 @@ class EventLog:
         if not entries:
             return
         time = self._clock().isoformat(timespec="milliseconds")
-        derived = derive_events(self._before, self._records_of(entries), time, self._recovered)
+        records = self._transactions.admit(self._records_of(entries))
+        derived = derive_events(self._before, records, time, self._recovered)
         self._events.extend(derived)
         for listener in self.listeners:
             for event in derived:
@@ -449,3 +454,4 @@ class EventLog:
         # A snapshot summarises history it does not replay: events continue after it.
         self._before = self._image()
         self._recovered.clear()
+        self._transactions.reset()

@@ -31,14 +31,18 @@ from uuid import UUID
 import structlog
 
 from controller.acls import EMPTY_INDEX, AclBinding, AclIndex
+from controller.metadata_transactions import MetadataTransactions
 from controller.partition_state import PartitionState
 from controller.records import (
+    AbortTransactionRecord,
     AccessControlEntryRecord,
+    BeginTransactionRecord,
     BrokerEndpoint,
     BrokerFeature,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     ConfigResourceType,
+    EndTransactionRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
     MetadataRecord,
@@ -332,7 +336,15 @@ class MetadataDelta:
                 self._replay_acl(record)
             case UserScramCredentialRecord() | RemoveUserScramCredentialRecord():
                 self._replay_scram_credential(record)
-            case NoOpRecord() | UncleanRecoveryRecord():
+            case (
+                NoOpRecord()
+                | UncleanRecoveryRecord()
+                | BeginTransactionRecord()
+                | EndTransactionRecord()
+                | AbortTransactionRecord()
+            ):
+                # Transactions are the replayer's (`MetadataTransactions`): each record of
+                # one reaches here once its end is committed.
                 pass
 
     def partition(self, topic_id: UUID, partition_id: int) -> PartitionState | None:
@@ -516,7 +528,11 @@ class MetadataReplayer:
     own, not metadata records) and replaces the image with a loaded snapshot. As a
     `SnapshotSource` it gives the records of the image at `end_offset`: the driver asks for a
     snapshot at the high watermark right after delivering the entries below it, so the current
-    image is exactly that one; being asked for any other offset is a bug in the caller.
+    image is exactly that one (unless a metadata transaction is open there: no snapshot then);
+    being asked for any other offset is a bug in the caller.
+
+    The records of a metadata transaction (`controller.metadata_transactions`) are held back
+    until its end is committed, then replayed together: the image never holds a part of one.
 
     Entries below `logged_below` (the end of the node's own log at start, whose changes its
     earlier runs logged as they applied them) are replayed without a `metadata_applied` event
@@ -535,30 +551,51 @@ class MetadataReplayer:
         # The entries of the latest commit and their records, for the listeners after this
         # one in the same commit (`records_of`): decoding each record once, not per listener.
         self._decoded: tuple[Sequence[Entry], list[tuple[int, MetadataRecord]]] | None = None
+        self._transactions: MetadataTransactions[Entry] = MetadataTransactions()
+        self._replayed_end_offset = image.end_offset
 
     @property
     def image(self) -> MetadataImage:
         """The image as of the last committed entry replayed."""
         return self._image
 
+    @property
+    def replayed_end_offset(self) -> int:
+        """The end of the committed entries replayed: the image's, or past it the records of
+        an open metadata transaction, held back until it ends (`transaction_open`)."""
+        return self._replayed_end_offset
+
+    @property
+    def transaction_open(self) -> bool:
+        """Whether the committed entries end inside a metadata transaction."""
+        return self._transactions.open_since is not None
+
     def on_commit(self, entries: Sequence[Entry]) -> None:
-        """Replays the committed entries, in order, into a new image."""
+        """Replays the committed entries, in order, into a new image; those of a metadata
+        transaction once its end is committed, all at once (never a part of it)."""
         if not entries:
             return
+        decoded = [
+            (entry, decode_record(entry.data))
+            for entry in entries
+            if entry.kind is not EntryKind.LEADER_CHANGE
+        ]
+        self._decoded = (entries, [(entry.offset, record) for entry, record in decoded])
         delta = MetadataDelta(self._image)
-        decoded = []
-        for entry in entries:
-            if entry.kind is not EntryKind.LEADER_CHANGE:
-                record = decode_record(entry.data)
-                decoded.append((entry.offset, record))
-                delta.replay(record)
-                if entry.offset >= self._logged_below:
-                    _log_applied(record, entry, delta)
-                else:
-                    self._replayed_quietly += 1
-        self._decoded = (entries, decoded)
+        for entry, record in self._transactions.admit(decoded):
+            delta.replay(record)
+            if entry.offset >= self._logged_below:
+                _log_applied(record, entry, delta)
+            else:
+                self._replayed_quietly += 1
         last = entries[-1]
-        self._image = delta.apply(last.offset + 1, last.epoch)
+        self._replayed_end_offset = last.offset + 1
+        begun = self._transactions.open_since
+        if begun is None:
+            self._image = delta.apply(last.offset + 1, last.epoch)
+        elif begun.offset > self._image.end_offset:
+            # Up to the open transaction's begin: no entry before it is held back.
+            self._image = delta.apply(begun.offset, begun.epoch)
         if self._replayed_quietly and self._image.end_offset >= self._logged_below:
             log.info(
                 "metadata_log_replayed",
@@ -586,9 +623,15 @@ class MetadataReplayer:
         self._image = MetadataImage.from_records(
             (decode_record(data) for data in records), snapshot_id.end_offset, snapshot_id.epoch
         )
+        self._transactions.reset()
+        self._replayed_end_offset = snapshot_id.end_offset
 
-    def snapshot_records(self, end_offset: int) -> list[bytes]:
-        """The encoded records of the image holding every entry below `end_offset`."""
+    def snapshot_records(self, end_offset: int) -> list[bytes] | None:
+        """The encoded records of the image holding every entry below `end_offset`; None while
+        a metadata transaction is open there (no image holds a part of one: the snapshot waits
+        for a later commit)."""
+        if self.transaction_open:
+            return None
         if end_offset != self._image.end_offset:
             raise ValueError(
                 f"snapshot asked at offset {end_offset}, the image is at {self._image.end_offset}"

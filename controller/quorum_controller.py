@@ -14,7 +14,9 @@ answers NOT_CONTROLLER and the callers find the leader. As in Kafka's QuorumCont
   appends nothing, once everything appended before it committed), so no caller ever sees
   metadata a failover could undo. Leadership lost before the commit answers NOT_CONTROLLER:
   the records may or may not survive, and the caller retries against the new controller, which
-  sees either all of a request's records or none (they are one atomic batch).
+  sees either all of a user request's records or none: they are one metadata transaction
+  (`controller.metadata_transactions`), and a newly active controller aborts one its
+  predecessor left unfinished before it serves anything.
 - A user request (CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders,
   IncrementalAlterConfigs, AlterPartitionReassignments) may write at most
   `limits.MAX_RECORDS_PER_USER_OP` records; a larger one is refused whole with
@@ -97,6 +99,9 @@ from controller.reassignment import (
     list_reassignments,
 )
 from controller.records import (
+    AbortTransactionRecord,
+    BeginTransactionRecord,
+    EndTransactionRecord,
     MetadataRecord,
     NoOpRecord,
     ReplicaLogState,
@@ -150,6 +155,8 @@ SESSION_CHECK_INTERVAL_S = 0.1
 # How often the active controller looks for partitions that need unclean recovery.
 RECOVERY_CHECK_INTERVAL_S = 0.5
 _NOOP = encode_record(NoOpRecord())
+# The reason a newly active controller gives for the transaction it drops.
+_ABORTED_AT_FAILOVER = "left open by the previous active controller"
 # The log event of a change that starts or cancels a reassignment (a change completing one,
 # whatever its cause, logs `reassignment_completed`).
 _REASSIGNMENT_LOGS = {
@@ -254,6 +261,12 @@ class QuorumController:
         )
 
     # -- wiring ------------------------------------------------------------------------------
+
+    @property
+    def active(self) -> bool:
+        """Whether this node is the active controller, activated (it serves the controller
+        APIs)."""
+        return self._active is not None
 
     def register_apis(self, registry: ApiRegistry) -> None:
         """Serve the controller APIs on `registry`."""
@@ -418,11 +431,13 @@ class QuorumController:
         # Everything of earlier epochs is below this leader's first entry of its own epoch;
         # once that commits, the committed image holds all the metadata there is.
         target = self._driver.log_end_offset
-        while self._replayer.image.end_offset < target:
+        while self._replayer.replayed_end_offset < target:
             self._committed.clear()
             await self._committed.wait()
             if not self._driver.is_leader or self._driver.epoch != epoch:
                 return
+        if self._replayer.transaction_open and not await self._abort_transaction(epoch):
+            return
         image = self._replayer.image
         self._active = _Active(
             epoch, image, BrokerLifecycle.activate(image, self._now_ms(), self._config.lifecycle)
@@ -443,6 +458,28 @@ class QuorumController:
             self._noops = self._spawn(self._append_noops_when_idle(epoch))
         if self._config.bootstrap_scram_credentials and not image.scram_credentials:
             self._spawn(self._bootstrap_scram_credentials())
+
+    async def _abort_transaction(self, epoch: int) -> bool:
+        """Drop the metadata transaction the previous controller left open (it lost the
+        quorum before the rest of its append was replicated; its caller was told
+        NOT_CONTROLLER and retries here): no image shows a part of it. False if this node
+        stopped leading meanwhile."""
+        try:
+            aborted = self._submit([encode_record(AbortTransactionRecord(_ABORTED_AT_FAILOVER))])
+        except NotLeaderError:
+            return False
+        log.warning(
+            "metadata_transaction_aborted",
+            leader_epoch=epoch,
+            offset=aborted.base_offset,
+            reason=_ABORTED_AT_FAILOVER,
+        )
+        try:
+            await aborted.committed
+        except LeadershipLostError:
+            return False
+        # Replayed by now: the replayer heard of the commit before this task resumed.
+        return self._driver.is_leader and self._driver.epoch == epoch
 
     def _deactivate(self, reason: str) -> None:
         for task in (self._timers, self._recovery, self._noops):
@@ -477,20 +514,27 @@ class QuorumController:
         operation: str,
         build: Callable[[_Active, int], tuple[Sequence[MetadataRecord], _Result]],
         max_records: int | None = None,
+        *,
+        transaction: bool = False,
         **context: Any,
     ) -> _Result:
         """Runs `build` on the working image, appends its records, answers once committed.
 
-        `build` gets the active state and the offset the first record will get. Raises
+        `build` gets the active state and the offset the first record will get. With
+        `transaction`, the records are appended as one metadata transaction (between a
+        BeginTransactionRecord and an EndTransactionRecord, `controller.metadata_transactions`),
+        so that no image shows a part of them however the log's commits cut them. Raises
         NotControllerError when this node is not (or stops being) the active controller, and
         OperationTooLargeError (from `build`, or when it gives more than `max_records`
         records) with nothing appended.
         """
         active = await self._active_state()
         next_offset = self._driver.log_end_offset
-        records, result = build(active, next_offset)
+        records, result = build(active, next_offset + 1 if transaction else next_offset)
         if max_records is not None and len(records) > max_records:
             raise OperationTooLargeError(TOO_MANY_RECORDS)
+        if transaction and records:
+            records = [BeginTransactionRecord(operation), *records, EndTransactionRecord()]
         if not records:
             pending = active.last_commit
             if pending is not None and not pending.done():
@@ -558,10 +602,11 @@ class QuorumController:
         **context: Any,
     ) -> _Response:
         """`_serve` for a user request: at most MAX_RECORDS_PER_USER_OP records, else `refuse`
-        with POLICY_VIOLATION and Kafka's message."""
+        with POLICY_VIOLATION and Kafka's message; appended as one metadata transaction (a
+        topic of thousands of partitions is seen whole or not at all)."""
         try:
             result = await self._write(
-                operation, build, max_records=MAX_RECORDS_PER_USER_OP, **context
+                operation, build, max_records=MAX_RECORDS_PER_USER_OP, transaction=True, **context
             )
         except NotControllerError:
             return refuse(ErrorCode.not_controller, None)

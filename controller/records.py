@@ -387,6 +387,37 @@ class NoOpRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class BeginTransactionRecord:
+    """The records from here to the next EndTransactionRecord are one change that no image
+    shows a part of (KIP-868's metadata transactions): a change of more records than one
+    commit of the metadata log may hand out, such as a topic of thousands of partitions."""
+
+    API_KEY: ClassVar[int] = 23
+    VERSION: ClassVar[int] = 0
+
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EndTransactionRecord:
+    """The metadata transaction open since its BeginTransactionRecord is complete."""
+
+    API_KEY: ClassVar[int] = 24
+    VERSION: ClassVar[int] = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AbortTransactionRecord:
+    """The metadata transaction open since its BeginTransactionRecord is dropped whole: a new
+    active controller found it unfinished (its controller lost the quorum mid-append)."""
+
+    API_KEY: ClassVar[int] = 25
+    VERSION: ClassVar[int] = 0
+
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AccessControlEntryRecord:
     """An ACL was created, with its id (AccessControlEntryRecord)."""
 
@@ -485,6 +516,9 @@ MetadataRecord: TypeAlias = (
     | ProducerIdsRecord
     | BrokerRegistrationChangeRecord
     | NoOpRecord
+    | BeginTransactionRecord
+    | EndTransactionRecord
+    | AbortTransactionRecord
     | UncleanRecoveryRecord
     | AccessControlEntryRecord
     | RemoveAccessControlEntryRecord
@@ -735,6 +769,23 @@ _SCHEMAS: tuple[tuple[type[MetadataRecord], str, Struct], ...] = (
         ),
     ),
     (NoOpRecord, "0", Struct(NoOpRecord, ())),
+    (
+        BeginTransactionRecord,
+        "0",
+        Struct(
+            BeginTransactionRecord,
+            (Field("name", STRING, nullable=_NULLABLE, tag=0, default=None),),
+        ),
+    ),
+    (EndTransactionRecord, "0", Struct(EndTransactionRecord, ())),
+    (
+        AbortTransactionRecord,
+        "0",
+        Struct(
+            AbortTransactionRecord,
+            (Field("reason", STRING, nullable=_NULLABLE, tag=0, default=None),),
+        ),
+    ),
     (
         AccessControlEntryRecord,
         "0",

@@ -165,8 +165,10 @@ class RaftListener(Protocol):
 class SnapshotSource(Protocol):
     """Where snapshot content comes from: the controller's metadata image."""
 
-    def snapshot_records(self, end_offset: int) -> list[bytes]:
-        """The records that rebuild the image holding every entry below `end_offset`."""
+    def snapshot_records(self, end_offset: int) -> list[bytes] | None:
+        """The records that rebuild the image holding every entry below `end_offset`; None
+        when no image holds exactly those (the entries end inside a change the image takes
+        whole once it is committed): a later commit is snapshotted instead."""
 
 
 class EmptyImage:
@@ -590,6 +592,8 @@ class RaftDriver:
         last = committed[-1]
         snapshot_id = SnapshotId(last.offset + 1, last.epoch)
         records = self._snapshot_source.snapshot_records(snapshot_id.end_offset)
+        if records is None:
+            return
         data = encode_snapshot(snapshot_id, records, _SNAPSHOT_LAST_TIMESTAMP)
         size = self._snapshots.write(snapshot_id, data)
         if node.snapshot_created(snapshot_id.end_offset, snapshot_id.epoch, size):

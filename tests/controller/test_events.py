@@ -17,6 +17,9 @@ from controller.events import (
 from controller.image import MetadataImage, MetadataReplayer, metadata_records
 from controller.partition_state import NO_LEADER
 from controller.records import (
+    AbortTransactionRecord,
+    BeginTransactionRecord,
+    EndTransactionRecord,
     MetadataRecord,
     PartitionRecord,
     ReplicaLogState,
@@ -85,6 +88,34 @@ def test_the_event_log_tells_its_listeners_of_each_new_event_in_order() -> None:
         listener.on_commit(batch)
     assert heard == [EventType.TOPIC_CREATED, EventType.PARTITION_CREATED]
     assert [e.type for e in log.events()] == heard
+
+
+def test_a_transactions_events_come_once_it_ends_and_never_if_aborted() -> None:
+    replayer = MetadataReplayer()
+    log = EventLog(lambda: replayer.image, records_of=replayer.records_of)
+
+    def partition(index: int) -> PartitionRecord:
+        return PartitionRecord(TOPIC_ID, index, replicas=(1,), isr=(1,), leader=1)
+
+    def commit(offset: int, *records: MetadataRecord) -> None:
+        batch = [Entry(offset + i, 1, encode_record(r)) for i, r in enumerate(records)]
+        for listener in (replayer, log):
+            listener.on_commit(batch)
+
+    commit(0, BeginTransactionRecord("create_topics"), TopicRecord("orders", TOPIC_ID))
+    commit(2, partition(0))
+    assert log.events() == []
+    commit(3, partition(1), EndTransactionRecord())
+    created = [(e.type, e.topic, e.partition) for e in log.events()]
+    assert created == [
+        (EventType.TOPIC_CREATED, "orders", None),
+        (EventType.PARTITION_CREATED, "orders", 0),
+        (EventType.PARTITION_CREATED, "orders", 1),
+    ]
+
+    commit(5, BeginTransactionRecord("create_topics"), TopicRecord("clicks", UUID(int=7)))
+    commit(7, AbortTransactionRecord("failover"))
+    assert [(e.type, e.topic, e.partition) for e in log.events()] == created
 
 
 def test_the_replayer_hands_the_records_it_decoded_to_the_listeners_after_it() -> None:

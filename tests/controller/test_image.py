@@ -20,10 +20,13 @@ from controller.image import (
 )
 from controller.partition_state import NO_LEADER, PartitionState
 from controller.records import (
+    AbortTransactionRecord,
+    BeginTransactionRecord,
     BrokerEndpoint,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     ConfigResourceType,
+    EndTransactionRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
     MetadataRecord,
@@ -328,6 +331,7 @@ def test_replayer_snapshots_its_image_and_loads_it_back() -> None:
     source.on_commit(_entries(_cluster(), epoch=4))
     end_offset = len(_cluster())
     records = source.snapshot_records(end_offset)
+    assert records is not None
     target = MetadataReplayer()
     target.on_snapshot_loaded(SnapshotId(end_offset, 4), records)
     assert target.image == source.image
@@ -342,6 +346,64 @@ def test_replayer_refuses_a_snapshot_at_another_offset() -> None:
     replayer.on_commit(_entries(_cluster()))
     with pytest.raises(ValueError, match=f"image is at {len(_cluster())}"):
         replayer.snapshot_records(5)
+
+
+WIDE = UUID(int=3)
+
+
+def _wide_topic_in_a_transaction(partitions: int) -> list[MetadataRecord]:
+    return [
+        BeginTransactionRecord("create_topics"),
+        TopicRecord("wide", WIDE),
+        *(
+            PartitionRecord(WIDE, i, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1)
+            for i in range(partitions)
+        ),
+        EndTransactionRecord(),
+    ]
+
+
+def test_replayer_shows_a_transaction_cut_by_commits_only_once_it_ends() -> None:
+    entries = _entries([*_cluster(), *_wide_topic_in_a_transaction(5)], epoch=2)
+    replayer = MetadataReplayer()
+    begin = len(_cluster())
+    # The first commit ends inside the transaction: the image ends where it begins.
+    replayer.on_commit(entries[: begin + 3])
+    assert replayer.image == replace(_replay(_cluster()), epoch=2)
+    assert (replayer.transaction_open, replayer.replayed_end_offset) == (True, begin + 3)
+    # No snapshot of a part of it: the driver snapshots a later commit.
+    assert replayer.snapshot_records(begin + 3) is None
+    replayer.on_commit(entries[begin + 3 : -1])
+    assert replayer.image.topic("wide") is None
+    replayer.on_commit(entries[-1:])
+    assert not replayer.transaction_open
+    wide = replayer.image.topic("wide")
+    assert wide is not None and len(wide.partitions) == 5
+    assert (replayer.image.end_offset, replayer.replayed_end_offset) == (len(entries),) * 2
+    assert replayer.snapshot_records(len(entries)) is not None
+
+
+def test_replayer_drops_an_aborted_transaction_whole() -> None:
+    held = _wide_topic_in_a_transaction(3)[:-1]
+    entries = _entries([*_cluster(), *held, AbortTransactionRecord("failover")])
+    replayer = MetadataReplayer()
+    replayer.on_commit(entries[:-1])
+    replayer.on_commit(entries[-1:])
+    assert not replayer.transaction_open
+    assert replayer.image == replace(_replay(_cluster()), end_offset=len(entries))
+
+
+def test_a_snapshot_loaded_ends_any_transaction_left_open() -> None:
+    source = MetadataReplayer()
+    source.on_commit(_entries(_cluster()))
+    records = source.snapshot_records(len(_cluster()))
+    assert records is not None
+    replayer = MetadataReplayer()
+    replayer.on_commit(_entries(_wide_topic_in_a_transaction(2)[:2]))
+    replayer.on_snapshot_loaded(SnapshotId(len(_cluster()), 1), records)
+    assert not replayer.transaction_open
+    assert replayer.replayed_end_offset == len(_cluster())
+    assert replayer.image == source.image
 
 
 def test_ten_thousand_partitions_replay_and_snapshot() -> None:
@@ -363,10 +425,10 @@ def test_ten_thousand_partitions_replay_and_snapshot() -> None:
     assert image.partition(topic_ids[0], 999) == PartitionState(
         (1, 2, 3), (2, 3), 2, leader_epoch=1, partition_epoch=1
     )
+    snapshot = replayer.snapshot_records(image.end_offset)
+    assert snapshot is not None
     loaded = MetadataReplayer()
-    loaded.on_snapshot_loaded(
-        SnapshotId(image.end_offset, 1), replayer.snapshot_records(image.end_offset)
-    )
+    loaded.on_snapshot_loaded(SnapshotId(image.end_offset, 1), snapshot)
     assert loaded.image == image
 
 

@@ -5,14 +5,13 @@ last of them is gone (never in the middle of the change), and says so (`gc_recla
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.cluster import Cluster
+from bench.cluster import Cluster, lone_node
 from node.frozen_heap import RECLAIM_AFTER_STOPPED
 
 pytestmark = pytest.mark.timeout(180)
@@ -20,23 +19,12 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.fixture
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    cluster = Cluster.combined(tmp_path_factory.mktemp("replica-heap"), 1)
-    cluster.start_all()
-    try:
-        cluster.wait_for("broker unfenced", cluster.brokers_unfenced, 60)
+    with lone_node(tmp_path_factory.mktemp("replica-heap")) as cluster:
         yield cluster
-    finally:
-        cluster.stop_all()
-
-
-def events(cluster: Cluster) -> list[dict[str, Any]]:
-    """The node's log events so far, in order."""
-    lines = cluster.nodes[1].log_path.read_text(errors="replace").splitlines()
-    return [json.loads(line) for line in lines if line.startswith("{")]
 
 
 def named(cluster: Cluster, name: str) -> list[dict[str, Any]]:
-    return [event for event in events(cluster) if event["event"] == name]
+    return [event for event in cluster.nodes[1].log_events() if event["event"] == name]
 
 
 def test_the_heap_of_deleted_replicas_is_collected_once_their_deletion_is_applied(
@@ -55,7 +43,7 @@ def test_the_heap_of_deleted_replicas_is_collected_once_their_deletion_is_applie
 
     admin.delete_topics(["churn"], operation_timeout=30)["churn"].result(60)
     node.wait_for("the heap reclaimed", lambda: named(node, "gc_reclaimed"), 60)
-    logged = [event["event"] for event in events(node)]
+    logged = [event["event"] for event in node.nodes[1].log_events()]
     assert logged.count("gc_reclaimed") == 1
     assert logged.count("partition_replica_deleted") == RECLAIM_AFTER_STOPPED
     last_deleted = max(i for i, name in enumerate(logged) if name == "partition_replica_deleted")
