@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,8 +24,9 @@ FAST = RaftConfig(
 )
 
 
-def lone_voter(directory: Path, cluster_id: str) -> tuple[RaftDriver, Log]:
-    """Voter 1, alone in its quorum, over a metadata log in `directory` (not started yet)."""
+def lone_voter(directory: Path, cluster_id: str, **driver_options: Any) -> tuple[RaftDriver, Log]:
+    """Voter 1, alone in its quorum, over a metadata log in `directory` (not started yet);
+    `driver_options`: more of RaftDriver's keyword arguments."""
     metadata_log = Log.open(directory / "__cluster_metadata-0", LogConfig(retention_ms=None))
     (port,) = free_ports(1)
     driver = RaftDriver(
@@ -34,6 +36,7 @@ def lone_voter(directory: Path, cluster_id: str) -> tuple[RaftDriver, Log]:
         config=FAST,
         metadata_log=metadata_log,
         listen=("127.0.0.1", port),
+        **driver_options,
     )
     return driver, metadata_log
 
