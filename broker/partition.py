@@ -473,6 +473,19 @@ class Partition:
         follower = self.followers.get(replica)
         if follower is None or self.state is None:
             return None
+        leader_log_end_offset = self.log.log_end_offset
+        if (
+            fetch_offset == follower.log_end_offset == leader_log_end_offset
+            and leader_log_end_offset == self.log.high_watermark
+            and log_start_offset == follower.log_start_offset
+            and replica in self.state.isr
+        ):
+            # An in-sync follower fetching again where it was, at the committed log end (an
+            # idle partition's refresh, every FOLLOWER_REFRESH_MS): only its times move. No
+            # high watermark can pass the log end, and no ISR change is due.
+            follower.last_caught_up_ms = follower.last_fetch_ms = now_ms
+            follower.last_fetch_leader_log_end_offset = leader_log_end_offset
+            return None
         follower.log_end_offset = fetch_offset
         if log_start_offset != follower.log_start_offset:
             follower.log_start_offset = log_start_offset
@@ -481,7 +494,6 @@ class Partition:
         # Kafka's rule: caught up now if it reached the leader's end, or caught up as of its
         # previous fetch if it reached the end the leader had then (under steady appends a
         # follower never sees the very end).
-        leader_log_end_offset = self.log.log_end_offset
         if fetch_offset >= leader_log_end_offset:
             follower.last_caught_up_ms = now_ms
         elif fetch_offset >= follower.last_fetch_leader_log_end_offset >= 0:

@@ -436,6 +436,32 @@ async def test_a_fenced_follower_caught_up_is_proposed_for_the_isr_only_once_unf
     await sender.stop()
 
 
+async def test_an_in_sync_followers_refetch_at_the_committed_end_keeps_it_caught_up_alone(
+    brokers: MakeBrokers,
+) -> None:
+    # An idle partition's refresh (a follower's session records its settled fetches): the
+    # follower stays caught up, nothing else moves.
+    leader, follower = brokers(1, 2)
+    state = PartitionState(replicas=(1, 2), isr=(1, 2), leader=1)
+    for broker in (leader, follower):
+        broker.apply(image({0: state}, min_isr=1))
+    await leader.replicas.produce(-1, 1_000, [(TOPIC, 0, batch(b"r0"))])
+    for _ in range(2):
+        await replicate(leader, follower)
+    partition = leader.partition()
+    assert partition.high_watermark == partition.log.log_end_offset == 1
+    fetched = partition.followers[2]
+    before = dataclasses.replace(fetched)
+    await asyncio.sleep(0.01)
+    refetch = FetchPartition(TOPIC, 0, 1, 1 << 20, current_leader_epoch=0, log_start_offset=0)
+    leader.replicas.record_follower_fetches(2, [refetch])
+    assert fetched.last_caught_up_ms == fetched.last_fetch_ms > before.last_caught_up_ms
+    assert dataclasses.replace(fetched, last_caught_up_ms=0, last_fetch_ms=0) == (
+        dataclasses.replace(before, last_caught_up_ms=0, last_fetch_ms=0)
+    )
+    assert (partition.high_watermark, partition.pending_isr) == (1, None)
+
+
 async def test_a_new_leader_starts_its_epoch_so_a_follower_of_the_deposed_one_truncates(
     brokers: MakeBrokers,
 ) -> None:
