@@ -1,7 +1,8 @@
 """A real node keeps its replicas' objects out of the garbage collector's walks (frozen as they
-are hosted) and gives back what deleted replicas left there: once a topic of
-RECLAIM_AFTER_STOPPED partitions is deleted, the node collects its whole heap once, after the
-last of them is gone (never in the middle of the change), and says so (`gc_reclaimed`)."""
+are hosted), and walks them once after many are gone, for any reference cycle they left: once a
+topic of RECLAIM_AFTER_STOPPED partitions is deleted, the node collects its whole heap once,
+after the last of them is gone (never in the middle of the change), and says so
+(`gc_reclaimed`)."""
 
 from __future__ import annotations
 
@@ -32,8 +33,9 @@ def test_the_heap_of_deleted_replicas_is_collected_once_their_deletion_is_applie
 ) -> None:
     admin = AdminClient({"bootstrap.servers": node.bootstrap})
     admin.create_topics([NewTopic("churn", RECLAIM_AFTER_STOPPED, 1)])["churn"].result(60)
-    # Hosted by the node's replica manager, not only in the metadata: a deletion applied
-    # before the last replicas were hosted would stop fewer than were created.
+    # Hosted by the node's replica manager (it applies the metadata in slices), not only in
+    # the metadata: a deletion applied before the last replicas were hosted would stop fewer
+    # than were created.
     node.wait_for(
         "every replica hosted",
         lambda: len(named(node, "partition_became_leader")) == RECLAIM_AFTER_STOPPED,
