@@ -22,7 +22,7 @@ from typing import Any
 from uuid import UUID
 
 from controller.image import MetadataImage, metadata_records
-from controller.metadata_transactions import MetadataTransactions
+from controller.metadata_transactions import MetadataTransactions, TransactionStep
 from controller.partition_state import NO_LEADER, PartitionState
 from controller.records import (
     BrokerRegistrationChangeRecord,
@@ -93,11 +93,13 @@ class MetadataEvent:
     """A state change or a potential data-loss event at metadata offset `offset`.
 
     `time` is when this node replayed the record (ISO 8601, UTC): the metadata log carries no
-    timestamps. Which of the other fields are set depends on `type`: partition events carry the
-    partition's state after the change, broker events the broker and its epoch, unclean
-    recovery events what the recovery saw (`strategy`, `replica_logs`, `waiting_for`,
-    `lost_offsets`), reassignment events the partition's `replicas`, `adding_replicas` and
-    `removing_replicas` after the change (and `broker`: the replica that joined the ISR)."""
+    timestamps. A metadata transaction's records are replayed as their commits come, and their
+    events kept until its end is committed. Which of the other fields are set depends on
+    `type`: partition events carry the partition's state after the change, broker events the
+    broker and its epoch, unclean recovery events what the recovery saw (`strategy`,
+    `replica_logs`, `waiting_for`, `lost_offsets`), reassignment events the partition's
+    `replicas`, `adding_replicas` and `removing_replicas` after the change (and `broker`: the
+    replica that joined the ISR)."""
 
     offset: int
     time: str
@@ -138,17 +140,61 @@ def derive_events(
     in place, so a caller that passes the same set with every batch reports that loss once
     even when a commit falls between the two records.
     """
-    names = {topic_id: topic.name for topic_id, topic in before.topics.items()}
-    # PartitionRecord states changed by earlier records of this batch, by (topic id, partition).
-    states: dict[tuple[UUID, int], PartitionState] = {}
-    recovered = set() if recovered is None else recovered
+    derivation = EventDerivation(before, set() if recovered is None else recovered)
     events: list[MetadataEvent] = []
-
-    def state_of(topic_id: UUID, partition_id: int) -> PartitionState | None:
-        known = states.get((topic_id, partition_id))
-        return known if known is not None else before.partition(topic_id, partition_id)
-
     for offset, record in records:
+        derivation.derive(offset, record, time, events)
+    return events
+
+
+class EventDerivation:
+    """Derives events record by record on top of an image, remembering what the records
+    derived so far changed (topic names, partition states, recoveries reported)."""
+
+    def __init__(
+        self,
+        before: MetadataImage,
+        recovered: set[tuple[UUID, int]],
+        *,
+        names: dict[UUID, str] | None = None,
+        states: dict[tuple[UUID, int], PartitionState] | None = None,
+    ) -> None:
+        """`recovered` is updated in place (see `derive_events`); `names` and `states`, what
+        records derived before changed (`fork`)."""
+        self._before = before
+        self.recovered = recovered
+        self._names = (
+            {topic_id: topic.name for topic_id, topic in before.topics.items()}
+            if names is None
+            else names
+        )
+        # PartitionRecord states changed by the records derived so far, by (topic id, partition).
+        self._states = {} if states is None else states
+
+    def fork(self) -> EventDerivation:
+        """A derivation that goes on from this one's state without changing it: a metadata
+        transaction's, which an abort drops."""
+        return EventDerivation(
+            self._before,
+            set(self.recovered),
+            names=dict(self._names),
+            states=dict(self._states),
+        )
+
+    def _state_of(self, topic_id: UUID, partition_id: int) -> PartitionState | None:
+        known = self._states.get((topic_id, partition_id))
+        return known if known is not None else self._before.partition(topic_id, partition_id)
+
+    def derive(
+        self, offset: int, record: MetadataRecord, time: str, events: list[MetadataEvent]
+    ) -> None:
+        """Appends to `events` those that `record`, committed at `offset`, causes."""
+        names, states, recovered, state_of = (
+            self._names,
+            self._states,
+            self.recovered,
+            self._state_of,
+        )
         event = partial(_event, offset, time)
         match record:
             case RegisterBrokerRecord():
@@ -218,7 +264,7 @@ def derive_events(
             case PartitionChangeRecord():
                 old = state_of(record.topic_id, record.partition_id)
                 if old is None:
-                    continue
+                    return
                 key = (record.topic_id, record.partition_id)
                 new = record.merge(old)
                 states[key] = new
@@ -247,7 +293,6 @@ def derive_events(
                 )
             case _:
                 pass
-    return events
 
 
 def _event(
@@ -406,7 +451,8 @@ class EventLog:
     batches, the partitions whose unclean recovery it reported and whose election is still to
     come, so that election is not reported as a second data-loss event. The events of a
     metadata transaction come when its end is committed, as its changes reach the image then
-    (those of an aborted one never).
+    (those of an aborted one never); they are derived as its records come, so that the commit
+    of its end does not do the work of all of them.
     """
 
     def __init__(
@@ -430,6 +476,8 @@ class EventLog:
         # Partitions whose recovery was reported and whose election is still to come.
         self._recovered: set[tuple[UUID, int]] = set()
         self._transactions: MetadataTransactions[int] = MetadataTransactions()
+        # While a transaction is open: its derivation, and the events derived so far.
+        self._open: tuple[EventDerivation, list[MetadataEvent]] | None = None
 
     def events(self) -> list[MetadataEvent]:
         """The events kept, oldest first."""
@@ -439,8 +487,24 @@ class EventLog:
         if not entries:
             return
         time = self._clock().isoformat(timespec="milliseconds")
-        records = self._transactions.admit(self._records_of(entries))
-        derived = derive_events(self._before, records, time, self._recovered)
+        derived: list[MetadataEvent] = []
+        outside = EventDerivation(self._before, self._recovered)
+        for offset, record in self._records_of(entries):
+            step = self._transactions.step(offset, record)
+            if step is TransactionStep.OUTSIDE:
+                outside.derive(offset, record, time, derived)
+            elif step is TransactionStep.BEGIN:
+                self._open = (outside.fork(), [])
+            elif step is TransactionStep.INSIDE:
+                assert self._open is not None
+                self._open[0].derive(offset, record, time, self._open[1])
+            else:
+                assert self._open is not None
+                if step is TransactionStep.END:
+                    outside, held = self._open
+                    self._recovered = outside.recovered
+                    derived += held
+                self._open = None
         self._events.extend(derived)
         for listener in self.listeners:
             for event in derived:
@@ -455,3 +519,4 @@ class EventLog:
         self._before = self._image()
         self._recovered.clear()
         self._transactions.reset()
+        self._open = None

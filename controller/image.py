@@ -31,7 +31,7 @@ from uuid import UUID
 import structlog
 
 from controller.acls import EMPTY_INDEX, AclBinding, AclIndex
-from controller.metadata_transactions import MetadataTransactions
+from controller.metadata_transactions import MetadataTransactions, TransactionStep
 from controller.partition_state import PartitionState
 from controller.records import (
     AbortTransactionRecord,
@@ -531,8 +531,14 @@ class MetadataReplayer:
     image is exactly that one (unless a metadata transaction is open there: no snapshot then);
     being asked for any other offset is a bug in the caller.
 
-    The records of a metadata transaction (`controller.metadata_transactions`) are held back
-    until its end is committed, then replayed together: the image never holds a part of one.
+    The records of a metadata transaction (`controller.metadata_transactions`) are replayed as
+    their commits come, into a delta of the transaction's own, which becomes the image once the
+    end is committed (an abort drops it): the image never holds a part of one, and the commit
+    of its end replays no more than its own records (a transaction of 10,000 partition changes
+    does not hold the event loop as long as all of them). Their `metadata_applied` events are
+    logged as they are replayed too, each with `in_transaction` (the offset of its
+    BeginTransactionRecord): they take effect with the EndTransactionRecord's, or never if an
+    AbortTransactionRecord's comes first.
 
     Entries below `logged_below` (the end of the node's own log at start, whose changes its
     earlier runs logged as they applied them) are replayed without a `metadata_applied` event
@@ -552,6 +558,8 @@ class MetadataReplayer:
         # one in the same commit (`records_of`): decoding each record once, not per listener.
         self._decoded: tuple[Sequence[Entry], list[tuple[int, MetadataRecord]]] | None = None
         self._transactions: MetadataTransactions[Entry] = MetadataTransactions()
+        # While a transaction is open: its records replayed on top of the image.
+        self._open_delta: MetadataDelta | None = None
         self._replayed_end_offset = image.end_offset
 
     @property
@@ -572,7 +580,8 @@ class MetadataReplayer:
 
     def on_commit(self, entries: Sequence[Entry]) -> None:
         """Replays the committed entries, in order, into a new image; those of a metadata
-        transaction once its end is committed, all at once (never a part of it)."""
+        transaction into the transaction's own delta, which becomes the image once its end is
+        committed (never a part of it)."""
         if not entries:
             return
         decoded = [
@@ -581,21 +590,30 @@ class MetadataReplayer:
             if entry.kind is not EntryKind.LEADER_CHANGE
         ]
         self._decoded = (entries, [(entry.offset, record) for entry, record in decoded])
-        delta = MetadataDelta(self._image)
-        for entry, record in self._transactions.admit(decoded):
+        delta = self._open_delta if self._open_delta is not None else MetadataDelta(self._image)
+        for entry, record in decoded:
+            step = self._transactions.step(entry, record)
+            if step is TransactionStep.BEGIN:
+                # What came before takes effect: the image ends where the transaction begins.
+                self._image = delta.apply(entry.offset, entry.epoch)
+                delta = MetadataDelta(self._image)
+            elif step is TransactionStep.ABORT:
+                delta = MetadataDelta(self._image)
             delta.replay(record)
-            if entry.offset >= self._logged_below:
-                _log_applied(record, entry, delta)
-            else:
+            if entry.offset < self._logged_below:
                 self._replayed_quietly += 1
+            elif event := _applied_event(record, entry, delta):
+                begun = self._transactions.open_since
+                if begun is not None:
+                    event["in_transaction"] = begun.offset
+                log.info("metadata_applied", **event)
         last = entries[-1]
         self._replayed_end_offset = last.offset + 1
-        begun = self._transactions.open_since
-        if begun is None:
+        if self._transactions.open_since is None:
+            self._open_delta = None
             self._image = delta.apply(last.offset + 1, last.epoch)
-        elif begun.offset > self._image.end_offset:
-            # Up to the open transaction's begin: no entry before it is held back.
-            self._image = delta.apply(begun.offset, begun.epoch)
+        else:
+            self._open_delta = delta
         if self._replayed_quietly and self._image.end_offset >= self._logged_below:
             log.info(
                 "metadata_log_replayed",
@@ -624,6 +642,7 @@ class MetadataReplayer:
             (decode_record(data) for data in records), snapshot_id.end_offset, snapshot_id.epoch
         )
         self._transactions.reset()
+        self._open_delta = None
         self._replayed_end_offset = snapshot_id.end_offset
 
     def snapshot_records(self, end_offset: int) -> list[bytes] | None:
@@ -639,55 +658,50 @@ class MetadataReplayer:
         return [encode_record(record) for record in self._image.to_records()]
 
 
-def _log_applied(record: MetadataRecord, entry: Entry, delta: MetadataDelta) -> None:
-    """One `metadata_applied` event per state change replayed, with its epochs.
-
-    PartitionRecords (topic creation) and NoOps are not state changes of their own: a topic
-    is logged once, by its TopicRecord.
-    """
+def _applied_event(record: MetadataRecord, entry: Entry, delta: MetadataDelta) -> dict[str, object]:
+    """The fields of the `metadata_applied` event of a record `delta` just replayed, with its
+    epochs: one per state change; empty for the records that are none of their own
+    (PartitionRecords, whose topic is logged once by its TopicRecord, and NoOps)."""
     match record:
         case PartitionChangeRecord():
             state = delta.partition(record.topic_id, record.partition_id)
             assert state is not None
-            log.info(
-                "metadata_applied",
-                record="PartitionChangeRecord",
-                offset=entry.offset,
-                epoch=entry.epoch,
-                topic_id=str(record.topic_id),
-                partition=record.partition_id,
-                leader=state.leader,
-                leader_epoch=state.leader_epoch,
-                partition_epoch=state.partition_epoch,
-                isr=list(state.isr),
-                elr=list(state.elr),
-                last_known_elr=list(state.last_known_elr),
-            )
+            return {
+                "record": "PartitionChangeRecord",
+                "offset": entry.offset,
+                "epoch": entry.epoch,
+                "topic_id": str(record.topic_id),
+                "partition": record.partition_id,
+                "leader": state.leader,
+                "leader_epoch": state.leader_epoch,
+                "partition_epoch": state.partition_epoch,
+                "isr": list(state.isr),
+                "elr": list(state.elr),
+                "last_known_elr": list(state.last_known_elr),
+            }
         case PartitionRecord() | NoOpRecord():
-            pass
+            return {}
         case UserScramCredentialRecord() | RemoveUserScramCredentialRecord():
             # Never the salt nor the keys.
-            log.info(
-                "metadata_applied",
-                record=type(record).__name__,
-                offset=entry.offset,
-                epoch=entry.epoch,
-                user=record.name,
-                mechanism=record.mechanism.mechanism_name,
-            )
+            return {
+                "record": type(record).__name__,
+                "offset": entry.offset,
+                "epoch": entry.epoch,
+                "user": record.name,
+                "mechanism": record.mechanism.mechanism_name,
+            }
         case _:
-            log.info(
-                "metadata_applied",
-                record=type(record).__name__,
-                offset=entry.offset,
-                epoch=entry.epoch,
+            return {
+                "record": type(record).__name__,
+                "offset": entry.offset,
+                "epoch": entry.epoch,
                 **{
                     name: value
                     if isinstance(value, (int, str, bool)) or value is None
                     else str(value)
                     for name, value in _fields(record)
                 },
-            )
+            }
 
 
 def _fields(record: MetadataRecord) -> Iterable[tuple[str, object]]:

@@ -3,16 +3,18 @@
 The metadata log hands its committed entries out in commits of a bounded size, and a follower
 may hold part of a leader's append, so a change of many records (a topic of thousands of
 partitions) can be committed in several pieces. The controller writes such a change between a
-BeginTransactionRecord and an EndTransactionRecord; `MetadataTransactions` holds back the
-records of a transaction until its end is committed, so that no image (and no client's
-Metadata answer) shows a topic with part of its partitions. An AbortTransactionRecord, which a
-newly active controller writes for a transaction its predecessor left unfinished, drops the
-held records.
+BeginTransactionRecord and an EndTransactionRecord. `MetadataTransactions` tells a consumer of
+the log where each record stands (`TransactionStep`), so that it replays a transaction's
+records as they come, in a state of their own, and shows that state only once the end is
+committed: no image (and no client's Metadata answer) shows a topic with part of its
+partitions, and no commit does the work of a whole transaction at once. An
+AbortTransactionRecord, which a newly active controller writes for a transaction its
+predecessor left unfinished, drops that state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from enum import Enum, auto
 from typing import Generic, TypeVar
 
 from controller.records import (
@@ -30,48 +32,55 @@ class MetadataTransactionError(ValueError):
     """A transaction record that contradicts the transaction state: a begin inside another."""
 
 
+class TransactionStep(Enum):
+    """Where a committed record stands among metadata transactions."""
+
+    # Outside any transaction: takes effect as it comes. A stray end or abort (no transaction
+    # open) is one too, as the no-op it then is.
+    OUTSIDE = auto()
+    # Opens a transaction: what came before takes effect; what follows waits for its end.
+    BEGIN = auto()
+    # A record of the open transaction: takes effect with its end, or never if it aborts.
+    INSIDE = auto()
+    # The open transaction's records take effect, all of them, with this one.
+    END = auto()
+    # The open transaction's records never take effect.
+    ABORT = auto()
+
+
 class MetadataTransactions(Generic[Position]):
-    """Holds back the committed records of an open metadata transaction."""
+    """Follows the committed records through metadata transactions, in log order."""
 
     def __init__(self) -> None:
-        self._held: list[tuple[Position, MetadataRecord]] | None = None
+        self._begun: tuple[Position] | None = None
 
     @property
     def open_since(self) -> Position | None:
         """Where the open transaction's BeginTransactionRecord is; None if none is open."""
-        return None if self._held is None else self._held[0][0]
+        return None if self._begun is None else self._begun[0]
 
-    def admit(
-        self, records: Iterable[tuple[Position, MetadataRecord]]
-    ) -> list[tuple[Position, MetadataRecord]]:
-        """The records that take effect with these committed ones, in log order: those outside
-        any transaction, and a transaction's all at once when its EndTransactionRecord comes
-        (with it); an aborted transaction's never (its AbortTransactionRecord alone). An end
-        or abort with no transaction open takes effect alone, as the no-op it is then."""
-        admitted: list[tuple[Position, MetadataRecord]] = []
-        for item in records:
-            record = item[1]
-            held = self._held
-            if isinstance(record, BeginTransactionRecord):
-                if held is not None:
-                    raise MetadataTransactionError(
-                        f"a transaction begins at {item[0]} inside the one begun at {held[0][0]}"
-                    )
-                self._held = [item]
-            elif held is None:
-                admitted.append(item)
-            elif isinstance(record, EndTransactionRecord):
-                admitted.extend(held)
-                admitted.append(item)
-                self._held = None
-            elif isinstance(record, AbortTransactionRecord):
-                admitted.append(item)
-                self._held = None
-            else:
-                held.append(item)
-        return admitted
+    def step(self, position: Position, record: MetadataRecord) -> TransactionStep:
+        """Where `record`, committed at `position` after every record stepped before, stands.
+
+        Raises MetadataTransactionError for a begin inside an open transaction."""
+        if isinstance(record, BeginTransactionRecord):
+            if self._begun is not None:
+                raise MetadataTransactionError(
+                    f"a transaction begins at {position} inside the one begun at {self._begun[0]}"
+                )
+            self._begun = (position,)
+            return TransactionStep.BEGIN
+        if self._begun is None:
+            return TransactionStep.OUTSIDE
+        if isinstance(record, EndTransactionRecord):
+            self._begun = None
+            return TransactionStep.END
+        if isinstance(record, AbortTransactionRecord):
+            self._begun = None
+            return TransactionStep.ABORT
+        return TransactionStep.INSIDE
 
     def reset(self) -> None:
         """Forget any open transaction: a snapshot replaced the state (none is taken inside a
         transaction, so none ends inside one)."""
-        self._held = None
+        self._begun = None

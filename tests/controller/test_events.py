@@ -6,7 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
+import pytest
+
 from controller.events import (
+    EventDerivation,
     EventLog,
     EventType,
     MetadataEvent,
@@ -116,6 +119,47 @@ def test_a_transactions_events_come_once_it_ends_and_never_if_aborted() -> None:
     commit(5, BeginTransactionRecord("create_topics"), TopicRecord("clicks", UUID(int=7)))
     commit(7, AbortTransactionRecord("failover"))
     assert [(e.type, e.topic, e.partition) for e in log.events()] == created
+
+
+def test_a_transactions_events_are_derived_as_its_commits_come(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The commit of a transaction's end derives the events of its own records, not those of
+    the whole transaction; what was derived before comes out with it, in log order."""
+    replayer = MetadataReplayer()
+    log = EventLog(lambda: replayer.image, records_of=replayer.records_of)
+    derived: list[int] = []
+    derive = EventDerivation.derive
+
+    def counted(
+        derivation: EventDerivation,
+        offset: int,
+        record: MetadataRecord,
+        time: str,
+        events: list[MetadataEvent],
+    ) -> None:
+        derived.append(offset)
+        derive(derivation, offset, record, time, events)
+
+    monkeypatch.setattr(EventDerivation, "derive", counted)
+    records: list[MetadataRecord] = [
+        BeginTransactionRecord("create_topics"),
+        TopicRecord("orders", TOPIC_ID),
+        *(PartitionRecord(TOPIC_ID, i, replicas=(1,), isr=(1,), leader=1) for i in range(4)),
+        EndTransactionRecord(),
+    ]
+    entries = [Entry(offset, 1, encode_record(r)) for offset, r in enumerate(records)]
+    for start in (0, 3, 6):
+        piece = entries[start : start + 3]
+        for listener in (replayer, log):
+            listener.on_commit(piece)
+        # Only the records inside the transaction have events to derive.
+        assert derived == [e.offset for e in piece if 0 < e.offset < len(entries) - 1]
+        derived.clear()
+    assert [(e.offset, e.type) for e in log.events()] == [
+        (1, EventType.TOPIC_CREATED),
+        *((offset, EventType.PARTITION_CREATED) for offset in range(2, 6)),
+    ]
 
 
 def test_the_replayer_hands_the_records_it_decoded_to_the_listeners_after_it() -> None:

@@ -385,12 +385,58 @@ def test_replayer_shows_a_transaction_cut_by_commits_only_once_it_ends() -> None
 
 def test_replayer_drops_an_aborted_transaction_whole() -> None:
     held = _wide_topic_in_a_transaction(3)[:-1]
-    entries = _entries([*_cluster(), *held, AbortTransactionRecord("failover")])
+    after = ConfigRecord(ConfigResourceType.TOPIC, "orders", "retention.ms", "60000")
+    entries = _entries([*_cluster(), *held, AbortTransactionRecord("failover"), after])
     replayer = MetadataReplayer()
-    replayer.on_commit(entries[:-1])
-    replayer.on_commit(entries[-1:])
+    replayer.on_commit(entries[:-2])
+    replayer.on_commit(entries[-2:])
     assert not replayer.transaction_open
-    assert replayer.image == replace(_replay(_cluster()), end_offset=len(entries))
+    # What follows the abort applies to the image from before the transaction.
+    assert replayer.image == replace(_replay([*_cluster(), after]), end_offset=len(entries))
+
+
+def test_replayer_replays_a_transaction_as_its_commits_come(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each commit replays its own records, the end's too: a transaction of thousands of
+    changes costs no commit more than a plain commit of its size. Their `metadata_applied`
+    events come with their commits, naming the transaction; the image takes them at the end."""
+    changes = [
+        PartitionChangeRecord(ORDERS, i % 2, isr=(1, 2) if i % 4 < 2 else (1, 2, 3))
+        for i in range(6)
+    ]
+    records: list[MetadataRecord] = [
+        BeginTransactionRecord("alter_partition"),
+        *changes,
+        EndTransactionRecord(),
+    ]
+    entries = _entries([*_cluster(), *records])
+    begin = len(_cluster())
+    replayer = MetadataReplayer()
+    replayer.on_commit(entries[:begin])
+    replayed: list[MetadataRecord] = []
+    replay = MetadataDelta.replay
+
+    def counted(delta: MetadataDelta, record: MetadataRecord) -> None:
+        replayed.append(record)
+        replay(delta, record)
+
+    monkeypatch.setattr(MetadataDelta, "replay", counted)
+    before = replayer.image
+    for start in range(begin, len(entries), 3):
+        piece = entries[start : start + 3]
+        with capture_logs() as logs:
+            replayer.on_commit(piece)
+        assert len(replayed) == len(piece)
+        replayed.clear()
+        applied = [(e["offset"], e.get("in_transaction")) for e in logs]
+        ended = piece[-1].offset == len(entries) - 1
+        assert applied == [
+            (entry.offset, None if ended and entry is piece[-1] else begin) for entry in piece
+        ]
+        if not ended:
+            assert replayer.image == replace(before, end_offset=begin)
+    assert replayer.image == _replay([*_cluster(), *records])
 
 
 def test_a_snapshot_loaded_ends_any_transaction_left_open() -> None:

@@ -1,4 +1,4 @@
-"""MetadataTransactions holds back a transaction's records until its end, whole."""
+"""MetadataTransactions tells where each committed record stands among transactions."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ from uuid import UUID
 
 import pytest
 
-from controller.metadata_transactions import MetadataTransactionError, MetadataTransactions
+from controller.metadata_transactions import (
+    MetadataTransactionError,
+    MetadataTransactions,
+    TransactionStep,
+)
 from controller.records import (
     AbortTransactionRecord,
     BeginTransactionRecord,
@@ -18,67 +22,73 @@ from controller.records import (
 )
 
 TOPIC = UUID(int=1)
+OUTSIDE, BEGIN, INSIDE, END, ABORT = (
+    TransactionStep.OUTSIDE,
+    TransactionStep.BEGIN,
+    TransactionStep.INSIDE,
+    TransactionStep.END,
+    TransactionStep.ABORT,
+)
 
 
 def partition(index: int) -> PartitionRecord:
     return PartitionRecord(TOPIC, index, replicas=(1,), isr=(1,), leader=1)
 
 
-def numbered(records: list[MetadataRecord], start: int = 0) -> list[tuple[int, MetadataRecord]]:
-    return list(enumerate(records, start=start))
+def steps(
+    transactions: MetadataTransactions[int], records: list[MetadataRecord], start: int = 0
+) -> list[TransactionStep]:
+    return [transactions.step(offset, record) for offset, record in enumerate(records, start)]
 
 
 def test_records_outside_a_transaction_take_effect_as_they_come() -> None:
     transactions: MetadataTransactions[int] = MetadataTransactions()
-    records = numbered([TopicRecord("t", TOPIC), partition(0)])
-    assert transactions.admit(records) == records
+    assert steps(transactions, [TopicRecord("t", TOPIC), partition(0)]) == [OUTSIDE, OUTSIDE]
     assert transactions.open_since is None
 
 
-def test_a_transaction_cut_by_commits_takes_effect_whole_with_its_end() -> None:
+def test_a_transaction_cut_by_commits_stays_open_until_its_end() -> None:
     transactions: MetadataTransactions[int] = MetadataTransactions()
-    before = (0, RemoveTopicRecord(UUID(int=9)))
-    begin = (1, BeginTransactionRecord("create_topics"))
-    topic = (2, TopicRecord("t", TOPIC))
-    partitions = numbered([partition(i) for i in range(3)], start=3)
-    end = (6, EndTransactionRecord())
-    after = (7, RemoveTopicRecord(UUID(int=8)))
-
-    assert transactions.admit([before, begin, topic, partitions[0]]) == [before]
+    first: list[MetadataRecord] = [RemoveTopicRecord(UUID(int=9))]
+    first += [BeginTransactionRecord("create_topics"), TopicRecord("t", TOPIC), partition(0)]
+    assert steps(transactions, first) == [OUTSIDE, BEGIN, INSIDE, INSIDE]
     assert transactions.open_since == 1
-    assert transactions.admit(partitions[1:]) == []
+    assert steps(transactions, [partition(1), partition(2)], start=4) == [INSIDE, INSIDE]
     assert transactions.open_since == 1
-    assert transactions.admit([end, after]) == [begin, topic, *partitions, end, after]
+    last: list[MetadataRecord] = [EndTransactionRecord(), RemoveTopicRecord(UUID(int=8))]
+    assert steps(transactions, last, start=6) == [END, OUTSIDE]
     assert transactions.open_since is None
 
 
-def test_an_aborted_transaction_never_takes_effect() -> None:
+def test_an_abort_closes_the_open_transaction() -> None:
     transactions: MetadataTransactions[int] = MetadataTransactions()
-    held = numbered([BeginTransactionRecord("create_topics"), TopicRecord("t", TOPIC)])
-    assert transactions.admit(held) == []
-    abort = (2, AbortTransactionRecord("failover"))
-    after = (3, RemoveTopicRecord(UUID(int=8)))
-    assert transactions.admit([abort, after]) == [abort, after]
+    held: list[MetadataRecord] = [BeginTransactionRecord("create_topics"), TopicRecord("t", TOPIC)]
+    assert steps(transactions, held) == [BEGIN, INSIDE]
+    after: list[MetadataRecord] = [
+        AbortTransactionRecord("failover"),
+        RemoveTopicRecord(UUID(int=8)),
+    ]
+    assert steps(transactions, after, start=2) == [ABORT, OUTSIDE]
     assert transactions.open_since is None
 
 
-def test_an_end_or_abort_outside_a_transaction_takes_effect_alone() -> None:
+def test_an_end_or_abort_outside_a_transaction_stands_alone() -> None:
     transactions: MetadataTransactions[int] = MetadataTransactions()
-    records = numbered([EndTransactionRecord(), AbortTransactionRecord()])
-    assert transactions.admit(records) == records
+    records: list[MetadataRecord] = [EndTransactionRecord(), AbortTransactionRecord()]
+    assert steps(transactions, records) == [OUTSIDE, OUTSIDE]
 
 
 def test_a_transaction_inside_another_is_refused() -> None:
     transactions: MetadataTransactions[int] = MetadataTransactions()
-    transactions.admit([(0, BeginTransactionRecord("a"))])
+    transactions.step(0, BeginTransactionRecord("a"))
     with pytest.raises(MetadataTransactionError, match="inside the one begun at 0"):
-        transactions.admit([(1, BeginTransactionRecord("b"))])
+        transactions.step(1, BeginTransactionRecord("b"))
 
 
 def test_reset_forgets_the_open_transaction() -> None:
     transactions: MetadataTransactions[int] = MetadataTransactions()
-    transactions.admit(numbered([BeginTransactionRecord("a"), TopicRecord("t", TOPIC)]))
+    opened: list[MetadataRecord] = [BeginTransactionRecord("a"), TopicRecord("t", TOPIC)]
+    steps(transactions, opened)
     transactions.reset()
     assert transactions.open_since is None
-    after = (5, RemoveTopicRecord(TOPIC))
-    assert transactions.admit([after]) == [after]
+    assert transactions.step(5, RemoveTopicRecord(TOPIC)) is OUTSIDE
