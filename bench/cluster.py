@@ -393,6 +393,17 @@ class Cluster:
         self.nodes[node_id].process = None
         return status
 
+    @contextlib.contextmanager
+    def started(self, timeout: float = 60.0) -> Iterator[Cluster]:
+        """Every node started and every broker unfenced within `timeout` seconds; every
+        process killed on exit (`stop_all`), however the block ends."""
+        self.start_all()
+        try:
+            self.wait_for("brokers unfenced", self.brokers_unfenced, timeout)
+            yield self
+        finally:
+            self.stop_all()
+
     def stop_all(self) -> None:
         for node_id in self.nodes:
             self.kill(node_id)
@@ -433,15 +444,3 @@ class Cluster:
         if leader_view is None or leader_view["high_watermark"] < 1:
             return None
         return leader_id, epoch, leader_view["high_watermark"]
-
-
-@contextlib.contextmanager
-def lone_node(root: Path, **extra: str) -> Iterator[Cluster]:
-    """One combined node (node 1) under `root`, started and unfenced; stopped on exit."""
-    cluster = Cluster.combined(root, 1, **extra)
-    cluster.start_all()
-    try:
-        cluster.wait_for("broker unfenced", cluster.brokers_unfenced, 60)
-        yield cluster
-    finally:
-        cluster.stop_all()

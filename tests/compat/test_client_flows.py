@@ -34,12 +34,8 @@ def node(
     cluster = Cluster.combined(
         tmp_path_factory.mktemp("flows"), nodes, **{"default.replication.factor": str(nodes)}
     )
-    cluster.start_all()
-    try:
-        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, 60)
+    with cluster.started(60):
         yield cluster
-    finally:
-        cluster.stop_all()
 
 
 def test_confluent_kafka(node: Cluster) -> None:

@@ -44,12 +44,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "auto.leader.rebalance.enable": "false",
         },
     )
-    cluster.start_all()
-    try:
-        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, timeout=30)
+    with cluster.started(30):
         yield cluster
-    finally:
-        cluster.stop_all()
 
 
 def call(

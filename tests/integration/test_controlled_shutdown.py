@@ -34,12 +34,8 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         3,
         **{"broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "500"},
     )
-    cluster.start_all()
-    try:
-        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, 60.0)
+    with cluster.started(60.0):
         yield cluster
-    finally:
-        cluster.stop_all()
 
 
 def leaders(cluster: Cluster, observer: int, topic: str) -> list[int]:

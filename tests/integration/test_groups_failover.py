@@ -45,12 +45,8 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
             "broker.heartbeat.interval.ms": "500",
         },
     )
-    cluster.start_all()
-    try:
-        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced)
+    with cluster.started(20.0):
         yield cluster
-    finally:
-        cluster.stop_all()
 
 
 def offsets_leader(cluster: Cluster, observer: int, group: str) -> int:

@@ -37,12 +37,8 @@ def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]
     settings = {"broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "500"}
     settings.update(getattr(request, "param", {}))
     cluster = Cluster.combined(tmp_path, 3, **settings)
-    cluster.start_all()
-    try:
-        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced)
+    with cluster.started(20.0):
         yield cluster
-    finally:
-        cluster.stop_all()
 
 
 def two_replica_topic(cluster: Cluster, name: str) -> tuple[int, int, int]:

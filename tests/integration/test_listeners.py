@@ -134,12 +134,8 @@ def listeners(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Listeners]:
     ca = CertificateAuthority(root / "ca")
     setup = configure(root / "cluster", ca, ca.issue("node", SERVER_SUBJECT, server=True))
     cluster = setup.cluster
-    cluster.start_all()
-    try:
-        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, timeout=60)
+    with cluster.started(60):
         yield setup
-    finally:
-        cluster.stop_all()
 
 
 @pytest.fixture(scope="module")

@@ -36,12 +36,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "broker.heartbeat.interval.ms": "500",
         },
     )
-    cluster.start_all()
-    try:
-        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, timeout=60)
+    with cluster.started(60):
         yield cluster
-    finally:
-        cluster.stop_all()
 
 
 def created(cluster: Cluster, topic: str) -> int:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.cluster import Cluster, lone_node
+from bench.cluster import Cluster
 from kraft.raft import RaftConfig
 
 # More partition records than one Ready hands out: the commit is cut inside the topic.
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.fixture
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with lone_node(tmp_path_factory.mktemp("metadata-transactions")) as cluster:
+    with Cluster.combined(tmp_path_factory.mktemp("metadata-transactions"), 1).started() as cluster:
         yield cluster
 
 

@@ -269,12 +269,8 @@ def five(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root: Path = tmp_path_factory.mktemp("reassign-five")
     cluster = Cluster.combined(root, 3, **SETTINGS)
     cluster.add_brokers([4, 5])
-    cluster.start_all()
-    try:
-        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, timeout=90)
+    with cluster.started(90):
         yield cluster
-    finally:
-        cluster.stop_all()
 
 
 def test_a_move_under_load_goes_through_its_stages(five: Cluster) -> None:

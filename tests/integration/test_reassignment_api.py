@@ -48,12 +48,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         },
     )
     cluster.add_brokers([4])
-    cluster.start_all()
-    try:
-        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced, timeout=60)
+    with cluster.started(60):
         yield cluster
-    finally:
-        cluster.stop_all()
 
 
 @pytest.fixture

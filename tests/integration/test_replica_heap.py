@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.cluster import Cluster, lone_node
+from bench.cluster import Cluster
 from node.frozen_heap import RECLAIM_AFTER_STOPPED
 
 pytestmark = pytest.mark.timeout(180)
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.fixture
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with lone_node(tmp_path_factory.mktemp("replica-heap")) as cluster:
+    with Cluster.combined(tmp_path_factory.mktemp("replica-heap"), 1).started() as cluster:
         yield cluster
 
 

@@ -28,12 +28,8 @@ from tests.integration.test_produce_consume import (
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
     cluster = Cluster.combined(tmp_path, 3)
-    cluster.start_all()
-    try:
-        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced)
+    with cluster.started(20.0):
         yield cluster
-    finally:
-        cluster.stop_all()
 
 
 def segment_bytes(cluster: Cluster, node_id: int, topic: str, partition: int) -> bytes:

@@ -36,12 +36,8 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     cluster = Cluster.combined(
         tmp_path, 3, **{"broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "500"}
     )
-    cluster.start_all()
-    try:
-        cluster.wait_for("brokers unfenced", cluster.brokers_unfenced)
+    with cluster.started(20.0):
         yield cluster
-    finally:
-        cluster.stop_all()
 
 
 def absent_broker_and_observer(cluster: Cluster) -> tuple[int, int]:
