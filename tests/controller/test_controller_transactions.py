@@ -6,7 +6,6 @@ AbortTransactionRecord before it serves anything, so no image ever shows that pa
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from uuid import UUID
 
@@ -23,7 +22,7 @@ from controller.records import (
     encode_record,
 )
 from tests.controller.lone_controller import active_controller
-from tests.kraft.lone_voter import lone_voter
+from tests.kraft.lone_voter import leading_voter
 
 ORDERS = UUID(int=1)
 CLICKS = UUID(int=2)
@@ -31,16 +30,8 @@ CLICKS = UUID(int=2)
 
 async def append_alone(directory: Path, records: list[bytes]) -> None:
     """Commit `records` on the lone voter over `directory`, with no controller on it."""
-    driver, metadata_log = lone_voter(directory, "transactions")
-    await driver.start()
-    try:
-        async with asyncio.timeout(10):
-            while not driver.is_leader:
-                await asyncio.sleep(0.02)
-            await driver.append(records)
-    finally:
-        await driver.stop(resign=False)
-        metadata_log.close()
+    async with leading_voter(directory, "transactions", records):
+        pass
 
 
 async def test_a_transaction_left_open_is_aborted_before_the_controller_serves(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,17 +42,27 @@ def lone_voter(directory: Path, cluster_id: str, **driver_options: Any) -> tuple
     return driver, metadata_log
 
 
-@pytest.fixture
-async def elected(tmp_path: Path) -> AsyncIterator[tuple[RaftDriver, Log]]:
-    """A lone voter that elected itself and committed an append; stopped afterwards."""
-    driver, metadata_log = lone_voter(tmp_path, "elected")
+@asynccontextmanager
+async def leading_voter(
+    directory: Path, cluster_id: str, first: list[bytes]
+) -> AsyncIterator[tuple[RaftDriver, Log]]:
+    """`lone_voter` started, leading, with the records `first` committed; stopped (without
+    resigning) and its log closed on exit."""
+    driver, metadata_log = lone_voter(directory, cluster_id)
     await driver.start()
     try:
         async with asyncio.timeout(30):
             while not driver.is_leader:
                 await asyncio.sleep(0.02)
-            await driver.append([b"first"])
+            await driver.append(first)
         yield driver, metadata_log
     finally:
         await driver.stop(resign=False)
         metadata_log.close()
+
+
+@pytest.fixture
+async def elected(tmp_path: Path) -> AsyncIterator[tuple[RaftDriver, Log]]:
+    """A lone voter that elected itself and committed an append; stopped afterwards."""
+    async with leading_voter(tmp_path, "elected", [b"first"]) as voter:
+        yield voter
