@@ -343,8 +343,8 @@ class MetadataDelta:
                 | EndTransactionRecord()
                 | AbortTransactionRecord()
             ):
-                # Transactions are the replayer's (`MetadataTransactions`): each record of
-                # one reaches here once its end is committed.
+                # Transactions are the replayer's (`MetadataTransactions`): it replays their
+                # records into a delta of their own, which becomes the image at the end.
                 pass
 
     def partition(self, topic_id: UUID, partition_id: int) -> PartitionState | None:
@@ -570,7 +570,8 @@ class MetadataReplayer:
     @property
     def replayed_end_offset(self) -> int:
         """The end of the committed entries replayed: the image's, or past it the records of
-        an open metadata transaction, held back until it ends (`transaction_open`)."""
+        an open metadata transaction, replayed into its own delta, which the image takes once
+        the transaction ends (`transaction_open`)."""
         return self._replayed_end_offset
 
     @property

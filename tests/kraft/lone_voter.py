@@ -44,11 +44,11 @@ def lone_voter(directory: Path, cluster_id: str, **driver_options: Any) -> tuple
 
 @asynccontextmanager
 async def leading_voter(
-    directory: Path, cluster_id: str, first: list[bytes]
+    directory: Path, cluster_id: str, first: list[bytes], **driver_options: Any
 ) -> AsyncIterator[tuple[RaftDriver, Log]]:
     """`lone_voter` started, leading, with the records `first` committed; stopped (without
     resigning) and its log closed on exit."""
-    driver, metadata_log = lone_voter(directory, cluster_id)
+    driver, metadata_log = lone_voter(directory, cluster_id, **driver_options)
     await driver.start()
     try:
         async with asyncio.timeout(30):

@@ -4,12 +4,11 @@ a change the image takes whole later (a metadata transaction), it waits for a la
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from structlog.testing import capture_logs
 
-from tests.kraft.lone_voter import lone_voter
+from tests.kraft.lone_voter import leading_voter
 
 
 class Source:
@@ -28,25 +27,16 @@ async def test_no_snapshot_where_the_source_has_no_image_until_a_later_commit(
     tmp_path: Path,
 ) -> None:
     source = Source()
-    driver, metadata_log = lone_voter(
-        tmp_path, "snapshots", snapshot_source=source, max_bytes_between_snapshots=100
-    )
+    options = {"snapshot_source": source, "max_bytes_between_snapshots": 100}
     with capture_logs() as logs:
-        await driver.start()
-        try:
-            async with asyncio.timeout(10):
-                while not driver.is_leader:
-                    await asyncio.sleep(0.02)
-                await driver.append([b"x" * 200])
-                assert source.asked
-                await driver.append([b"y" * 200])
-                assert len(source.asked) >= 2
-                assert "raft_snapshot_created" not in [event["event"] for event in logs]
-                source.ready = True
-                end = await driver.append([b"z" * 10])
-        finally:
-            await driver.stop(resign=False)
-            metadata_log.close()
+        async with leading_voter(tmp_path, "snapshots", [b"x" * 200], **options) as voter:
+            driver, metadata_log = voter
+            assert source.asked
+            await driver.append([b"y" * 200])
+            assert len(source.asked) >= 2
+            assert "raft_snapshot_created" not in [event["event"] for event in logs]
+            source.ready = True
+            end = await driver.append([b"z" * 10])
     created = [event for event in logs if event["event"] == "raft_snapshot_created"]
     assert [event["end_offset"] for event in created] == [end]
     assert len(list(metadata_log.directory.glob("*.checkpoint"))) == 1
